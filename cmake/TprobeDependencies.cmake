@@ -1,0 +1,53 @@
+# Finds fmt, CLI11, nlohmann_json, GoogleTest and libtorch.
+#
+# Two sources for the small header libraries:
+#  * Debian packages (the `cpu` preset): plain find_package.
+#  * TPROBE_DEPS_DIR (the `cuda` preset): copies of those same Debian headers and the googletest
+#    source, staged by scripts/stage-deps.sh, because the GPU host has no package archive.
+set(TPROBE_DEPS_DIR "" CACHE PATH "Folder made by scripts/stage-deps.sh (hosts without Debian packages)")
+
+if(TPROBE_DEPS_DIR)
+  if(NOT EXISTS "${TPROBE_DEPS_DIR}/include/fmt/format.h")
+    message(FATAL_ERROR "TPROBE_DEPS_DIR=${TPROBE_DEPS_DIR} holds no staged headers: "
+                        "run scripts/stage-deps.sh on a Debian machine and carry the folder.")
+  endif()
+  # fmt is used header-only there: the staged copy carries headers, not a matching libfmt.so.
+  add_library(tprobe_dep_fmt INTERFACE)
+  target_include_directories(tprobe_dep_fmt SYSTEM INTERFACE "${TPROBE_DEPS_DIR}/include")
+  target_compile_definitions(tprobe_dep_fmt INTERFACE FMT_HEADER_ONLY=1)
+  add_library(fmt::fmt ALIAS tprobe_dep_fmt)
+  add_library(tprobe_dep_cli11 INTERFACE)
+  target_include_directories(tprobe_dep_cli11 SYSTEM INTERFACE "${TPROBE_DEPS_DIR}/include")
+  add_library(CLI11::CLI11 ALIAS tprobe_dep_cli11)
+  add_library(tprobe_dep_json INTERFACE)
+  target_include_directories(tprobe_dep_json SYSTEM INTERFACE "${TPROBE_DEPS_DIR}/include")
+  add_library(nlohmann_json::nlohmann_json ALIAS tprobe_dep_json)
+  if(TPROBE_BUILD_TESTS)
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    set(BUILD_GMOCK OFF CACHE BOOL "" FORCE)
+    add_subdirectory("${TPROBE_DEPS_DIR}/googletest" "${CMAKE_BINARY_DIR}/_deps/googletest" EXCLUDE_FROM_ALL SYSTEM)
+    add_library(GTest::gtest ALIAS gtest)
+    add_library(GTest::gtest_main ALIAS gtest_main)
+  endif()
+else()
+  find_package(fmt 8 REQUIRED)
+  find_package(CLI11 2 REQUIRED)
+  find_package(nlohmann_json 3.10 REQUIRED)
+  if(TPROBE_BUILD_TESTS)
+    find_package(GTest REQUIRED)
+  endif()
+endif()
+
+find_package(Torch QUIET)
+if(NOT Torch_FOUND)
+  message(FATAL_ERROR "libtorch not found. On Debian 12: apt-get install libtorch-dev. With a pip "
+                      "PyTorch: -DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')")
+endif()
+# A CUDA build of libtorch defines the c10_cuda target; Debian's CPU build does not.
+if(TARGET c10_cuda OR TORCH_CUDA_LIBRARIES)
+  set(TPROBE_HAS_TORCH_CUDA 1)
+  find_package(CUDAToolkit REQUIRED)
+else()
+  set(TPROBE_HAS_TORCH_CUDA 0)
+endif()
+message(STATUS "tprobe: libtorch ${Torch_VERSION} (CUDA: ${TPROBE_HAS_TORCH_CUDA})")

@@ -1,0 +1,16 @@
+// `tprobe env`: the environment block every evidence file carries, on its own.
+#include "probes/probe.hpp"
+
+namespace tprobe::probes {
+
+void register_env(CLI::App& app, ProbeSet& set) {
+  CLI::App* cmd = app.add_subcommand(
+      "env", "Report tool, libtorch, CUDA device, CUPTI and SDPA backend facts");
+  set.add(cmd, [](RunContext& ctx) {
+    ctx.out << core::environment_table(ctx.environment).render();
+    ctx.evidence.results() = core::to_json(ctx.environment);
+    return core::Outcome::kOk;
+  });
+}
+
+}  // namespace tprobe::probes

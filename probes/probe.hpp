@@ -1,0 +1,51 @@
+// What every subcommand shares: how it registers with the CLI and how its run is driven.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "tprobe/core/environment.hpp"
+#include "tprobe/core/evidence.hpp"
+
+namespace tprobe::probes {
+
+// Handed to a probe's run: it fills evidence.results(), prints its tables to `out`, and returns
+// the outcome (kNo maps to exit code 3).
+struct RunContext {
+  core::Evidence& evidence;
+  core::Environment& environment;
+  std::ostream& out;
+};
+
+using RunFn = std::function<core::Outcome(RunContext&)>;
+
+struct Probe {
+  CLI::App* command = nullptr;
+  RunFn run;
+  std::string json_path;  // --json PATH, added to every probe
+};
+
+class ProbeSet {
+ public:
+  // Adds --json to `command` and remembers how to run it.
+  void add(CLI::App* command, RunFn run);
+  // Runs whichever subcommand was parsed; returns the process exit code.
+  int run_parsed(const std::vector<std::string>& argv, std::ostream& out) const;
+
+ private:
+  std::vector<std::unique_ptr<Probe>> probes_;
+};
+
+// One function per probe file; register_all calls them in --help order.
+void register_env(CLI::App& app, ProbeSet& set);
+void register_all(CLI::App& app, ProbeSet& set);
+
+// The full environment block (core + libtorch + CUPTI facts).
+core::Environment collect_environment();
+
+}  // namespace tprobe::probes

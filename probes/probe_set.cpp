@@ -1,0 +1,93 @@
+// Drives one probe run: environment, options, run, table, atomic evidence write, exit code.
+#include "probes/probe.hpp"
+
+#include <cstdlib>
+
+#include "tprobe/core/error.hpp"
+#include "tprobe/cupti/cupti_info.hpp"
+#include "tprobe/model/runtime_info.hpp"
+
+namespace tprobe::probes {
+namespace {
+
+// Options are recorded as the CLI resolved them (defaults included), typed where the text is
+// unambiguously a number or a boolean.
+core::Json typed_value(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  if (!text.empty()) {
+    char* end = nullptr;
+    long long i = std::strtoll(text.c_str(), &end, 10);
+    if (end && *end == '\0') return i;
+    double d = std::strtod(text.c_str(), &end);
+    if (end && *end == '\0') return d;
+  }
+  return text;
+}
+
+core::Json resolved_options(const CLI::App& command) {
+  core::Json out = core::Json::object();
+  for (const CLI::Option* opt : command.get_options()) {
+    std::string name = opt->get_single_name();
+    if (name.empty() || name == "help") continue;
+    std::vector<std::string> values = opt->results();
+    if (values.empty()) {
+      if (opt->get_type_size() == 0) {  // a flag that was not given
+        out[name] = false;
+        continue;
+      }
+      std::string def = opt->get_default_str();
+      out[name] = def.empty() ? core::Json(nullptr) : typed_value(def);
+    } else if (opt->get_type_size() == 0) {
+      out[name] = true;
+    } else if (values.size() == 1 && opt->get_expected_max() <= 1) {
+      out[name] = typed_value(values.front());
+    } else {
+      core::Json list = core::Json::array();
+      for (const auto& v : values) list.push_back(typed_value(v));
+      out[name] = std::move(list);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+core::Environment collect_environment() {
+  core::Environment env = core::base_environment();
+  model::describe_torch(env);
+  cupti::describe_cupti(env);
+  return env;
+}
+
+void ProbeSet::add(CLI::App* command, RunFn run) {
+  auto probe = std::make_unique<Probe>();
+  probe->command = command;
+  probe->run = std::move(run);
+  command->add_option("--json", probe->json_path,
+                      "Write the evidence file (JSON) to PATH, atomically");
+  probes_.push_back(std::move(probe));
+}
+
+int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out) const {
+  for (const auto& probe : probes_) {
+    if (!probe->command->parsed()) continue;
+    core::Evidence evidence(probe->command->get_name(), argv);
+    evidence.options() = resolved_options(*probe->command);
+    core::Environment env = collect_environment();
+    RunContext ctx{evidence, env, out};
+    core::Outcome outcome = probe->run(ctx);
+    evidence.set_outcome(outcome);
+    evidence.environment() = core::to_json(env);  // after run: probes record attn resolution
+    for (const auto& d : evidence.diagnostics()) {
+      if (d.severity != core::Severity::kInfo) {
+        out << core::to_string(d.severity) << ": " << d.message << "\n";
+      }
+    }
+    if (!probe->json_path.empty()) evidence.write(probe->json_path);
+    return static_cast<int>(outcome == core::Outcome::kOk ? ExitCode::kOk : ExitCode::kEvidenceNo);
+  }
+  throw UsageError("no subcommand given: run 'tprobe --help' for the list");
+}
+
+}  // namespace tprobe::probes

@@ -1,0 +1,10 @@
+// The list of subcommands, in the order `tprobe --help` shows them.
+#include "probes/probe.hpp"
+
+namespace tprobe::probes {
+
+void register_all(CLI::App& app, ProbeSet& set) {
+  register_env(app, set);
+}
+
+}  // namespace tprobe::probes

@@ -1,0 +1,31 @@
+// tprobe's entry point: build the CLI, register probes, parse, dispatch, map errors to exit codes.
+#include <iostream>
+
+#include "probes/probe.hpp"
+#include "tprobe/config.hpp"
+#include "tprobe/core/error.hpp"
+#include "tprobe/model/kernels.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tprobe: where a LoRA MoE training step's time and memory go"};
+  app.set_version_flag("--version", std::string("tprobe ") + TPROBE_VERSION + " (git " +
+                                        TPROBE_GIT_SHA + ", libtorch " +
+                                        tprobe::model::torch_version() + ")");
+  app.require_subcommand(1);
+  tprobe::probes::ProbeSet probes;
+  tprobe::probes::register_all(app, probes);
+  try {
+    app.parse(argc, argv);
+    return probes.run_parsed(std::vector<std::string>(argv, argv + argc), std::cout);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version are "errors" with exit code 0 in CLI11; every real parse error is a usage
+    // error, exit 2, whatever code CLI11 gives it.
+    return app.exit(e) == 0 ? 0 : static_cast<int>(tprobe::ExitCode::kUsage);
+  } catch (const tprobe::Error& e) {
+    std::cerr << "tprobe: error: " << e.what() << "\n";
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::cerr << "tprobe: internal error: " << e.what() << "\n";
+    return static_cast<int>(tprobe::ExitCode::kError);
+  }
+}
