@@ -1,0 +1,172 @@
+// The Gemma-4 text decoder (MoE) in libtorch, op for op as docs/../gemma4-architecture.md §2
+// describes Hugging Face's, with LoRA adapters, per-layer gradient checkpointing and a
+// sequence-chunked softcapped cross-entropy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "tprobe/core/model_config.hpp"
+#include "tprobe/model/kernels.hpp"
+
+namespace tprobe::model {
+
+// LoRA as PEFT applies it: y = x·Wᵀ + (alpha/rank)·(x·Aᵀ)·Bᵀ, dropout 0, on every nn.Linear
+// whose module name (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj) is listed.
+// The fused 3-D expert tensors are not nn.Linear modules and never receive adapters (domain
+// item 11), exactly as with PEFT.
+struct LoraConfig {
+  std::vector<std::string> targets;  // empty: no adapters
+  int64_t rank = 0;
+  double alpha = 0.0;
+  double scale() const { return rank > 0 ? alpha / static_cast<double>(rank) : 0.0; }
+};
+
+// Names PEFT accepts as target_modules for this model.
+std::vector<std::string> lora_target_names();
+// Throws UsageError for an unknown target or a non-positive rank.
+void validate_lora(const LoraConfig& lora);
+
+enum class CeMode { kChunked, kNaive };
+
+struct ModelOptions {
+  torch::Dtype dtype = torch::kFloat32;
+  torch::Device device = torch::kCPU;
+  AttnImpl attn = AttnImpl::kEager;  // sliding and full layers alike
+  MoeDispatch moe = MoeDispatch::kLoop;
+  bool gradient_checkpointing = false;
+  // HF's enable_input_require_grads: the embedding output requires grad so that a checkpointed
+  // block whose base is frozen still carries gradients into its adapters (domain item 13).
+  // false reproduces the inert-adapter trap; only tests turn it off.
+  bool input_requires_grad = true;
+  CeMode ce = CeMode::kChunked;
+  int64_t ce_chunk = 4096;  // rows (tokens) per CE chunk
+};
+
+// One nn.Linear (no bias) with an optional LoRA pair.
+struct Linear {
+  torch::Tensor weight;  // [out, in], frozen
+  torch::Tensor lora_a;  // [rank, in]   (undefined without an adapter)
+  torch::Tensor lora_b;  // [out, rank]
+  double lora_scale = 0.0;
+  bool has_lora() const { return lora_a.defined(); }
+};
+
+struct DecoderLayer {
+  core::LayerGeometry geometry;
+  Linear q_proj, k_proj, v_proj, o_proj;  // v_proj.weight undefined on key=value layers
+  torch::Tensor q_norm, k_norm;           // [head_dim]
+  torch::Tensor input_layernorm, post_attention_layernorm;
+  torch::Tensor pre_feedforward_layernorm, post_feedforward_layernorm;
+  torch::Tensor post_feedforward_layernorm_1, pre_feedforward_layernorm_2,
+      post_feedforward_layernorm_2;
+  Linear gate_proj, up_proj, down_proj;   // dense MLP
+  Linear router_proj;                     // [E, H]; never a LoRA target here
+  torch::Tensor router_scale;             // [H]
+  torch::Tensor router_per_expert_scale;  // [E]
+  torch::Tensor experts_gate_up;          // [E, 2I, H]
+  torch::Tensor experts_down;             // [E, H, I]
+  torch::Tensor layer_scalar;             // [1]
+};
+
+// What one forward resolved to (recorded in evidence as attn_requested / attn_resolved).
+struct ForwardRecord {
+  std::string attn_sliding;  // e.g. "eager", "sdpa(mask=bool,repeat_kv)", "flash_varlen(window=1023)"
+  std::string attn_full;
+  std::string moe;           // "loop" or "grouped_mm"
+};
+
+struct LossResult {
+  torch::Tensor loss;        // fp32 scalar (mean over non-ignored targets)
+  int64_t num_targets = 0;
+};
+
+class Gemma4Model {
+ public:
+  // Random initialisation directly on options.device in options.dtype (no host copy):
+  // embedding, projections, router and expert tensors ~ N(0, 0.02²) (HF's initializer_range);
+  // RMSNorm weights, router.scale, router.per_expert_scale and layer_scalar = 1.
+  static Gemma4Model random(const core::ModelConfig& config, const ModelOptions& options,
+                            uint64_t seed);
+  // Empty tensors everywhere; a loader fills them by name (see parameters()).
+  static Gemma4Model empty(const core::ModelConfig& config, const ModelOptions& options);
+
+  // Adds adapters (lora_A ~ kaiming-uniform(a=√5) like PEFT, lora_B = 0) on options' device.
+  void add_lora(const LoraConfig& lora, uint64_t seed);
+
+  const core::ModelConfig& config() const { return config_; }
+  ModelOptions& options() { return options_; }
+  const ModelOptions& options() const { return options_; }
+  const LoraConfig& lora() const { return lora_; }
+  std::vector<DecoderLayer>& layers() { return layers_; }
+  torch::Tensor& embed_tokens() { return embed_; }
+  torch::Tensor& final_norm() { return final_norm_; }
+
+  // Base tensors by their HF names without the model prefix ("embed_tokens.weight",
+  // "layers.3.self_attn.q_proj.weight", "layers.3.experts.gate_up_proj", ...), with the shape
+  // each must have. Pointers stay valid while the model lives.
+  std::vector<std::pair<std::string, torch::Tensor*>> parameters();
+  std::vector<int64_t> expected_shape(const std::string& name) const;
+  // LoRA tensors by PEFT-relative name ("layers.0.self_attn.q_proj.lora_A.weight").
+  std::vector<std::pair<std::string, torch::Tensor*>> lora_parameters();
+  int64_t count_base_parameters() const;
+  int64_t count_lora_parameters() const;
+  int64_t count_lora_modules() const;
+
+  // Final hidden states [B, S, H] after the final norm.
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, ForwardRecord* record = nullptr);
+  // Softcapped logits [B, S, V] (materialised: for parity and tests, not for training widths).
+  torch::Tensor logits(const torch::Tensor& input_ids, ForwardRecord* record = nullptr);
+  // HF's causal-LM loss: labels = input_ids shifted left, last position ignored, mean over targets.
+  LossResult loss(const torch::Tensor& input_ids, ForwardRecord* record = nullptr);
+
+  // One decoder layer, outside any checkpointing (the checkpoint Function calls this too).
+  torch::Tensor layer_forward(size_t index, const torch::Tensor& x, ForwardRecord* record) const;
+
+ private:
+  Gemma4Model(core::ModelConfig config, ModelOptions options);
+  torch::Tensor run_layers(torch::Tensor x, ForwardRecord* record);
+
+  core::ModelConfig config_;
+  ModelOptions options_;
+  LoraConfig lora_;
+  torch::Tensor embed_;       // [V, H]
+  torch::Tensor final_norm_;  // [H]
+  std::vector<DecoderLayer> layers_;
+};
+
+// HF's Gemma4RMSNorm: fp32 inside, mean of squares + eps, pow(-0.5), weight multiplied in fp32
+// (weight as-is, not 1 + w), one rounding at the end. `weight` undefined: the weight-less norm.
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+// RoPE cos/sin [B or 1, S, D] in `dtype` for a layer type (§2.2), from fp32 angles.
+std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const core::RopeParams& rope, int64_t head_dim,
+                                                     const torch::Tensor& position_ids,
+                                                     torch::Dtype dtype);
+torch::Tensor rope_inv_freq(const core::RopeParams& rope, int64_t head_dim);
+
+// Softcapped cross-entropy of hidden [N, H] against the tied head [V, H], mean over labels != -100.
+// kChunked never holds more than `chunk` rows of logits, in forward or backward (recomputed per
+// chunk); kNaive materialises them as HF does.
+torch::Tensor softcapped_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& head,
+                                       const torch::Tensor& labels, double softcap, CeMode mode,
+                                       int64_t chunk);
+
+// Sizes from the config alone (no tensors): text parameters (layer_scalar excluded, as HF's
+// num_parameters excludes buffers), LoRA modules and LoRA parameters for `lora`.
+struct ParameterCounts {
+  int64_t base_parameters = 0;
+  int64_t lora_modules = 0;
+  int64_t lora_parameters = 0;
+};
+ParameterCounts count_parameters(const core::ModelConfig& config, const LoraConfig& lora);
+
+// lora_B tensors whose gradient is undefined or all zero after a backward (domain item 13):
+// empty = every adapter learns.
+std::vector<std::string> inert_lora_b(Gemma4Model& model);
+
+}  // namespace tprobe::model

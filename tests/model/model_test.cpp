@@ -1,0 +1,292 @@
+// The Gemma-4 engine on the CPU: norms, RoPE, masks, attention, chunked CE, LoRA, checkpointing.
+#include <cmath>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "tprobe/core/error.hpp"
+#include "tprobe/core/model_config.hpp"
+#include "tprobe/model/attention.hpp"
+#include "tprobe/model/gemma4.hpp"
+
+namespace tprobe::model {
+namespace {
+
+using torch::Tensor;
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+ModelOptions fp64_options() {
+  ModelOptions o;
+  o.dtype = torch::kDouble;
+  o.ce_chunk = 7;  // several chunks, last one short, for 2×24 tokens
+  return o;
+}
+
+LoraConfig all_targets_lora() {
+  LoraConfig l;
+  l.targets = lora_target_names();
+  l.rank = 4;
+  l.alpha = 8;
+  return l;
+}
+
+// Random non-trivial norm weights, router scales and layer scalars (init sets them to 1).
+void perturb(Gemma4Model& m, uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::NoGradGuard g;
+  for (auto& [name, t] : m.parameters()) {
+    if (t->dim() == 1) t->copy_(torch::rand_like(*t) + 0.5);
+  }
+}
+
+Tensor tiny_ids(int64_t batch, int64_t seq, uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::randint(0, core::embedded_model("gemma4-tiny").vocab_size, {batch, seq}, torch::kLong);
+}
+
+TEST(RmsNorm, HandWorkedValue) {
+  // x = [3, 4]: mean of squares 12.5, ×12.5^-0.5 = [0.848528, 1.131371]; weight [1, 2] as-is.
+  Tensor x = torch::tensor({3.0, 4.0}, torch::kDouble);
+  Tensor y = rms_norm(x, torch::tensor({1.0, 2.0}, torch::kDouble), 0.0);
+  EXPECT_NEAR(y[0].item<double>(), 3.0 / std::sqrt(12.5), 1e-12);
+  EXPECT_NEAR(y[1].item<double>(), 2.0 * 4.0 / std::sqrt(12.5), 1e-12);
+  Tensor z = rms_norm(x, Tensor(), 0.0);  // weight-less (v_norm, router norm)
+  EXPECT_NEAR(z[1].item<double>(), 4.0 / std::sqrt(12.5), 1e-12);
+}
+
+TEST(Rope, InvFreqSanityValuesFromSpec) {
+  core::RopeParams full{core::RopeType::kProportional, 1e6, 0.25};
+  Tensor f = rope_inv_freq(full, 512);
+  ASSERT_EQ(f.size(0), 256);
+  EXPECT_NEAR(f[1].item<float>(), 0.9474635f, 1e-6);
+  EXPECT_NEAR(f[63].item<float>(), 0.0333762f, 1e-6);
+  EXPECT_EQ(f.narrow(0, 64, 192).abs().sum().item<float>(), 0.0f);  // pass-through lanes
+  core::RopeParams sliding{core::RopeType::kDefault, 1e4, 1.0};
+  Tensor s = rope_inv_freq(sliding, 256);
+  ASSERT_EQ(s.size(0), 128);
+  EXPECT_NEAR(s[1].item<float>(), std::pow(1e4, -2.0 / 256.0), 1e-6);
+  // Proportional lanes 64..255 and 320..511 have cos 1, sin 0 at any position.
+  auto [cos, sin] = rope_cos_sin(full, 512, torch::arange(5).unsqueeze(0), torch::kFloat);
+  EXPECT_EQ(sin.index({0, 4, 100}).item<float>(), 0.0f);
+  EXPECT_EQ(cos.index({0, 4, 400}).item<float>(), 1.0f);
+  EXPECT_NE(sin.index({0, 4, 256 + 3}).item<float>(), 0.0f);
+}
+
+TEST(Mask, SlidingWindowHandWritten) {
+  // S = 5, W = 2: each query sees itself and one key before it.
+  Tensor m = causal_bool_mask(5, 2, torch::kCPU).view({5, 5}).to(torch::kInt);
+  Tensor expected = torch::tensor({1, 0, 0, 0, 0,  //
+                                   1, 1, 0, 0, 0,  //
+                                   0, 1, 1, 0, 0,  //
+                                   0, 0, 1, 1, 0,  //
+                                   0, 0, 0, 1, 1},
+                                  torch::kInt)
+                        .view({5, 5});
+  EXPECT_TRUE(torch::equal(m, expected));
+  EXPECT_EQ(causal_bool_mask(6, 0, torch::kCPU).sum().item<int64_t>(), 21);  // plain causal
+}
+
+// Straight loops over (b, h, q, k): the definition the kernels must agree with.
+Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t window) {
+  const int64_t B = q.size(0), Hq = q.size(1), S = q.size(2);
+  const int64_t rep = Hq / k.size(1);
+  Tensor out = torch::zeros_like(q);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < Hq; ++h) {
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t lo = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+        Tensor keys = k[b][h / rep].narrow(0, lo, i - lo + 1);
+        Tensor w = torch::softmax(torch::matmul(keys, q[b][h][i]), 0);
+        out[b][h][i] = torch::matmul(w, v[b][h / rep].narrow(0, lo, i - lo + 1));
+      }
+    }
+  }
+  return out;
+}
+
+TEST(Attention, EagerMatchesLoopReferenceWithWindowShorterThanSequence) {
+  torch::manual_seed(3);
+  auto o = torch::TensorOptions().dtype(torch::kDouble);
+  Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o), v = torch::randn({2, 2, 11, 8}, o);
+  for (int64_t window : {0, 4}) {
+    std::string resolved;
+    Tensor got = attention(AttnImpl::kEager, q, k, v, window, &resolved);
+    EXPECT_EQ(resolved, "eager");
+    EXPECT_LT(max_abs_diff(got, reference_attention(q, k, v, window)), 1e-12) << "window " << window;
+  }
+}
+
+TEST(Attention, SdpaMatchesEagerInFp64) {
+  std::string why;
+  if (!attn_available(AttnImpl::kSdpa, &why)) GTEST_SKIP() << why;
+  torch::manual_seed(4);
+  auto o = torch::TensorOptions().dtype(torch::kDouble);
+  Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o), v = torch::randn({2, 2, 11, 8}, o);
+  for (int64_t window : {0, 4, 16}) {
+    std::string resolved;
+    Tensor got = attention(AttnImpl::kSdpa, q, k, v, window, &resolved);
+    EXPECT_LT(max_abs_diff(got, reference_attention(q, k, v, window)), 1e-12) << resolved;
+    // HF materialises the sliding mask only once S >= window.
+    EXPECT_EQ(resolved.find("bool_mask") != std::string::npos, window == 4) << resolved;
+  }
+}
+
+TEST(ChunkedCe, UniformLogitsGiveLogVocab) {
+  // Zero hidden states → every logit 0 → loss log(V) whatever the labels; V = 4.
+  Tensor h = torch::zeros({3, 2}, torch::kDouble);
+  Tensor head = torch::randn({4, 2}, torch::kDouble);
+  Tensor labels = torch::tensor({1, -100, 3}, torch::kLong);
+  for (CeMode mode : {CeMode::kChunked, CeMode::kNaive}) {
+    Tensor loss = softcapped_cross_entropy(h, head, labels, 30.0, mode, 2);
+    EXPECT_NEAR(loss.item<double>(), std::log(4.0), 1e-12);
+  }
+}
+
+TEST(ChunkedCe, EqualsNaiveInValueAndGradient) {
+  torch::manual_seed(5);
+  Tensor head = torch::randn({40, 16}, torch::kDouble);
+  Tensor labels = torch::randint(0, 40, {23}, torch::kLong);
+  labels[4] = -100;
+  labels[22] = -100;
+  Tensor base = torch::randn({23, 16}, torch::kDouble) * 3;  // large logits: softcap matters
+  Tensor hn = base.clone().requires_grad_(true);
+  Tensor hc = base.clone().requires_grad_(true);
+  Tensor ln = softcapped_cross_entropy(hn, head, labels, 30.0, CeMode::kNaive, 0);
+  Tensor lc = softcapped_cross_entropy(hc, head, labels, 30.0, CeMode::kChunked, 5);
+  EXPECT_NEAR(ln.item<double>(), lc.item<double>(), 1e-12);
+  ln.backward();
+  lc.backward();
+  EXPECT_LT(max_abs_diff(hn.grad(), hc.grad()), 1e-12);
+  EXPECT_GT(hc.grad().abs().max().item<double>(), 0.0);
+  EXPECT_EQ(hc.grad()[4].abs().max().item<double>(), 0.0);  // ignored row: no gradient
+}
+
+TEST(Counts, Gemma26bA4bMatchesDomainFigures) {
+  // domain.md item 12 and the H200 table: 25,233,141,760 text parameters; q,k,v,o,gate,up,down
+  // at r64 → 205 modules (v only on the 25 sliding layers), 74,342,400 trainable.
+  LoraConfig l = all_targets_lora();
+  l.rank = 64;
+  auto n = count_parameters(core::embedded_model("gemma4-26b-a4b"), l);
+  EXPECT_EQ(n.base_parameters, 25233141760LL);
+  EXPECT_EQ(n.lora_modules, 205);
+  EXPECT_EQ(n.lora_parameters, 74342400);
+  l.targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
+  EXPECT_EQ(count_parameters(core::embedded_model("gemma4-26b-a4b"), l).lora_parameters, 45957120);
+}
+
+TEST(Counts, TensorsAgreeWithArithmetic) {
+  auto cfg = core::embedded_model("gemma4-tiny");
+  auto m = Gemma4Model::random(cfg, fp64_options(), 1);
+  m.add_lora(all_targets_lora(), 2);
+  auto n = count_parameters(cfg, all_targets_lora());
+  EXPECT_EQ(m.count_base_parameters(), n.base_parameters);
+  EXPECT_EQ(m.count_lora_modules(), n.lora_modules);
+  EXPECT_EQ(m.count_lora_parameters(), n.lora_parameters);
+  EXPECT_EQ(n.lora_modules, 6 * 7 - 2);  // the two key=value layers have no v_proj
+}
+
+TEST(Lora, ZeroBLeavesTheBaseForwardUnchanged) {
+  auto cfg = core::embedded_model("gemma4-tiny");
+  auto base = Gemma4Model::random(cfg, fp64_options(), 11);
+  perturb(base, 12);
+  auto adapted = Gemma4Model::random(cfg, fp64_options(), 11);
+  perturb(adapted, 12);
+  adapted.add_lora(all_targets_lora(), 13);
+  Tensor ids = tiny_ids(2, 24, 14);
+  torch::NoGradGuard g;
+  Tensor a = base.logits(ids), b = adapted.logits(ids);
+  EXPECT_EQ(max_abs_diff(a, b), 0.0);
+  // and a non-zero B does change it (the adapters are wired in)
+  adapted.layers()[0].q_proj.lora_b.fill_(0.1);
+  EXPECT_GT(max_abs_diff(base.logits(ids), adapted.logits(ids)), 1e-6);
+}
+
+struct StepResult {
+  double loss = 0;
+  std::vector<Tensor> grads;
+  std::vector<std::string> inert;
+  int64_t lora_b_count = 0;
+  bool loss_requires_grad = false;
+};
+
+StepResult one_step(bool checkpoint, bool input_grads, CeMode ce) {
+  auto cfg = core::embedded_model("gemma4-tiny");
+  ModelOptions o = fp64_options();
+  o.gradient_checkpointing = checkpoint;
+  o.input_requires_grad = input_grads;
+  o.ce = ce;
+  auto m = Gemma4Model::random(cfg, o, 21);
+  perturb(m, 22);
+  m.add_lora(all_targets_lora(), 23);
+  {  // a non-zero B so lora_A receives gradient too (at B = 0 only B does)
+    torch::NoGradGuard g;
+    for (auto& [name, t] : m.lora_parameters()) {
+      if (name.find("lora_B") != std::string::npos) t->normal_(0.0, 0.01);
+    }
+  }
+  StepResult r;
+  LossResult loss = m.loss(tiny_ids(2, 24, 24));
+  r.loss = loss.loss.item<double>();
+  r.loss_requires_grad = loss.loss.requires_grad();
+  if (r.loss_requires_grad) loss.loss.backward();
+  for (auto& [name, t] : m.lora_parameters()) {
+    r.grads.push_back(t->grad().defined() ? t->grad().clone() : torch::zeros_like(*t));
+    r.lora_b_count += name.find("lora_B") != std::string::npos;
+  }
+  r.inert = inert_lora_b(m);
+  return r;
+}
+
+TEST(Checkpointing, MatchesPlainBackward) {
+  StepResult plain = one_step(false, true, CeMode::kNaive);
+  StepResult ckpt = one_step(true, true, CeMode::kChunked);
+  EXPECT_NEAR(plain.loss, ckpt.loss, 1e-12);
+  ASSERT_EQ(plain.grads.size(), ckpt.grads.size());
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < plain.grads.size(); ++i) {
+    worst = std::max(worst, max_abs_diff(plain.grads[i], ckpt.grads[i]));
+    largest = std::max(largest, plain.grads[i].abs().max().item<double>());
+  }
+  EXPECT_LT(worst, 1e-12 * std::max(1.0, largest));
+  EXPECT_GT(largest, 0.0);
+}
+
+TEST(InertAdapter, EveryLoraBLearnsAfterOneStep) {
+  // lora_B starts at zero (PEFT init): after one backward each must have a non-zero gradient.
+  for (bool checkpoint : {false, true}) {
+    auto cfg = core::embedded_model("gemma4-tiny");
+    ModelOptions o = fp64_options();
+    o.gradient_checkpointing = checkpoint;
+    auto m = Gemma4Model::random(cfg, o, 31);
+    m.add_lora(all_targets_lora(), 32);
+    m.loss(tiny_ids(2, 24, 33)).loss.backward();
+    EXPECT_TRUE(inert_lora_b(m).empty()) << "checkpointing " << checkpoint << ": "
+                                         << inert_lora_b(m).size() << " inert";
+  }
+}
+
+TEST(InertAdapter, DetectsTheCheckpointWithoutInputGradsTrap) {
+  // Reentrant checkpointing over a frozen base whose input does not require grad: nothing
+  // reaches the adapters. The gate must report every lora_B as inert.
+  StepResult r = one_step(true, false, CeMode::kChunked);
+  EXPECT_FALSE(r.loss_requires_grad);
+  EXPECT_EQ(static_cast<int64_t>(r.inert.size()), r.lora_b_count);
+  EXPECT_EQ(r.lora_b_count, 40);
+  // Without checkpointing the same setting is fine: the adapters are in the graph directly.
+  EXPECT_TRUE(one_step(false, false, CeMode::kChunked).inert.empty());
+}
+
+TEST(Model, RejectsUnsupportedConfigs) {
+  auto cfg = core::embedded_model("gemma4-tiny");
+  cfg.hidden_size_per_layer_input = 256;
+  EXPECT_THROW(Gemma4Model::random(cfg, fp64_options(), 1), Error);
+  LoraConfig bad = all_targets_lora();
+  bad.targets.push_back("experts");
+  EXPECT_THROW(validate_lora(bad), UsageError);
+}
+
+}  // namespace
+}  // namespace tprobe::model
