@@ -1,0 +1,46 @@
+// `tprobe parity`'s computation: tprobe's forward on a Hugging Face reference's input_ids,
+// compared with HF's logits and loss. Torch-free interface so the probe file stays light.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tprobe/model/kernels.hpp"
+
+namespace tprobe::model {
+
+struct ParityOptions {
+  std::string checkpoint_dir;
+  std::string reference_path;
+  std::string logits_key = "logits";  // which tensor of the reference to compare with
+  std::string loss_key = "loss";
+  std::string dtype = "fp32";         // fp32 | bf16
+  std::string device = "cpu";         // cpu | cuda
+  AttnImpl attn = AttnImpl::kEager;
+  MoeDispatch moe = MoeDispatch::kLoop;
+  int64_t ce_chunk = 4096;
+};
+
+// Documented tolerances on the relative L2 error of the logits (docs/parity.md).
+double parity_tolerance(const std::string& dtype);  // fp32 1e-4, bf16 2e-2
+
+struct ParityResult {
+  int64_t batch = 0, seq = 0, vocab = 0;
+  double max_abs_error = 0;
+  double rel_l2_error = 0;          // ‖a − b‖₂ / ‖b‖₂ over all logits
+  double argmax_agreement_ratio = 0;
+  double loss = 0;                  // tprobe's (chunked CE)
+  std::optional<double> reference_loss;
+  std::optional<double> loss_abs_diff;
+  double tolerance_rel_l2 = 0;
+  bool within_tolerance = false;
+  std::string attn_sliding, attn_full, moe;
+  std::string text_prefix;
+  int64_t tensors_loaded = 0;
+  double forward_s = 0;
+};
+
+ParityResult run_parity(const ParityOptions& options);
+
+}  // namespace tprobe::model
