@@ -11,6 +11,10 @@
 #include "tprobe/core/error.hpp"
 #include "tprobe/model/attention.hpp"
 
+#if TPROBE_HAS_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #define TPROBE_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
@@ -107,6 +111,36 @@ torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b, const t
   (void)a; (void)b; (void)offs;
   fail("grouped GEMM is not available in libtorch {}", torch_version());
 #endif
+}
+
+void cuda_synchronize() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) torch::cuda::synchronize();
+#endif
+}
+
+void cuda_reset_peak_memory() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+#endif
+}
+
+int64_t cuda_peak_allocated_bytes() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
+  }
+#endif
+  return 0;
+}
+
+int64_t cuda_peak_reserved_bytes() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).reserved_bytes[0].peak;
+  }
+#endif
+  return 0;
 }
 
 torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {

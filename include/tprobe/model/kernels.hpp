@@ -39,4 +39,10 @@ const char* to_string(MoeDispatch dispatch);
 MoeDispatch parse_moe(const std::string& name);  // "loop" / "grouped_mm"
 bool has_grouped_mm();
 
+// CUDA device 0 helpers for timing and memory (no-ops / 0 on CPU-only builds).
+void cuda_synchronize();
+void cuda_reset_peak_memory();
+int64_t cuda_peak_allocated_bytes();  // caching allocator's peak of allocated bytes
+int64_t cuda_peak_reserved_bytes();
+
 }  // namespace tprobe::model

@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""The Hugging Face + PEFT LoRA step tprobe's step is compared with (docs/benchmarks.md).
+
+Gemma4ForCausalLM with the 26B-A4B text shapes, random weights created directly on the GPU in
+bf16, LoRA r64 (alpha 128, dropout 0) on q,k,v,o,gate,up,down, reentrant gradient checkpointing
+with enable_input_require_grads, and a sequence-chunked softcapped CE (per-chunk checkpoint, so
+the 262,144-wide logits are never whole). Batch 2, one warm-up then --reps timed steps per width.
+
+Usage: hf_lora_step.py --attn sdpa --seq 2048 8192 [--profile] [--json OUT]
+"""
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+import torch.utils.checkpoint as cp
+
+torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def config_26b(attn):
+    import transformers
+    kw = dict(hidden_size=2816, num_hidden_layers=30, intermediate_size=2112, num_attention_heads=16,
+              num_key_value_heads=8, head_dim=256, global_head_dim=512, num_global_key_value_heads=2,
+              attention_k_eq_v=True,
+              layer_types=["full_attention" if i % 6 == 5 else "sliding_attention" for i in range(30)],
+              sliding_window=1024, vocab_size=262144, enable_moe_block=True, num_experts=128,
+              top_k_experts=8, moe_intermediate_size=704, hidden_size_per_layer_input=0,
+              num_kv_shared_layers=0, final_logit_softcapping=30.0, tie_word_embeddings=True,
+              rms_norm_eps=1e-6, hidden_activation="gelu_pytorch_tanh", max_position_embeddings=262144,
+              rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                               "full_attention": {"rope_type": "proportional",
+                                                  "partial_rotary_factor": 0.25, "rope_theta": 1e6}})
+    cfg = transformers.Gemma4TextConfig(**kw)
+    cfg._attn_implementation = attn
+    return cfg
+
+
+def chunked_ce(hidden, weight, labels, cap, chunk):
+    def part(h, lab):
+        logits = h @ weight.t()
+        logits = torch.tanh(logits / cap) * cap
+        return F.cross_entropy(logits.float(), lab, ignore_index=-100, reduction="sum")
+    h = hidden.reshape(-1, hidden.shape[-1])
+    lab = labels.reshape(-1)
+    total = h.new_zeros((), dtype=torch.float32)
+    for s in range(0, h.shape[0], chunk):
+        total = total + cp.checkpoint(part, h[s:s + chunk], lab[s:s + chunk], use_reentrant=False)
+    return total / (lab != -100).sum()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--attn", default="sdpa")
+    ap.add_argument("--seq", type=int, nargs="+", default=[2048, 8192])
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--chunk", type=int, default=4096)
+    ap.add_argument("--profile", action="store_true", help="kernel table of one step at the first width")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    import transformers
+    import peft
+    from transformers import Gemma4ForCausalLM
+    t0 = time.time()
+    cfg = config_26b(a.attn)
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device("cuda"):
+        model = Gemma4ForCausalLM(cfg)
+    torch.set_default_dtype(torch.float32)
+    model.config.use_cache = False
+    lcfg = peft.LoraConfig(r=64, lora_alpha=128, lora_dropout=0.0, task_type="CAUSAL_LM",
+                           target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                           "up_proj", "down_proj"])
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    model.enable_input_require_grads()
+    model = peft.get_peft_model(model, lcfg)
+    torch.cuda.synchronize()
+    init_s = time.time() - t0
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters() if not p.requires_grad)
+    print(f"HF transformers {transformers.__version__} peft {peft.__version__} torch {torch.__version__}: "
+          f"init {init_s:.1f} s, frozen {total}, trainable {trainable}, "
+          f"experts={getattr(model.config, '_experts_implementation', '?')}")
+    decoder = model.base_model.model.model
+    weight = decoder.embed_tokens.weight
+    out = {"attn": a.attn, "init_s": init_s, "trainable_parameters": trainable,
+           "frozen_parameters": total, "transformers": transformers.__version__,
+           "peft": peft.__version__, "torch": torch.__version__, "widths": []}
+
+    def step(ids):
+        labels = torch.full_like(ids, -100)
+        labels[:, :-1] = ids[:, 1:]
+        hidden = decoder(input_ids=ids, use_cache=False).last_hidden_state
+        loss = chunked_ce(hidden, weight, labels, 30.0, a.chunk)
+        loss.backward()
+        model.zero_grad(set_to_none=True)
+        return loss
+
+    for i, seq in enumerate(a.seq):
+        g = torch.Generator(device="cuda").manual_seed(seq)
+        ids = torch.randint(0, cfg.vocab_size, (a.batch, seq), device="cuda", generator=g)
+        w = {"batch": a.batch, "seq": seq}
+        try:
+            torch.cuda.reset_peak_memory_stats()
+            times = []
+            for r in range(a.reps + 1):
+                torch.cuda.synchronize()
+                s = time.time()
+                loss = step(ids)
+                torch.cuda.synchronize()
+                if r > 0:
+                    times.append(time.time() - s)
+            w.update(outcome="ok", step_s=times, best_step_s=min(times), loss=loss.item(),
+                     peak_allocated_bytes=torch.cuda.max_memory_allocated(),
+                     peak_reserved_bytes=torch.cuda.max_memory_reserved())
+            print(f"HF {a.attn} {a.batch}x{seq}: best {min(times):.3f} s, "
+                  f"peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+            if a.profile and i == 0:
+                from torch.profiler import profile, ProfilerActivity
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    step(ids)
+                    torch.cuda.synchronize()
+                rows = {}
+                for ev in prof.events():
+                    if ev.device_type.name == "CUDA":
+                        rows[ev.name] = rows.get(ev.name, 0) + ev.device_time
+                top = sorted(rows.items(), key=lambda kv: -kv[1])[:15]
+                print("HF kernel table (device time, one step):")
+                for name, us in top:
+                    print(f"  {us / 1e3:10.1f} ms  {name[:110]}")
+                w["kernels_ms"] = {n: us / 1e3 for n, us in top}
+        except torch.OutOfMemoryError as e:
+            w.update(outcome="oom", message=str(e)[:300])
+            print(f"HF {a.attn} {a.batch}x{seq}: OOM")
+            model.zero_grad(set_to_none=True)
+            torch.cuda.empty_cache()
+        out["widths"].append(w)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
