@@ -20,4 +20,10 @@ export TPROBE_CUPTI_INCLUDE_DIR=${TPROBE_CUPTI_INCLUDE_DIR:-$cuda_root/targets/x
 echo "libtorch: $TPROBE_TORCH_PREFIX"
 echo "CUPTI:    $TPROBE_CUPTI_LIBRARY ($TPROBE_CUPTI_INCLUDE_DIR)"
 cmake --preset cuda -DCUDAToolkit_ROOT="$cuda_root" "$@" >/dev/null
-cmake --build build/cuda -j "$(nproc)"
+# TPROBE_BUILD_TARGETS="a b" builds only those targets (a lease is short).
+if [ -n "${TPROBE_BUILD_TARGETS:-}" ]; then
+  for t in $TPROBE_BUILD_TARGETS; do targets+=(--target "$t"); done
+  cmake --build build/cuda -j "$(nproc)" "${targets[@]}"
+else
+  cmake --build build/cuda -j "$(nproc)"
+fi
