@@ -1,0 +1,99 @@
+// End-to-end `tprobe parity` on the checkpoint Hugging Face transformers wrote
+// (tests/fixtures/gemma4-tiny-hf, made by scripts/make_parity_fixture.py on the GPU host).
+#include <cstring>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_tprobe.hpp"
+#include "tprobe/core/safetensors.hpp"
+
+namespace tprobe::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kFixture = std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf";
+const std::string kReference = kFixture + "/reference.safetensors";
+
+// A copy of the reference with every logit multiplied by `scale`.
+std::string altered_reference(const std::string& dir, float scale) {
+  auto ref = core::SafetensorsFile::open(kReference);
+  std::vector<std::vector<char>> keep;
+  keep.reserve(ref.tensors().size());  // data pointers must stay put
+  std::vector<core::TensorToWrite> out;
+  for (const auto& t : ref.tensors()) {
+    auto bytes = ref.data(t.name);
+    keep.emplace_back(reinterpret_cast<const char*>(bytes.data),
+                      reinterpret_cast<const char*>(bytes.data) + bytes.size);
+    core::TensorToWrite w{t, keep.back().data()};
+    if (t.name == "logits") {
+      std::vector<float> v(bytes.size / 4);
+      std::memcpy(v.data(), bytes.data, bytes.size);
+      for (float& x : v) x *= scale;
+      std::memcpy(keep.back().data(), v.data(), bytes.size);
+    }
+    out.push_back(w);
+  }
+  std::string path = dir + "/ref.safetensors";
+  core::write_safetensors(path, out);
+  return path;
+}
+
+TEST(ParityCli, HuggingFaceTinyCheckpointMatchesInFp32Eager) {
+  std::string dir = make_temp_dir();
+  std::string path = dir + "/parity.json";
+  RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference, "--attn",
+                            "eager", "--ce-chunk", "7", "--json", path});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("within tolerance"), std::string::npos) << r.out;
+  json doc = json::parse(read_text(path));
+  EXPECT_EQ(doc["schema"]["name"], "tprobe.parity");
+  const json& res = doc["results"];
+  EXPECT_EQ(res["batch"], 2);
+  EXPECT_EQ(res["seq"], 24);
+  EXPECT_EQ(res["vocab"], 512);
+  EXPECT_EQ(res["text_prefix"], "model.");
+  EXPECT_LE(res["rel_l2_error"].get<double>(), 1e-4);
+  EXPECT_EQ(res["argmax_agreement_ratio"].get<double>(), 1.0);
+  EXPECT_LE(res["loss_abs_diff"].get<double>(), 1e-4);
+  EXPECT_EQ(res["attn_sliding"], "eager");
+  EXPECT_EQ(doc["environment"]["attn_requested"], "eager");
+  EXPECT_NE(doc["environment"]["attn_resolved"].get<std::string>().find("eager"), std::string::npos);
+}
+
+TEST(ParityCli, AlsoMatchesHuggingFaceSdpaLogits) {
+  RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference,
+                            "--logits-key", "logits_sdpa", "--loss-key", "loss_sdpa"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(ParityCli, LogitsOffByOnePercentExitThree) {
+  std::string dir = make_temp_dir();
+  std::string ref = altered_reference(dir, 1.01f);
+  RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", ref, "--json", dir + "/p.json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("OUTSIDE tolerance"), std::string::npos) << r.out;
+  json doc = json::parse(read_text(dir + "/p.json"));
+  EXPECT_EQ(doc["status"]["outcome"], "no");
+  EXPECT_NEAR(doc["results"]["rel_l2_error"].get<double>(), 0.01, 1e-3);
+}
+
+TEST(ParityCli, BadInputsGiveTheirExitCodes) {
+  std::string dir = make_temp_dir();
+  RunResult usage = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference, "--dtype", "fp16"});
+  EXPECT_EQ(usage.exit_code, 2);
+  RunResult missing = run_tprobe({"parity", "--checkpoint", dir, "--reference", kReference, "--json", dir + "/p.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("config.json"), std::string::npos) << missing.err;
+  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  RunResult nokey = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference,
+                                "--logits-key", "no_such_tensor"});
+  EXPECT_EQ(nokey.exit_code, 1);
+  EXPECT_NE(nokey.err.find("no_such_tensor"), std::string::npos) << nokey.err;
+}
+
+}  // namespace
+}  // namespace tprobe::testing
