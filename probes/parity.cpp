@@ -13,6 +13,7 @@ struct ParityCliOptions {
   std::string reference;
   std::string logits_key = "logits";
   std::string loss_key = "loss";
+  std::string baseline_key;
   std::string dtype = "fp32";
   std::string attn = "eager";
   std::string device = "cpu";
@@ -26,6 +27,7 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.reference_path = cli.reference;
   o.logits_key = cli.logits_key;
   o.loss_key = cli.loss_key;
+  o.baseline_key = cli.baseline_key;
   o.dtype = cli.dtype;
   o.device = cli.device;
   o.attn = model::parse_attn(cli.attn);
@@ -50,6 +52,18 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   res["max_abs_error"] = r.max_abs_error;
   res["rel_l2_error"] = r.rel_l2_error;
   res["argmax_agreement_ratio"] = r.argmax_agreement_ratio;
+  res["position_rel_l2_median"] = r.error.position_rel_l2_median;
+  res["position_rel_l2_p99"] = r.error.position_rel_l2_p99;
+  if (r.baseline) {
+    res["baseline"] = {{"key", cli.baseline_key},
+                       {"max_abs_error", r.baseline->max_abs_error},
+                       {"rel_l2_error", r.baseline->rel_l2_error},
+                       {"position_rel_l2_median", r.baseline->position_rel_l2_median},
+                       {"position_rel_l2_p99", r.baseline->position_rel_l2_p99},
+                       {"argmax_agreement_ratio", r.baseline->argmax_agreement_ratio}};
+  } else {
+    res["baseline"] = nullptr;
+  }
   res["loss"] = r.loss;
   res["reference_loss"] = r.reference_loss ? core::Json(*r.reference_loss) : core::Json(nullptr);
   res["loss_abs_diff"] = r.loss_abs_diff ? core::Json(*r.loss_abs_diff) : core::Json(nullptr);
@@ -59,17 +73,27 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
 
   core::Table t(fmt::format("parity: {} vs {} ({}, {}×{}, vocab {})", cli.checkpoint, cli.reference,
                             cli.dtype, r.batch, r.seq, r.vocab));
-  t.column("quantity", core::Align::kLeft).column("value").column("tolerance");
-  t.row({"attention (sliding)", r.attn_sliding, ""});
-  t.row({"attention (full)", r.attn_full, ""});
-  t.row({"moe dispatch", r.moe, ""});
-  t.row({"max |Δ logit|", core::format_sci(r.max_abs_error), ""});
-  t.row({"relative L2 error", core::format_sci(r.rel_l2_error), core::format_sci(r.tolerance_rel_l2)});
-  t.row({"argmax agreement", core::format_percent(r.argmax_agreement_ratio, 2), ""});
-  t.row({"loss (tprobe, chunked CE)", fmt::format("{:.8f}", r.loss), ""});
+  const std::string base_head = r.baseline ? cli.baseline_key : "";
+  t.column("quantity", core::Align::kLeft).column("tprobe").column("tolerance").column(base_head);
+  auto b = [&](double model::LogitsError::*field) {
+    return r.baseline ? core::format_sci((*r.baseline).*field) : std::string();
+  };
+  t.row({"attention (sliding)", r.attn_sliding, "", ""});
+  t.row({"attention (full)", r.attn_full, "", ""});
+  t.row({"moe dispatch", r.moe, "", ""});
+  t.row({"max |Δ logit|", core::format_sci(r.max_abs_error), "", b(&model::LogitsError::max_abs_error)});
+  t.row({"relative L2 error", core::format_sci(r.rel_l2_error), core::format_sci(r.tolerance_rel_l2),
+         b(&model::LogitsError::rel_l2_error)});
+  t.row({"per-position rel. L2, median", core::format_sci(r.error.position_rel_l2_median), "",
+         b(&model::LogitsError::position_rel_l2_median)});
+  t.row({"per-position rel. L2, p99", core::format_sci(r.error.position_rel_l2_p99), "",
+         b(&model::LogitsError::position_rel_l2_p99)});
+  t.row({"argmax agreement", core::format_percent(r.argmax_agreement_ratio, 2), "",
+         r.baseline ? core::format_percent(r.baseline->argmax_agreement_ratio, 2) : ""});
+  t.row({"loss (tprobe, chunked CE)", fmt::format("{:.8f}", r.loss), "", ""});
   if (r.reference_loss) {
-    t.row({"loss (reference)", fmt::format("{:.8f}", *r.reference_loss), ""});
-    t.row({"|Δ loss|", core::format_sci(*r.loss_abs_diff), ""});
+    t.row({"loss (reference)", fmt::format("{:.8f}", *r.reference_loss), "", ""});
+    t.row({"|Δ loss|", core::format_sci(*r.loss_abs_diff), "", ""});
   }
   t.note(r.within_tolerance ? "within tolerance" : "OUTSIDE tolerance");
   ctx.out << t.render();
@@ -96,6 +120,9 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--logits-key", cli->logits_key, "Reference tensor to compare with")->capture_default_str();
   cmd->add_option("--loss-key", cli->loss_key, "Reference loss tensor (skipped when absent)")
       ->capture_default_str();
+  cmd->add_option("--baseline-key", cli->baseline_key,
+                  "Another implementation's logits in REF (e.g. HF's bf16 run), measured against the "
+                  "same reference and shown beside tprobe's");
   cmd->add_option("--dtype", cli->dtype, "Compute dtype: fp32 (tolerance 1e-4) or bf16 (2e-2)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();

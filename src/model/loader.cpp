@@ -172,6 +172,24 @@ void load_adapter(Gemma4Model& model, const std::string& dir) {
   }
 }
 
+namespace {
+
+LogitsError logits_error(const Tensor& got, const Tensor& want) {
+  LogitsError e;
+  Tensor diff = got - want;
+  e.max_abs_error = diff.abs().max().item<double>();
+  e.rel_l2_error = diff.norm().item<double>() / std::max(want.norm().item<double>(), 1e-300);
+  Tensor per_pos = (diff.norm(2, -1) / want.norm(2, -1).clamp_min(1e-300)).reshape({-1});
+  Tensor sorted = std::get<0>(per_pos.sort());
+  const int64_t n = sorted.size(0);
+  e.position_rel_l2_median = sorted[(n - 1) / 2].item<double>();
+  e.position_rel_l2_p99 = sorted[std::min<int64_t>(n - 1, static_cast<int64_t>(0.99 * static_cast<double>(n)))].item<double>();
+  e.argmax_agreement_ratio = got.argmax(-1).eq(want.argmax(-1)).to(torch::kDouble).mean().item<double>();
+  return e;
+}
+
+}  // namespace
+
 double parity_tolerance(const std::string& dtype) { return dtype == "bf16" ? 2e-2 : 1e-4; }
 
 ParityResult run_parity(const ParityOptions& o) {
@@ -220,10 +238,18 @@ ParityResult run_parity(const ParityOptions& o) {
   r.attn_sliding = rec.attn_sliding;
   r.attn_full = rec.attn_full;
   r.moe = rec.moe;
-  Tensor diff = got - want;
-  r.max_abs_error = diff.abs().max().item<double>();
-  r.rel_l2_error = diff.norm().item<double>() / std::max(want.norm().item<double>(), 1e-300);
-  r.argmax_agreement_ratio = got.argmax(-1).eq(want.argmax(-1)).to(torch::kDouble).mean().item<double>();
+  r.error = logits_error(got, want);
+  r.max_abs_error = r.error.max_abs_error;
+  r.rel_l2_error = r.error.rel_l2_error;
+  r.argmax_agreement_ratio = r.error.argmax_agreement_ratio;
+  if (!o.baseline_key.empty()) {
+    Tensor base = read_tensor(ref, o.baseline_key, torch::kDouble, torch::kCPU);
+    if (base.sizes() != want.sizes()) {
+      fail("{}: '{}' has shape [{}], '{}' has [{}]", o.reference_path, o.baseline_key,
+           fmt::join(base.sizes().vec(), ", "), o.logits_key, fmt::join(want.sizes().vec(), ", "));
+    }
+    r.baseline = logits_error(base, want);
+  }
   r.loss = loss.loss.item<double>();
   if (ref.find(o.loss_key)) {
     r.reference_loss = read_tensor(ref, o.loss_key, torch::kDouble, torch::kCPU).item<double>();

@@ -15,6 +15,9 @@ struct ParityOptions {
   std::string reference_path;
   std::string logits_key = "logits";  // which tensor of the reference to compare with
   std::string loss_key = "loss";
+  // Optional: another implementation's logits in the reference file (e.g. HF's own bf16 run),
+  // measured against the same reference, so tprobe's error can be read beside HF's.
+  std::string baseline_key;
   std::string dtype = "fp32";         // fp32 | bf16
   std::string device = "cpu";         // cpu | cuda
   AttnImpl attn = AttnImpl::kEager;
@@ -25,11 +28,22 @@ struct ParityOptions {
 // Documented tolerances on the relative L2 error of the logits (docs/parity.md).
 double parity_tolerance(const std::string& dtype);  // fp32 1e-4, bf16 2e-2
 
+// Error of one logits tensor against the reference.
+struct LogitsError {
+  double max_abs_error = 0;
+  double rel_l2_error = 0;               // ‖a − b‖₂ / ‖b‖₂ over all logits
+  double position_rel_l2_median = 0;     // per (batch, position) relative L2, median
+  double position_rel_l2_p99 = 0;        // ... 99th percentile: routing flips show up here
+  double argmax_agreement_ratio = 0;
+};
+
 struct ParityResult {
   int64_t batch = 0, seq = 0, vocab = 0;
   double max_abs_error = 0;
   double rel_l2_error = 0;          // ‖a − b‖₂ / ‖b‖₂ over all logits
   double argmax_agreement_ratio = 0;
+  LogitsError error;                // the same three plus per-position percentiles
+  std::optional<LogitsError> baseline;  // baseline_key's logits against the same reference
   double loss = 0;                  // tprobe's (chunked CE)
   std::optional<double> reference_loss;
   std::optional<double> loss_abs_diff;
