@@ -12,6 +12,8 @@ run() {
   "$bin" "$@"
 }
 run env --json "$out/env.json"
+fx=tests/fixtures/gemma4-tiny-hf  # written by Hugging Face transformers (scripts/make_parity_fixture.py)
+run parity --checkpoint "$fx" --reference "$fx/reference.safetensors" --json "$out/parity.json"
 echo
 echo "evidence files written to $out/:"
 ls -1 "$out"

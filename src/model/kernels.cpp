@@ -223,6 +223,10 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
                                      const torch::Tensor& v, int64_t window, std::string* resolved) {
   const int64_t batch = q.size(0), seq = q.size(2), dim = q.size(3);
   const int64_t n_rep = q.size(1) / k.size(1);
+  if (q.scalar_type() != torch::kBFloat16 && q.scalar_type() != torch::kHalf) {
+    fail("flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
+         "--dtype bf16, or sdpa/eager for fp32");
+  }
   if (dim > 256) {
     if (resolved) *resolved = "sdpa(is_causal,repeat_kv) head_dim>256";
     return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
