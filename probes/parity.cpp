@@ -19,6 +19,7 @@ struct ParityCliOptions {
   std::string device = "cpu";
   std::string moe = "loop";
   int64_t ce_chunk = 4096;
+  std::string dump_hidden;
 };
 
 core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
@@ -33,6 +34,7 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.attn = model::parse_attn(cli.attn);
   o.moe = model::parse_moe(cli.moe);
   o.ce_chunk = cli.ce_chunk;
+  o.dump_hidden_path = cli.dump_hidden;
   if (cli.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", cli.ce_chunk);
   model::ParityResult r = model::run_parity(o);
 
@@ -134,6 +136,9 @@ void register_parity(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"loop", "grouped_mm"}))
       ->capture_default_str();
   cmd->add_option("--ce-chunk", cli->ce_chunk, "Tokens per cross-entropy chunk")->capture_default_str();
+  cmd->add_option("--dump-hidden", cli->dump_hidden,
+                  "Diagnostics: write the embedding output and each layer's output (fp32) to this "
+                  "safetensors file, to find where two implementations part");
   set.add(cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); });
 }
 

@@ -232,7 +232,21 @@ ParityResult run_parity(const ParityOptions& o) {
   torch::NoGradGuard no_grad;
   ForwardRecord rec;
   auto t0 = std::chrono::steady_clock::now();
+  std::vector<Tensor> layer_outputs;
+  if (!o.dump_hidden_path.empty()) rec.layer_outputs = &layer_outputs;
   Tensor got = model.logits(ids.to(mo.device), &rec).to(torch::kCPU, torch::kDouble);
+  rec.layer_outputs = nullptr;
+  if (!o.dump_hidden_path.empty()) {
+    std::vector<Tensor> host;
+    std::vector<core::TensorToWrite> out;
+    host.reserve(layer_outputs.size());
+    for (size_t i = 0; i < layer_outputs.size(); ++i) {
+      host.push_back(layer_outputs[i].to(torch::kCPU, torch::kFloat).contiguous());
+      out.push_back({{fmt::format("hidden_{}", i), core::DType::kF32, host.back().sizes().vec()},
+                     host.back().data_ptr()});
+    }
+    core::write_safetensors(o.dump_hidden_path, out);
+  }
   LossResult loss = model.loss(ids.to(mo.device));
   r.forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.attn_sliding = rec.attn_sliding;

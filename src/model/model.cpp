@@ -456,7 +456,9 @@ Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record) {
       x = CheckpointedLayer::apply(x, reinterpret_cast<int64_t>(this), static_cast<int64_t>(i),
                                    reinterpret_cast<int64_t>(record));
     } else {
+      if (i == 0 && record && record->layer_outputs) record->layer_outputs->push_back(x.detach().clone());
       x = layer_forward(i, x, record);
+      if (record && record->layer_outputs) record->layer_outputs->push_back(x.detach().clone());
     }
   }
   return x;

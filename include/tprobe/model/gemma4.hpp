@@ -78,6 +78,9 @@ struct ForwardRecord {
   std::string attn_sliding;  // e.g. "eager", "sdpa(mask=bool,repeat_kv)", "flash_varlen(window=1023)"
   std::string attn_full;
   std::string moe;           // "loop" or "grouped_mm"
+  // Diagnostics: when set (and checkpointing is off), the embedding output and every layer's
+  // output are appended here, detached.
+  std::vector<torch::Tensor>* layer_outputs = nullptr;
 };
 
 struct LossResult {

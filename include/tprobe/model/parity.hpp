@@ -23,6 +23,8 @@ struct ParityOptions {
   AttnImpl attn = AttnImpl::kEager;
   MoeDispatch moe = MoeDispatch::kLoop;
   int64_t ce_chunk = 4096;
+  // Diagnostics: write the embedding output and every layer's output (fp32) to this safetensors.
+  std::string dump_hidden_path;
 };
 
 // Documented tolerances on the relative L2 error of the logits (docs/parity.md).
