@@ -12,6 +12,9 @@ tail -2 /tmp/build.log >>"$LOG"
 B=build/cuda/src/app/tprobe
 $B parity --checkpoint /tmp/mid --reference /tmp/mid/reference.safetensors --device cuda --dtype bf16 --attn eager \
   --dump-hidden /tmp/dump.safetensors >/dev/null 2>>"$LOG"; echo "parity exit $?" >>"$LOG"
-$B parity --checkpoint /tmp/mid --reference /tmp/mid/reference.safetensors --device cuda --dtype bf16 --attn eager \
-  --logits-key logits_hf_bf16_eager 2>&1 | grep -E "relative|median|p99" >>"$LOG"
+for spec in "sdpa grouped_mm" "flash-window grouped_mm" "eager loop"; do
+  set -- $spec
+  $B parity --checkpoint /tmp/mid --reference /tmp/mid/reference.safetensors --device cuda --dtype bf16 --attn $1 \
+    --moe $2 --baseline-key logits_hf_bf16_sdpa 2>&1 | grep -E "attention|relative|median|p99|Δ loss" >>"$LOG"
+done
 timeout 120 python3 scripts/compare_hidden.py /tmp/mid /tmp/mid/reference.safetensors /tmp/dump.safetensors 2>&1 | grep -v Loading >>"$LOG"

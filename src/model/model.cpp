@@ -89,7 +89,7 @@ Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor&
   ys = ys * w.reshape({-1}).index_select(0, perm).unsqueeze(1);
   Tensor inverse = std::get<1>(perm.sort(false, 0, false));
   Tensor out = ys.index_select(0, inverse);
-  return out.view({tokens, top_k, hidden}).sum(1);
+  return out.view({tokens, top_k, hidden}).sum(1).to(x.scalar_type());
 }
 
 // Reentrant per-layer checkpoint (HF's gradient_checkpointing with use_reentrant=True): only the
@@ -437,7 +437,12 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   Tensor r = rms_norm(flat, Tensor(), eps);
   r = r * L.router_scale;
   r = r * std::pow(static_cast<double>(H), -0.5);
-  Tensor probs = torch::softmax(linear(L.router_proj, r), -1);
+  // transformers 5.17 takes the router softmax in fp32 (dtype=torch.float32), so the routing
+  // weights, their renormalisation, the per-expert scale and (through type promotion) the
+  // weighted sum over k are fp32; gemma4-architecture.md §2.5 describes an older bf16 version.
+  // Matching this took tprobe's bf16 error from 3x Hugging Face's to HF's level (docs/parity.md).
+  const auto router_acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  Tensor probs = torch::softmax(linear(L.router_proj, r), -1, router_acc);
   auto [w, idx] = probs.topk(c.top_k_experts, -1);
   w = w / w.sum(-1, true);
   w = w * L.router_per_expert_scale.index_select(0, idx.reshape({-1})).view(idx.sizes());
