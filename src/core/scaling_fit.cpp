@@ -378,8 +378,8 @@ ModelSelection select_model(const std::vector<FitPoint>& points, double alpha) {
         "--model auto needs at least 4 distinct widths, got {}: it decides between A, B and C by "
         "testing whether each term explains more than the residual noise, and the largest model "
         "(3 parameters) must leave at least one degree of freedom over the widths to be tested; "
-        "with {} it fits exactly and tests nothing",
-        distinct, distinct == 3 ? "3 widths ABC" : "fewer widths the larger models");
+        "through {} width{} a model of {} parameter{} fits exactly and tests nothing",
+        distinct, distinct, distinct == 1 ? "" : "s", distinct, distinct == 1 ? "" : "s");
     return sel;
   }
   sel.possible = true;
