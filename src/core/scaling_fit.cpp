@@ -499,12 +499,12 @@ WidthDistribution read_width_distribution(const std::string& path) {
     }
     return v.get<int64_t>();
   };
-  if (res.contains("microbatch_widths")) {
-    d.key = "results.microbatch_widths";
-    const Json& a = res["microbatch_widths"];
-    if (!a.is_array()) fail("'{}': results.microbatch_widths is not an array", path);
+  if (res.contains("micro_batch_widths")) {
+    d.key = "results.micro_batch_widths";
+    const Json& a = res["micro_batch_widths"];
+    if (!a.is_array()) fail("'{}': results.micro_batch_widths is not an array", path);
     for (size_t i = 0; i < a.size(); ++i) {
-      counts[width_of(a[i], fmt::format("results.microbatch_widths[{}]", i))] += 1;
+      counts[width_of(a[i], fmt::format("results.micro_batch_widths[{}]", i))] += 1;
     }
   } else if (res.contains("width_histogram")) {
     d.key = "results.width_histogram";
@@ -524,7 +524,8 @@ WidthDistribution read_width_distribution(const std::string& path) {
     }
   } else {
     fail("'{}' ({} evidence) has no micro-batch width distribution: looked for "
-         "results.microbatch_widths and results.width_histogram",
+         "results.micro_batch_widths and results.width_histogram (`tprobe padding --json` "
+         "writes the first)",
          path, name);
   }
   for (const auto& [w, n] : counts) {

@@ -133,10 +133,10 @@ Json to_json(const ScalingFitReport& r) {
   if (fitted) {
     coef["a_s_per_token"] = r.fit->a.value;
     se["a_s_per_token"] = opt(r.fit->a.std_error);
-    if (has_quadratic(r.fit->model)) {
-      coef["b_s_per_token2"] = r.fit->b.value;
-      se["b_s_per_token2"] = opt(r.fit->b.std_error);
-    }
+    // B is always written (0 when the model has no quadratic term) so that readers such as
+    // `bucket --scaling-fit` can take A and B from any fit; C only where it was fitted.
+    coef["b_s_per_token2"] = r.fit->b.value;
+    se["b_s_per_token2"] = opt(r.fit->b.std_error);
     if (has_constant(r.fit->model)) {
       coef["c_s"] = r.fit->c.value;
       se["c_s"] = opt(r.fit->c.std_error);

@@ -86,6 +86,14 @@ TEST(ScalingFitCli, TooFewWidthsIsRefusedWithExit3AndEvidence) {
   EXPECT_NE(run.r.out.find("needs at least 3 distinct widths"), std::string::npos);
 }
 
+TEST(ScalingFitCli, LinearModelStillWritesBAsZeroAndNoC) {
+  JsonRun run = run_json(with({"scaling-fit", "--model", "A"}, kDomainPoints));
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_EQ(run.doc["results"]["coefficients"]["b_s_per_token2"], 0.0);
+  EXPECT_FALSE(run.doc["results"]["coefficients"].contains("c_s"));
+  EXPECT_TRUE(run.doc["results"]["crossover_width"].is_null());
+}
+
 TEST(ScalingFitCli, AutoWithThreeWidthsIsRefused) {
   JsonRun run = run_json(with({"scaling-fit", "--model", "auto"}, kDomainPoints));
   EXPECT_EQ(run.r.exit_code, 3);

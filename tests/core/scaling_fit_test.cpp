@@ -357,7 +357,7 @@ TEST(ProfilePoints, BrokenInputs) {
 TEST(WidthDistribution, ReadsPaddingWidthsAndBucketHistogram) {
   WidthDistribution a = read_width_distribution(kFixtures + "/padding_widths.json");
   EXPECT_EQ(a.probe, "padding");
-  EXPECT_EQ(a.key, "results.microbatch_widths");
+  EXPECT_EQ(a.key, "results.micro_batch_widths");
   ASSERT_EQ(a.widths.size(), 3u);
   EXPECT_EQ(a.widths[0].width, 2048);
   EXPECT_EQ(a.widths[0].count, 2);
@@ -382,13 +382,13 @@ TEST(WidthDistribution, AbsentOrBrokenDistributionIsAClearError) {
     }
     return "no error";
   };
-  EXPECT_NE(err("padding", R"({"waste_ratio":0.3})").find("looked for results.microbatch_widths"),
+  EXPECT_NE(err("padding", R"({"waste_ratio":0.3})").find("looked for results.micro_batch_widths"),
             std::string::npos);
-  EXPECT_NE(err("padding", R"({"microbatch_widths":[1,"x"]})").find("microbatch_widths[1]"),
+  EXPECT_NE(err("padding", R"({"micro_batch_widths":[1,"x"]})").find("micro_batch_widths[1]"),
             std::string::npos);
   EXPECT_NE(err("bucket", R"({"width_histogram":[{"width":4}]})").find("width_histogram[0]"),
             std::string::npos);
-  EXPECT_NE(err("padding", R"({"microbatch_widths":[]})").find("no micro-batches"),
+  EXPECT_NE(err("padding", R"({"micro_batch_widths":[]})").find("no micro-batches"),
             std::string::npos);
   EXPECT_NE(err("profile", R"({})").find("--widths-from reads"), std::string::npos);
 }

@@ -145,8 +145,9 @@ struct WidthDistribution {
   int64_t micro_batches() const;
 };
 
-// Accepted shapes (first found wins): results.microbatch_widths (one width per micro-batch),
-// results.width_histogram ([{width, count}] objects). Throws tprobe::Error naming the file and key.
+// Accepted shapes (first found wins): results.micro_batch_widths (one width per micro-batch, as
+// `tprobe padding` writes it), results.width_histogram ([{width, count}] objects; a compact form
+// no probe writes yet). Throws tprobe::Error naming the file and key.
 WidthDistribution read_width_distribution(const std::string& path);
 
 struct WeightedShare {
