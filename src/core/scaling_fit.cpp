@@ -24,6 +24,7 @@ struct Lsq {
   bool full_rank = false;
   std::vector<double> beta;
   std::vector<std::vector<double>> xtx_inv;  // (XᵀX)⁻¹ in the original (unscaled) units
+  std::vector<double> leverage;              // h_ii, the diagonal of the hat matrix
 };
 
 // Householder QR of the column-scaled design. Scaling each column to unit max makes w and w²
@@ -93,6 +94,17 @@ Lsq least_squares(const std::vector<std::vector<double>>& cols, const std::vecto
       out.xtx_inv[i][j] = s / (scale[i] * scale[j]);
     }
   }
+  // Leverages from the scaled design, h_ii = |R⁻ᵀ x_i|², for the closed-form leave-one-out.
+  out.leverage.assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    double h = 0;
+    for (size_t k = 0; k < p; ++k) {
+      double z = 0;
+      for (size_t j = 0; j <= k; ++j) z += rinv[j][k] * cols[j][i] / scale[j];
+      h += z * z;
+    }
+    out.leverage[i] = h;
+  }
   out.beta.resize(p);
   for (size_t j = 0; j < p; ++j) out.beta[j] = bs[j] / scale[j];
   out.full_rank = true;
@@ -115,7 +127,6 @@ std::string parameter_names(FitModel model) {
   return "?";
 }
 
-// Fit without the derived statistics that need refits (LOO); used by LOO itself.
 ModelFit fit_core(const std::vector<FitPoint>& points, FitModel model) {
   ModelFit fit;
   fit.model = model;
@@ -184,6 +195,31 @@ ModelFit fit_core(const std::vector<FitPoint>& points, FitModel model) {
     fit.per_point.push_back(pf);
   }
   if (has_quadratic(model) && fit.b.value != 0) fit.crossover_width = fit.a.value / fit.b.value;
+  // Leave-one-out: the prediction of the fit without point i misses it by e_i / (1 − h_ii)
+  // (the deleted-residual identity of linear least squares, exact, O(n) instead of n refits).
+  // Only reported when every reduced fit is determined, i.e. no point is the last one at a
+  // width that the model needs; otherwise some point could not be predicted at all.
+  std::map<double, int> at_width;
+  for (const auto& p : points) at_width[p.width] += 1;
+  bool loo_defined = fit.points >= 2;
+  for (const auto& p : points) {
+    if (at_width[p.width] == 1 && fit.distinct_widths - 1 < fit.parameters) loo_defined = false;
+  }
+  for (size_t i = 0; loo_defined && i < points.size(); ++i) {
+    loo_defined = 1.0 - lsq.leverage[i] > 1e-12;  // numerically a lone point
+  }
+  if (loo_defined) {
+    double sum2 = 0, maxabs = 0;
+    for (size_t i = 0; i < points.size(); ++i) {
+      double e = fit.per_point[i].residual_s / (1.0 - lsq.leverage[i]);
+      fit.per_point[i].loo_error_s = e;
+      fit.per_point[i].loo_predicted_s = points[i].seconds - e;
+      sum2 += e * e;
+      maxabs = std::max(maxabs, std::fabs(e));
+    }
+    fit.loo_rms_s = std::sqrt(sum2 / static_cast<double>(points.size()));
+    fit.loo_max_abs_s = maxabs;
+  }
   return fit;
 }
 
@@ -275,31 +311,7 @@ WidthTerms ModelFit::at(double width) const {
 }
 
 ModelFit fit_model(const std::vector<FitPoint>& points, FitModel model) {
-  ModelFit fit = fit_core(points, model);
-  if (!fit.determined || points.size() < 2) return fit;
-  // Leave-one-out: refit without each point and predict it. Only reported when every
-  // reduced fit is determined (otherwise some point could not be predicted at all).
-  std::vector<double> loo(points.size());
-  for (size_t i = 0; i < points.size(); ++i) {
-    std::vector<FitPoint> rest;
-    for (size_t k = 0; k < points.size(); ++k) {
-      if (k != i) rest.push_back(points[k]);
-    }
-    ModelFit f = fit_core(rest, model);
-    if (!f.determined) return fit;
-    loo[i] = f.at(points[i].width).predicted_s;
-  }
-  double sum2 = 0, maxabs = 0;
-  for (size_t i = 0; i < points.size(); ++i) {
-    double e = points[i].seconds - loo[i];
-    fit.per_point[i].loo_predicted_s = loo[i];
-    fit.per_point[i].loo_error_s = e;
-    sum2 += e * e;
-    maxabs = std::max(maxabs, std::fabs(e));
-  }
-  fit.loo_rms_s = std::sqrt(sum2 / static_cast<double>(points.size()));
-  fit.loo_max_abs_s = maxabs;
-  return fit;
+  return fit_core(points, model);
 }
 
 double regularized_incomplete_beta(double a, double b, double x) {
@@ -450,8 +462,10 @@ FixedTermVerdict fixed_term_verdict(const std::vector<FitPoint>& points, double 
   v.needed = t.significant;
   v.verdict = fmt::format("C = {} s ± {} s: {} (F = {}, p = {})", format_g(abc.c.value),
                           format_g(abc.c.std_error.value_or(0)),
-                          t.significant ? "needed, a fixed per-step cost is real"
-                                        : "not needed, the step is not launch-bound",
+                          !t.significant ? "not needed, the step is not launch-bound"
+                          : abc.c.value > 0 ? "needed, a fixed per-step cost is real"
+                                            : "significant but negative: not a fixed cost, the "
+                                              "curve bends more than A·w + B·w² allows",
                           format_g(t.f), format_g(t.p_value));
   return v;
 }

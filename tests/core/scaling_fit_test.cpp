@@ -71,6 +71,35 @@ TEST(ScalingFit, LinearModelByHand) {
   EXPECT_EQ(f.per_point[0].quadratic_share, 0.0);
 }
 
+// The closed-form leave-one-out (e_i / (1 - h_ii)) against refitting without each point.
+TEST(ScalingFit, LeaveOneOutMatchesExplicitRefits) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> noise(-0.05, 0.05);
+  for (FitModel m : {FitModel::kA, FitModel::kAB, FitModel::kAC, FitModel::kABC}) {
+    std::vector<std::pair<double, double>> v;
+    for (double w : {512.0, 2048.0, 2048.0, 6144.0, 9000.0, 16384.0, 20000.0}) {
+      v.push_back({w, 0.1 + 7e-4 * w + 9e-8 * w * w + noise(rng)});
+    }
+    auto all = pts(v);
+    ModelFit f = fit_model(all, m);
+    ASSERT_TRUE(f.loo_rms_s.has_value()) << to_string(m);
+    for (size_t i = 0; i < all.size(); ++i) {
+      std::vector<FitPoint> rest = all;
+      rest.erase(rest.begin() + static_cast<long>(i));
+      ModelFit r = fit_model(rest, m);
+      double predicted = r.at(all[i].width).predicted_s;
+      EXPECT_NEAR(*f.per_point[i].loo_predicted_s, predicted, 1e-9) << to_string(m) << " " << i;
+    }
+  }
+  // Three widths for three parameters: dropping any point leaves two, so no LOO at all.
+  ModelFit exact3 = fit_model(pts({{1, 1}, {2, 3}, {3, 7}}), FitModel::kABC);
+  EXPECT_FALSE(exact3.loo_rms_s.has_value());
+  EXPECT_FALSE(exact3.per_point[0].loo_error_s.has_value());
+  // Two points at each of two widths: every reduced AB fit keeps both widths.
+  ModelFit rep = fit_model(pts({{1, 3}, {1, 3.2}, {2, 10}, {2, 9.8}}), FitModel::kAB);
+  EXPECT_TRUE(rep.loo_rms_s.has_value());
+}
+
 TEST(ScalingFit, RecoversExactCurve) {
   const double a = 7e-4, b = 9e-8, c = 0.25;
   std::vector<std::pair<double, double>> v;
