@@ -260,12 +260,19 @@ std::vector<Table> scaling_fit_tables(const ScalingFitReport& r) {
   pts.column("width").column("measured").column("predicted").column("residual")
       .column("resid %").column("linear").column("quadratic").column("quad share")
       .column("LOO error");
-  for (const auto& p : f.per_point) {
+  // The evidence holds every point; the human view stops after a screenful.
+  constexpr size_t kMaxRows = 40;
+  for (size_t i = 0; i < f.per_point.size() && i < kMaxRows; ++i) {
+    const PointFit& p = f.per_point[i];
     pts.row({format_count(static_cast<int64_t>(p.width)), format_seconds(p.seconds),
              format_seconds(p.predicted_s), format_seconds(p.residual_s),
              format_percent(p.residual_ratio, 2), format_seconds(p.linear_s),
              format_seconds(p.quadratic_s), format_percent(p.quadratic_share),
              p.loo_error_s ? format_seconds(*p.loo_error_s) : "-"});
+  }
+  if (f.per_point.size() > kMaxRows) {
+    pts.note(fmt::format("... {} more points in the evidence file (results.points)",
+                         f.per_point.size() - kMaxRows));
   }
   tables.push_back(std::move(pts));
 
