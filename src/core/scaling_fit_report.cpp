@@ -12,6 +12,9 @@ namespace {
 
 Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
+// Widths are token counts: written as integers (every reader checks they are).
+Json tokens(double width) { return static_cast<int64_t>(std::llround(width)); }
+
 std::string pm(const Coefficient& c, int digits = 4) {
   return c.std_error ? fmt::format("{} ± {}", format_sci(c.value, digits), format_sci(*c.std_error, 1))
                      : format_sci(c.value, digits);
@@ -28,7 +31,7 @@ std::string curve_text(FitModel m) {
 }
 
 Json terms_json(const WidthTerms& t) {
-  return Json{{"width", t.width},
+  return Json{{"width", tokens(t.width)},
               {"predicted_s", t.predicted_s},
               {"constant_s", t.constant_s},
               {"linear_s", t.linear_s},
@@ -155,7 +158,7 @@ Json to_json(const ScalingFitReport& r) {
   if (fitted) {
     for (size_t i = 0; i < r.fit->per_point.size(); ++i) {
       const PointFit& p = r.fit->per_point[i];
-      points.push_back({{"width", p.width},
+      points.push_back({{"width", tokens(p.width)},
                         {"seconds", p.seconds},
                         {"predicted_s", p.predicted_s},
                         {"residual_s", p.residual_s},
@@ -170,7 +173,7 @@ Json to_json(const ScalingFitReport& r) {
     }
   } else {
     for (const auto& p : r.fitted_points) {
-      points.push_back({{"width", p.width}, {"seconds", p.seconds}, {"origin", p.origin}});
+      points.push_back({{"width", tokens(p.width)}, {"seconds", p.seconds}, {"origin", p.origin}});
     }
   }
   out["points"] = points;
@@ -209,7 +212,7 @@ Json to_json(const ScalingFitReport& r) {
   // Every point as read, before batch selection and --samples, so medians can be re-derived.
   Json raw = Json::array();
   for (const auto& p : r.input.points) {
-    raw.push_back({{"width", p.width},
+    raw.push_back({{"width", tokens(p.width)},
                    {"seconds", p.seconds},
                    {"batch", p.batch != 0 ? Json(p.batch) : Json(nullptr)},
                    {"origin", p.origin}});
