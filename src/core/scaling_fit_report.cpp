@@ -105,7 +105,7 @@ ScalingFitReport analyze_scaling(ScalingFitInput input) {
 
 Json to_json(const ScalingFitReport& r) {
   Json out;
-  out["model"] = r.fit ? Json(to_string(r.fit->model)) : Json(nullptr);
+  out["model"] = r.fit && r.fit->determined ? Json(to_string(r.fit->model)) : Json(nullptr);
   out["model_requested"] = r.input.model;
   out["fit_status"] = r.refused ? "refused" : (r.fit && r.fit->exact ? "exact" : "ok");
   out["refusal"] = r.refused ? Json(r.refusal) : Json(nullptr);

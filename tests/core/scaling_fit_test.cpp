@@ -11,6 +11,7 @@
 
 #include "test_paths.hpp"
 #include "tprobe/core/error.hpp"
+#include "tprobe/core/scaling_fit_report.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -420,6 +421,59 @@ TEST(WidthDistribution, AbsentOrBrokenDistributionIsAClearError) {
   EXPECT_NE(err("padding", R"({"micro_batch_widths":[]})").find("no micro-batches"),
             std::string::npos);
   EXPECT_NE(err("profile", R"({})").find("--widths-from reads"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tprobe::core
+
+namespace tprobe::core {
+namespace {
+
+TEST(ScalingFitReport, RejectsBadOptionValues) {
+  ScalingFitInput in;
+  in.points = pts({{1, 1}, {2, 3}});
+  in.model = "ABD";
+  EXPECT_THROW(analyze_scaling(in), UsageError);
+  in.model = "AB";
+  in.at_widths = {0};
+  EXPECT_THROW(analyze_scaling(in), UsageError);
+}
+
+TEST(ScalingFitReport, RefusalCarriesNoCoefficients) {
+  ScalingFitInput in;
+  in.points = pts({{2048, 1.776}});
+  ScalingFitReport r = analyze_scaling(in);
+  EXPECT_TRUE(r.refused);
+  Json j = to_json(r);
+  EXPECT_EQ(j["fit_status"], "refused");
+  EXPECT_TRUE(j["coefficients"].empty());
+  EXPECT_TRUE(j["model"].is_null());
+  ASSERT_EQ(r.diagnostics.size(), 1u);
+  EXPECT_EQ(r.diagnostics[0].code, "underdetermined");
+}
+
+TEST(ScalingFitReport, BatchMismatchWithWidthsIsAWarning) {
+  ScalingFitInput in;
+  in.points = pts({{2048, 1.776}, {8192, 11.570}, {16384, 35.017}});
+  in.batch = 4;
+  WidthDistribution d;
+  d.path = "p.json";
+  d.widths = {{2048, 3}};
+  d.micro_batch = 2;
+  in.widths = d;
+  ScalingFitReport r = analyze_scaling(in);
+  ASSERT_FALSE(r.refused);
+  bool warned = false;
+  for (const auto& diag : r.diagnostics) warned = warned || diag.code == "batch_mismatch";
+  EXPECT_TRUE(warned);
+  // Every quadratic share in the evidence lies in [0, 1] for positive A and B.
+  Json j = to_json(r);
+  for (const auto& p : j["points"]) {
+    EXPECT_GE(p["quadratic_share"].get<double>(), 0.0);
+    EXPECT_LE(p["quadratic_share"].get<double>(), 1.0);
+  }
+  EXPECT_NEAR(j["widths_from"]["quadratic_share"].get<double>(),
+              j["points"][0]["quadratic_share"].get<double>(), 1e-12);  // all micro-batches at 2048
 }
 
 }  // namespace
