@@ -5,6 +5,8 @@ namespace tprobe::probes {
 
 void register_all(CLI::App& app, ProbeSet& set) {
   register_env(app, set);
+  register_scaling_fit(app, set);
+  register_flops(app, set);
 }
 
 }  // namespace tprobe::probes

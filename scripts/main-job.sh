@@ -12,6 +12,12 @@ run() {
   "$bin" "$@"
 }
 run env --json "$out/env.json"
+# scaling-fit on documented example points: domain.md item 1 (the published post-mortem's three
+# widths at batch 2), not points measured by this job.
+run scaling-fit --batch 2 --point 2048:1.776 --point 8192:11.570 --point 16384:35.017 \
+  --at 4096,32768 --json "$out/scaling-fit.json"
+run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attention sdpa-causal \
+  --json "$out/flops.json"
 echo
 echo "evidence files written to $out/:"
 ls -1 "$out"
