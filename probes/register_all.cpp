@@ -5,6 +5,7 @@ namespace tprobe::probes {
 
 void register_all(CLI::App& app, ProbeSet& set) {
   register_env(app, set);
+  register_inspect(app, set);
 }
 
 }  // namespace tprobe::probes

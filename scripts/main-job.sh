@@ -12,6 +12,7 @@ run() {
   "$bin" "$@"
 }
 run env --json "$out/env.json"
+run inspect --model gemma4-26b-a4b --json "$out/inspect.json"
 echo
 echo "evidence files written to $out/:"
 ls -1 "$out"
