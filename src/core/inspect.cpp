@@ -48,7 +48,7 @@ const char* block_label(Block block) {
     case Block::kExperts: return "experts (fused 3-D)";
     case Block::kAttention: return "attention projections";
     case Block::kDenseMlp: return "dense MLP";
-    case Block::kRouterNorms: return "router, norms, scalars";
+    case Block::kRouterNorms: return "router, norms";
     case Block::kEmbedding: return "embedding (tied)";
     case Block::kLmHead: return "lm_head (stored copy)";
     case Block::kNonText: return "non-text towers (skipped)";
@@ -160,7 +160,7 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const MemoryInputs& in) {
                     "text-decoder tensors, stored dtype"});
   m.rows.push_back({"adapter_state_bytes", "adapters + grads + AdamW state", adapters,
                     fmt::format("{} params x 16 B (fp32 weight, grad, 2 moments)",
-                                in.trainable_params)});
+                                format_count(in.trainable_params))});
   m.rows.push_back({"checkpointed_inputs_bytes", "checkpointed layer inputs",
                     static_cast<uint64_t>(c.num_layers) * tokens *
                         static_cast<uint64_t>(c.hidden_size) * act,

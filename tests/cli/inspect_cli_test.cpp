@@ -4,6 +4,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -98,6 +100,7 @@ TEST(InspectCli, SparseShardedCheckpointWithRealNames) {
   EXPECT_GT(block_params(doc, "non_text"), 0);
   EXPECT_GT(doc["results"]["total_params"].get<int64_t>(), 25233141760);
   EXPECT_NE(r.out.find("agree"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(InspectCli, DisagreeingConfigExitsThreeWithEvidence) {

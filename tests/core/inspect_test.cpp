@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 
 #include "support/synthetic_checkpoint.hpp"
@@ -125,6 +126,7 @@ TEST(Inspect, SparseCheckpointWithRealNamesGivesTheSameNumbers) {
   // Vision linears are quantized too, so more is quantized than in the text-only view.
   EXPECT_GT(q.quantized_params,
             estimate_linear_only_4bit(expected_text_tensors(c), kMultimodalTextPrefix).quantized_params);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Inspect, HeadersOnlyOf48GiBShardedCheckpointUnderHalfASecond) {
@@ -146,7 +148,9 @@ TEST(Inspect, HeadersOnlyOf48GiBShardedCheckpointUnderHalfASecond) {
   EXPECT_EQ(p.modules.size(), 205u);
   EXPECT_GT(q.bytes_before, 0u);
   EXPECT_GT(b.total_params, 0);
+  RecordProperty("inspect_seconds", std::to_string(s));
   EXPECT_LT(s, 0.5) << "headers-only inspection took " << s << " s";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Inspect, QuantizationHandWorked) {

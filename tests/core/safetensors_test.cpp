@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
@@ -141,6 +142,7 @@ TEST(Safetensors, SparseZeroTensorsTakeNoDiskBlocks) {
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(static_cast<uint64_t>(st.st_size), SafetensorsFile::open(path).data_start() + (1ull << 30));
   EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, 1ull << 20);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Safetensors, WriterRefusesDuplicatesAndLeavesNothing) {
