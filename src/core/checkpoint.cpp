@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "strict_json.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/gemma4_tensors.hpp"
 
@@ -27,11 +28,7 @@ Json read_json_file(const std::string& path) {
   if (!in) fail("{}: cannot open", path);
   std::stringstream buffer;
   buffer << in.rdbuf();
-  try {
-    return Json::parse(buffer.str());
-  } catch (const Json::exception& e) {
-    fail("{}: not valid JSON: {}", path, e.what());
-  }
+  return detail::parse_json_strict(buffer.str(), path);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "strict_json.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/safetensors.hpp"
 
@@ -417,13 +418,7 @@ ConfigJson read_config_json(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) fail("{}: cannot read", path);
-  Json doc;
-  try {
-    doc = Json::parse(buffer.str());
-  } catch (const Json::exception& e) {
-    fail("{}: not valid JSON: {}", path, e.what());
-  }
-  return parse_config_json(doc, path);
+  return parse_config_json(detail::parse_json_strict(buffer.str(), path), path);
 }
 
 namespace {

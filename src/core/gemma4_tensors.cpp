@@ -201,6 +201,12 @@ std::vector<Disagreement> cross_check(const ModelConfig& c, const std::vector<Te
                      fmt::format("layer {} ({}) has a v_proj in the checkpoint, but the config "
                                  "says attention_k_eq_v (keys and values share k_proj there)",
                                  layer, to_string(c.layer_types[static_cast<size_t>(layer)]))});
+    } else if (!c.enable_moe_block && layer >= 0 &&
+               (starts_with(rest, "experts.") || starts_with(rest, "router."))) {
+      out.push_back({name, "enable_moe_block",
+                     fmt::format("layer {} has {} in the checkpoint, but the config says "
+                                 "enable_moe_block is false",
+                                 layer, rest)});
     } else if (local.find("per_layer") != std::string::npos) {
       out.push_back({name, "hidden_size_per_layer_input",
                      "a per-layer input embedding tensor: the checkpoint uses PLE, which the "

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "strict_json.hpp"
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
@@ -71,7 +72,7 @@ bool pread_all(int fd, void* buf, std::size_t size, uint64_t offset) {
   return true;
 }
 
-std::string json_kind(const nlohmann::ordered_json& v) { return v.type_name(); }
+std::string json_kind(const Json& v) { return v.type_name(); }
 
 }  // namespace
 
@@ -109,25 +110,8 @@ uint64_t TensorMeta::nbytes() const {
 
 SafetensorsHeader parse_safetensors_header(std::string_view json_text, uint64_t data_size,
                                            const std::string& path) {
-  using Json = nlohmann::ordered_json;
-  // nlohmann keeps one of two equal keys silently; a duplicate tensor name would make the file
-  // mean two things, so top-level keys are collected while parsing.
-  std::set<std::string> seen;
-  std::string duplicate;
-  Json::parser_callback_t on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::key && depth == 1) {
-      std::string key = parsed.get<std::string>();
-      if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
-    }
-    return true;
-  };
-  Json doc;
-  try {
-    doc = Json::parse(json_text.begin(), json_text.end(), on_event);
-  } catch (const Json::exception& e) {
-    fail("{}: safetensors header is not valid JSON: {}", path, e.what());
-  }
-  if (!duplicate.empty()) fail("{}: tensor '{}' appears twice in the header", path, duplicate);
+  // A duplicate tensor name (or entry field) would make the file mean two things.
+  Json doc = detail::parse_json_strict(json_text, path + " (safetensors header)");
   if (!doc.is_object()) {
     fail("{}: safetensors header must be a JSON object, got {}", path, json_kind(doc));
   }

@@ -188,6 +188,12 @@ TEST(CrossCheck, ReportsEachKindOfDisagreement) {
   ds = cross_check(fewer, tensors, p);
   EXPECT_TRUE(has_field(ds, "num_hidden_layers", "layers.5."));
 
+  ModelConfig dense = tiny;
+  dense.enable_moe_block = false;  // the checkpoint has experts and routers
+  ds = cross_check(dense, tensors, p);
+  EXPECT_TRUE(has_field(ds, "enable_moe_block", "layers.0.experts.gate_up_proj"));
+  EXPECT_TRUE(has_field(ds, "enable_moe_block", "layers.0.router.proj.weight"));
+
   // Non-text tensors are not the decoder's business.
   std::vector<TensorMeta> vision = tensors;
   vision.push_back({"model.vision_tower.std_bias", DType::kBF16, {8}});
@@ -260,6 +266,19 @@ TEST(CheckpointBroken, IndexInconsistencies) {
   d = fresh();
   write_safetensors(d + "/" + shard2, {{{embed, DType::kF32, {512, 64}}, nullptr}});
   expect_open_error(d, {embed, "two shards"});
+
+  // A tensor listed twice in the weight_map (JSON duplicate key).
+  d = fresh();
+  {
+    std::ifstream in(d + "/model.safetensors.index.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string entry = "\"" + embed + "\": \"" + shard1 + "\"";
+    std::size_t at = text.find("\"" + embed + "\"");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at, entry + ", ");
+    write_file_atomic(d + "/model.safetensors.index.json", text);
+  }
+  expect_open_error(d, {embed, "twice"});
 
   // total_size disagreeing is a warning, not an error.
   d = fresh();

@@ -276,6 +276,14 @@ TEST(ConfigJson, FileErrorsNameTheFile) {
     EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
   }
   EXPECT_THROW(read_config_json(dir + "/missing.json"), Error);
+  std::ofstream(path) << R"({"text_config": {"hidden_size": 2816, "hidden_size": 1024}})";
+  try {
+    read_config_json(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'hidden_size' appears twice"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

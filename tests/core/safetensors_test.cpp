@@ -261,6 +261,9 @@ TEST(SafetensorsBroken, DuplicateNames) {
                               R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                               8);
   expect_error(path, {path, "'a'", "twice"});
+  path = raw_file(dir, "dup2.safetensors",
+                  R"({"a":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", 4);
+  expect_error(path, {path, "'dtype'", "twice"});
 }
 
 TEST(SafetensorsBroken, MalformedEntries) {

@@ -61,7 +61,8 @@ struct LoraPlan {
 // name equals the target or ends with "." + target. Modules are the text decoder's linear layers
 // (2-D "<prefix>layers.N.<path>.weight" tensors); the fused 3-D expert parameters and the
 // embedding are not linear modules, and a target that only names them is reported missing with
-// the reason. The vision/audio towers are outside the text decoder and never matched.
+// the reason. The vision/audio towers are outside the text decoder and never matched; tensors of
+// layers beyond config.num_layers are skipped (cross_check reports them).
 LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& tensors,
                    const std::string& prefix, const std::vector<std::string>& targets,
                    int64_t rank);
