@@ -1,14 +1,15 @@
 // `tprobe inspect`: a checkpoint (headers only) or an embedded model, by block, with the 4-bit
 // trap, LoRA target discovery and a memory budget estimate. docs/inspect.md.
-#include <memory>
+#include "tprobe/core/inspect.hpp"
 
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "probes/probe.hpp"
 #include "tprobe/core/checkpoint.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/gemma4_tensors.hpp"
-#include "tprobe/core/inspect.hpp"
 
 namespace tprobe::probes {
 
@@ -91,11 +92,10 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
       ctx.evidence.diagnose(core::Severity::kWarning, "checkpoint_index", w);
     }
     if (!ck->config_info().defaulted_fields.empty()) {
-      ctx.evidence.diagnose(
-          core::Severity::kInfo, "config_defaults",
-          fmt::format("config.json left {} field(s) to Hugging Face defaults: {}",
-                      ck->config_info().defaulted_fields.size(),
-                      fmt::join(ck->config_info().defaulted_fields, ", ")));
+      ctx.evidence.diagnose(core::Severity::kInfo, "config_defaults",
+                            fmt::format("config.json left {} field(s) to Hugging Face defaults: {}",
+                                        ck->config_info().defaulted_fields.size(),
+                                        fmt::join(ck->config_info().defaulted_fields, ", ")));
     }
   } else {
     config = core::embedded_model(opt.model);
@@ -128,8 +128,8 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   core::Json dtype_rows = core::Json::array();
   for (const auto& [name, d] : dtypes) {
     bool supported = core::dtype_is_supported(*core::parse_dtype(name));
-    dtype_rows.push_back({{"dtype", name}, {"tensors", d.first}, {"bytes", d.second},
-                          {"supported", supported}});
+    dtype_rows.push_back(
+        {{"dtype", name}, {"tensors", d.first}, {"bytes", d.second}, {"supported", supported}});
     if (!supported) {
       ctx.evidence.diagnose(core::Severity::kWarning, "unsupported_dtype",
                             fmt::format("{} tensor(s) are {}, which tprobe cannot compute with "
@@ -165,7 +165,8 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   ctx.out << "\n" << core::memory_table(memory).render();
   if (!disagreements.empty()) {
     core::Table t("Config vs checkpoint: disagreements");
-    t.column("tensor", core::Align::kLeft).column("field", core::Align::kLeft)
+    t.column("tensor", core::Align::kLeft)
+        .column("field", core::Align::kLeft)
         .column("message", core::Align::kLeft);
     for (const auto& d : disagreements) t.row({d.tensor, d.field, d.message});
     ctx.out << "\n" << t.render();
@@ -183,10 +184,11 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
 void register_inspect(CLI::App& app, ProbeSet& set) {
   auto opt = std::make_shared<InspectOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Parameters by block, the 4-bit trap, LoRA targets and a memory estimate, from "
-                 "checkpoint headers or an embedded model");
-  CLI::Option* model = cmd->add_option("--model", opt->model, "Embedded model name")
-                           ->capture_default_str();
+      "inspect",
+      "Parameters by block, the 4-bit trap, LoRA targets and a memory estimate, from "
+      "checkpoint headers or an embedded model");
+  CLI::Option* model =
+      cmd->add_option("--model", opt->model, "Embedded model name")->capture_default_str();
   cmd->add_option("--checkpoint", opt->checkpoint,
                   "Checkpoint directory (config.json + safetensors); headers only")
       ->excludes(model);

@@ -1,14 +1,13 @@
 // Checkpoint directory: config.json + single or sharded safetensors, indexed by tensor name.
 #include "tprobe/core/checkpoint.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "strict_json.hpp"
 #include "tprobe/core/error.hpp"
@@ -73,7 +72,8 @@ Checkpoint Checkpoint::open(const std::string& dir_in) {
     std::map<std::string, std::size_t> shard_index;
     for (const auto& s : shard_names) {
       std::string path = dir + "/" + s;
-      if (!is_file(path)) fail("{}: shard '{}' listed in the weight_map does not exist", index_path, s);
+      if (!is_file(path))
+        fail("{}: shard '{}' listed in the weight_map does not exist", index_path, s);
       shard_index[s] = ck.files_.size();
       ck.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(path)));
     }
@@ -108,9 +108,10 @@ Checkpoint Checkpoint::open(const std::string& dir_in) {
       double declared = index["metadata"]["total_size"].get<double>();
       uint64_t actual = ck.total_bytes();
       if (declared != static_cast<double>(actual)) {
-        ck.warnings_.push_back(fmt::format("{}: metadata.total_size is {:.0f} bytes but the shards "
-                                           "hold {} bytes of tensors",
-                                           index_path, declared, actual));
+        ck.warnings_.push_back(
+            fmt::format("{}: metadata.total_size is {:.0f} bytes but the shards "
+                        "hold {} bytes of tensors",
+                        index_path, declared, actual));
       }
     }
   } else if (is_file(single_path)) {

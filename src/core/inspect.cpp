@@ -1,10 +1,10 @@
 // Block table, linear-only 4-bit estimate, LoRA plan and memory budget: data and their views.
 #include "tprobe/core/inspect.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "tprobe/core/error.hpp"
 
@@ -30,37 +30,55 @@ double ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0;
 
 const char* to_string(Block block) {
   switch (block) {
-    case Block::kExperts: return "experts";
-    case Block::kAttention: return "attention";
-    case Block::kDenseMlp: return "dense_mlp";
-    case Block::kRouterNorms: return "router_norms";
-    case Block::kEmbedding: return "embedding";
-    case Block::kLmHead: return "lm_head";
-    case Block::kNonText: return "non_text";
-    case Block::kBuffers: return "buffers";
-    case Block::kOther: return "other";
+    case Block::kExperts:
+      return "experts";
+    case Block::kAttention:
+      return "attention";
+    case Block::kDenseMlp:
+      return "dense_mlp";
+    case Block::kRouterNorms:
+      return "router_norms";
+    case Block::kEmbedding:
+      return "embedding";
+    case Block::kLmHead:
+      return "lm_head";
+    case Block::kNonText:
+      return "non_text";
+    case Block::kBuffers:
+      return "buffers";
+    case Block::kOther:
+      return "other";
   }
   return "other";
 }
 
 const char* block_label(Block block) {
   switch (block) {
-    case Block::kExperts: return "experts (fused 3-D)";
-    case Block::kAttention: return "attention projections";
-    case Block::kDenseMlp: return "dense MLP";
-    case Block::kRouterNorms: return "router, norms";
-    case Block::kEmbedding: return "embedding (tied)";
-    case Block::kLmHead: return "lm_head (stored copy)";
-    case Block::kNonText: return "non-text towers (skipped)";
-    case Block::kBuffers: return "buffers (layer_scalar)";
-    case Block::kOther: return "other text tensors";
+    case Block::kExperts:
+      return "experts (fused 3-D)";
+    case Block::kAttention:
+      return "attention projections";
+    case Block::kDenseMlp:
+      return "dense MLP";
+    case Block::kRouterNorms:
+      return "router, norms";
+    case Block::kEmbedding:
+      return "embedding (tied)";
+    case Block::kLmHead:
+      return "lm_head (stored copy)";
+    case Block::kNonText:
+      return "non-text towers (skipped)";
+    case Block::kBuffers:
+      return "buffers (layer_scalar)";
+    case Block::kOther:
+      return "other text tensors";
   }
   return "other";
 }
 
 Block classify_tensor(const std::string& name, const std::string& prefix) {
-  for (const char* tower : {"model.vision_tower.", "model.embed_vision.", "model.audio_tower.",
-                            "model.embed_audio."}) {
+  for (const char* tower :
+       {"model.vision_tower.", "model.embed_vision.", "model.audio_tower.", "model.embed_audio."}) {
     if (starts_with(name, tower)) return Block::kNonText;
   }
   if (name == "lm_head.weight") return Block::kLmHead;
@@ -161,11 +179,10 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const MemoryInputs& in) {
   m.rows.push_back({"adapter_state_bytes", "adapters + grads + AdamW state", adapters,
                     fmt::format("{} params x 16 B (fp32 weight, grad, 2 moments)",
                                 format_count(in.trainable_params))});
-  m.rows.push_back({"checkpointed_inputs_bytes", "checkpointed layer inputs",
-                    static_cast<uint64_t>(c.num_layers) * tokens *
-                        static_cast<uint64_t>(c.hidden_size) * act,
-                    fmt::format("{} layers x {} tokens x {} x {} B", c.num_layers, tokens,
-                                c.hidden_size, act)});
+  m.rows.push_back(
+      {"checkpointed_inputs_bytes", "checkpointed layer inputs",
+       static_cast<uint64_t>(c.num_layers) * tokens * static_cast<uint64_t>(c.hidden_size) * act,
+       fmt::format("{} layers x {} tokens x {} x {} B", c.num_layers, tokens, c.hidden_size, act)});
   m.rows.push_back({"ce_naive_bytes", "CE transient, naive", tokens * vocab * per_logit,
                     fmt::format("{} tokens x {} vocab x {} B", tokens, vocab, per_logit)});
   m.rows.push_back({"ce_chunked_bytes", "CE transient, chunked", chunk * vocab * per_logit,
@@ -185,20 +202,21 @@ Json to_json(const BlockSummary& s) {
                     {"params", r.params},
                     {"counted_in_total_params", r.block != Block::kBuffers},
                     {"bytes", r.bytes},
-                    {"params_share_ratio",
-                     r.block == Block::kBuffers
-                         ? 0.0
-                         : ratio(static_cast<double>(r.params), static_cast<double>(s.total_params))},
-                    {"bytes_share_ratio", ratio(static_cast<double>(r.bytes),
-                                                static_cast<double>(s.total_bytes))}});
+                    {"params_share_ratio", r.block == Block::kBuffers
+                                               ? 0.0
+                                               : ratio(static_cast<double>(r.params),
+                                                       static_cast<double>(s.total_params))},
+                    {"bytes_share_ratio",
+                     ratio(static_cast<double>(r.bytes), static_cast<double>(s.total_bytes))}});
   }
   return rows;
 }
 
 Json to_json(const QuantizationEstimate& q) {
   return {{"scheme", "linear_only_4bit"},
-          {"description", "replaces only 2-D linear weights (nn.Linear walk); 3-D fused experts, "
-                          "embeddings, norms and lm_head stay as stored"},
+          {"description",
+           "replaces only 2-D linear weights (nn.Linear walk); 3-D fused experts, "
+           "embeddings, norms and lm_head stay as stored"},
           {"bits_per_param", q.bits_per_param},
           {"block_size", q.block_size},
           {"absmax_bytes", q.absmax_bytes},
@@ -210,10 +228,10 @@ Json to_json(const QuantizationEstimate& q) {
           {"untouched_bytes", q.untouched_bytes},
           {"untouched_expert_params", q.untouched_expert_params},
           {"untouched_expert_bytes", q.untouched_expert_bytes},
-          {"untouched_params_ratio", ratio(static_cast<double>(q.untouched_params),
-                                           static_cast<double>(q.total_params))},
-          {"untouched_expert_params_ratio",
-           ratio(static_cast<double>(q.untouched_expert_params), static_cast<double>(q.total_params))},
+          {"untouched_params_ratio",
+           ratio(static_cast<double>(q.untouched_params), static_cast<double>(q.total_params))},
+          {"untouched_expert_params_ratio", ratio(static_cast<double>(q.untouched_expert_params),
+                                                  static_cast<double>(q.total_params))},
           {"total_params", q.total_params},
           {"bytes_before", q.bytes_before},
           {"bytes_after", q.bytes_after},
@@ -274,21 +292,26 @@ Json to_json(const MemoryEstimate& m) {
   for (const auto& r : m.rows) out[r.key] = r.bytes;
   out["total_naive_ce_bytes"] = m.total_naive_ce_bytes;
   out["total_chunked_ce_bytes"] = m.total_chunked_ce_bytes;
-  out["excludes"] = "the recomputed layer's working set (MoE routing buffers), allocator "
-                    "fragmentation, CUDA context";
+  out["excludes"] =
+      "the recomputed layer's working set (MoE routing buffers), allocator "
+      "fragmentation, CUDA context";
   return out;
 }
 
 Table blocks_table(const BlockSummary& s) {
   Table t("Parameters by block");
-  t.column("block", Align::kLeft).column("tensors").column("params").column("bytes").column("share");
+  t.column("block", Align::kLeft)
+      .column("tensors")
+      .column("params")
+      .column("bytes")
+      .column("share");
   for (const auto& r : s.rows) {
     t.row({block_label(r.block), format_count(r.tensors), format_count(r.params),
            format_bytes(static_cast<double>(r.bytes)),
            r.block == Block::kBuffers
                ? std::string("buffer")
-               : format_percent(ratio(static_cast<double>(r.params),
-                                      static_cast<double>(s.total_params)))});
+               : format_percent(
+                     ratio(static_cast<double>(r.params), static_cast<double>(s.total_params)))});
   }
   t.separator();
   t.row({"total parameters", "", format_count(s.total_params),
@@ -297,15 +320,18 @@ Table blocks_table(const BlockSummary& s) {
   if (s.text_params != s.total_params) {
     t.row({"text decoder parameters", "", format_count(s.text_params),
            format_bytes(static_cast<double>(s.text_bytes)),
-           format_percent(ratio(static_cast<double>(s.text_params),
-                                static_cast<double>(s.total_params)))});
+           format_percent(
+               ratio(static_cast<double>(s.text_params), static_cast<double>(s.total_params)))});
   }
   return t;
 }
 
 Table quantization_table(const QuantizationEstimate& q) {
   Table t("Linear-only 4-bit quantization (what an nn.Linear walk replaces)");
-  t.column("part", Align::kLeft).column("params").column("share").column("bytes now")
+  t.column("part", Align::kLeft)
+      .column("params")
+      .column("share")
+      .column("bytes now")
       .column("bytes after");
   const double total = static_cast<double>(q.total_params);
   t.row({"linear weights -> 4-bit", format_count(q.quantized_params),
@@ -320,7 +346,8 @@ Table quantization_table(const QuantizationEstimate& q) {
   const uint64_t other_bytes = q.untouched_bytes - q.untouched_expert_bytes;
   t.row({"embeddings, norms, buffers, untouched", format_count(other),
          format_percent(ratio(static_cast<double>(other), total)),
-         format_bytes(static_cast<double>(other_bytes)), format_bytes(static_cast<double>(other_bytes))});
+         format_bytes(static_cast<double>(other_bytes)),
+         format_bytes(static_cast<double>(other_bytes))});
   t.separator();
   t.row({"model", format_count(q.total_params), format_percent(total > 0 ? 1.0 : 0.0),
          format_bytes(static_cast<double>(q.bytes_before)),
@@ -337,7 +364,10 @@ Table quantization_table(const QuantizationEstimate& q) {
 
 Table lora_table(const LoraPlan& p) {
   Table t(fmt::format("LoRA targets at rank {}", p.rank));
-  t.column("target", Align::kLeft).column("sliding").column("full").column("modules")
+  t.column("target", Align::kLeft)
+      .column("sliding")
+      .column("full")
+      .column("modules")
       .column("trainable params");
   for (const auto& s : p.per_target) {
     t.row({s.target, format_count(s.sliding_modules), format_count(s.full_modules),
@@ -359,8 +389,9 @@ Table memory_table(const MemoryEstimate& m) {
   t.separator();
   t.row({"total with naive CE", format_bytes(static_cast<double>(m.total_naive_ce_bytes)), ""});
   t.row({"total with chunked CE", format_bytes(static_cast<double>(m.total_chunked_ce_bytes)), ""});
-  t.note("a lower bound: excludes the recomputed layer's working set (MoE routing buffers), "
-         "allocator fragmentation and the CUDA context");
+  t.note(
+      "a lower bound: excludes the recomputed layer's working set (MoE routing buffers), "
+      "allocator fragmentation and the CUDA context");
   return t;
 }
 

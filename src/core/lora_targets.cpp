@@ -1,11 +1,11 @@
 // PEFT-style LoRA target matching over the text decoder's linear modules.
 #include "tprobe/core/lora_targets.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "tprobe/core/error.hpp"
 
@@ -56,8 +56,8 @@ std::vector<std::string> parse_target_list(const std::string& csv) {
   std::size_t start = 0;
   while (true) {
     std::size_t comma = csv.find(',', start);
-    std::string item = trim(csv.substr(start, comma == std::string::npos ? std::string::npos
-                                                                         : comma - start));
+    std::string item =
+        trim(csv.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (item.empty()) fail_usage("--targets '{}': empty entry in the target list", csv);
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
     if (comma == std::string::npos) break;
@@ -130,7 +130,8 @@ LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& ten
       miss.target = target;
       miss.layers = s.absent_layers;
       std::set<LayerType> types;
-      for (int64_t i : s.absent_layers) types.insert(config.layer_types[static_cast<std::size_t>(i)]);
+      for (int64_t i : s.absent_layers)
+        types.insert(config.layer_types[static_cast<std::size_t>(i)]);
       miss.layer_types = types.size() == 1 ? to_string(*types.begin()) : "mixed";
       const bool all_absent = s.modules == 0;
       if (all_absent && non_linear_hits.count(target)) {
@@ -140,9 +141,10 @@ LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& ten
             "trains nothing",
             target, non_linear_hits[target].size(), non_linear_hits[target].front());
       } else if (all_absent) {
-        miss.message = fmt::format("target '{}' matches no module of the text decoder: it trains "
-                                   "nothing",
-                                   target);
+        miss.message = fmt::format(
+            "target '{}' matches no module of the text decoder: it trains "
+            "nothing",
+            target);
       } else if (matches("v_proj", target) && miss.layer_types == "full_attention" &&
                  config.attention_k_eq_v) {
         miss.message = fmt::format(
@@ -153,8 +155,8 @@ LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& ten
             target, miss.layers.size(), join_layers(miss.layers));
       } else {
         miss.message = fmt::format("target '{}' is absent on {} of {} layers ({}; {})", target,
-                                   miss.layers.size(), config.num_layers,
-                                   join_layers(miss.layers), miss.layer_types);
+                                   miss.layers.size(), config.num_layers, join_layers(miss.layers),
+                                   miss.layer_types);
       }
       plan.missing.push_back(miss);
     }

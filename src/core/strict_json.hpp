@@ -26,8 +26,8 @@ inline Json parse_json_strict(std::string_view text, const std::string& source) 
         if (!open_objects.empty()) open_objects.pop_back();
         break;
       case Json::parse_event_t::key:
-        if (!open_objects.empty() && !open_objects.back().insert(parsed.get<std::string>()).second &&
-            duplicate.empty()) {
+        if (!open_objects.empty() &&
+            !open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
           duplicate = parsed.get<std::string>();
         }
         break;

@@ -1,11 +1,9 @@
 // End-to-end `tprobe inspect`: embedded model, sparse 26B checkpoint with real names, a
 // disagreeing config (exit 3), broken inputs (exit 1 / 2, no evidence file).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -76,8 +74,8 @@ TEST(InspectCli, QkvoTargetsAndRank) {
   EXPECT_EQ(doc["results"]["lora"]["modules"], 115);
   EXPECT_EQ(doc["results"]["lora"]["trainable_params"], 45957120);
   // Rank is linear: r16 is a quarter of r64.
-  r = run_tprobe({"inspect", "--targets", "q_proj,k_proj,v_proj,o_proj", "--rank", "16", "--json",
-                  path});
+  r = run_tprobe(
+      {"inspect", "--targets", "q_proj,k_proj,v_proj,o_proj", "--rank", "16", "--json", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json::parse(read_text(path))["results"]["lora"]["trainable_params"], 45957120 / 4);
 }

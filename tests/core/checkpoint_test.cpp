@@ -1,6 +1,7 @@
 // Checkpoint directories (single, sharded, text-only), tensor layout, and the config cross-check.
-#include <gtest/gtest.h>
+#include "tprobe/core/checkpoint.hpp"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -9,7 +10,6 @@
 #include "support/synthetic_checkpoint.hpp"
 #include "test_paths.hpp"
 #include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/checkpoint.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/gemma4_tensors.hpp"
 
@@ -149,7 +149,8 @@ TEST(CrossCheck, ReportsEachKindOfDisagreement) {
   ds = cross_check(kv, tensors, p);
   ASSERT_TRUE(has_field(ds, "num_global_key_value_heads", "layers.2.self_attn.k_proj"));
   bool said_one_head = false;
-  for (const auto& d : ds) said_one_head |= d.message.find("1 kv heads of dim 32") != std::string::npos;
+  for (const auto& d : ds)
+    said_one_head |= d.message.find("1 kv heads of dim 32") != std::string::npos;
   EXPECT_TRUE(said_one_head);
 
   ModelConfig no_keqv = tiny;
@@ -167,7 +168,8 @@ TEST(CrossCheck, ReportsEachKindOfDisagreement) {
   ModelConfig experts = tiny;
   experts.num_experts = 16;
   ds = cross_check(experts, tensors, p);
-  EXPECT_TRUE(has_field(ds, "num_experts / moe_intermediate_size", "layers.0.experts.gate_up_proj"));
+  EXPECT_TRUE(
+      has_field(ds, "num_experts / moe_intermediate_size", "layers.0.experts.gate_up_proj"));
   EXPECT_TRUE(has_field(ds, "num_experts / moe_intermediate_size", "layers.0.experts.down_proj"));
 
   std::vector<TensorMeta> ple = tensors;
@@ -204,8 +206,7 @@ TEST(CheckpointBroken, DirectoryLevelErrors) {
   std::string dir = temp_dir();
   expect_open_error(dir + "/nope", {"nope", "not a checkpoint directory"});
   expect_open_error(dir, {"no config.json"});
-  write_file_atomic(dir + "/config.json",
-                    to_config_json(embedded_model("gemma4-tiny")).dump());
+  write_file_atomic(dir + "/config.json", to_config_json(embedded_model("gemma4-tiny")).dump());
   expect_open_error(dir, {"model.safetensors.index.json", "model.safetensors"});
   write_file_atomic(dir + "/config.json", "{\"text_config\": ");
   expect_open_error(dir, {dir + "/config.json", "not valid JSON"});

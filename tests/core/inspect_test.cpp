@@ -1,5 +1,7 @@
 // inspect analysis: the published 26B numbers (embedded and from a sparse checkpoint with real
 // names), hand-worked small cases, LoRA target edge cases, and the 48 GiB headers-only timing.
+#include "tprobe/core/inspect.hpp"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,7 +13,6 @@
 #include "tprobe/core/checkpoint.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/gemma4_tensors.hpp"
-#include "tprobe/core/inspect.hpp"
 #include "tprobe/core/lora_targets.hpp"
 
 namespace tprobe::core {
@@ -32,8 +33,8 @@ constexpr int64_t kSlidingLayer = (4096 + 2048 + 2048) * 2816LL + 2816LL * 4096 
                                   7 * 2816 + 3 * 2112LL * 2816 + 128 * 2816 + 2816 + 128 +
                                   128LL * 1408 * 2816 + 128LL * 2816 * 704;
 constexpr int64_t kFullLayer = (8192 + 1024) * 2816LL + 2816LL * 8192 + 2 * 512 + 7 * 2816 +
-                               3 * 2112LL * 2816 + 128 * 2816 + 2816 + 128 +
-                               128LL * 1408 * 2816 + 128LL * 2816 * 704;
+                               3 * 2112LL * 2816 + 128 * 2816 + 2816 + 128 + 128LL * 1408 * 2816 +
+                               128LL * 2816 * 704;
 constexpr int64_t kTextParams = 262144LL * 2816 + 2816 + 25 * kSlidingLayer + 5 * kFullLayer;
 
 std::vector<std::string> seven() { return parse_target_list(kDefaultLoraTargets); }
@@ -46,9 +47,13 @@ void expect_published_lora(const ModelConfig& c, const std::vector<TensorMeta>& 
   EXPECT_EQ(all.trainable_params, kAllSeven);
   std::map<std::string, int64_t> count;
   for (const auto& s : all.per_target) count[s.target] = s.modules;
-  EXPECT_EQ(count, (std::map<std::string, int64_t>{{"q_proj", 30}, {"k_proj", 30}, {"v_proj", 25},
-                                                   {"o_proj", 30}, {"gate_proj", 30},
-                                                   {"up_proj", 30}, {"down_proj", 30}}));
+  EXPECT_EQ(count, (std::map<std::string, int64_t>{{"q_proj", 30},
+                                                   {"k_proj", 30},
+                                                   {"v_proj", 25},
+                                                   {"o_proj", 30},
+                                                   {"gate_proj", 30},
+                                                   {"up_proj", 30},
+                                                   {"down_proj", 30}}));
   EXPECT_EQ(all.sliding_modules, 25 * 7);
   EXPECT_EQ(all.full_modules, 5 * 6);
   ASSERT_EQ(all.missing.size(), 1u);
@@ -124,8 +129,9 @@ TEST(Inspect, SparseCheckpointWithRealNamesGivesTheSameNumbers) {
   QuantizationEstimate q = estimate_linear_only_4bit(ts, ck.text_prefix());
   EXPECT_EQ(q.untouched_expert_params, 22837985280);
   // Vision linears are quantized too, so more is quantized than in the text-only view.
-  EXPECT_GT(q.quantized_params,
-            estimate_linear_only_4bit(expected_text_tensors(c), kMultimodalTextPrefix).quantized_params);
+  EXPECT_GT(
+      q.quantized_params,
+      estimate_linear_only_4bit(expected_text_tensors(c), kMultimodalTextPrefix).quantized_params);
   std::filesystem::remove_all(dir);
 }
 
@@ -158,8 +164,8 @@ TEST(Inspect, QuantizationHandWorked) {
       {"model.layers.0.self_attn.q_proj.weight", DType::kBF16, {128, 64}},  // 8192 params
       {"model.layers.0.experts.gate_up_proj", DType::kBF16, {2, 8, 4}},     // 64 params
       {"model.layers.0.input_layernorm.weight", DType::kBF16, {64}},
-      {"model.embed_tokens.weight", DType::kBF16, {10, 64}},                // 640, embedding
-      {"model.layers.0.layer_scalar", DType::kBF16, {1}},                   // buffer
+      {"model.embed_tokens.weight", DType::kBF16, {10, 64}},  // 640, embedding
+      {"model.layers.0.layer_scalar", DType::kBF16, {1}},     // buffer
   };
   QuantizationEstimate q = estimate_linear_only_4bit(ts, "model.");
   EXPECT_EQ(q.quantized_tensors, 1);

@@ -17,10 +17,18 @@ namespace tprobe::core {
 // kBuffers: persistent buffers stored in the checkpoint (layer_scalar); they are counted in bytes
 // but not in parameter totals, as torch's parameters() does not list them.
 enum class Block {
-  kExperts, kAttention, kDenseMlp, kRouterNorms, kEmbedding, kLmHead, kNonText, kBuffers, kOther
+  kExperts,
+  kAttention,
+  kDenseMlp,
+  kRouterNorms,
+  kEmbedding,
+  kLmHead,
+  kNonText,
+  kBuffers,
+  kOther
 };
 
-const char* to_string(Block block);  // evidence key: "experts", "attention", ...
+const char* to_string(Block block);    // evidence key: "experts", "attention", ...
 const char* block_label(Block block);  // table label
 // Which block a tensor belongs to, given the text decoder's prefix.
 Block classify_tensor(const std::string& name, const std::string& prefix);
@@ -38,7 +46,7 @@ struct BlockSummary {
   int64_t total_params = 0;    // parameters: every block but kBuffers
   uint64_t total_bytes = 0;    // every tensor
   int64_t buffer_elements = 0;
-  int64_t text_params = 0;     // parameters outside kNonText
+  int64_t text_params = 0;  // parameters outside kNonText
   uint64_t text_bytes = 0;
 };
 
@@ -56,7 +64,7 @@ struct QuantizationEstimate {
   int64_t quantized_params = 0;
   uint64_t quantized_bytes_before = 0;
   uint64_t quantized_bytes_after = 0;
-  int64_t untouched_params = 0;       // everything not quantized
+  int64_t untouched_params = 0;  // everything not quantized
   uint64_t untouched_bytes = 0;
   int64_t untouched_expert_params = 0;  // of which the fused 3-D experts
   uint64_t untouched_expert_bytes = 0;
@@ -72,10 +80,10 @@ QuantizationEstimate estimate_linear_only_4bit(const std::vector<TensorMeta>& te
 // Memory budget of one LoRA training step, estimated from shapes (profile measures it).
 struct MemoryInputs {
   int64_t batch = 2;
-  int64_t width = 16384;          // tokens per sequence
+  int64_t width = 16384;           // tokens per sequence
   int64_t ce_chunk_tokens = 1024;  // tokens per cross-entropy chunk
-  uint64_t weight_bytes = 0;      // text weights as stored
-  int64_t trainable_params = 0;   // LoRA parameters
+  uint64_t weight_bytes = 0;       // text weights as stored
+  int64_t trainable_params = 0;    // LoRA parameters
 };
 
 struct MemoryRow {

@@ -49,7 +49,7 @@ struct LoraMissing {
 struct LoraPlan {
   int64_t rank = 0;
   std::vector<std::string> targets;
-  std::vector<LoraModule> modules;          // in tensor-name order
+  std::vector<LoraModule> modules;            // in tensor-name order
   std::vector<LoraTargetSummary> per_target;  // in target order
   std::vector<LoraMissing> missing;
   int64_t trainable_params = 0;
