@@ -101,6 +101,26 @@ TEST(InspectCli, SparseShardedCheckpointWithRealNames) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(InspectCli, TextOnlyAndPerLayerConfigCheckpoints) {
+  for (bool text_only : {true, false}) {
+    std::string dir = make_temp_dir();
+    testing_support::SyntheticOptions opt;
+    opt.multimodal = !text_only;
+    opt.form = core::ConfigJsonForm::kMultimodalPerLayer;  // used when multimodal
+    testing_support::write_synthetic_checkpoint(dir, core::embedded_model("gemma4-26b-a4b"), opt);
+    std::string path = dir + "/inspect.json";
+    RunResult r = run_tprobe({"inspect", "--checkpoint", dir, "--json", path});
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    json doc = json::parse(read_text(path));
+    expect_published(doc);
+    EXPECT_EQ(doc["results"]["source"]["text_prefix"],
+              text_only ? "model." : "model.language_model.");
+    EXPECT_EQ(doc["results"]["source"]["per_layer_config_form"], !text_only);
+    EXPECT_EQ(doc["results"]["total_params"], 25233141760);
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST(InspectCli, DisagreeingConfigExitsThreeWithEvidence) {
   std::string dir = make_temp_dir();
   core::ModelConfig tiny = core::embedded_model("gemma4-tiny");

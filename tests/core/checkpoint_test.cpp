@@ -108,6 +108,7 @@ TEST(Checkpoint, ShardedAndTextOnlyForms) {
     SyntheticOptions opt;
     opt.shards = 3;
     opt.multimodal = multimodal;
+    opt.fill = true;
     write_synthetic_checkpoint(dir, embedded_model("gemma4-tiny"), opt);
     Checkpoint ck = Checkpoint::open(dir);
     EXPECT_TRUE(ck.sharded());
@@ -120,6 +121,14 @@ TEST(Checkpoint, ShardedAndTextOnlyForms) {
     uint64_t sum = 0;
     for (const auto& t : ck.tensors()) sum += t.nbytes();
     EXPECT_EQ(ck.total_bytes(), sum);
+    // Data of the last tensor lives in the last shard, read through the mapping.
+    const std::string last = std::string(ck.text_prefix()) + "layers.5.layer_scalar";
+    EXPECT_EQ(ck.file_of(last).path(), dir + "/model-00003-of-00003.safetensors");
+    ByteSpan span = ck.data(last);
+    ASSERT_EQ(span.size, 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(span.data[i], std::byte{static_cast<unsigned char>((i * 7 + last.size()) & 0xff)});
+    }
   }
 }
 
