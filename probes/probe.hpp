@@ -45,6 +45,7 @@ class ProbeSet {
 void register_env(CLI::App& app, ProbeSet& set);
 void register_scaling_fit(CLI::App& app, ProbeSet& set);
 void register_flops(CLI::App& app, ProbeSet& set);
+void register_inspect(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
 // The full environment block (core + libtorch + CUPTI facts).

@@ -7,6 +7,7 @@ void register_all(CLI::App& app, ProbeSet& set) {
   register_env(app, set);
   register_scaling_fit(app, set);
   register_flops(app, set);
+  register_inspect(app, set);
 }
 
 }  // namespace tprobe::probes

@@ -18,6 +18,7 @@ run scaling-fit --batch 2 --point 2048:1.776 --point 8192:11.570 --point 16384:3
   --at 4096,32768 --json "$out/scaling-fit.json"
 run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attention sdpa-causal \
   --json "$out/flops.json"
+run inspect --model gemma4-26b-a4b --json "$out/inspect.json"
 echo
 echo "evidence files written to $out/:"
 ls -1 "$out"

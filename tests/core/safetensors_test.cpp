@@ -1,0 +1,300 @@
+// safetensors reader/writer: exact layouts, round trips, and every broken-header case.
+#include "tprobe/core/safetensors.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "test_paths.hpp"
+#include "tprobe/core/error.hpp"
+
+namespace tprobe::core {
+namespace {
+
+std::string raw_file(const std::string& dir, const std::string& name, const std::string& header,
+                     uint64_t data_bytes, int64_t declared_len = -1) {
+  std::string path = dir + "/" + name;
+  std::ofstream out(path, std::ios::binary);
+  uint64_t n = declared_len >= 0 ? static_cast<uint64_t>(declared_len) : header.size();
+  unsigned char prefix[8];
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
+  out.write(reinterpret_cast<const char*>(prefix), 8);
+  out << header;
+  out << std::string(static_cast<size_t>(data_bytes), '\0');
+  return path;
+}
+
+// Expects open() to throw an Error whose message holds every one of `needles`.
+void expect_error(const std::string& path, std::vector<std::string> needles) {
+  try {
+    SafetensorsFile::open(path);
+    FAIL() << "no error for " << path;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << n << " in: " << msg;
+  }
+}
+
+TEST(Safetensors, DTypeSizesAndNames) {
+  EXPECT_EQ(dtype_size(DType::kBF16), 2);
+  EXPECT_EQ(dtype_size(DType::kF16), 2);
+  EXPECT_EQ(dtype_size(DType::kF32), 4);
+  EXPECT_EQ(dtype_size(DType::kF64), 8);
+  EXPECT_EQ(dtype_size(DType::kI64), 8);
+  EXPECT_EQ(dtype_size(DType::kI32), 4);
+  EXPECT_EQ(dtype_size(DType::kU8), 1);
+  EXPECT_EQ(dtype_size(DType::kBool), 1);
+  EXPECT_EQ(dtype_size(DType::kF8E4M3), 1);
+  EXPECT_EQ(*parse_dtype("F8_E4M3"), DType::kF8E4M3);
+  EXPECT_STREQ(to_string(DType::kBF16), "BF16");
+  EXPECT_FALSE(parse_dtype("bf16").has_value());
+  EXPECT_TRUE(dtype_is_supported(DType::kBF16));
+  EXPECT_FALSE(dtype_is_supported(DType::kI64));
+  EXPECT_EQ(*dtype_from_torch_name("bfloat16"), DType::kBF16);
+}
+
+TEST(Safetensors, HandWrittenHeaderParses) {
+  // F32 [2, 3] = 24 bytes at [0, 24); BF16 [4] = 8 bytes at [24, 32); scalar I64 at [32, 40).
+  std::string dir = testing_support::temp_dir();
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+      R"("b":{"dtype":"BF16","shape":[4],"data_offsets":[24,32]},)"
+      R"("s":{"dtype":"I64","shape":[],"data_offsets":[32,40]}})";
+  std::string path = raw_file(dir, "x.safetensors", header, 40);
+  SafetensorsFile f = SafetensorsFile::open(path);
+  EXPECT_EQ(f.header_size(), header.size());
+  EXPECT_EQ(f.data_start(), 8 + header.size());
+  ASSERT_EQ(f.tensors().size(), 3u);
+  EXPECT_EQ(f.tensors()[0].name, "a");  // header order kept
+  EXPECT_EQ(f.tensor("a").shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(f.tensor("a").numel(), 6);
+  EXPECT_EQ(f.tensor("b").nbytes(), 8u);
+  EXPECT_EQ(f.tensor("s").numel(), 1);
+  EXPECT_EQ(f.tensor("s").dtype, DType::kI64);
+  EXPECT_EQ(f.metadata().at("format"), "pt");
+  EXPECT_EQ(f.data("b").size, 8u);
+  EXPECT_EQ(f.find("zzz"), nullptr);
+  try {
+    f.data("zzz");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("zzz"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+  }
+}
+
+TEST(Safetensors, WriteReadRoundTripAllDtypes) {
+  std::string dir = testing_support::temp_dir();
+  std::vector<float> f32 = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
+  std::vector<uint16_t> bf16 = {0x3f80, 0x4000, 0x4040};
+  std::vector<int64_t> i64 = {-5, 7};
+  std::vector<uint8_t> u8 = {1, 2, 3};
+  std::vector<uint8_t> f8 = {9, 8, 7, 6, 5};
+  std::vector<double> f64 = {0.5};
+  std::vector<TensorToWrite> ts = {
+      {{"u8", DType::kU8, {3}}, u8.data()},       {{"bf16", DType::kBF16, {3}}, bf16.data()},
+      {{"f32", DType::kF32, {2, 3}}, f32.data()}, {{"f8", DType::kF8E4M3, {5}}, f8.data()},
+      {{"i64", DType::kI64, {2}}, i64.data()},    {{"zeros", DType::kF16, {4}}, nullptr},
+      {{"f64", DType::kF64, {1, 1}}, f64.data()}, {{"empty", DType::kF32, {0, 3}}, nullptr},
+  };
+  std::string path = dir + "/rt.safetensors";
+  write_safetensors(path, ts, {{"format", "pt"}, {"note", "x"}});
+  SafetensorsFile f = SafetensorsFile::open(path);
+  EXPECT_EQ(f.data_start() % 8, 0u);
+  // 3 + 6 + 24 + 5 + 16 + 8 + 8 = 70 data bytes.
+  EXPECT_EQ(f.file_size(), f.data_start() + 70);
+  EXPECT_EQ(f.metadata().at("note"), "x");
+  for (const auto& t : ts) {
+    const TensorInfo& info = f.tensor(t.meta.name);
+    EXPECT_EQ(info.dtype, t.meta.dtype);
+    EXPECT_EQ(info.shape, t.meta.shape);
+    ByteSpan span = f.data(t.meta.name);
+    ASSERT_EQ(span.size, t.meta.nbytes());
+    // Natural alignment of every tensor in the file.
+    EXPECT_EQ((f.data_start() + info.begin) % static_cast<uint64_t>(dtype_size(info.dtype)), 0u)
+        << t.meta.name;
+    if (t.data) {
+      EXPECT_EQ(std::memcmp(span.data, t.data, span.size), 0) << t.meta.name;
+    } else {
+      for (size_t i = 0; i < span.size; ++i) ASSERT_EQ(span.data[i], std::byte{0});
+    }
+  }
+  // Moving keeps the mapping valid.
+  SafetensorsFile moved = std::move(f);
+  EXPECT_EQ(std::memcmp(moved.data("f32").data, f32.data(), 24), 0);
+}
+
+TEST(Safetensors, SparseZeroTensorsTakeNoDiskBlocks) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = dir + "/sparse.safetensors";
+  // 1 GiB of zeros, never written.
+  write_safetensors(path, {{{"big", DType::kBF16, {512, 1024, 1024}}, nullptr}});
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size),
+            SafetensorsFile::open(path).data_start() + (1ull << 30));
+  EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, 1ull << 20);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Safetensors, WriterRefusesDuplicatesAndLeavesNothing) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = dir + "/dup.safetensors";
+  EXPECT_THROW(write_safetensors(
+                   path, {{{"a", DType::kF32, {1}}, nullptr}, {{"a", DType::kF32, {1}}, nullptr}}),
+               Error);
+  EXPECT_NE(::access(path.c_str(), F_OK), 0);
+  EXPECT_THROW(write_safetensors(dir + "/no-such-dir/x.safetensors", {}), Error);
+}
+
+TEST(Safetensors, RandomLayoutsRoundTripContiguously) {
+  std::mt19937 rng(5);
+  std::string dir = testing_support::temp_dir();
+  const DType dtypes[] = {DType::kBF16, DType::kF32, DType::kU8, DType::kI64, DType::kF16};
+  for (int round = 0; round < 20; ++round) {
+    std::vector<TensorToWrite> ts;
+    int n = 1 + static_cast<int>(rng() % 12);
+    uint64_t bytes = 0;
+    for (int i = 0; i < n; ++i) {
+      std::vector<int64_t> shape;
+      int rank = static_cast<int>(rng() % 4);
+      for (int r = 0; r < rank; ++r) shape.push_back(static_cast<int64_t>(rng() % 5));
+      ts.push_back({{"t" + std::to_string(i), dtypes[rng() % 5], shape}, nullptr});
+      bytes += ts.back().meta.nbytes();
+    }
+    std::string path = dir + "/r" + std::to_string(round) + ".safetensors";
+    write_safetensors(path, ts);
+    SafetensorsFile f = SafetensorsFile::open(path);
+    ASSERT_EQ(f.tensors().size(), ts.size());
+    EXPECT_EQ(f.file_size() - f.data_start(), bytes);
+    uint64_t covered = 0;
+    for (const auto& t : f.tensors()) covered += t.end - t.begin;
+    EXPECT_EQ(covered, bytes);
+  }
+}
+
+TEST(SafetensorsBroken, TooShortForTheLengthPrefix) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = dir + "/short.safetensors";
+  std::ofstream(path) << "abc";
+  expect_error(path, {path, "truncated", "3 bytes"});
+}
+
+TEST(SafetensorsBroken, HeaderLongerThanFile) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = raw_file(dir, "h.safetensors", "{}", 0, 4096);
+  expect_error(path, {path, "4096", "longer than the rest of the file"});
+}
+
+TEST(SafetensorsBroken, AbsurdHeaderLength) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = raw_file(dir, "a.safetensors", "{}", 0, int64_t{1} << 40);
+  expect_error(path, {path, "absurd"});
+}
+
+TEST(SafetensorsBroken, NotJson) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = raw_file(dir, "j.safetensors", "{\"a\": [1, 2", 0);
+  expect_error(path, {path, "not valid JSON"});
+  path = raw_file(dir, "arr.safetensors", "[1, 2, 3]", 0);
+  expect_error(path, {path, "must be a JSON object"});
+}
+
+TEST(SafetensorsBroken, UnknownDtypeNamesTensor) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = raw_file(dir, "d.safetensors",
+                              R"({"w":{"dtype":"Q4_K","shape":[2],"data_offsets":[0,2]}})", 2);
+  expect_error(path, {path, "'w'", "Q4_K"});
+}
+
+TEST(SafetensorsBroken, ShapeByteSizeMismatch) {
+  std::string dir = testing_support::temp_dir();
+  // BF16 [3, 4] needs 24 bytes; the offsets span 20.
+  std::string path = raw_file(dir, "s.safetensors",
+                              R"({"w":{"dtype":"BF16","shape":[3,4],"data_offsets":[0,20]}})", 20);
+  expect_error(path, {path, "'w'", "needs 24 bytes", "span 20"});
+}
+
+TEST(SafetensorsBroken, TruncatedDataSection) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = dir + "/t.safetensors";
+  write_safetensors(path, {{{"a", DType::kF32, {4}}, nullptr}, {{"b", DType::kF32, {8}}, nullptr}});
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  ASSERT_EQ(::truncate(path.c_str(), st.st_size - 4), 0);
+  expect_error(path, {path, "'b'", "truncated"});
+}
+
+TEST(SafetensorsBroken, OverlappingOffsets) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = raw_file(dir, "o.safetensors",
+                              R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                              R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                              12);
+  expect_error(path, {path, "'b'", "overlaps", "'a'"});
+}
+
+TEST(SafetensorsBroken, HoleAndTrailingBytes) {
+  std::string dir = testing_support::temp_dir();
+  std::string hole = raw_file(dir, "hole.safetensors",
+                              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                              R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                              12);
+  expect_error(hole, {hole, "'b'", "hole"});
+  std::string trailing = raw_file(dir, "trail.safetensors",
+                                  R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9);
+  expect_error(trailing, {trailing, "5 trailing bytes"});
+}
+
+TEST(SafetensorsBroken, DuplicateNames) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = raw_file(dir, "dup.safetensors",
+                              R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                              R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                              8);
+  expect_error(path, {path, "'a'", "twice"});
+  path = raw_file(dir, "dup2.safetensors",
+                  R"({"a":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", 4);
+  expect_error(path, {path, "'dtype'", "twice"});
+}
+
+TEST(SafetensorsBroken, MalformedEntries) {
+  std::string dir = testing_support::temp_dir();
+  struct Case {
+    const char* header;
+    const char* needle;
+  } cases[] = {
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", "before begin"},
+      {R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "non-negative integers"},
+      {R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,4]}})", "non-negative integers"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0]}})", "data_offsets"},
+      {R"({"a":{"dtype":"F32","data_offsets":[0,4]}})", "shape"},
+      {R"({"a":{"shape":[1],"data_offsets":[0,4]}})", "dtype"},
+      {R"({"a":[1,2]})", "must be an object"},
+      {R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+       "__metadata__"},
+      {R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})",
+       "overflows"},
+  };
+  int i = 0;
+  for (const auto& c : cases) {
+    std::string path = raw_file(dir, "m" + std::to_string(i++) + ".safetensors", c.header, 4);
+    expect_error(path, {path, c.needle});
+  }
+}
+
+TEST(SafetensorsBroken, HeaderParserNamesTensorWithoutFiles) {
+  EXPECT_THROW(parse_safetensors_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                        3, "mem"),
+               Error);
+  SafetensorsHeader h = parse_safetensors_header(R"({})", 0, "mem");
+  EXPECT_TRUE(h.tensors.empty());
+}
+
+}  // namespace
+}  // namespace tprobe::core
