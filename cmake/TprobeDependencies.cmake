@@ -1,4 +1,4 @@
-# Finds fmt, CLI11, nlohmann_json, GoogleTest and libtorch.
+# Finds fmt, CLI11, nlohmann_json, GoogleTest, zlib and libtorch.
 #
 # Two sources for the small header libraries:
 #  * Debian packages (the `cpu` preset): plain find_package.
@@ -37,6 +37,9 @@ else()
     find_package(GTest REQUIRED)
   endif()
 endif()
+
+# zlib (Debian: zlib1g-dev) lets the length-dataset reader stream gzip files.
+find_package(ZLIB REQUIRED)
 
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)

@@ -5,6 +5,8 @@ namespace tprobe::probes {
 
 void register_all(CLI::App& app, ProbeSet& set) {
   register_env(app, set);
+  register_padding(app, set);
+  register_bucket(app, set);
 }
 
 }  // namespace tprobe::probes
