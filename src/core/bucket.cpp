@@ -254,15 +254,18 @@ OrderMetrics measure_order(const MicroBatchOrder& order, const std::vector<int64
   return m;
 }
 
-uint64_t micro_batch_set_fingerprint(const MicroBatchOrder& order) {
+uint64_t micro_batch_set_fingerprint(const MicroBatchOrder& order,
+                                     const std::vector<int64_t>& lengths) {
   uint64_t acc = 0;
-  std::vector<uint32_t> members;
+  std::vector<int64_t> members;
   for (std::size_t i = 0; i < order.micro_batches(); ++i) {
-    members.assign(order.records.begin() + static_cast<std::ptrdiff_t>(order.starts[i]),
-                   order.records.begin() + static_cast<std::ptrdiff_t>(order.starts[i + 1]));
+    members.clear();
+    for (uint64_t k = order.starts[i]; k < order.starts[i + 1]; ++k) {
+      members.push_back(lengths[order.records[k]]);
+    }
     std::sort(members.begin(), members.end());
     uint64_t h = 0x243f6a8885a308d3ULL;
-    for (uint32_t r : members) h = mix64(h ^ (r + 0x9e3779b97f4a7c15ULL));
+    for (int64_t len : members) h = mix64(h ^ static_cast<uint64_t>(len));
     acc += mix64(h);  // a sum: independent of the micro-batches' order
   }
   return acc;
@@ -315,7 +318,7 @@ BucketReport analyze_bucket(const LengthDataset& ds, const BucketOptions& option
     uint64_t fp = 0;
     for (uint64_t s : seeds) {
       MicroBatchOrder ord = plain_order(ds.records(), o.micro_batch, o.baseline, s);
-      if (s == seeds.front()) fp = micro_batch_set_fingerprint(ord);
+      if (s == seeds.front()) fp = micro_batch_set_fingerprint(ord, eff);
       per_seed.push_back(measure_order(ord, eff, ds.source, sources, o.accum, o.cost));
     }
     r.baseline = summarize_row(0, seeds, std::move(per_seed), fp);
@@ -326,7 +329,7 @@ BucketReport analyze_bucket(const LengthDataset& ds, const BucketOptions& option
     uint64_t fp = 0;
     for (uint64_t s : seeds) {
       MicroBatchOrder ord = bucket_order(sorted, b, o.micro_batch, s);
-      if (s == seeds.front()) fp = micro_batch_set_fingerprint(ord);
+      if (s == seeds.front()) fp = micro_batch_set_fingerprint(ord, eff);
       per_seed.push_back(measure_order(ord, eff, ds.source, sources, o.accum, o.cost));
     }
     SweepRow row = summarize_row(b, seeds, std::move(per_seed), fp);

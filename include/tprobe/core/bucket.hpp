@@ -72,9 +72,13 @@ OrderMetrics measure_order(const MicroBatchOrder& order, const std::vector<int64
                            const std::vector<uint32_t>& source, std::size_t source_count,
                            int64_t accum, const std::optional<CostModel>& cost);
 
-// A hash of the SET of micro-batches (each as a set of records), independent of their order.
-// Two bucket sizes with the same fingerprint produced the same micro-batches.
-uint64_t micro_batch_set_fingerprint(const MicroBatchOrder& order);
+// A hash of the multiset of micro-batch shapes (each micro-batch as its sorted member lengths),
+// independent of the micro-batches' order and of which of several equal-length records sits
+// where. Two bucket sizes with the same fingerprint produced the same micro-batches as far as
+// padding and time can tell: a sampler that re-sorts inside buckets gives every bucket size the
+// fingerprint of one global sort.
+uint64_t micro_batch_set_fingerprint(const MicroBatchOrder& order,
+                                     const std::vector<int64_t>& lengths);
 
 // True when there are at least two fingerprints and all are equal: the sweep varied nothing.
 bool is_noop_sweep(const std::vector<uint64_t>& fingerprints);
