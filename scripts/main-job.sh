@@ -12,6 +12,10 @@ run() {
   "$bin" "$@"
 }
 run env --json "$out/env.json"
+# The embedded synthetic corpus; truncation at 8,192 as in the post-mortem (domain.md item 8).
+run padding --max-seq-len 8192 --json "$out/padding.json"
+# --cost: the post-mortem's published fit (domain.md item 1), until a scaling-fit file is at hand.
+run bucket --cost 6.8715e-4,8.8509e-8 --json "$out/bucket.json" --emit-order "$out/bucket-order.jsonl"
 echo
 echo "evidence files written to $out/:"
 ls -1 "$out"
