@@ -453,6 +453,8 @@ LengthDataset read_lengths(const std::string& path, LengthFormat format) {
   bool header_seen = false;
   std::vector<std::string> fields;
   while (reader.next(line)) {
+    // A UTF-8 byte-order mark (some editors and exporters write one) is not part of the data.
+    if (reader.line_number() == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     if (blank(line)) continue;
     const int64_t n = reader.line_number();
     if (format == LengthFormat::kAuto) format = sniff(line);

@@ -64,6 +64,36 @@ TEST(PaddingCli, LiteralFileGivesHandWorkedNumbers) {
   EXPECT_EQ(res["truncation"]["per_source"][0]["truncated_tokens"], 0);
 }
 
+// fixtures/lengths/small.jsonl: lengths 3 5 2 8 4 7(input_ids) 12 1; at max_seq_len 6 they are
+// 3 5 2 6 4 6 6 1 (33 tokens; 8, 7, 12 lose 2 + 1 + 6 = 9). Pairs in file order: (3,5) w5,
+// (2,6) w6, (4,6) w6, (6,1) w6: 10 + 12 + 12 + 12 = 46 padded tokens; pad: chat 2+2, dialogue
+// 4, code 5.
+TEST(PaddingCli, FixtureGivesHandWorkedNumbers) {
+  std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"padding", "--dataset", std::string(TPROBE_FIXTURES_DIR) +
+                            "/lengths/small.jsonl", "--max-seq-len", "6", "--json",
+                            dir + "/p.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json res = json::parse(read_text(dir + "/p.json"))["results"];
+  EXPECT_EQ(res["dataset_tokens"], 42);
+  EXPECT_EQ(res["real_tokens"], 33);
+  EXPECT_EQ(res["padded_tokens"], 46);
+  EXPECT_EQ(res["micro_batch_widths"], json({5, 6, 6, 6}));
+  EXPECT_EQ(res["width"]["at_max_count"], 3);
+  EXPECT_EQ(res["truncation"]["truncated_records"], 3);
+  EXPECT_EQ(res["truncation"]["truncated_tokens"], 9);
+  const json& src = res["per_source"];
+  ASSERT_EQ(src.size(), 3u);
+  EXPECT_EQ(src[0]["source"], "chat");
+  EXPECT_EQ(src[0]["pad_tokens"], 4);
+  EXPECT_EQ(src[1]["source"], "dialogue");
+  EXPECT_EQ(src[1]["pad_tokens"], 4);
+  EXPECT_EQ(src[1]["truncated_tokens"], 8);
+  EXPECT_EQ(src[2]["source"], "code");
+  EXPECT_EQ(src[2]["pad_tokens"], 5);
+  EXPECT_EQ(src[2]["truncated_tokens"], 1);
+}
+
 TEST(PaddingCli, BrokenDatasetIsErrorNamingFileAndLineAndWritesNothing) {
   std::string dir = make_temp_dir();
   for (const char* text : {"5\n0\n", "5\n-2\n", "5\nfive\n", "{\"length\": 3}\n{\"src\": 1}\n"}) {

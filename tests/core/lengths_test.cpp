@@ -122,6 +122,12 @@ TEST(Lengths, ReadsCsvWithQuotedFieldsAndAnyColumnOrder) {
   EXPECT_EQ(only.source_names, (std::vector<std::string>{""}));
 }
 
+TEST(Lengths, SkipsAUtf8ByteOrderMark) {
+  LengthDataset ds = read_lengths(write_file("bom.jsonl", "\xEF\xBB\xBF{\"length\": 4}\n"));
+  EXPECT_EQ(ds.format, "jsonl");
+  EXPECT_EQ(ds.lengths, (std::vector<int64_t>{4}));
+}
+
 TEST(Lengths, ReadsPlainTextOneLengthPerLine) {
   LengthDataset ds = read_lengths(write_file("a.txt", "3\n  4 \r\n\n+5\n6"));
   EXPECT_EQ(ds.format, "text");
