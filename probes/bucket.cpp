@@ -67,6 +67,8 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
     const core::BucketReport report = core::analyze_bucket(ds, o);
     ctx.out << core::render(report);
     ctx.evidence.results() = core::to_json(report);
+    // The sweep as analysed (ascending, duplicates dropped), not CLI11's default text.
+    ctx.evidence.options()["sweep"] = report.options.sweep;
     if (report.noop_sweep) {
       ctx.evidence.diagnose(core::Severity::kWarning, "noop_sweep",
                             "every bucket size produced the same micro-batches: the sweep "

@@ -168,6 +168,7 @@ TEST(BucketCli, SweepEvidenceAndEmittedOrder) {
     EXPECT_LT(row["predicted_time_s"].get<double>(), res["baseline"]["predicted_time_s"].get<double>());
   }
   EXPECT_EQ(buckets, (std::vector<int64_t>{2, 8, 32, 128, 512}));
+  EXPECT_EQ(doc["invocation"]["options"]["sweep"], json({2, 8, 32, 128, 512}));
   EXPECT_EQ(res["chosen"]["bucket"], 2);
   // The emitted order: header, then every record exactly once.
   std::string text = read_text(dir + "/order.jsonl");

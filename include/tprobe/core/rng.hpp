@@ -37,12 +37,12 @@ class Rng {
     return result;
   }
 
-  // Uniform in [0, bound), bound > 0, without modulo bias (rejection below 2^64 mod bound).
+  // Uniform in [0, bound), bound > 0, without modulo bias: rejects r < 2^64 mod bound. That
+  // threshold is below bound, so it only needs computing (a second division) when r < bound.
   uint64_t uniform(uint64_t bound) {
-    const uint64_t threshold = (0 - bound) % bound;
     for (;;) {
-      uint64_t r = next();
-      if (r >= threshold) return r % bound;
+      const uint64_t r = next();
+      if (r >= bound || r >= (0 - bound) % bound) return r % bound;
     }
   }
 
