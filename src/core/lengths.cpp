@@ -294,8 +294,84 @@ class JsonRecordSax {
   std::string key_;
 };
 
+// The common line, {"length": N, "source": "S"} in any key order and spacing, parsed by hand: a
+// third of the SAX parser's time per line. Anything else (escapes, non-ASCII, other keys or
+// types, a sign, leading zeros, a fraction) returns false and goes through the SAX parser, which
+// gives the same result for valid lines and the precise message for broken ones.
+bool parse_simple_jsonl(const std::string& text, int64_t& length, std::string& source) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  auto ws = [&] {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) ++p;
+  };
+  auto plain_string = [&](std::string_view& out) {
+    if (p == end || *p != '"') return false;
+    const char* begin = ++p;
+    while (p < end && *p != '"') {
+      const auto c = static_cast<unsigned char>(*p);
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+      ++p;
+    }
+    if (p == end) return false;
+    out = std::string_view(begin, static_cast<std::size_t>(p - begin));
+    ++p;
+    return true;
+  };
+  bool have_length = false;
+  std::string_view src;
+  bool have_source = false;
+  ws();
+  if (p == end || *p != '{') return false;
+  ++p;
+  for (;;) {
+    ws();
+    std::string_view key;
+    if (!plain_string(key)) return false;
+    ws();
+    if (p == end || *p != ':') return false;
+    ++p;
+    ws();
+    if (key == "length") {
+      const char* digits = p;
+      while (p < end && *p >= '0' && *p <= '9') ++p;
+      const auto n = static_cast<std::size_t>(p - digits);
+      if (n == 0 || n > 10 || (n > 1 && *digits == '0')) return false;
+      int64_t v = 0;
+      for (const char* d = digits; d < p; ++d) v = v * 10 + (*d - '0');
+      if (v < 1 || v > kMaxRecordLength) return false;
+      length = v;
+      have_length = true;
+    } else if (key == "source") {
+      if (!plain_string(src)) return false;
+      have_source = true;
+    } else {
+      return false;
+    }
+    ws();
+    if (p < end && *p == ',') {
+      ++p;
+      continue;
+    }
+    if (p < end && *p == '}') {
+      ++p;
+      break;
+    }
+    return false;
+  }
+  ws();
+  if (p != end || !have_length) return false;
+  source.assign(have_source ? src : std::string_view());
+  return true;
+}
+
 void parse_jsonl_line(const std::string& text, Builder& out, const std::string& path,
                       int64_t line) {
+  thread_local std::string fast_source;
+  int64_t fast_length = 0;
+  if (parse_simple_jsonl(text, fast_length, fast_source)) {
+    out.add(fast_length, fast_source, line);
+    return;
+  }
   JsonRecordSax sax;
   bool ok = nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
   if (!ok || !sax.error.empty()) {

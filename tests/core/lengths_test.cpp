@@ -107,6 +107,28 @@ TEST(Lengths, ReadsJsonlWithLengthInputIdsAndSources) {
   EXPECT_EQ(ds.source, (std::vector<uint32_t>{0, 1, 2, 0}));
 }
 
+// The hand-parsed common line and the SAX fallback must agree: key order, spacing, repeated keys
+// (the last wins), escapes and UTF-8 (SAX), and a length-only line.
+TEST(Lengths, CommonAndGeneralJsonlLinesAgree) {
+  std::string path = write_file(
+      "mixed.jsonl",
+      "{\"source\":\"x\",\"length\":12}\n"
+      "{ \"length\" : 7 , \"source\" : \"x\" }\n"
+      "{\"length\": 5, \"source\": \"a\", \"source\": \"y\"}\n"
+      "{\"length\": 3, \"source\": \"caf\\u00e9\"}\n"
+      "{\"length\": 4, \"source\": \"caf\xC3\xA9\"}\n"
+      "{\"length\": 9, \"length\": 10}\n"
+      "{\"length\": 2147483647}\n");
+  LengthDataset ds = read_lengths(path);
+  EXPECT_EQ(ds.lengths, (std::vector<int64_t>{12, 7, 5, 3, 4, 10, 2147483647}));
+  EXPECT_EQ(ds.source_names, (std::vector<std::string>{"x", "y", "caf\xC3\xA9", ""}));
+  EXPECT_EQ(ds.source, (std::vector<uint32_t>{0, 0, 1, 2, 2, 3, 3}));
+  // nlohmann reads "012" as 0 and stops: an error either way, at line 1.
+  expect_error("lead0.jsonl", "{\"length\": 012}\n", "1:", "length");
+  expect_error("comma.jsonl", "{\"length\": 1,}\n", "1:", "malformed JSON");
+  expect_error("utf8.jsonl", "{\"length\": 1, \"source\": \"\xC3\"}\n", "1:", "malformed JSON");
+}
+
 TEST(Lengths, ReadsCsvWithQuotedFieldsAndAnyColumnOrder) {
   LengthDataset ds = read_lengths(
       write_file("a.csv", "length,source\n10,x\n\"20\",\"y,z\"\n 30 , x\n"));
