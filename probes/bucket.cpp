@@ -36,7 +36,9 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--max-seq-len", args->options.max_seq_len,
                   "Truncate records to this many tokens first")
       ->capture_default_str();
-  cmd->add_option("--sweep", args->options.sweep, "Bucket sizes to sweep (records)")
+  CLI::Option* sweep_opt = cmd->add_option("--sweep", args->options.sweep,
+                  "Bucket sizes to sweep (records); by default sizes below --micro-batch are "
+                  "raised to it")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--seeds", args->options.seeds, "Seeds per bucket size (seed, seed+1, ...)")
@@ -56,8 +58,11 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
   cost->excludes(fit);
   cmd->add_option("--emit-order", args->emit_order,
                   "Write the chosen order as JSONL (micro-batch -> record indices) to PATH");
-  set.add(cmd, [args](RunContext& ctx) {
+  set.add(cmd, [args, sweep_opt](RunContext& ctx) {
     core::BucketOptions& o = args->options;
+    if (sweep_opt->count() == 0) {
+      o.sweep = core::default_sweep(o.micro_batch);
+    }
     o.baseline = core::parse_batch_order(args->baseline);
     core::validate(o);
     if (!args->cost.empty()) o.cost = core::parse_cost(args->cost);

@@ -314,6 +314,15 @@ void validate(const BucketOptions& o) {
   }
 }
 
+std::vector<int64_t> default_sweep(int64_t micro_batch) {
+  std::vector<int64_t> out;
+  for (int64_t b : BucketOptions{}.sweep) {
+    const int64_t size = std::max(b, micro_batch);
+    if (std::find(out.begin(), out.end(), size) == out.end()) out.push_back(size);
+  }
+  return out;
+}
+
 BucketReport analyze_bucket(const LengthDataset& ds, const BucketOptions& options) {
   validate(options);
   if (ds.records() == 0) fail("dataset '{}' has no records", ds.name);

@@ -191,6 +191,16 @@ TEST(BucketCli, SweepEvidenceAndEmittedOrder) {
   EXPECT_EQ(res["padded_tokens"], res["sweep"][0]["per_seed"][0]["padded_tokens"]);
 }
 
+TEST(BucketCli, DefaultSweepFollowsTheMicroBatch) {
+  std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"bucket", "--dataset", "synthetic:500", "--micro-batch", "4",
+                            "--seeds", "1", "--json", dir + "/b.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json doc = json::parse(read_text(dir + "/b.json"));
+  EXPECT_EQ(doc["invocation"]["options"]["sweep"], json({4, 8, 32, 128, 512}));
+  EXPECT_EQ(doc["results"]["sweep"][0]["bucket"], 4);
+}
+
 TEST(BucketCli, NoOpSweepIsALoudWarning) {
   std::string dir = make_temp_dir();
   write_text(dir + "/same.txt", "5\n9\n5\n5\n");

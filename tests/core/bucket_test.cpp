@@ -355,6 +355,14 @@ TEST(Bucket, OrderJsonlHasHeaderAndCoversEveryRecord) {
   EXPECT_EQ(order_jsonl(ds, o, 8), text);  // deterministic
 }
 
+TEST(Bucket, DefaultSweepRaisesSizesBelowTheMicroBatch) {
+  EXPECT_EQ(default_sweep(1), (std::vector<int64_t>{2, 8, 32, 128, 512}));
+  EXPECT_EQ(default_sweep(2), (std::vector<int64_t>{2, 8, 32, 128, 512}));
+  EXPECT_EQ(default_sweep(4), (std::vector<int64_t>{4, 8, 32, 128, 512}));
+  EXPECT_EQ(default_sweep(64), (std::vector<int64_t>{64, 128, 512}));
+  EXPECT_EQ(default_sweep(1000), (std::vector<int64_t>{1000}));
+}
+
 TEST(Bucket, NonsenseOptionsAreUsageErrors) {
   LengthDataset ds = random_dataset(1, 10, 1, 10);
   BucketOptions o;

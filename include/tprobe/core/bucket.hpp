@@ -96,6 +96,10 @@ struct BucketOptions {
 };
 void validate(const BucketOptions& options);
 
+// The sweep when --sweep is not given: 2, 8, 32, 128, 512, with sizes below the micro-batch
+// replaced by the micro-batch itself (so `--micro-batch 4` alone sweeps 4, 8, 32, 128, 512).
+std::vector<int64_t> default_sweep(int64_t micro_batch);
+
 // Mean over seeds, and the spread (max - min).
 struct SeedStat {
   double mean = 0.0;
