@@ -46,6 +46,8 @@ void register_env(CLI::App& app, ProbeSet& set);
 void register_scaling_fit(CLI::App& app, ProbeSet& set);
 void register_flops(CLI::App& app, ProbeSet& set);
 void register_inspect(CLI::App& app, ProbeSet& set);
+void register_padding(CLI::App& app, ProbeSet& set);
+void register_bucket(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
 // The full environment block (core + libtorch + CUPTI facts).
