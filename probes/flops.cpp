@@ -1,6 +1,7 @@
 // `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
 #include "probes/probe.hpp"
 
+#include "tprobe/core/config_json.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/flops_report.hpp"
 #include "tprobe/core/model_config.hpp"
@@ -10,6 +11,7 @@ namespace {
 
 struct FlopsOptions {
   std::string model = "gemma4-26b-a4b";
+  std::string config_path;  // a config.json instead of an embedded model
   int64_t batch = 2;
   int64_t width = 16384;
   std::vector<int64_t> lengths;
@@ -22,7 +24,8 @@ struct FlopsOptions {
 };
 
 core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
-  core::ModelConfig config = core::embedded_model(o.model);
+  core::ModelConfig config = o.config_path.empty() ? core::embedded_model(o.model)
+                                                   : core::read_config_json(o.config_path).config;
   core::FlopsRequest req;
   req.batch = o.batch;
   req.width = o.width;
@@ -59,6 +62,8 @@ void register_flops(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--model", o->model, "Embedded model name")
       ->check(CLI::IsMember(core::embedded_model_names()))
       ->capture_default_str();
+  cmd->add_option("--config", o->config_path,
+                  "A Gemma-4 config.json (multimodal or text-only) instead of --model");
   cmd->add_option("--batch", o->batch, "Sequences per micro-batch")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--width", o->width, "Padded per-sequence width (tokens)")

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
+#include "tprobe/core/config_json.hpp"
+#include "tprobe/core/model_config.hpp"
 
 namespace tprobe::testing {
 namespace {
@@ -217,6 +219,32 @@ TEST(FlopsCli, DefaultRunGivesConsistentEvidence) {
   EXPECT_NEAR(m["performed_ratio"].get<double>(),
               performed / (13.4 * 790e12), 1e-12);
   EXPECT_NE(run.r.out.find("MFU at 13.400 s"), std::string::npos) << run.r.out;
+}
+
+TEST(FlopsCli, ConfigJsonGivesTheSameCountAsTheEmbeddedModel) {
+  // The published 26B-A4B config written in the per_layer_config form must count exactly like
+  // the embedded model; a config whose window differs must not.
+  std::string dir = make_temp_dir();
+  core::ModelConfig c = core::embedded_model("gemma4-26b-a4b");
+  write_text(dir + "/config.json",
+             core::to_config_json(c, core::ConfigJsonForm::kMultimodalPerLayer).dump(2));
+  c.sliding_window = 4096;
+  write_text(dir + "/wide.json", core::to_config_json(c).dump(2));
+  JsonRun embedded = run_json({"flops", "--model", "gemma4-26b-a4b"});
+  JsonRun from_file = run_json({"flops", "--config", dir + "/config.json"});
+  JsonRun wide = run_json({"flops", "--config", dir + "/wide.json"});
+  ASSERT_EQ(embedded.r.exit_code, 0) << embedded.r.err;
+  ASSERT_EQ(from_file.r.exit_code, 0) << from_file.r.err;
+  ASSERT_EQ(wide.r.exit_code, 0) << wide.r.err;
+  EXPECT_EQ(from_file.doc["results"]["totals"], embedded.doc["results"]["totals"]);
+  EXPECT_GT(wide.doc["results"]["totals"]["intended"]["total_flop"].get<double>(),
+            embedded.doc["results"]["totals"]["intended"]["total_flop"].get<double>());
+
+  write_text(dir + "/broken.json", "{\"text_config\": {\"hidden_size\": \"2816\"");
+  JsonRun broken = run_json({"flops", "--config", dir + "/broken.json"});
+  EXPECT_EQ(broken.r.exit_code, 1);
+  EXPECT_NE(broken.r.err.find("broken.json"), std::string::npos) << broken.r.err;
+  EXPECT_FALSE(broken.written);
 }
 
 TEST(FlopsCli, PaddingAndPathsChangePerformedWork) {
