@@ -1,7 +1,10 @@
 # Generates tprobe/config.hpp: version, git sha and which optional parts were built.
 set(TPROBE_GIT_SHA "unknown")
 find_package(Git QUIET)
-if(GIT_FOUND AND EXISTS "${CMAKE_SOURCE_DIR}/.git")
+if(DEFINED ENV{TPROBE_GIT_SHA})
+  # The GPU host receives a copy of the tree without .git: the caller passes the sha along.
+  set(TPROBE_GIT_SHA "$ENV{TPROBE_GIT_SHA}")
+elseif(GIT_FOUND AND EXISTS "${CMAKE_SOURCE_DIR}/.git")
   execute_process(COMMAND "${GIT_EXECUTABLE}" rev-parse --short=12 HEAD
                   WORKING_DIRECTORY "${CMAKE_SOURCE_DIR}" OUTPUT_VARIABLE _sha
                   OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)

@@ -1,4 +1,4 @@
-# Finds fmt, CLI11, nlohmann_json, GoogleTest and libtorch.
+# Finds fmt, CLI11, nlohmann_json, GoogleTest, zlib and libtorch.
 #
 # Two sources for the small header libraries:
 #  * Debian packages (the `cpu` preset): plain find_package.
@@ -26,6 +26,7 @@ if(TPROBE_DEPS_DIR)
     set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
     set(BUILD_GMOCK OFF CACHE BOOL "" FORCE)
     add_subdirectory("${TPROBE_DEPS_DIR}/googletest" "${CMAKE_BINARY_DIR}/_deps/googletest" EXCLUDE_FROM_ALL SYSTEM)
+    # googletest >= 1.11 defines the GTest:: aliases itself; older trees do not.
     if(NOT TARGET GTest::gtest)
       add_library(GTest::gtest ALIAS gtest)
       add_library(GTest::gtest_main ALIAS gtest_main)
@@ -38,6 +39,22 @@ else()
   if(TPROBE_BUILD_TESTS)
     find_package(GTest REQUIRED)
   endif()
+endif()
+
+# zlib (Debian: zlib1g-dev) lets the length-dataset reader stream gzip files. A GPU host without
+# zlib's headers falls back to the copy scripts/stage-deps.sh put in .deps/zlib (header + libz.a).
+find_package(ZLIB QUIET)
+if(NOT ZLIB_FOUND AND TPROBE_DEPS_DIR AND EXISTS "${TPROBE_DEPS_DIR}/zlib/lib/libz.a")
+  add_library(ZLIB::ZLIB STATIC IMPORTED)
+  set_target_properties(ZLIB::ZLIB PROPERTIES
+    IMPORTED_LOCATION "${TPROBE_DEPS_DIR}/zlib/lib/libz.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${TPROBE_DEPS_DIR}/zlib/include")
+  set(ZLIB_FOUND TRUE)
+  message(STATUS "tprobe: zlib from ${TPROBE_DEPS_DIR}/zlib (staged)")
+endif()
+if(NOT ZLIB_FOUND)
+  message(FATAL_ERROR "zlib not found. On Debian 12: apt-get install zlib1g-dev. On a host without "
+                      "packages: run scripts/stage-deps.sh on a Debian machine and carry .deps.")
 endif()
 
 find_package(Torch QUIET)

@@ -44,6 +44,11 @@ class ProbeSet {
 // One function per probe file; register_all calls them in --help order.
 void register_env(CLI::App& app, ProbeSet& set);
 void register_parity(CLI::App& app, ProbeSet& set);
+void register_scaling_fit(CLI::App& app, ProbeSet& set);
+void register_flops(CLI::App& app, ProbeSet& set);
+void register_inspect(CLI::App& app, ProbeSet& set);
+void register_padding(CLI::App& app, ProbeSet& set);
+void register_bucket(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
 // The full environment block (core + libtorch + CUPTI facts).

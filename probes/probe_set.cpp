@@ -37,6 +37,20 @@ core::Json resolved_options(const CLI::App& command) {
         continue;
       }
       std::string def = opt->get_default_str();
+      if (def.size() >= 2 && def.front() == '[' && def.back() == ']') {
+        // CLI11 renders a vector default as "[a,b,c]": record it as the list it is.
+        core::Json list = core::Json::array();
+        std::string body = def.substr(1, def.size() - 2);
+        size_t start = 0;
+        while (!body.empty() && start <= body.size()) {
+          size_t comma = body.find(',', start);
+          if (comma == std::string::npos) comma = body.size();
+          list.push_back(typed_value(body.substr(start, comma - start)));
+          start = comma + 1;
+        }
+        out[name] = std::move(list);
+        continue;
+      }
       out[name] = def.empty() ? core::Json(nullptr) : typed_value(def);
     } else if (opt->get_type_size() == 0) {
       out[name] = true;

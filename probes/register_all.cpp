@@ -5,6 +5,11 @@ namespace tprobe::probes {
 
 void register_all(CLI::App& app, ProbeSet& set) {
   register_env(app, set);
+  register_inspect(app, set);
+  register_padding(app, set);
+  register_bucket(app, set);
+  register_scaling_fit(app, set);
+  register_flops(app, set);
   register_parity(app, set);
 }
 

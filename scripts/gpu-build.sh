@@ -19,7 +19,11 @@ cuda_root=${CUDA_HOME:-/usr/local/cuda}
 export TPROBE_CUPTI_INCLUDE_DIR=${TPROBE_CUPTI_INCLUDE_DIR:-$cuda_root/targets/x86_64-linux/include}
 echo "libtorch: $TPROBE_TORCH_PREFIX"
 echo "CUPTI:    $TPROBE_CUPTI_LIBRARY ($TPROBE_CUPTI_INCLUDE_DIR)"
-cmake --preset cuda -DCUDAToolkit_ROOT="$cuda_root" "$@" >/dev/null
+log=$(mktemp)
+if ! cmake --preset cuda -DCUDAToolkit_ROOT="$cuda_root" "$@" >"$log" 2>&1; then
+  grep -A12 "CMake Error" "$log" >&2 || tail -40 "$log" >&2
+  exit 1
+fi
 # TPROBE_BUILD_TARGETS="a b" builds only those targets (a lease is short).
 if [ -n "${TPROBE_BUILD_TARGETS:-}" ]; then
   for t in $TPROBE_BUILD_TARGETS; do targets+=(--target "$t"); done

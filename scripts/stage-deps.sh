@@ -9,4 +9,8 @@ rm -rf .deps
 mkdir -p .deps/include
 cp -r /usr/include/CLI /usr/include/fmt /usr/include/nlohmann .deps/include/
 cp -r /usr/src/googletest .deps/googletest
+# zlib (gzip datasets): headers and the static library, used only where the host has no zlib dev.
+mkdir -p .deps/zlib/include .deps/zlib/lib
+cp /usr/include/zlib.h /usr/include/zconf.h .deps/zlib/include/
+cp "/usr/lib/$(gcc -print-multiarch)/libz.a" .deps/zlib/lib/
 du -sh .deps

@@ -1,6 +1,7 @@
 // Checkpoint directory: config.json + single or sharded safetensors, indexed by tensor name.
 #include "tprobe/core/checkpoint.hpp"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -8,8 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-
+#include "strict_json.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/gemma4_tensors.hpp"
 
@@ -27,11 +27,7 @@ Json read_json_file(const std::string& path) {
   if (!in) fail("{}: cannot open", path);
   std::stringstream buffer;
   buffer << in.rdbuf();
-  try {
-    return Json::parse(buffer.str());
-  } catch (const Json::exception& e) {
-    fail("{}: not valid JSON: {}", path, e.what());
-  }
+  return detail::parse_json_strict(buffer.str(), path);
 }
 
 }  // namespace
@@ -76,7 +72,8 @@ Checkpoint Checkpoint::open(const std::string& dir_in) {
     std::map<std::string, std::size_t> shard_index;
     for (const auto& s : shard_names) {
       std::string path = dir + "/" + s;
-      if (!is_file(path)) fail("{}: shard '{}' listed in the weight_map does not exist", index_path, s);
+      if (!is_file(path))
+        fail("{}: shard '{}' listed in the weight_map does not exist", index_path, s);
       shard_index[s] = ck.files_.size();
       ck.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(path)));
     }
@@ -111,9 +108,10 @@ Checkpoint Checkpoint::open(const std::string& dir_in) {
       double declared = index["metadata"]["total_size"].get<double>();
       uint64_t actual = ck.total_bytes();
       if (declared != static_cast<double>(actual)) {
-        ck.warnings_.push_back(fmt::format("{}: metadata.total_size is {:.0f} bytes but the shards "
-                                           "hold {} bytes of tensors",
-                                           index_path, declared, actual));
+        ck.warnings_.push_back(
+            fmt::format("{}: metadata.total_size is {:.0f} bytes but the shards "
+                        "hold {} bytes of tensors",
+                        index_path, declared, actual));
       }
     }
   } else if (is_file(single_path)) {

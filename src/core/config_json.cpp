@@ -1,13 +1,14 @@
 // Gemma-4 config.json -> ModelConfig, strictly typed, with HF's defaults and traps made explicit.
 #include "tprobe/core/config_json.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
 
-#include <fmt/format.h>
-
+#include "strict_json.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/safetensors.hpp"
 
@@ -28,8 +29,8 @@ class Fields {
   const Json& at(const std::string& key) const { return obj_.at(key); }
 
   [[noreturn]] void bad(const std::string& key, const char* want) const {
-    fail("{}: field '{}' must be {}, got {} {}", source_, path(key), want,
-         obj_.at(key).type_name(), obj_.at(key).dump());
+    fail("{}: field '{}' must be {}, got {} {}", source_, path(key), want, obj_.at(key).type_name(),
+         obj_.at(key).dump());
   }
   [[noreturn]] void refuse(const std::string& key, const std::string& why) const {
     fail("{}: field '{}': {}", source_, path(key), why);
@@ -119,16 +120,16 @@ class Fields {
   std::vector<std::string>* defaulted_;
 };
 
-LayerType parse_layer_type(const Fields& f, const std::string& key, const Json& v,
-                           std::size_t i, const std::string& source) {
+LayerType parse_layer_type(const Fields& f, const std::string& key, const Json& v, std::size_t i,
+                           const std::string& source) {
   if (!v.is_string()) {
     fail("{}: field '{}[{}]' must be a string, got {}", source, f.path(key), i, v.type_name());
   }
   std::string s = v.get<std::string>();
   if (s == "sliding_attention") return LayerType::kSliding;
   if (s == "full_attention") return LayerType::kFull;
-  fail("{}: field '{}[{}]' is '{}': tprobe knows 'sliding_attention' and 'full_attention'",
-       source, f.path(key), i, s);
+  fail("{}: field '{}[{}]' is '{}': tprobe knows 'sliding_attention' and 'full_attention'", source,
+       f.path(key), i, s);
 }
 
 void check_model_type(const Fields& f, const std::string& want1, const std::string& want2) {
@@ -221,11 +222,12 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
 
   // Features tprobe does not implement: refused, never ignored.
   if (!f.has("hidden_size_per_layer_input")) {
-    fail("{}: field '{}' is missing: Hugging Face then defaults it to 256, i.e. per-layer input "
-         "embeddings ON, which tprobe does not implement; if this model has no "
-         "embed_tokens_per_layer tensor (26B-A4B carries an explicit 0), add "
-         "\"hidden_size_per_layer_input\": 0",
-         source, f.path("hidden_size_per_layer_input"));
+    fail(
+        "{}: field '{}' is missing: Hugging Face then defaults it to 256, i.e. per-layer input "
+        "embeddings ON, which tprobe does not implement; if this model has no "
+        "embed_tokens_per_layer tensor (26B-A4B carries an explicit 0), add "
+        "\"hidden_size_per_layer_input\": 0",
+        source, f.path("hidden_size_per_layer_input"));
   }
   c.hidden_size_per_layer_input = f.integer("hidden_size_per_layer_input");
   if (c.hidden_size_per_layer_input != 0) {
@@ -242,17 +244,18 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
   }
   if (c.attention_bias) f.refuse("attention_bias", "true: attention biases are not supported");
   if (f.present("attn_logit_softcapping")) {
-    f.refuse("attn_logit_softcapping", "attention logit softcapping is not supported (Gemma-4 "
-                                       "has none; the field must be null or absent)");
+    f.refuse("attn_logit_softcapping",
+             "attention logit softcapping is not supported (Gemma-4 "
+             "has none; the field must be null or absent)");
   }
   if (f.present("rope_scaling")) {
     f.refuse("rope_scaling", "RoPE scaling is not supported; the field must be null or absent");
   }
   if (auto bidi = f.optional_string("use_bidirectional_attention")) {
     if (*bidi != "vision") {
-      f.refuse("use_bidirectional_attention",
-               fmt::format("'{}' is not supported: only null or \"vision\" (text stays causal)",
-                           *bidi));
+      f.refuse(
+          "use_bidirectional_attention",
+          fmt::format("'{}' is not supported: only null or \"vision\" (text stays causal)", *bidi));
     }
   }
 
@@ -266,8 +269,9 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
       f.refuse("num_experts", "enable_moe_block is true, so a positive num_experts is required");
     }
     if (!top_k || *top_k <= 0 || *top_k > *num_experts) {
-      f.refuse("top_k_experts", "enable_moe_block is true, so top_k_experts must be in "
-                                "1..num_experts");
+      f.refuse("top_k_experts",
+               "enable_moe_block is true, so top_k_experts must be in "
+               "1..num_experts");
     }
     if (!moe_width || *moe_width <= 0) {
       f.refuse("moe_intermediate_size",
@@ -283,8 +287,8 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
     const Json& lt = f.at("layer_types");
     if (!lt.is_array()) f.bad("layer_types", "an array of strings");
     if (static_cast<int64_t>(lt.size()) != c.num_layers) {
-      f.refuse("layer_types", fmt::format("has {} entries but num_hidden_layers is {}", lt.size(),
-                                          c.num_layers));
+      f.refuse("layer_types",
+               fmt::format("has {} entries but num_hidden_layers is {}", lt.size(), c.num_layers));
     }
     for (std::size_t i = 0; i < lt.size(); ++i) {
       c.layer_types.push_back(parse_layer_type(f, "layer_types", lt[i], i, source));
@@ -303,8 +307,9 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
   if (const Json* rp = f.object("rope_parameters")) {
     Fields r(*rp, f.path("rope_parameters") + ".", source, &info.defaulted_fields);
     if (r.has("rope_type") || r.has("rope_theta")) {
-      f.refuse("rope_parameters", "must be keyed by layer type (\"sliding_attention\", "
-                                  "\"full_attention\"), as Gemma-4 configs are");
+      f.refuse("rope_parameters",
+               "must be keyed by layer type (\"sliding_attention\", "
+               "\"full_attention\"), as Gemma-4 configs are");
     }
     for (const auto& [key, value] : rp->items()) {
       if (key != "sliding_attention" && key != "full_attention") {
@@ -320,8 +325,8 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
         continue;
       }
       Fields e(*one, r.path(key) + ".", source, &info.defaulted_fields);
-      std::string type = e.string("rope_type", p.type == RopeType::kProportional ? "proportional"
-                                                                                 : "default");
+      std::string type =
+          e.string("rope_type", p.type == RopeType::kProportional ? "proportional" : "default");
       if (type == "default") {
         p.type = RopeType::kDefault;
       } else if (type == "proportional") {
@@ -337,10 +342,12 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
       if (e.has("partial_rotary_factor") || p.type == RopeType::kProportional) {
         partial = e.number("partial_rotary_factor", 1.0);
       }
-      if (!(partial > 0.0 && partial <= 1.0)) e.refuse("partial_rotary_factor", "must be in (0, 1]");
+      if (!(partial > 0.0 && partial <= 1.0))
+        e.refuse("partial_rotary_factor", "must be in (0, 1]");
       if (p.type == RopeType::kDefault && partial != 1.0) {
-        e.refuse("partial_rotary_factor", "partial rotation is only supported with rope_type "
-                                          "\"proportional\"");
+        e.refuse("partial_rotary_factor",
+                 "partial rotation is only supported with rope_type "
+                 "\"proportional\"");
       }
       p.partial_rotary_factor = p.type == RopeType::kProportional ? partial : 1.0;
       if (e.present("factor") && e.number("factor", 1.0) != 1.0) {
@@ -357,24 +364,25 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
   if (plc) {
     // HF >= 5.15 moved global_head_dim into per_layer_config; an explicit flat field still counts.
     c.global_head_dim = f.has("global_head_dim") ? f.positive("global_head_dim") : 0;
-    c.num_global_kv_heads = f.present("num_global_key_value_heads")
-                                ? f.positive("num_global_key_value_heads")
-                                : 0;
+    c.num_global_kv_heads =
+        f.present("num_global_key_value_heads") ? f.positive("num_global_key_value_heads") : 0;
     std::set<int64_t> seen;
     for (const auto& [key, value] : plc->items()) {
       std::string where = f.path("per_layer_config") + "[\"" + key + "\"]";
       bool digits = !key.empty() && key.size() <= 9;
       for (char ch : key) digits = digits && std::isdigit(static_cast<unsigned char>(ch));
-      if (!digits) fail("{}: field '{}': key must be a layer index (decimal digits)", source, where);
+      if (!digits)
+        fail("{}: field '{}': key must be a layer index (decimal digits)", source, where);
       int64_t idx = std::stoll(key);
       if (idx >= c.num_layers) {
         fail("{}: field '{}': layer {} does not exist (num_hidden_layers is {})", source, where,
              idx, c.num_layers);
       }
       if (!seen.insert(idx).second) {
-        fail("{}: field '{}': layer {} is given twice (keys may be zero-padded, so \"5\" and "
-             "\"05\" are the same layer)",
-             source, where, idx);
+        fail(
+            "{}: field '{}': layer {} is given twice (keys may be zero-padded, so \"5\" and "
+            "\"05\" are the same layer)",
+            source, where, idx);
       }
       if (!value.is_object()) {
         fail("{}: field '{}' must be an object, got {}", source, where, value.type_name());
@@ -388,8 +396,9 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
         } else if (k == "num_key_value_heads") {
           o.num_key_value_heads = e.positive(k);
         } else {
-          e.refuse(k, "per-layer overrides of this field are not supported (only head_dim and "
-                      "num_key_value_heads)");
+          e.refuse(k,
+                   "per-layer overrides of this field are not supported (only head_dim and "
+                   "num_key_value_heads)");
         }
       }
       c.per_layer[idx] = o;
@@ -417,13 +426,7 @@ ConfigJson read_config_json(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) fail("{}: cannot read", path);
-  Json doc;
-  try {
-    doc = Json::parse(buffer.str());
-  } catch (const Json::exception& e) {
-    fail("{}: not valid JSON: {}", path, e.what());
-  }
-  return parse_config_json(doc, path);
+  return parse_config_json(detail::parse_json_strict(buffer.str(), path), path);
 }
 
 namespace {

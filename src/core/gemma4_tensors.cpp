@@ -1,9 +1,9 @@
 // Gemma-4 text-decoder tensor layout from a config, and the config-vs-checkpoint cross-check.
 #include "tprobe/core/gemma4_tensors.hpp"
 
-#include <map>
-
 #include <fmt/format.h>
+
+#include <map>
 
 #include "tprobe/core/error.hpp"
 
@@ -116,9 +116,10 @@ std::string detect_text_prefix(const std::vector<std::string>& names) {
     }
   }
   if (plain) return kTextOnlyPrefix;
-  fail("no text-decoder tensors: expected names under '{}' (multimodal) or '{}layers.' "
-       "(text-only)",
-       kMultimodalTextPrefix, kTextOnlyPrefix);
+  fail(
+      "no text-decoder tensors: expected names under '{}' (multimodal) or '{}layers.' "
+      "(text-only)",
+      kMultimodalTextPrefix, kTextOnlyPrefix);
 }
 
 std::vector<Disagreement> cross_check(const ModelConfig& c, const std::vector<TensorMeta>& tensors,
@@ -138,20 +139,21 @@ std::vector<Disagreement> cross_check(const ModelConfig& c, const std::vector<Te
     auto it = actual.find(e.name);
     if (it == actual.end()) {
       if (rest == "self_attn.v_proj.weight") {
-        out.push_back({e.name, "attention_k_eq_v",
-                       fmt::format("layer {} ({}) has no v_proj in the checkpoint, but the config "
-                                   "expects one (attention_k_eq_v is {} for this layer type)",
-                                   layer, to_string(c.layer_types[static_cast<size_t>(layer)]),
-                                   c.attention_k_eq_v ? "true, but only full layers drop v_proj"
-                                                      : "false")});
+        out.push_back(
+            {e.name, "attention_k_eq_v",
+             fmt::format("layer {} ({}) has no v_proj in the checkpoint, but the config "
+                         "expects one (attention_k_eq_v is {} for this layer type)",
+                         layer, to_string(c.layer_types[static_cast<size_t>(layer)]),
+                         c.attention_k_eq_v ? "true, but only full layers drop v_proj" : "false")});
       } else if (starts_with(rest, "experts.") || starts_with(rest, "router.")) {
         out.push_back({e.name, "enable_moe_block",
                        fmt::format("missing: the config enables the MoE block (enable_moe_block "
                                    "true) but layer {} has no {}",
                                    layer, rest)});
       } else {
-        out.push_back({e.name, "", fmt::format("missing: expected {} {}", to_string(e.dtype),
-                                                shape_text(e.shape))});
+        out.push_back(
+            {e.name, "",
+             fmt::format("missing: expected {} {}", to_string(e.dtype), shape_text(e.shape))});
       }
       continue;
     }
@@ -159,11 +161,11 @@ std::vector<Disagreement> cross_check(const ModelConfig& c, const std::vector<Te
     if (a.shape == e.shape) continue;
     std::string found = shape_text(a.shape);
     if (rest == "self_attn.q_norm.weight" && a.shape.size() == 1) {
-      out.push_back({e.name, head_dim_field(c, layer),
-                     fmt::format("layer {}: q_norm has length {}, so head_dim is {}; the config "
-                                 "gives {} ({})",
-                                 layer, a.shape[0], a.shape[0], e.shape[0],
-                                 head_dim_field(c, layer))});
+      out.push_back(
+          {e.name, head_dim_field(c, layer),
+           fmt::format("layer {}: q_norm has length {}, so head_dim is {}; the config "
+                       "gives {} ({})",
+                       layer, a.shape[0], a.shape[0], e.shape[0], head_dim_field(c, layer))});
     } else if (rest == "self_attn.k_proj.weight" && a.shape.size() == 2) {
       // Use the checkpoint's own head dim (q_norm length) when it has one.
       int64_t dh = e.shape[0] / std::max<int64_t>(c.layer(layer).num_kv_heads, 1);
@@ -185,8 +187,9 @@ std::vector<Disagreement> cross_check(const ModelConfig& c, const std::vector<Te
                                  layer, rest, found, c.num_experts, c.moe_intermediate_size,
                                  c.hidden_size, shape_text(e.shape))});
     } else {
-      out.push_back({e.name, "", fmt::format("shape {} but the config expects {}", found,
-                                              shape_text(e.shape))});
+      out.push_back(
+          {e.name, "",
+           fmt::format("shape {} but the config expects {}", found, shape_text(e.shape))});
     }
   }
 
@@ -201,6 +204,12 @@ std::vector<Disagreement> cross_check(const ModelConfig& c, const std::vector<Te
                      fmt::format("layer {} ({}) has a v_proj in the checkpoint, but the config "
                                  "says attention_k_eq_v (keys and values share k_proj there)",
                                  layer, to_string(c.layer_types[static_cast<size_t>(layer)]))});
+    } else if (!c.enable_moe_block && layer >= 0 &&
+               (starts_with(rest, "experts.") || starts_with(rest, "router."))) {
+      out.push_back({name, "enable_moe_block",
+                     fmt::format("layer {} has {} in the checkpoint, but the config says "
+                                 "enable_moe_block is false",
+                                 layer, rest)});
     } else if (local.find("per_layer") != std::string::npos) {
       out.push_back({name, "hidden_size_per_layer_input",
                      "a per-layer input embedding tensor: the checkpoint uses PLE, which the "
@@ -210,8 +219,9 @@ std::vector<Disagreement> cross_check(const ModelConfig& c, const std::vector<Te
                      fmt::format("layer {} exists in the checkpoint but the config has {} layers",
                                  layer, c.num_layers)});
     } else {
-      out.push_back({name, "", fmt::format("unexpected text-decoder tensor {} {}",
-                                           to_string(meta->dtype), shape_text(meta->shape))});
+      out.push_back({name, "",
+                     fmt::format("unexpected text-decoder tensor {} {}", to_string(meta->dtype),
+                                 shape_text(meta->shape))});
     }
   }
   return out;

@@ -2,6 +2,7 @@
 #include "tprobe/core/safetensors.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,12 +11,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
+#include "strict_json.hpp"
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
@@ -29,12 +29,11 @@ struct DTypeRow {
 };
 
 constexpr DTypeRow kDTypes[] = {
-    {DType::kBool, "BOOL", 1},      {DType::kU8, "U8", 1},    {DType::kI8, "I8", 1},
-    {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
-    {DType::kI16, "I16", 2},        {DType::kU16, "U16", 2},  {DType::kF16, "F16", 2},
-    {DType::kBF16, "BF16", 2},      {DType::kI32, "I32", 4},  {DType::kU32, "U32", 4},
-    {DType::kF32, "F32", 4},        {DType::kI64, "I64", 8},  {DType::kU64, "U64", 8},
-    {DType::kF64, "F64", 8},
+    {DType::kBool, "BOOL", 1},      {DType::kU8, "U8", 1},          {DType::kI8, "I8", 1},
+    {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1}, {DType::kI16, "I16", 2},
+    {DType::kU16, "U16", 2},        {DType::kF16, "F16", 2},        {DType::kBF16, "BF16", 2},
+    {DType::kI32, "I32", 4},        {DType::kU32, "U32", 4},        {DType::kF32, "F32", 4},
+    {DType::kI64, "I64", 8},        {DType::kU64, "U64", 8},        {DType::kF64, "F64", 8},
 };
 
 const DTypeRow& row_of(DType dtype) {
@@ -71,7 +70,7 @@ bool pread_all(int fd, void* buf, std::size_t size, uint64_t offset) {
   return true;
 }
 
-std::string json_kind(const nlohmann::ordered_json& v) { return v.type_name(); }
+std::string json_kind(const Json& v) { return v.type_name(); }
 
 }  // namespace
 
@@ -109,25 +108,8 @@ uint64_t TensorMeta::nbytes() const {
 
 SafetensorsHeader parse_safetensors_header(std::string_view json_text, uint64_t data_size,
                                            const std::string& path) {
-  using Json = nlohmann::ordered_json;
-  // nlohmann keeps one of two equal keys silently; a duplicate tensor name would make the file
-  // mean two things, so top-level keys are collected while parsing.
-  std::set<std::string> seen;
-  std::string duplicate;
-  Json::parser_callback_t on_event = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::key && depth == 1) {
-      std::string key = parsed.get<std::string>();
-      if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
-    }
-    return true;
-  };
-  Json doc;
-  try {
-    doc = Json::parse(json_text.begin(), json_text.end(), on_event);
-  } catch (const Json::exception& e) {
-    fail("{}: safetensors header is not valid JSON: {}", path, e.what());
-  }
-  if (!duplicate.empty()) fail("{}: tensor '{}' appears twice in the header", path, duplicate);
+  // A duplicate tensor name (or entry field) would make the file mean two things.
+  Json doc = detail::parse_json_strict(json_text, path + " (safetensors header)");
   if (!doc.is_object()) {
     fail("{}: safetensors header must be a JSON object, got {}", path, json_kind(doc));
   }
@@ -196,9 +178,10 @@ SafetensorsHeader parse_safetensors_header(std::string_view json_text, uint64_t 
            t.end - t.begin);
     }
     if (t.end > data_size) {
-      fail("{}: tensor '{}': data_offsets [{}, {}] run past the data section ({} bytes): the "
-           "file is truncated or the offsets are wrong",
-           path, name, t.begin, t.end, data_size);
+      fail(
+          "{}: tensor '{}': data_offsets [{}, {}] run past the data section ({} bytes): the "
+          "file is truncated or the offsets are wrong",
+          path, name, t.begin, t.end, data_size);
     }
     header.tensors.push_back(std::move(t));
   }
@@ -218,17 +201,19 @@ SafetensorsHeader parse_safetensors_header(std::string_view json_text, uint64_t 
            t->begin, t->end, previous->name, previous->begin, previous->end);
     }
     if (t->begin > cursor) {
-      fail("{}: tensor '{}' starts at byte {} but the previous tensor ends at {}: the data "
-           "section has a hole",
-           path, t->name, t->begin, cursor);
+      fail(
+          "{}: tensor '{}' starts at byte {} but the previous tensor ends at {}: the data "
+          "section has a hole",
+          path, t->name, t->begin, cursor);
     }
     cursor = t->end;
     previous = t;
   }
   if (cursor != data_size) {
-    fail("{}: the tensors cover {} bytes of a {}-byte data section: {} trailing bytes belong to "
-         "no tensor",
-         path, cursor, data_size, data_size - cursor);
+    fail(
+        "{}: the tensors cover {} bytes of a {}-byte data section: {} trailing bytes belong to "
+        "no tensor",
+        path, cursor, data_size, data_size - cursor);
   }
   return header;
 }
@@ -255,8 +240,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | prefix[i];  // little-endian u64
   if (n > kMaxSafetensorsHeaderBytes) {
-    fail("{}: header length {} bytes is absurd (limit {} bytes): not a safetensors file?", path,
-         n, kMaxSafetensorsHeaderBytes);
+    fail("{}: header length {} bytes is absurd (limit {} bytes): not a safetensors file?", path, n,
+         kMaxSafetensorsHeaderBytes);
   }
   if (n > file.file_size_ - 8) {
     fail("{}: header length {} bytes is longer than the rest of the file ({} bytes): truncated",
@@ -272,8 +257,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   for (std::size_t i = 0; i < file.tensors_.size(); ++i) file.index_[file.tensors_[i].name] = i;
 
   // Map the whole file read-only: address space only, no page is read until data() is used.
-  void* p = ::mmap(nullptr, static_cast<std::size_t>(file.file_size_), PROT_READ, MAP_SHARED, fd,
-                   0);
+  void* p =
+      ::mmap(nullptr, static_cast<std::size_t>(file.file_size_), PROT_READ, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) fail("{}: cannot memory-map: {}", path, std::strerror(errno));
   file.mapping_ = p;
   file.mapping_size_ = static_cast<std::size_t>(file.file_size_);
@@ -348,9 +333,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
     const TensorMeta& m = tensors[i].meta;
     begin[i] = cursor;
     cursor += m.nbytes();
-    header[m.name] = {{"dtype", to_string(m.dtype)},
-                      {"shape", m.shape},
-                      {"data_offsets", {begin[i], cursor}}};
+    header[m.name] = {
+        {"dtype", to_string(m.dtype)}, {"shape", m.shape}, {"data_offsets", {begin[i], cursor}}};
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');

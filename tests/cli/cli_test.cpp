@@ -13,7 +13,7 @@ using nlohmann::json;
 TEST(Cli, HelpListsEverySubcommand) {
   RunResult r = run_tprobe({"--help"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  for (const char* sub : {"env", "parity"}) {
+  for (const char* sub : {"env", "inspect", "padding", "bucket", "scaling-fit", "flops", "parity"}) {
     EXPECT_NE(r.out.find(std::string("  ") + sub), std::string::npos) << sub << "\n" << r.out;
   }
 }

@@ -1,6 +1,7 @@
 // Checkpoint directories (single, sharded, text-only), tensor layout, and the config cross-check.
-#include <gtest/gtest.h>
+#include "tprobe/core/checkpoint.hpp"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -9,7 +10,6 @@
 #include "support/synthetic_checkpoint.hpp"
 #include "test_paths.hpp"
 #include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/checkpoint.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/gemma4_tensors.hpp"
 
@@ -108,6 +108,7 @@ TEST(Checkpoint, ShardedAndTextOnlyForms) {
     SyntheticOptions opt;
     opt.shards = 3;
     opt.multimodal = multimodal;
+    opt.fill = true;
     write_synthetic_checkpoint(dir, embedded_model("gemma4-tiny"), opt);
     Checkpoint ck = Checkpoint::open(dir);
     EXPECT_TRUE(ck.sharded());
@@ -120,6 +121,14 @@ TEST(Checkpoint, ShardedAndTextOnlyForms) {
     uint64_t sum = 0;
     for (const auto& t : ck.tensors()) sum += t.nbytes();
     EXPECT_EQ(ck.total_bytes(), sum);
+    // Data of the last tensor lives in the last shard, read through the mapping.
+    const std::string last = std::string(ck.text_prefix()) + "layers.5.layer_scalar";
+    EXPECT_EQ(ck.file_of(last).path(), dir + "/model-00003-of-00003.safetensors");
+    ByteSpan span = ck.data(last);
+    ASSERT_EQ(span.size, 4u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_EQ(span.data[i], std::byte{static_cast<unsigned char>((i * 7 + last.size()) & 0xff)});
+    }
   }
 }
 
@@ -149,7 +158,8 @@ TEST(CrossCheck, ReportsEachKindOfDisagreement) {
   ds = cross_check(kv, tensors, p);
   ASSERT_TRUE(has_field(ds, "num_global_key_value_heads", "layers.2.self_attn.k_proj"));
   bool said_one_head = false;
-  for (const auto& d : ds) said_one_head |= d.message.find("1 kv heads of dim 32") != std::string::npos;
+  for (const auto& d : ds)
+    said_one_head |= d.message.find("1 kv heads of dim 32") != std::string::npos;
   EXPECT_TRUE(said_one_head);
 
   ModelConfig no_keqv = tiny;
@@ -167,7 +177,8 @@ TEST(CrossCheck, ReportsEachKindOfDisagreement) {
   ModelConfig experts = tiny;
   experts.num_experts = 16;
   ds = cross_check(experts, tensors, p);
-  EXPECT_TRUE(has_field(ds, "num_experts / moe_intermediate_size", "layers.0.experts.gate_up_proj"));
+  EXPECT_TRUE(
+      has_field(ds, "num_experts / moe_intermediate_size", "layers.0.experts.gate_up_proj"));
   EXPECT_TRUE(has_field(ds, "num_experts / moe_intermediate_size", "layers.0.experts.down_proj"));
 
   std::vector<TensorMeta> ple = tensors;
@@ -188,6 +199,12 @@ TEST(CrossCheck, ReportsEachKindOfDisagreement) {
   ds = cross_check(fewer, tensors, p);
   EXPECT_TRUE(has_field(ds, "num_hidden_layers", "layers.5."));
 
+  ModelConfig dense = tiny;
+  dense.enable_moe_block = false;  // the checkpoint has experts and routers
+  ds = cross_check(dense, tensors, p);
+  EXPECT_TRUE(has_field(ds, "enable_moe_block", "layers.0.experts.gate_up_proj"));
+  EXPECT_TRUE(has_field(ds, "enable_moe_block", "layers.0.router.proj.weight"));
+
   // Non-text tensors are not the decoder's business.
   std::vector<TensorMeta> vision = tensors;
   vision.push_back({"model.vision_tower.std_bias", DType::kBF16, {8}});
@@ -198,8 +215,7 @@ TEST(CheckpointBroken, DirectoryLevelErrors) {
   std::string dir = temp_dir();
   expect_open_error(dir + "/nope", {"nope", "not a checkpoint directory"});
   expect_open_error(dir, {"no config.json"});
-  write_file_atomic(dir + "/config.json",
-                    to_config_json(embedded_model("gemma4-tiny")).dump());
+  write_file_atomic(dir + "/config.json", to_config_json(embedded_model("gemma4-tiny")).dump());
   expect_open_error(dir, {"model.safetensors.index.json", "model.safetensors"});
   write_file_atomic(dir + "/config.json", "{\"text_config\": ");
   expect_open_error(dir, {dir + "/config.json", "not valid JSON"});
@@ -260,6 +276,19 @@ TEST(CheckpointBroken, IndexInconsistencies) {
   d = fresh();
   write_safetensors(d + "/" + shard2, {{{embed, DType::kF32, {512, 64}}, nullptr}});
   expect_open_error(d, {embed, "two shards"});
+
+  // A tensor listed twice in the weight_map (JSON duplicate key).
+  d = fresh();
+  {
+    std::ifstream in(d + "/model.safetensors.index.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string entry = "\"" + embed + "\": \"" + shard1 + "\"";
+    std::size_t at = text.find("\"" + embed + "\"");
+    ASSERT_NE(at, std::string::npos);
+    text.insert(at, entry + ", ");
+    write_file_atomic(d + "/model.safetensors.index.json", text);
+  }
+  expect_open_error(d, {embed, "twice"});
 
   // total_size disagreeing is a warning, not an error.
   d = fresh();

@@ -1,10 +1,11 @@
 // config.json reader: the published 26B-A4B form, text-only, per_layer_config, HF traps, refusals.
+#include "tprobe/core/config_json.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "test_paths.hpp"
-#include "tprobe/core/config_json.hpp"
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
@@ -16,13 +17,17 @@ const char* k26bTextConfig = R"({
   "intermediate_size": 2112, "num_attention_heads": 16, "num_key_value_heads": 8,
   "head_dim": 256, "global_head_dim": 512, "num_global_key_value_heads": 2,
   "attention_k_eq_v": true,
-  "layer_types": ["sliding_attention","sliding_attention","sliding_attention","sliding_attention",
-    "sliding_attention","full_attention","sliding_attention","sliding_attention","sliding_attention",
-    "sliding_attention","sliding_attention","full_attention","sliding_attention","sliding_attention",
-    "sliding_attention","sliding_attention","sliding_attention","full_attention","sliding_attention",
-    "sliding_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
-    "sliding_attention","sliding_attention","sliding_attention","sliding_attention",
-    "sliding_attention","full_attention"],
+  "layer_types": [
+    "sliding_attention", "sliding_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "full_attention",
+    "sliding_attention", "sliding_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "full_attention",
+    "sliding_attention", "sliding_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "full_attention",
+    "sliding_attention", "sliding_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "full_attention",
+    "sliding_attention", "sliding_attention", "sliding_attention",
+    "sliding_attention", "sliding_attention", "full_attention"],
   "sliding_window": 1024,
   "rope_parameters": {
     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
@@ -101,8 +106,7 @@ TEST(ConfigJson, Published26bMatchesEmbedded) {
   EXPECT_FALSE(parsed.info.per_layer_config_form);
   EXPECT_EQ(parsed.info.architectures, std::vector<std::string>{"Gemma4ForConditionalGeneration"});
   // Everything was explicit except dtype, which sat at the top level.
-  EXPECT_TRUE(parsed.info.defaulted_fields.empty())
-      << parsed.info.defaulted_fields.front();
+  EXPECT_TRUE(parsed.info.defaulted_fields.empty()) << parsed.info.defaulted_fields.front();
   EXPECT_EQ(parsed.config.layer(29).head_dim, 512);
   EXPECT_EQ(parsed.config.layer(29).num_kv_heads, 2);
   EXPECT_FALSE(parsed.config.layer(29).has_v_proj);
@@ -139,7 +143,8 @@ TEST(ConfigJson, PerLayerConfigZeroPaddedAndPlainKeys) {
 
 TEST(ConfigJson, PerLayerConfigBrokenKeys) {
   Json doc = multimodal_26b();
-  doc["text_config"]["per_layer_config"] = {{"5", {{"head_dim", 512}}}, {"05", {{"head_dim", 512}}}};
+  doc["text_config"]["per_layer_config"] = {{"5", {{"head_dim", 512}}},
+                                            {"05", {{"head_dim", 512}}}};
   expect_refused(doc, {"per_layer_config", "twice"});
   doc["text_config"]["per_layer_config"] = {{"five", {{"head_dim", 512}}}};
   expect_refused(doc, {"per_layer_config[\"five\"]", "layer index"});
@@ -165,7 +170,8 @@ TEST(ConfigJson, UnsupportedFeaturesNameTheField) {
   };
   expect_refused(with("hidden_size_per_layer_input", 256),
                  {"text_config.hidden_size_per_layer_input", "per-layer input embeddings"});
-  expect_refused(with("num_kv_shared_layers", 20), {"text_config.num_kv_shared_layers", "KV sharing"});
+  expect_refused(with("num_kv_shared_layers", 20),
+                 {"text_config.num_kv_shared_layers", "KV sharing"});
   expect_refused(with("attention_bias", true), {"text_config.attention_bias"});
   expect_refused(with("hidden_activation", "silu"), {"text_config.hidden_activation", "silu"});
   expect_refused(with("attn_logit_softcapping", 50.0), {"text_config.attn_logit_softcapping"});
@@ -226,7 +232,8 @@ TEST(ConfigJson, HfDefaultsAreAppliedAndListed) {
   // Default pattern: every 6th layer is full: 5, 11, 17, 23, 29.
   for (int64_t i = 0; i < 30; ++i) {
     EXPECT_EQ(c.layer_types[static_cast<size_t>(i)],
-              i % 6 == 5 ? LayerType::kFull : LayerType::kSliding) << i;
+              i % 6 == 5 ? LayerType::kFull : LayerType::kSliding)
+        << i;
   }
   auto has = [&](const std::string& f) {
     for (const auto& d : parsed.info.defaulted_fields) {
@@ -240,8 +247,8 @@ TEST(ConfigJson, HfDefaultsAreAppliedAndListed) {
   EXPECT_TRUE(has("dtype"));
   EXPECT_FALSE(has("hidden_size_per_layer_input"));
   // 8 layers: pattern gives full at 5, and the last layer is forced to full.
-  ConfigJson eight = parse_config_json({{"hidden_size_per_layer_input", 0}, {"num_hidden_layers", 8}},
-                                       "e/config.json");
+  ConfigJson eight = parse_config_json(
+      {{"hidden_size_per_layer_input", 0}, {"num_hidden_layers", 8}}, "e/config.json");
   EXPECT_EQ(eight.config.count_layers(LayerType::kFull), 2);
   EXPECT_EQ(eight.config.layer_types[7], LayerType::kFull);
 }
@@ -276,6 +283,14 @@ TEST(ConfigJson, FileErrorsNameTheFile) {
     EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
   }
   EXPECT_THROW(read_config_json(dir + "/missing.json"), Error);
+  std::ofstream(path) << R"({"text_config": {"hidden_size": 2816, "hidden_size": 1024}})";
+  try {
+    read_config_json(path);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'hidden_size' appears twice"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -1,16 +1,17 @@
 // safetensors reader/writer: exact layouts, round trips, and every broken-header case.
-#include <gtest/gtest.h>
+#include "tprobe/core/safetensors.hpp"
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <random>
 
 #include "test_paths.hpp"
 #include "tprobe/core/error.hpp"
-#include "tprobe/core/safetensors.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -96,14 +97,10 @@ TEST(Safetensors, WriteReadRoundTripAllDtypes) {
   std::vector<uint8_t> f8 = {9, 8, 7, 6, 5};
   std::vector<double> f64 = {0.5};
   std::vector<TensorToWrite> ts = {
-      {{"u8", DType::kU8, {3}}, u8.data()},
-      {{"bf16", DType::kBF16, {3}}, bf16.data()},
-      {{"f32", DType::kF32, {2, 3}}, f32.data()},
-      {{"f8", DType::kF8E4M3, {5}}, f8.data()},
-      {{"i64", DType::kI64, {2}}, i64.data()},
-      {{"zeros", DType::kF16, {4}}, nullptr},
-      {{"f64", DType::kF64, {1, 1}}, f64.data()},
-      {{"empty", DType::kF32, {0, 3}}, nullptr},
+      {{"u8", DType::kU8, {3}}, u8.data()},       {{"bf16", DType::kBF16, {3}}, bf16.data()},
+      {{"f32", DType::kF32, {2, 3}}, f32.data()}, {{"f8", DType::kF8E4M3, {5}}, f8.data()},
+      {{"i64", DType::kI64, {2}}, i64.data()},    {{"zeros", DType::kF16, {4}}, nullptr},
+      {{"f64", DType::kF64, {1, 1}}, f64.data()}, {{"empty", DType::kF32, {0, 3}}, nullptr},
   };
   std::string path = dir + "/rt.safetensors";
   write_safetensors(path, ts, {{"format", "pt"}, {"note", "x"}});
@@ -139,15 +136,17 @@ TEST(Safetensors, SparseZeroTensorsTakeNoDiskBlocks) {
   write_safetensors(path, {{{"big", DType::kBF16, {512, 1024, 1024}}, nullptr}});
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_EQ(static_cast<uint64_t>(st.st_size), SafetensorsFile::open(path).data_start() + (1ull << 30));
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size),
+            SafetensorsFile::open(path).data_start() + (1ull << 30));
   EXPECT_LT(static_cast<uint64_t>(st.st_blocks) * 512, 1ull << 20);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Safetensors, WriterRefusesDuplicatesAndLeavesNothing) {
   std::string dir = testing_support::temp_dir();
   std::string path = dir + "/dup.safetensors";
-  EXPECT_THROW(write_safetensors(path, {{{"a", DType::kF32, {1}}, nullptr},
-                                        {{"a", DType::kF32, {1}}, nullptr}}),
+  EXPECT_THROW(write_safetensors(
+                   path, {{{"a", DType::kF32, {1}}, nullptr}, {{"a", DType::kF32, {1}}, nullptr}}),
                Error);
   EXPECT_NE(::access(path.c_str(), F_OK), 0);
   EXPECT_THROW(write_safetensors(dir + "/no-such-dir/x.safetensors", {}), Error);
@@ -208,16 +207,16 @@ TEST(SafetensorsBroken, NotJson) {
 
 TEST(SafetensorsBroken, UnknownDtypeNamesTensor) {
   std::string dir = testing_support::temp_dir();
-  std::string path = raw_file(
-      dir, "d.safetensors", R"({"w":{"dtype":"Q4_K","shape":[2],"data_offsets":[0,2]}})", 2);
+  std::string path = raw_file(dir, "d.safetensors",
+                              R"({"w":{"dtype":"Q4_K","shape":[2],"data_offsets":[0,2]}})", 2);
   expect_error(path, {path, "'w'", "Q4_K"});
 }
 
 TEST(SafetensorsBroken, ShapeByteSizeMismatch) {
   std::string dir = testing_support::temp_dir();
   // BF16 [3, 4] needs 24 bytes; the offsets span 20.
-  std::string path = raw_file(
-      dir, "s.safetensors", R"({"w":{"dtype":"BF16","shape":[3,4],"data_offsets":[0,20]}})", 20);
+  std::string path = raw_file(dir, "s.safetensors",
+                              R"({"w":{"dtype":"BF16","shape":[3,4],"data_offsets":[0,20]}})", 20);
   expect_error(path, {path, "'w'", "needs 24 bytes", "span 20"});
 }
 
@@ -247,8 +246,8 @@ TEST(SafetensorsBroken, HoleAndTrailingBytes) {
                               R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
                               12);
   expect_error(hole, {hole, "'b'", "hole"});
-  std::string trailing = raw_file(
-      dir, "trail.safetensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9);
+  std::string trailing = raw_file(dir, "trail.safetensors",
+                                  R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 9);
   expect_error(trailing, {trailing, "5 trailing bytes"});
 }
 
@@ -259,6 +258,9 @@ TEST(SafetensorsBroken, DuplicateNames) {
                               R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
                               8);
   expect_error(path, {path, "'a'", "twice"});
+  path = raw_file(dir, "dup2.safetensors",
+                  R"({"a":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}})", 4);
+  expect_error(path, {path, "'dtype'", "twice"});
 }
 
 TEST(SafetensorsBroken, MalformedEntries) {

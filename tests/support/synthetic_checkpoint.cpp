@@ -19,7 +19,8 @@ std::vector<core::TensorMeta> synthetic_tensors(const core::ModelConfig& config,
     const core::DType bf = core::DType::kBF16;
     const int64_t w = 1152, inter = 4304;
     out.push_back({"model.vision_tower.patch_embedder.input_proj.weight", bf, {w, 3 * 16 * 16}});
-    out.push_back({"model.vision_tower.patch_embedder.position_embedding_table", bf, {2, 10240, w}});
+    out.push_back(
+        {"model.vision_tower.patch_embedder.position_embedding_table", bf, {2, 10240, w}});
     for (int i = 0; i < 27; ++i) {
       std::string p = fmt::format("model.vision_tower.encoder.layers.{}.", i);
       for (const char* proj : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
@@ -45,8 +46,8 @@ std::vector<core::TensorMeta> synthetic_tensors(const core::ModelConfig& config,
 void write_checkpoint(const std::string& dir, const core::ModelConfig& config,
                       const std::vector<core::TensorMeta>& tensors,
                       const SyntheticOptions& options) {
-  core::ConfigJsonForm form = options.multimodal ? options.form
-                                                 : core::ConfigJsonForm::kTextOnlyFlat;
+  core::ConfigJsonForm form =
+      options.multimodal ? options.form : core::ConfigJsonForm::kTextOnlyFlat;
   core::write_file_atomic(dir + "/config.json", core::to_config_json(config, form).dump(2));
   const int shards = std::max(options.shards, 1);
   // Contiguous runs of tensors per shard, balanced by bytes.

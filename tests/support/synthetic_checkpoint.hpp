@@ -13,8 +13,8 @@
 namespace tprobe::testing_support {
 
 struct SyntheticOptions {
-  int shards = 1;  // 1: model.safetensors; > 1: model-0000i-of-0000n.safetensors + index
-  bool multimodal = true;  // text prefix model.language_model. (else model.)
+  int shards = 1;             // 1: model.safetensors; > 1: model-0000i-of-0000n.safetensors + index
+  bool multimodal = true;     // text prefix model.language_model. (else model.)
   bool vision_tower = false;  // add a 26B-like vision tower (27 layers, width 1152) and embedder
   core::ConfigJsonForm form = core::ConfigJsonForm::kMultimodalFlat;
   bool fill = false;  // write a deterministic byte pattern instead of sparse zeros
@@ -26,7 +26,8 @@ std::vector<core::TensorMeta> synthetic_tensors(const core::ModelConfig& config,
 
 // Writes config.json and the safetensors files of `tensors` into `dir` (which must exist).
 void write_checkpoint(const std::string& dir, const core::ModelConfig& config,
-                      const std::vector<core::TensorMeta>& tensors, const SyntheticOptions& options);
+                      const std::vector<core::TensorMeta>& tensors,
+                      const SyntheticOptions& options);
 
 // synthetic_tensors + write_checkpoint.
 void write_synthetic_checkpoint(const std::string& dir, const core::ModelConfig& config,

@@ -11,9 +11,9 @@ namespace tprobe::core {
 
 // What the reader learnt besides the text-decoder config.
 struct ConfigJsonInfo {
-  bool multimodal = false;          // the decoder config sat in "text_config"
+  bool multimodal = false;  // the decoder config sat in "text_config"
   std::vector<std::string> architectures;
-  bool has_vision_config = false;   // a non-null vision_config / audio_config
+  bool has_vision_config = false;  // a non-null vision_config / audio_config
   bool has_audio_config = false;
   bool per_layer_config_form = false;  // geometry came from per_layer_config (transformers >= 5.15)
   // Fields absent from the file that took the Hugging Face default (paths like
@@ -47,6 +47,7 @@ ConfigJson read_config_json(const std::string& path);
 // The inverse, for tests and for writing checkpoints: a config.json document in one of the forms
 // the reader accepts. The multimodal form wraps the text config (vision_config/audio_config null).
 enum class ConfigJsonForm { kMultimodalFlat, kTextOnlyFlat, kMultimodalPerLayer };
-Json to_config_json(const ModelConfig& config, ConfigJsonForm form = ConfigJsonForm::kMultimodalFlat);
+Json to_config_json(const ModelConfig& config,
+                    ConfigJsonForm form = ConfigJsonForm::kMultimodalFlat);
 
 }  // namespace tprobe::core

@@ -29,9 +29,9 @@ std::string detect_text_prefix(const std::vector<std::string>& names);
 
 // One disagreement between the config and the checkpoint.
 struct Disagreement {
-  std::string tensor;    // full tensor name
-  std::string field;     // the config field that disagrees (e.g. "global_head_dim"), or ""
-  std::string message;   // one sentence naming expected and found
+  std::string tensor;   // full tensor name
+  std::string field;    // the config field that disagrees (e.g. "global_head_dim"), or ""
+  std::string message;  // one sentence naming expected and found
 };
 
 // Compares the tensors of a checkpoint (name, dtype, shape) with what `config` implies: head

@@ -16,13 +16,27 @@ namespace tprobe::core {
 // Every dtype the safetensors format defines. tprobe computes with BF16/F16/F32 only; the others
 // are read, sized and reported, never crashed on.
 enum class DType {
-  kBool, kU8, kI8, kF8E4M3, kF8E5M2, kI16, kU16, kF16, kBF16, kI32, kU32, kF32, kI64, kU64, kF64
+  kBool,
+  kU8,
+  kI8,
+  kF8E4M3,
+  kF8E5M2,
+  kI16,
+  kU16,
+  kF16,
+  kBF16,
+  kI32,
+  kU32,
+  kF32,
+  kI64,
+  kU64,
+  kF64
 };
 
 const char* to_string(DType dtype);  // the safetensors spelling: "BF16", "F8_E4M3", ...
 std::optional<DType> parse_dtype(std::string_view text);
-int64_t dtype_size(DType dtype);            // bytes per element
-bool dtype_is_supported(DType dtype);       // BF16, F16, F32: what the model can load
+int64_t dtype_size(DType dtype);       // bytes per element
+bool dtype_is_supported(DType dtype);  // BF16, F16, F32: what the model can load
 // "bfloat16" / "float16" / "float32" (config.json's dtype names) -> DType; nullopt otherwise.
 std::optional<DType> dtype_from_torch_name(std::string_view name);
 
@@ -32,8 +46,8 @@ struct TensorMeta {
   DType dtype = DType::kBF16;
   std::vector<int64_t> shape;
 
-  int64_t numel() const;      // product of shape (1 for a scalar)
-  uint64_t nbytes() const;    // numel * dtype_size
+  int64_t numel() const;    // product of shape (1 for a scalar)
+  uint64_t nbytes() const;  // numel * dtype_size
 };
 
 // One header entry. Offsets are relative to the start of the data section (the spec's
@@ -71,14 +85,14 @@ class SafetensorsFile {
 
   const std::string& path() const { return path_; }
   uint64_t file_size() const { return file_size_; }
-  uint64_t header_size() const { return header_size_; }      // the JSON header's length
-  uint64_t data_start() const { return 8 + header_size_; }   // file offset of the data section
+  uint64_t header_size() const { return header_size_; }     // the JSON header's length
+  uint64_t data_start() const { return 8 + header_size_; }  // file offset of the data section
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   // In header (file) order.
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-  const TensorInfo* find(std::string_view name) const;        // nullptr when absent
-  const TensorInfo& tensor(std::string_view name) const;      // throws naming file and tensor
+  const TensorInfo* find(std::string_view name) const;    // nullptr when absent
+  const TensorInfo& tensor(std::string_view name) const;  // throws naming file and tensor
 
   // The tensor's bytes in the read-only mapping (valid while this object lives). The data start
   // is only as aligned as the file makes it: files written by write_safetensors place tensors

@@ -1,0 +1,97 @@
+// `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
+#include "probes/probe.hpp"
+
+#include "tprobe/core/config_json.hpp"
+#include "tprobe/core/error.hpp"
+#include "tprobe/core/flops_report.hpp"
+#include "tprobe/core/model_config.hpp"
+
+namespace tprobe::probes {
+namespace {
+
+struct FlopsOptions {
+  std::string model = "gemma4-26b-a4b";
+  std::string config_path;  // a config.json instead of an embedded model
+  int64_t batch = 2;
+  int64_t width = 16384;
+  std::vector<int64_t> lengths;
+  std::string attention = "sdpa-causal";
+  std::vector<std::string> lora_targets = core::lora_target_names();
+  int64_t lora_rank = 64;
+  std::string checkpointing = "on";
+  double step_time = 0;  // 0: not given
+  double peak_tflops = core::kDefaultPeakTflops;
+};
+
+core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
+  core::ModelConfig config = o.config_path.empty() ? core::embedded_model(o.model)
+                                                   : core::read_config_json(o.config_path).config;
+  core::FlopsRequest req;
+  req.batch = o.batch;
+  req.width = o.width;
+  req.lengths = o.lengths;
+  if (!req.lengths.empty() && static_cast<int64_t>(req.lengths.size()) != o.batch) {
+    fail_usage("--lengths has {} values for --batch {}: give one real length per sequence",
+               req.lengths.size(), o.batch);
+  }
+  for (int64_t l : req.lengths) {
+    if (l < 1 || l > o.width) fail_usage("--lengths value {} is outside 1..{} (--width)", l, o.width);
+  }
+  req.path = *core::parse_attention_path(o.attention);
+  if (!(o.lora_targets.size() == 1 && o.lora_targets[0] == "none")) req.lora_targets = o.lora_targets;
+  req.lora_rank = o.lora_rank;
+  req.gradient_checkpointing = o.checkpointing == "on";
+  core::FlopsRates rates;
+  if (o.step_time > 0) rates.step_time_s = o.step_time;
+  rates.peak_tflops = o.peak_tflops;
+
+  core::FlopsReport report = core::count_flops(config, req);
+  for (const auto& table : core::flops_tables(report, rates)) ctx.out << table.render() << "\n";
+  ctx.evidence.results() = core::to_json(report, rates);
+  return core::Outcome::kOk;
+}
+
+}  // namespace
+
+void register_flops(CLI::App& app, ProbeSet& set) {
+  auto o = std::make_shared<FlopsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "flops", "FLOPs of one LoRA fwd+bwd step per component: intended vs performed, and MFU");
+  std::vector<std::string> targets = core::lora_target_names();
+  targets.push_back("none");
+  cmd->add_option("--model", o->model, "Embedded model name")
+      ->check(CLI::IsMember(core::embedded_model_names()))
+      ->capture_default_str();
+  cmd->add_option("--config", o->config_path,
+                  "A Gemma-4 config.json (multimodal or text-only) instead of --model");
+  cmd->add_option("--batch", o->batch, "Sequences per micro-batch")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--width", o->width, "Padded per-sequence width (tokens)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--lengths", o->lengths,
+                  "Real tokens per sequence, right-padded to --width (comma list, one per sequence)")
+      ->delimiter(',');
+  cmd->add_option("--attention", o->attention,
+                  "Attention path: sdpa-masked, sdpa-causal, flash-window, eager")
+      ->check(CLI::IsMember(core::attention_path_names()))
+      ->capture_default_str();
+  cmd->add_option("--lora-targets", o->lora_targets, "LoRA target modules (comma list, or none)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(targets))
+      ->capture_default_str();
+  cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--checkpointing", o->checkpointing,
+                  "Gradient checkpointing of every decoder layer: on (recompute forward) or off")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option("--step-time", o->step_time, "Measured step time in seconds, for the MFUs")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--peak-tflops", o->peak_tflops,
+                  "Peak TFLOP/s for MFU (default: measured H200 bf16 dense GEMM)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+}
+
+}  // namespace tprobe::probes

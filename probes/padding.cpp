@@ -1,0 +1,50 @@
+// `tprobe padding`: padding waste, widths, truncation per source and loss-head memory of a dataset.
+#include "probes/probe.hpp"
+#include "tprobe/core/padding.hpp"
+
+namespace tprobe::probes {
+namespace {
+
+struct PaddingArgs {
+  std::string dataset = "synthetic";
+  std::string format = "auto";
+  std::string order = "sequential";
+  core::PaddingOptions options;
+};
+
+}  // namespace
+
+void register_padding(CLI::App& app, ProbeSet& set) {
+  auto args = std::make_shared<PaddingArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "padding", "Padding waste, micro-batch widths, truncation per source, loss-head memory");
+  cmd->add_option("--dataset", args->dataset,
+                  "Token lengths: a JSONL/CSV/text file (.gz too), or 'synthetic' (embedded, "
+                  "synthetic multi-source corpus)")
+      ->capture_default_str();
+  cmd->add_option("--format", args->format, "auto, jsonl, csv or text")->capture_default_str();
+  cmd->add_option("--micro-batch", args->options.micro_batch, "Records per micro-batch")
+      ->capture_default_str();
+  cmd->add_option("--order", args->order, "sequential (file order) or shuffled (with --seed)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Seed of the shuffled order")->capture_default_str();
+  cmd->add_option("--max-seq-len", args->options.max_seq_len,
+                  "Truncate records to this many tokens")
+      ->capture_default_str();
+  cmd->add_option("--vocab", args->options.vocab, "Vocabulary size (loss-head sizing)")
+      ->capture_default_str();
+  cmd->add_option("--ce-chunk", args->options.ce_chunk, "Tokens per cross-entropy chunk")
+      ->capture_default_str();
+  set.add(cmd, [args](RunContext& ctx) {
+    args->options.order = core::parse_batch_order(args->order);
+    core::validate(args->options);
+    const core::LengthDataset ds =
+        core::load_dataset(args->dataset, core::parse_length_format(args->format));
+    const core::PaddingReport report = core::analyze_padding(ds, args->options);
+    ctx.out << core::render(report);
+    ctx.evidence.results() = core::to_json(report);
+    return core::Outcome::kOk;
+  });
+}
+
+}  // namespace tprobe::probes
