@@ -1,10 +1,10 @@
 // One LoRA fwd+bwd of a random-initialised Gemma-4 (26B-A4B shapes by default) per width:
 // time per step and peak memory, for comparison with benchmarks/hf_lora_step.py in the same run.
-#include <chrono>
-#include <iostream>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <chrono>
+#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "tprobe/core/atomic_file.hpp"
@@ -15,7 +15,8 @@ using namespace tprobe;
 
 int main(int argc, char** argv) {
   CLI::App app{"tprobe_step_bench: LoRA fwd+bwd step time and peak memory"};
-  std::string model_name = "gemma4-26b-a4b", attn = "sdpa", moe = "loop", device = "cuda", json_path;
+  std::string model_name = "gemma4-26b-a4b", attn = "sdpa", moe = "loop", device = "cuda",
+              json_path;
   std::vector<int64_t> seqs = {2048, 8192};
   int64_t batch = 2, rank = 64, reps = 2, ce_chunk = 4096;
   double alpha = 128;
@@ -48,7 +49,8 @@ int main(int argc, char** argv) {
     lora.alpha = alpha;
     m.add_lora(lora, 2);
     model::cuda_synchronize();
-    const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double init_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     nlohmann::ordered_json out;
     out["model"] = model_name;
     out["attn_requested"] = attn;
@@ -60,13 +62,16 @@ int main(int argc, char** argv) {
     out["weights_peak_allocated_bytes"] = model::cuda_peak_allocated_bytes();
     out["widths"] = nlohmann::ordered_json::array();
     std::cout << fmt::format("init {:.1f} s, {} params, {} LoRA modules, {} trainable\n", init_s,
-                             m.count_base_parameters(), m.count_lora_modules(), m.count_lora_parameters());
+                             m.count_base_parameters(), m.count_lora_modules(),
+                             m.count_lora_parameters());
     for (int64_t seq : seqs) {
       nlohmann::ordered_json w;
       w["batch"] = batch;
       w["seq"] = seq;
       torch::manual_seed(static_cast<uint64_t>(seq));
-      torch::Tensor ids = torch::randint(0, cfg.vocab_size, {batch, seq}, torch::TensorOptions().dtype(torch::kLong).device(o.device));
+      torch::Tensor ids =
+          torch::randint(0, cfg.vocab_size, {batch, seq},
+                         torch::TensorOptions().dtype(torch::kLong).device(o.device));
       std::vector<double> times;
       try {
         model::cuda_reset_peak_memory();
@@ -77,7 +82,8 @@ int main(int argc, char** argv) {
           auto loss = m.loss(ids, r == 0 ? &rec : nullptr);
           loss.loss.backward();
           model::cuda_synchronize();
-          const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count();
+          const double dt =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count();
           if (r > 0) times.push_back(dt);
           if (r == 0) {
             w["loss"] = loss.loss.item<double>();
@@ -93,8 +99,9 @@ int main(int argc, char** argv) {
         w["best_step_s"] = *std::min_element(times.begin(), times.end());
         w["peak_allocated_bytes"] = model::cuda_peak_allocated_bytes();
         w["peak_reserved_bytes"] = model::cuda_peak_reserved_bytes();
-        std::cout << fmt::format("{}x{} attn={} ({} / {}) moe={}: best {:.3f} s, peak {:.2f} GiB\n", batch, seq,
-                                 attn, rec.attn_sliding, rec.attn_full, rec.moe, w["best_step_s"].get<double>(),
+        std::cout << fmt::format("{}x{} attn={} ({} / {}) moe={}: best {:.3f} s, peak {:.2f} GiB\n",
+                                 batch, seq, attn, rec.attn_sliding, rec.attn_full, rec.moe,
+                                 w["best_step_s"].get<double>(),
                                  w["peak_allocated_bytes"].get<int64_t>() / 1073741824.0);
       } catch (const c10::Error& e) {
         w["outcome"] = "error";

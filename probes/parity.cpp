@@ -1,9 +1,10 @@
 // `tprobe parity`: does tprobe's forward compute what Hugging Face computes for this checkpoint?
+#include "tprobe/model/parity.hpp"
+
 #include <fmt/format.h>
 
 #include "probes/probe.hpp"
 #include "tprobe/core/error.hpp"
-#include "tprobe/model/parity.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -83,9 +84,10 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   t.row({"attention (sliding)", r.attn_sliding, "", ""});
   t.row({"attention (full)", r.attn_full, "", ""});
   t.row({"moe dispatch", r.moe, "", ""});
-  t.row({"max |Δ logit|", core::format_sci(r.max_abs_error), "", b(&model::LogitsError::max_abs_error)});
-  t.row({"relative L2 error", core::format_sci(r.rel_l2_error), core::format_sci(r.tolerance_rel_l2),
-         b(&model::LogitsError::rel_l2_error)});
+  t.row({"max |Δ logit|", core::format_sci(r.max_abs_error), "",
+         b(&model::LogitsError::max_abs_error)});
+  t.row({"relative L2 error", core::format_sci(r.rel_l2_error),
+         core::format_sci(r.tolerance_rel_l2), b(&model::LogitsError::rel_l2_error)});
   t.row({"per-position rel. L2, median", core::format_sci(r.error.position_rel_l2_median), "",
          b(&model::LogitsError::position_rel_l2_median)});
   t.row({"per-position rel. L2, p99", core::format_sci(r.error.position_rel_l2_p99), "",
@@ -101,8 +103,8 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   ctx.out << t.render();
   if (!r.within_tolerance) {
     ctx.evidence.diagnose(core::Severity::kError, "parity_outside_tolerance",
-                          fmt::format("relative L2 error {:.3e} exceeds {:.1e} for {}", r.rel_l2_error,
-                                      r.tolerance_rel_l2, cli.dtype));
+                          fmt::format("relative L2 error {:.3e} exceeds {:.1e} for {}",
+                                      r.rel_l2_error, r.tolerance_rel_l2, cli.dtype));
     return core::Outcome::kNo;
   }
   return core::Outcome::kOk;
@@ -114,28 +116,35 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   auto cli = std::make_shared<ParityCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "parity", "Compare tprobe's forward with Hugging Face reference logits for a checkpoint");
-  cmd->add_option("--checkpoint", cli->checkpoint, "Checkpoint directory (config.json + safetensors)")
+  cmd->add_option("--checkpoint", cli->checkpoint,
+                  "Checkpoint directory (config.json + safetensors)")
       ->required();
   cmd->add_option("--reference", cli->reference,
                   "safetensors with input_ids [B,S] int64, logits [B,S,V] and optionally loss")
       ->required();
-  cmd->add_option("--logits-key", cli->logits_key, "Reference tensor to compare with")->capture_default_str();
+  cmd->add_option("--logits-key", cli->logits_key, "Reference tensor to compare with")
+      ->capture_default_str();
   cmd->add_option("--loss-key", cli->loss_key, "Reference loss tensor (skipped when absent)")
       ->capture_default_str();
-  cmd->add_option("--baseline-key", cli->baseline_key,
-                  "Another implementation's logits in REF (e.g. HF's bf16 run), measured against the "
-                  "same reference and shown beside tprobe's");
+  cmd->add_option(
+      "--baseline-key", cli->baseline_key,
+      "Another implementation's logits in REF (e.g. HF's bf16 run), measured against the "
+      "same reference and shown beside tprobe's");
   cmd->add_option("--dtype", cli->dtype, "Compute dtype: fp32 (tolerance 1e-4) or bf16 (5e-2)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
-  cmd->add_option("--attn", cli->attn, "Attention path: eager, sdpa (libtorch >= 2) or flash-window (CUDA)")
+  cmd->add_option("--attn", cli->attn,
+                  "Attention path: eager, sdpa (libtorch >= 2) or flash-window (CUDA)")
       ->check(CLI::IsMember({"eager", "sdpa", "flash-window"}))
       ->capture_default_str();
-  cmd->add_option("--device", cli->device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  cmd->add_option("--device", cli->device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
   cmd->add_option("--moe", cli->moe, "Expert dispatch: loop or grouped_mm (CUDA, libtorch >= 2.8)")
       ->check(CLI::IsMember({"loop", "grouped_mm"}))
       ->capture_default_str();
-  cmd->add_option("--ce-chunk", cli->ce_chunk, "Tokens per cross-entropy chunk")->capture_default_str();
+  cmd->add_option("--ce-chunk", cli->ce_chunk, "Tokens per cross-entropy chunk")
+      ->capture_default_str();
   cmd->add_option("--dump-hidden", cli->dump_hidden,
                   "Diagnostics: write the embedding output and each layer's output (fp32) to this "
                   "safetensors file, to find where two implementations part");

@@ -2,10 +2,9 @@
 // implementations that use them. The only file with TORCH_VERSION guards.
 #include "tprobe/model/kernels.hpp"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 #include <torch/version.h>
-
-#include <fmt/format.h>
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/error.hpp"
@@ -16,7 +15,8 @@
 #endif
 
 #define TPROBE_TORCH_AT_LEAST(major, minor) \
-  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+  (TORCH_VERSION_MAJOR > (major) ||         \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 namespace tprobe::model {
 
@@ -40,8 +40,8 @@ std::vector<core::SdpaBackend> sdpa_backends() {
   out.push_back({"mem_efficient", cuda, ctx.userEnabledMemEfficientSDP(),
                  cuda ? "accepts explicit masks" : "CUDA kernels not in this build"});
 #if TPROBE_TORCH_AT_LEAST(2, 3)
-  out.push_back({"cudnn", cuda, ctx.userEnabledCuDNNSDP(),
-                 cuda ? "" : "CUDA kernels not in this build"});
+  out.push_back(
+      {"cudnn", cuda, ctx.userEnabledCuDNNSDP(), cuda ? "" : "CUDA kernels not in this build"});
 #endif
   out.push_back({"math", true, ctx.userEnabledMathSDP(), "reference composite, any shape"});
 #else
@@ -54,9 +54,12 @@ std::vector<core::SdpaBackend> sdpa_backends() {
 
 const char* to_string(AttnImpl impl) {
   switch (impl) {
-    case AttnImpl::kEager: return "eager";
-    case AttnImpl::kSdpa: return "sdpa";
-    case AttnImpl::kFlashWindow: return "flash-window";
+    case AttnImpl::kEager:
+      return "eager";
+    case AttnImpl::kSdpa:
+      return "sdpa";
+    case AttnImpl::kFlashWindow:
+      return "flash-window";
   }
   return "?";
 }
@@ -70,10 +73,13 @@ AttnImpl parse_attn(const std::string& name) {
 
 bool attn_available(AttnImpl impl, std::string* why) {
   switch (impl) {
-    case AttnImpl::kEager: return true;
+    case AttnImpl::kEager:
+      return true;
     case AttnImpl::kSdpa:
       if (has_sdpa()) return true;
-      if (why) *why = "libtorch " + torch_version() + " has no scaled_dot_product_attention (needs >= 2.0)";
+      if (why)
+        *why =
+            "libtorch " + torch_version() + " has no scaled_dot_product_attention (needs >= 2.0)";
       return false;
     case AttnImpl::kFlashWindow:
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
@@ -104,11 +110,14 @@ bool has_grouped_mm() {
 #endif
 }
 
-torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& offs) {
+torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b,
+                         const torch::Tensor& offs) {
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 8)
   return at::_grouped_mm(a, b, offs);
 #else
-  (void)a; (void)b; (void)offs;
+  (void)a;
+  (void)b;
+  (void)offs;
   fail("grouped GEMM is not available in libtorch {}", torch_version());
 #endif
 }
@@ -146,7 +155,9 @@ int64_t cuda_peak_reserved_bytes() {
 torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
   if (n_rep == 1) return x;
   auto s = x.sizes();
-  return x.unsqueeze(2).expand({s[0], s[1], n_rep, s[2], s[3]}).reshape({s[0], s[1] * n_rep, s[2], s[3]});
+  return x.unsqueeze(2)
+      .expand({s[0], s[1], n_rep, s[2], s[3]})
+      .reshape({s[0], s[1] * n_rep, s[2], s[3]});
 }
 
 torch::Tensor causal_bool_mask(int64_t seq_len, int64_t window, const torch::Device& device) {
@@ -160,8 +171,8 @@ torch::Tensor causal_bool_mask(int64_t seq_len, int64_t window, const torch::Dev
 
 namespace {
 
-torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              int64_t window) {
+torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, int64_t window) {
   const int64_t n_rep = q.size(1) / k.size(1);
   torch::Tensor kr = repeat_kv(k, n_rep);
   torch::Tensor vr = repeat_kv(v, n_rep);
@@ -170,11 +181,20 @@ torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k, co
   torch::Tensor allowed = causal_bool_mask(q.size(2), window, q.device());
   double min_value = 0;
   switch (q.scalar_type()) {
-    case torch::kFloat: min_value = std::numeric_limits<float>::lowest(); break;
-    case torch::kDouble: min_value = std::numeric_limits<double>::lowest(); break;
-    case torch::kBFloat16: min_value = -3.3895313892515355e38; break;
-    case torch::kHalf: min_value = -65504.0; break;
-    default: fail("eager attention: unsupported dtype {}", std::string(c10::toString(q.scalar_type())));
+    case torch::kFloat:
+      min_value = std::numeric_limits<float>::lowest();
+      break;
+    case torch::kDouble:
+      min_value = std::numeric_limits<double>::lowest();
+      break;
+    case torch::kBFloat16:
+      min_value = -3.3895313892515355e38;
+      break;
+    case torch::kHalf:
+      min_value = -65504.0;
+      break;
+    default:
+      fail("eager attention: unsupported dtype {}", std::string(c10::toString(q.scalar_type())));
   }
   torch::Tensor additive =
       torch::zeros(allowed.sizes(), q.options()).masked_fill(allowed.logical_not(), min_value);
@@ -220,12 +240,14 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
 // GQA is native to flash. head_dim > 256 (flash refuses it): is_causal SDPA, i.e. the
 // memory-efficient kernel, with repeated KV heads as HF does there.
 torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                     const torch::Tensor& v, int64_t window, std::string* resolved) {
+                                     const torch::Tensor& v, int64_t window,
+                                     std::string* resolved) {
   const int64_t batch = q.size(0), seq = q.size(2), dim = q.size(3);
   const int64_t n_rep = q.size(1) / k.size(1);
   if (q.scalar_type() != torch::kBFloat16 && q.scalar_type() != torch::kHalf) {
-    fail("flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
-         "--dtype bf16, or sdpa/eager for fp32");
+    fail(
+        "flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
+        "--dtype bf16, or sdpa/eager for fp32");
   }
   if (dim > 256) {
     if (resolved) *resolved = "sdpa(is_causal,repeat_kv) head_dim>256";
@@ -244,7 +266,8 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
                                           /*is_causal=*/true, /*return_debug_mask=*/false, 1.0,
                                           window > 0 ? left : c10::optional<int64_t>(), right);
   if (resolved) {
-    *resolved = window > 0 ? fmt::format("flash_varlen(window_left={})", window - 1) : "flash_varlen(causal)";
+    *resolved = window > 0 ? fmt::format("flash_varlen(window_left={})", window - 1)
+                           : "flash_varlen(causal)";
   }
   return std::get<0>(out).view({batch, seq, q.size(1), dim}).transpose(1, 2);
 }

@@ -2,11 +2,11 @@
 // three: each such file costs ~20 s of CI compile time).
 #include "tprobe/model/loader.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "tprobe/core/atomic_file.hpp"
 #include "tprobe/core/error.hpp"
@@ -26,23 +26,35 @@ constexpr const char* kPeftPrefix = "base_model.model.";
 
 torch::Dtype to_torch(core::DType d, const std::string& where) {
   switch (d) {
-    case core::DType::kBF16: return torch::kBFloat16;
-    case core::DType::kF16: return torch::kHalf;
-    case core::DType::kF32: return torch::kFloat;
-    case core::DType::kF64: return torch::kDouble;
-    case core::DType::kI64: return torch::kLong;
-    case core::DType::kI32: return torch::kInt;
-    default: fail("{}: dtype {} cannot be loaded", where, core::to_string(d));
+    case core::DType::kBF16:
+      return torch::kBFloat16;
+    case core::DType::kF16:
+      return torch::kHalf;
+    case core::DType::kF32:
+      return torch::kFloat;
+    case core::DType::kF64:
+      return torch::kDouble;
+    case core::DType::kI64:
+      return torch::kLong;
+    case core::DType::kI32:
+      return torch::kInt;
+    default:
+      fail("{}: dtype {} cannot be loaded", where, core::to_string(d));
   }
 }
 
 core::DType from_torch(torch::Dtype d, const std::string& where) {
   switch (d) {
-    case torch::kBFloat16: return core::DType::kBF16;
-    case torch::kHalf: return core::DType::kF16;
-    case torch::kFloat: return core::DType::kF32;
-    case torch::kDouble: return core::DType::kF64;
-    default: fail("{}: dtype {} cannot be saved", where, std::string(c10::toString(d)));
+    case torch::kBFloat16:
+      return core::DType::kBF16;
+    case torch::kHalf:
+      return core::DType::kF16;
+    case torch::kFloat:
+      return core::DType::kF32;
+    case torch::kDouble:
+      return core::DType::kF64;
+    default:
+      fail("{}: dtype {} cannot be saved", where, std::string(c10::toString(d)));
   }
 }
 
@@ -68,7 +80,8 @@ Tensor read_tensor(const core::SafetensorsFile& file, const std::string& name,
   // from_blob over the read-only mapping; clone() copies before anything could write.
   Tensor view = torch::from_blob(const_cast<std::byte*>(bytes.data), info.shape,
                                  torch::TensorOptions().dtype(to_torch(info.dtype, where)));
-  Tensor out = view.to(device, dtype.value_or(view.scalar_type()), /*non_blocking=*/false, /*copy=*/true);
+  Tensor out =
+      view.to(device, dtype.value_or(view.scalar_type()), /*non_blocking=*/false, /*copy=*/true);
   return out;
 }
 
@@ -141,11 +154,13 @@ void load_adapter(Gemma4Model& model, const std::string& dir) {
   core::Json cfg = read_json_file(cfg_path);
   LoraConfig lora;
   try {
-    if (cfg.value("peft_type", std::string()) != "LORA") fail("{}: peft_type is not LORA", cfg_path);
+    if (cfg.value("peft_type", std::string()) != "LORA")
+      fail("{}: peft_type is not LORA", cfg_path);
     lora.rank = cfg.at("r").get<int64_t>();
     lora.alpha = cfg.at("lora_alpha").get<double>();
     const auto& targets = cfg.at("target_modules");
-    if (!targets.is_array()) fail("{}: target_modules must be a list (a regex string is not supported)", cfg_path);
+    if (!targets.is_array())
+      fail("{}: target_modules must be a list (a regex string is not supported)", cfg_path);
     for (const auto& t : targets) lora.targets.push_back(t.get<std::string>());
   } catch (const nlohmann::json::exception& e) {
     fail("{}: {}", cfg_path, e.what());
@@ -163,7 +178,9 @@ void load_adapter(Gemma4Model& model, const std::string& dir) {
       info = file.find(full);
       if (info) break;
     }
-    if (!info) fail("{}: adapter tensor '{}' is missing", weights_path, std::string(kPeftPrefix) + "model.[language_model.]" + name);
+    if (!info)
+      fail("{}: adapter tensor '{}' is missing", weights_path,
+           std::string(kPeftPrefix) + "model.[language_model.]" + name);
     if (info->shape != slot->sizes().vec()) {
       fail("{}: tensor '{}' has shape [{}], expected [{}]", weights_path, full,
            fmt::join(info->shape, ", "), fmt::join(slot->sizes().vec(), ", "));
@@ -183,8 +200,11 @@ LogitsError logits_error(const Tensor& got, const Tensor& want) {
   Tensor sorted = std::get<0>(per_pos.sort());
   const int64_t n = sorted.size(0);
   e.position_rel_l2_median = sorted[(n - 1) / 2].item<double>();
-  e.position_rel_l2_p99 = sorted[std::min<int64_t>(n - 1, static_cast<int64_t>(0.99 * static_cast<double>(n)))].item<double>();
-  e.argmax_agreement_ratio = got.argmax(-1).eq(want.argmax(-1)).to(torch::kDouble).mean().item<double>();
+  e.position_rel_l2_p99 =
+      sorted[std::min<int64_t>(n - 1, static_cast<int64_t>(0.99 * static_cast<double>(n)))]
+          .item<double>();
+  e.argmax_agreement_ratio =
+      got.argmax(-1).eq(want.argmax(-1)).to(torch::kDouble).mean().item<double>();
   return e;
 }
 
@@ -193,14 +213,17 @@ LogitsError logits_error(const Tensor& got, const Tensor& want) {
 double parity_tolerance(const std::string& dtype) { return dtype == "bf16" ? 5e-2 : 1e-4; }
 
 ParityResult run_parity(const ParityOptions& o) {
-  if (o.dtype != "fp32" && o.dtype != "bf16") fail_usage("--dtype '{}': expected fp32 or bf16", o.dtype);
-  if (o.device != "cpu" && o.device != "cuda") fail_usage("--device '{}': expected cpu or cuda", o.device);
+  if (o.dtype != "fp32" && o.dtype != "bf16")
+    fail_usage("--dtype '{}': expected fp32 or bf16", o.dtype);
+  if (o.device != "cpu" && o.device != "cuda")
+    fail_usage("--device '{}': expected cpu or cuda", o.device);
   std::string why;
   if (!attn_available(o.attn, &why)) fail("--attn {}: {}", to_string(o.attn), why);
   if (o.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || o.device != "cuda")) {
     fail("--moe grouped_mm needs a CUDA device and libtorch >= 2.8");
   }
-  if (o.device == "cuda" && !torch::cuda::is_available()) fail("--device cuda: no CUDA device is usable");
+  if (o.device == "cuda" && !torch::cuda::is_available())
+    fail("--device cuda: no CUDA device is usable");
   core::Checkpoint ckpt = core::Checkpoint::open(o.checkpoint_dir);
   ModelOptions mo;
   mo.dtype = o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;
@@ -212,7 +235,8 @@ ParityResult run_parity(const ParityOptions& o) {
 
   core::SafetensorsFile ref = core::SafetensorsFile::open(o.reference_path);
   Tensor ids = read_tensor(ref, "input_ids", torch::kLong, torch::kCPU);
-  if (ids.dim() != 2) fail("{}: input_ids must be [batch, seq], has {} dims", o.reference_path, ids.dim());
+  if (ids.dim() != 2)
+    fail("{}: input_ids must be [batch, seq], has {} dims", o.reference_path, ids.dim());
   Tensor want = read_tensor(ref, o.logits_key, torch::kDouble, torch::kCPU);
   const int64_t vocab = ckpt.config().vocab_size;
   if (want.sizes().vec() != std::vector<int64_t>{ids.size(0), ids.size(1), vocab}) {

@@ -1,13 +1,12 @@
 // The Gemma-4 MoE text decoder, LoRA, per-layer gradient checkpointing and the chunked
 // softcapped cross-entropy (gemma4-architecture.md §2 is the spec; its §5 lists the traps).
-#include "tprobe/model/gemma4.hpp"
+#include <fmt/format.h>
 
 #include <cmath>
 
-#include <fmt/format.h>
-
 #include "tprobe/core/error.hpp"
 #include "tprobe/model/attention.hpp"
+#include "tprobe/model/gemma4.hpp"
 
 namespace tprobe::model {
 
@@ -30,9 +29,9 @@ Tensor gelu_tanh(const Tensor& x) { return torch::gelu(x, "tanh"); }
 
 Tensor rotate_half(const Tensor& x) {
   const int64_t half = x.size(-1) / 2;
-  return torch::cat({-x.index({"...", Slice(half, torch::indexing::None)}),
-                     x.index({"...", Slice(0, half)})},
-                    -1);
+  return torch::cat(
+      {-x.index({"...", Slice(half, torch::indexing::None)}), x.index({"...", Slice(0, half)})},
+      -1);
 }
 
 // x [B, S, H, D]; cos/sin [1, S, D] → broadcast over heads (HF unsqueeze_dim=2).
@@ -43,7 +42,7 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 }
 
 const std::vector<std::string>& all_targets() {
-  static const std::vector<std::string> names = {"q_proj", "k_proj", "v_proj", "o_proj",
+  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                                  "gate_proj", "up_proj", "down_proj"};
   return names;
 }
@@ -69,7 +68,8 @@ Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor&
   if (dispatch == MoeDispatch::kGroupedMm) {
     Tensor offs = counts.cumsum(0).to(torch::kInt);
     Tensor gu = grouped_mm(xs, layer.experts_gate_up.transpose(1, 2), offs);
-    Tensor a = gelu_tanh(gu.index({Slice(), Slice(0, inter)})) * gu.index({Slice(), Slice(inter, torch::indexing::None)});
+    Tensor a = gelu_tanh(gu.index({Slice(), Slice(0, inter)})) *
+               gu.index({Slice(), Slice(inter, torch::indexing::None)});
     ys = grouped_mm(a, layer.experts_down.transpose(1, 2), offs);
   } else {
     Tensor counts_cpu = counts.to(torch::kCPU);
@@ -211,14 +211,17 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
 Tensor rope_inv_freq(const core::RopeParams& rope, int64_t head_dim) {
   auto f32 = torch::TensorOptions().dtype(torch::kFloat);
   if (rope.type == core::RopeType::kDefault) {
-    Tensor exps = torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kLong)).to(torch::kFloat) /
+    Tensor exps = torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kLong))
+                      .to(torch::kFloat) /
                   static_cast<double>(head_dim);
     return 1.0 / torch::pow(rope.theta, exps);
   }
   // proportional: the first int(p·D//2) frequencies use exponent 2i/D over the FULL head_dim,
   // the remaining D/2 − that many are zero (cos 1, sin 0: pass-through lanes).
-  const auto angles = static_cast<int64_t>(rope.partial_rotary_factor * static_cast<double>(head_dim) / 2.0);
-  Tensor exps = torch::arange(0, 2 * angles, 2, torch::TensorOptions().dtype(torch::kLong)).to(torch::kFloat) /
+  const auto angles =
+      static_cast<int64_t>(rope.partial_rotary_factor * static_cast<double>(head_dim) / 2.0);
+  Tensor exps = torch::arange(0, 2 * angles, 2, torch::TensorOptions().dtype(torch::kLong))
+                    .to(torch::kFloat) /
                 static_cast<double>(head_dim);
   Tensor rotated = 1.0 / torch::pow(rope.theta, exps);
   return torch::cat({rotated, torch::zeros({head_dim / 2 - angles}, f32)});
@@ -235,12 +238,14 @@ std::pair<Tensor, Tensor> rope_cos_sin(const core::RopeParams& rope, int64_t hea
 Gemma4Model::Gemma4Model(core::ModelConfig config, ModelOptions options)
     : config_(std::move(config)), options_(options) {
   const auto& c = config_;
-  if (!c.enable_moe_block) fail("model '{}': tprobe implements the MoE Gemma-4 (enable_moe_block=true) only", c.name);
+  if (!c.enable_moe_block)
+    fail("model '{}': tprobe implements the MoE Gemma-4 (enable_moe_block=true) only", c.name);
   if (c.hidden_size_per_layer_input != 0) {
-    fail("model '{}': hidden_size_per_layer_input={} (per-layer embeddings) is not supported", c.name,
-         c.hidden_size_per_layer_input);
+    fail("model '{}': hidden_size_per_layer_input={} (per-layer embeddings) is not supported",
+         c.name, c.hidden_size_per_layer_input);
   }
-  if (c.num_kv_shared_layers != 0) fail("model '{}': num_kv_shared_layers != 0 is not supported", c.name);
+  if (c.num_kv_shared_layers != 0)
+    fail("model '{}': num_kv_shared_layers != 0 is not supported", c.name);
   if (c.attention_bias) fail("model '{}': attention_bias=true is not supported", c.name);
   if (static_cast<int64_t>(c.layer_types.size()) != c.num_layers) {
     fail("model '{}': {} layer_types for {} layers", c.name, c.layer_types.size(), c.num_layers);
@@ -253,16 +258,18 @@ Gemma4Model::Gemma4Model(core::ModelConfig config, ModelOptions options)
   for (int64_t i = 0; i < c.num_layers; ++i) {
     DecoderLayer L;
     L.geometry = c.layer(i);
-    const int64_t D = L.geometry.head_dim, Hq = c.num_attention_heads, Hkv = L.geometry.num_kv_heads;
+    const int64_t D = L.geometry.head_dim, Hq = c.num_attention_heads,
+                  Hkv = L.geometry.num_kv_heads;
     L.q_proj.weight = mk({Hq * D, H});
     L.k_proj.weight = mk({Hkv * D, H});
     if (L.geometry.has_v_proj) L.v_proj.weight = mk({Hkv * D, H});
     L.o_proj.weight = mk({H, Hq * D});
     L.q_norm = mk({D});
     L.k_norm = mk({D});
-    for (Tensor* t : {&L.input_layernorm, &L.post_attention_layernorm, &L.pre_feedforward_layernorm,
-                      &L.post_feedforward_layernorm, &L.post_feedforward_layernorm_1,
-                      &L.pre_feedforward_layernorm_2, &L.post_feedforward_layernorm_2, &L.router_scale}) {
+    for (Tensor* t :
+         {&L.input_layernorm, &L.post_attention_layernorm, &L.pre_feedforward_layernorm,
+          &L.post_feedforward_layernorm, &L.post_feedforward_layernorm_1,
+          &L.pre_feedforward_layernorm_2, &L.post_feedforward_layernorm_2, &L.router_scale}) {
       *t = mk({H});
     }
     L.gate_proj.weight = mk({c.intermediate_size, H});
@@ -368,7 +375,8 @@ std::vector<std::pair<std::string, Tensor*>> Gemma4Model::lora_parameters() {
     std::pair<const char*, Linear*> mods[] = {
         {"self_attn.q_proj", &L.q_proj}, {"self_attn.k_proj", &L.k_proj},
         {"self_attn.v_proj", &L.v_proj}, {"self_attn.o_proj", &L.o_proj},
-        {"mlp.gate_proj", &L.gate_proj}, {"mlp.up_proj", &L.up_proj}, {"mlp.down_proj", &L.down_proj}};
+        {"mlp.gate_proj", &L.gate_proj}, {"mlp.up_proj", &L.up_proj},
+        {"mlp.down_proj", &L.down_proj}};
     for (auto& [name, lin] : mods) {
       if (!lin->has_lora()) continue;
       out.emplace_back(fmt::format("layers.{}.{}.lora_A.weight", i, name), &lin->lora_a);
@@ -408,7 +416,8 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   Tensor residual = x;
   Tensor h = rms_norm(x, L.input_layernorm, eps);
   const auto& rope = g.type == core::LayerType::kFull ? c.rope_full : c.rope_sliding;
-  Tensor positions = torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(x.device())).unsqueeze(0);
+  Tensor positions =
+      torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(x.device())).unsqueeze(0);
   auto [cos, sin] = rope_cos_sin(rope, D, positions, x.scalar_type());
   Tensor q = rms_norm(linear(L.q_proj, h).view({B, S, Hq, D}), L.q_norm, eps);
   q = apply_rope(q, cos, sin).transpose(1, 2);
@@ -461,7 +470,8 @@ Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record) {
       x = CheckpointedLayer::apply(x, reinterpret_cast<int64_t>(this), static_cast<int64_t>(i),
                                    reinterpret_cast<int64_t>(record));
     } else {
-      if (i == 0 && record && record->layer_outputs) record->layer_outputs->push_back(x.detach().clone());
+      if (i == 0 && record && record->layer_outputs)
+        record->layer_outputs->push_back(x.detach().clone());
       x = layer_forward(i, x, record);
       if (record && record->layer_outputs) record->layer_outputs->push_back(x.detach().clone());
     }
@@ -516,7 +526,8 @@ Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const 
   if (softcap > 0) logits = torch::tanh(logits / softcap) * softcap;
   const auto acc = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   return torch::nn::functional::cross_entropy(
-      logits.to(acc), labels, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex));
+      logits.to(acc), labels,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex));
 }
 
 ParameterCounts count_parameters(const core::ModelConfig& c, const LoraConfig& lora) {

@@ -1,10 +1,9 @@
 // End-to-end `tprobe parity` on the checkpoint Hugging Face transformers wrote
 // (tests/fixtures/gemma4-tiny-hf, made by scripts/make_parity_fixture.py on the GPU host).
-#include <cstring>
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -61,7 +60,8 @@ TEST(ParityCli, HuggingFaceTinyCheckpointMatchesInFp32Eager) {
   EXPECT_LE(res["loss_abs_diff"].get<double>(), 1e-4);
   EXPECT_EQ(res["attn_sliding"], "eager");
   EXPECT_EQ(doc["environment"]["attn_requested"], "eager");
-  EXPECT_NE(doc["environment"]["attn_resolved"].get<std::string>().find("eager"), std::string::npos);
+  EXPECT_NE(doc["environment"]["attn_resolved"].get<std::string>().find("eager"),
+            std::string::npos);
 }
 
 TEST(ParityCli, AlsoMatchesHuggingFaceSdpaLogits) {
@@ -74,8 +74,8 @@ TEST(ParityCli, Bf16StaysCloseToTheFp32Reference) {
   // transformers 5.17 routes in fp32 (router softmax dtype=float32, fp32 weighted expert sum).
   // With the bf16 router of older versions this error was 3.1e-2 here; with HF's it is 1.3e-2.
   std::string dir = make_temp_dir();
-  RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference, "--dtype",
-                            "bf16", "--json", dir + "/p.json"});
+  RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference,
+                            "--dtype", "bf16", "--json", dir + "/p.json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json doc = json::parse(read_text(dir + "/p.json"));
   EXPECT_LT(doc["results"]["rel_l2_error"].get<double>(), 2e-2) << r.out;
@@ -85,7 +85,8 @@ TEST(ParityCli, Bf16StaysCloseToTheFp32Reference) {
 TEST(ParityCli, LogitsOffByOnePercentExitThree) {
   std::string dir = make_temp_dir();
   std::string ref = altered_reference(dir, 1.01f);
-  RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", ref, "--json", dir + "/p.json"});
+  RunResult r = run_tprobe(
+      {"parity", "--checkpoint", kFixture, "--reference", ref, "--json", dir + "/p.json"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.out.find("OUTSIDE tolerance"), std::string::npos) << r.out;
   json doc = json::parse(read_text(dir + "/p.json"));
@@ -95,9 +96,11 @@ TEST(ParityCli, LogitsOffByOnePercentExitThree) {
 
 TEST(ParityCli, BadInputsGiveTheirExitCodes) {
   std::string dir = make_temp_dir();
-  RunResult usage = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference, "--dtype", "fp16"});
+  RunResult usage = run_tprobe(
+      {"parity", "--checkpoint", kFixture, "--reference", kReference, "--dtype", "fp16"});
   EXPECT_EQ(usage.exit_code, 2);
-  RunResult missing = run_tprobe({"parity", "--checkpoint", dir, "--reference", kReference, "--json", dir + "/p.json"});
+  RunResult missing = run_tprobe(
+      {"parity", "--checkpoint", dir, "--reference", kReference, "--json", dir + "/p.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("config.json"), std::string::npos) << missing.err;
   EXPECT_FALSE(file_exists(dir + "/p.json"));

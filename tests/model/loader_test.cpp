@@ -1,17 +1,18 @@
 // Loading checkpoints written from a model's own tensors (single and sharded, both prefixes,
 // vision tensors skipped), broken checkpoints, and PEFT adapter round trips.
-#include <filesystem>
-#include <fstream>
+#include "tprobe/model/loader.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "tprobe/core/atomic_file.hpp"
 #include "tprobe/core/checkpoint.hpp"
 #include "tprobe/core/config_json.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/gemma4_tensors.hpp"
-#include "tprobe/model/loader.hpp"
 
 namespace tprobe::model {
 namespace {
@@ -26,7 +27,10 @@ struct TempDir {
     fs::create_directories(path);
   }
   ~TempDir() { fs::remove_all(path); }
-  static int& counter() { static int c = 0; return c; }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
   std::string str() const { return path.string(); }
 };
 
@@ -49,9 +53,9 @@ Gemma4Model source_model() {
 struct WriteOptions {
   std::string prefix = core::kMultimodalTextPrefix;
   int shards = 1;
-  std::string drop;                 // leave this tensor out
-  std::string reshape;              // write this tensor with one extra row
-  bool vision = false;              // add a non-text tensor that must be skipped
+  std::string drop;     // leave this tensor out
+  std::string reshape;  // write this tensor with one extra row
+  bool vision = false;  // add a non-text tensor that must be skipped
 };
 
 void write_model(Gemma4Model& m, const std::string& dir, const WriteOptions& w) {
@@ -74,7 +78,9 @@ void write_model(Gemma4Model& m, const std::string& dir, const WriteOptions& w) 
   if (w.vision) {
     keep.push_back(torch::ones({3, 5}));
     files[0].push_back({{"model.vision_tower.encoder.layers.0.mlp.up_proj.linear.weight",
-                         core::DType::kF32, {3, 5}}, keep.back().data_ptr()});
+                         core::DType::kF32,
+                         {3, 5}},
+                        keep.back().data_ptr()});
   }
   if (w.shards == 1) {
     core::write_safetensors(dir + "/model.safetensors", files[0]);
@@ -133,7 +139,8 @@ TEST(Loader, FailsOnMissingTensorNamingIt) {
     load_model(core::Checkpoint::open(dir.str()), fp32());
     FAIL() << "loaded a checkpoint with a missing tensor";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("layers.3.router.per_expert_scale"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layers.3.router.per_expert_scale"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -147,7 +154,8 @@ TEST(Loader, FailsOnMisShapedTensorNamingIt) {
     load_model(core::Checkpoint::open(dir.str()), fp32());
     FAIL() << "loaded a mis-shaped tensor";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("layers.1.mlp.up_proj.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("layers.1.mlp.up_proj.weight"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -165,8 +173,12 @@ TEST(Adapter, PeftRoundTripRestoresEveryTensorWithPeftNames) {
   TempDir dir;
   save_adapter(a, dir.str());
   auto file = core::SafetensorsFile::open(dir.str() + "/adapter_model.safetensors");
-  EXPECT_NE(file.find("base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight"), nullptr);
-  EXPECT_EQ(file.find("base_model.model.model.language_model.layers.2.self_attn.v_proj.lora_A.weight"), nullptr)
+  EXPECT_NE(
+      file.find("base_model.model.model.language_model.layers.0.self_attn.q_proj.lora_A.weight"),
+      nullptr);
+  EXPECT_EQ(
+      file.find("base_model.model.model.language_model.layers.2.self_attn.v_proj.lora_A.weight"),
+      nullptr)
       << "layer 2 is key=value: no v_proj, no adapter";
   EXPECT_EQ(file.tensors().size(), 2u * (6 + 4 + 6));
 
@@ -186,13 +198,15 @@ TEST(Adapter, MissingTensorOrBadConfigIsAnError) {
   TempDir dir;
   Gemma4Model m = source_model();
   EXPECT_THROW(load_adapter(m, dir.str()), Error);  // no adapter_config.json
-  core::write_file_atomic(dir.str() + "/adapter_config.json",
-                          R"({"peft_type":"LORA","r":2,"lora_alpha":4,"target_modules":["q_proj"]})");
+  core::write_file_atomic(
+      dir.str() + "/adapter_config.json",
+      R"({"peft_type":"LORA","r":2,"lora_alpha":4,"target_modules":["q_proj"]})");
   core::write_safetensors(dir.str() + "/adapter_model.safetensors", {});
   EXPECT_THROW(load_adapter(m, dir.str()), Error);  // tensors missing
   Gemma4Model m2 = source_model();
-  core::write_file_atomic(dir.str() + "/adapter_config.json",
-                          R"({"peft_type":"LORA","r":2,"lora_alpha":4,"target_modules":"q_proj|v_proj"})");
+  core::write_file_atomic(
+      dir.str() + "/adapter_config.json",
+      R"({"peft_type":"LORA","r":2,"lora_alpha":4,"target_modules":"q_proj|v_proj"})");
   EXPECT_THROW(load_adapter(m2, dir.str()), Error);  // regex targets unsupported
 }
 

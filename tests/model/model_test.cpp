@@ -1,8 +1,8 @@
 // The Gemma-4 engine on the CPU: norms, RoPE, masks, attention, chunked CE, LoRA, checkpointing.
-#include <cmath>
-
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+
+#include <cmath>
 
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/model_config.hpp"
@@ -44,7 +44,8 @@ void perturb(Gemma4Model& m, uint64_t seed) {
 
 Tensor tiny_ids(int64_t batch, int64_t seq, uint64_t seed) {
   torch::manual_seed(seed);
-  return torch::randint(0, core::embedded_model("gemma4-tiny").vocab_size, {batch, seq}, torch::kLong);
+  return torch::randint(0, core::embedded_model("gemma4-tiny").vocab_size, {batch, seq},
+                        torch::kLong);
 }
 
 TEST(RmsNorm, HandWorkedValue) {
@@ -110,12 +111,14 @@ Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, in
 TEST(Attention, EagerMatchesLoopReferenceWithWindowShorterThanSequence) {
   torch::manual_seed(3);
   auto o = torch::TensorOptions().dtype(torch::kDouble);
-  Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o), v = torch::randn({2, 2, 11, 8}, o);
+  Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o),
+         v = torch::randn({2, 2, 11, 8}, o);
   for (int64_t window : {0, 4}) {
     std::string resolved;
     Tensor got = attention(AttnImpl::kEager, q, k, v, window, &resolved);
     EXPECT_EQ(resolved, "eager");
-    EXPECT_LT(max_abs_diff(got, reference_attention(q, k, v, window)), 1e-12) << "window " << window;
+    EXPECT_LT(max_abs_diff(got, reference_attention(q, k, v, window)), 1e-12)
+        << "window " << window;
   }
 }
 
@@ -124,7 +127,8 @@ TEST(Attention, SdpaMatchesEagerInFp64) {
   if (!attn_available(AttnImpl::kSdpa, &why)) GTEST_SKIP() << why;
   torch::manual_seed(4);
   auto o = torch::TensorOptions().dtype(torch::kDouble);
-  Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o), v = torch::randn({2, 2, 11, 8}, o);
+  Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o),
+         v = torch::randn({2, 2, 11, 8}, o);
   for (int64_t window : {0, 4, 16}) {
     std::string resolved;
     Tensor got = attention(AttnImpl::kSdpa, q, k, v, window, &resolved);
@@ -263,8 +267,8 @@ TEST(InertAdapter, EveryLoraBLearnsAfterOneStep) {
     auto m = Gemma4Model::random(cfg, o, 31);
     m.add_lora(all_targets_lora(), 32);
     m.loss(tiny_ids(2, 24, 33)).loss.backward();
-    EXPECT_TRUE(inert_lora_b(m).empty()) << "checkpointing " << checkpoint << ": "
-                                         << inert_lora_b(m).size() << " inert";
+    EXPECT_TRUE(inert_lora_b(m).empty())
+        << "checkpointing " << checkpoint << ": " << inert_lora_b(m).size() << " inert";
   }
 }
 

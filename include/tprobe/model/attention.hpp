@@ -1,10 +1,10 @@
 // Tensor-level entry points of kernels.cpp: attention per implementation and the grouped GEMM.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <string>
-
-#include <torch/torch.h>
 
 #include "tprobe/model/kernels.hpp"
 
@@ -17,7 +17,8 @@ namespace tprobe::model {
 torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k,
                         const torch::Tensor& v, int64_t window, std::string* resolved);
 
-// HF's repeat_kv: [B, Hkv, S, D] -> [B, Hkv*n_rep, S, D], each kv head repeated n_rep times in place.
+// HF's repeat_kv: [B, Hkv, S, D] -> [B, Hkv*n_rep, S, D], each kv head repeated n_rep times in
+// place.
 torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep);
 
 // Boolean attend-mask [1, 1, S, S] (true = attend) for the rule above.

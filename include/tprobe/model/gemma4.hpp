@@ -3,12 +3,12 @@
 // sequence-chunked softcapped cross-entropy.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "tprobe/core/model_config.hpp"
 #include "tprobe/model/kernels.hpp"
@@ -75,16 +75,17 @@ struct DecoderLayer {
 
 // What one forward resolved to (recorded in evidence as attn_requested / attn_resolved).
 struct ForwardRecord {
-  std::string attn_sliding;  // e.g. "eager", "sdpa(mask=bool,repeat_kv)", "flash_varlen(window=1023)"
+  std::string
+      attn_sliding;  // e.g. "eager", "sdpa(mask=bool,repeat_kv)", "flash_varlen(window=1023)"
   std::string attn_full;
-  std::string moe;           // "loop" or "grouped_mm"
+  std::string moe;  // "loop" or "grouped_mm"
   // Diagnostics: when set (and checkpointing is off), the embedding output and every layer's
   // output are appended here, detached.
   std::vector<torch::Tensor>* layer_outputs = nullptr;
 };
 
 struct LossResult {
-  torch::Tensor loss;        // fp32 scalar (mean over non-ignored targets)
+  torch::Tensor loss;  // fp32 scalar (mean over non-ignored targets)
   int64_t num_targets = 0;
 };
 

@@ -1,10 +1,10 @@
 // Loading a Gemma-4 checkpoint into a Gemma4Model, and PEFT adapter save/load.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <string>
 #include <vector>
-
-#include <torch/torch.h>
 
 #include "tprobe/core/checkpoint.hpp"
 #include "tprobe/model/gemma4.hpp"

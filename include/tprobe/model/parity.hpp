@@ -18,8 +18,8 @@ struct ParityOptions {
   // Optional: another implementation's logits in the reference file (e.g. HF's own bf16 run),
   // measured against the same reference, so tprobe's error can be read beside HF's.
   std::string baseline_key;
-  std::string dtype = "fp32";         // fp32 | bf16
-  std::string device = "cpu";         // cpu | cuda
+  std::string dtype = "fp32";  // fp32 | bf16
+  std::string device = "cpu";  // cpu | cuda
   AttnImpl attn = AttnImpl::kEager;
   MoeDispatch moe = MoeDispatch::kLoop;
   int64_t ce_chunk = 4096;
@@ -35,20 +35,20 @@ double parity_tolerance(const std::string& dtype);
 // Error of one logits tensor against the reference.
 struct LogitsError {
   double max_abs_error = 0;
-  double rel_l2_error = 0;               // ‖a − b‖₂ / ‖b‖₂ over all logits
-  double position_rel_l2_median = 0;     // per (batch, position) relative L2, median
-  double position_rel_l2_p99 = 0;        // ... 99th percentile: routing flips show up here
+  double rel_l2_error = 0;            // ‖a − b‖₂ / ‖b‖₂ over all logits
+  double position_rel_l2_median = 0;  // per (batch, position) relative L2, median
+  double position_rel_l2_p99 = 0;     // ... 99th percentile: routing flips show up here
   double argmax_agreement_ratio = 0;
 };
 
 struct ParityResult {
   int64_t batch = 0, seq = 0, vocab = 0;
   double max_abs_error = 0;
-  double rel_l2_error = 0;          // ‖a − b‖₂ / ‖b‖₂ over all logits
+  double rel_l2_error = 0;  // ‖a − b‖₂ / ‖b‖₂ over all logits
   double argmax_agreement_ratio = 0;
-  LogitsError error;                // the same three plus per-position percentiles
+  LogitsError error;                    // the same three plus per-position percentiles
   std::optional<LogitsError> baseline;  // baseline_key's logits against the same reference
-  double loss = 0;                  // tprobe's (chunked CE)
+  double loss = 0;                      // tprobe's (chunked CE)
   std::optional<double> reference_loss;
   std::optional<double> loss_abs_diff;
   double tolerance_rel_l2 = 0;
