@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <filesystem>
+#include <ftw.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 
 #include "tprobe/core/atomic_file.hpp"
@@ -17,21 +21,25 @@
 namespace tprobe::model {
 namespace {
 
-namespace fs = std::filesystem;
 using torch::Tensor;
 
+// No std::filesystem here: the libtorch.so of the PyTorch 2.11 wheel exports its own copy of
+// std::filesystem::remove_all, which wins symbol resolution over libstdc++'s and crashes (seen on
+// the GPU host, docs/gpu-host.md). POSIX calls are not interposed.
 struct TempDir {
-  fs::path path;
+  std::string path;
   TempDir() {
-    path = fs::temp_directory_path() / fmt::format("tprobe_loader_{}_{}", ::getpid(), counter()++);
-    fs::create_directories(path);
+    const char* base = std::getenv("TMPDIR");
+    path = std::string(base && *base ? base : "/tmp") + "/tprobe_loader.XXXXXX";
+    if (!mkdtemp(path.data())) throw std::runtime_error("mkdtemp failed");
   }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int c = 0;
-    return c;
+  ~TempDir() {
+    nftw(
+        path.c_str(),
+        [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
+        FTW_DEPTH | FTW_PHYS);
   }
-  std::string str() const { return path.string(); }
+  const std::string& str() const { return path; }
 };
 
 ModelOptions fp32() {
