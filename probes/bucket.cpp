@@ -23,11 +23,7 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
   auto args = std::make_shared<BucketArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bucket", "Sweep a bucket-to-pair, shuffle-to-mix sampler: waste, source mix, time");
-  cmd->add_option("--dataset", args->dataset,
-                  "Token lengths: a JSONL/CSV/text file (.gz too), or 'synthetic' (embedded, "
-                  "synthetic multi-source corpus)")
-      ->capture_default_str();
-  cmd->add_option("--format", args->format, "auto, jsonl, csv or text")->capture_default_str();
+  add_dataset_options(cmd, args->dataset, args->format);
   cmd->add_option("--micro-batch", args->options.micro_batch, "Records per micro-batch")
       ->capture_default_str();
   cmd->add_option("--accum", args->options.accum,

@@ -41,6 +41,9 @@ class ProbeSet {
   std::vector<std::unique_ptr<Probe>> probes_;
 };
 
+// --dataset and --format, shared by the probes that read a length dataset.
+void add_dataset_options(CLI::App* command, std::string& dataset, std::string& format);
+
 // One function per probe file; register_all calls them in --help order.
 void register_env(CLI::App& app, ProbeSet& set);
 void register_parity(CLI::App& app, ProbeSet& set);

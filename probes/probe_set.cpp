@@ -74,6 +74,15 @@ core::Environment collect_environment() {
   return env;
 }
 
+void add_dataset_options(CLI::App* command, std::string& dataset, std::string& format) {
+  command
+      ->add_option("--dataset", dataset,
+                   "Token lengths: a JSONL/CSV/text file (.gz too), or 'synthetic' (embedded, "
+                   "synthetic multi-source corpus)")
+      ->capture_default_str();
+  command->add_option("--format", format, "auto, jsonl, csv or text")->capture_default_str();
+}
+
 void ProbeSet::add(CLI::App* command, RunFn run) {
   auto probe = std::make_unique<Probe>();
   probe->command = command;

@@ -5,49 +5,77 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <string>
 
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
 
-void write_file_atomic(const std::string& path, std::string_view contents) {
-  if (path.empty()) fail("cannot write an output file with an empty path");
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail("cannot create a temporary file beside '{}': {}", path, std::strerror(errno));
-  auto cleanup_and_fail = [&](const char* what) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail("cannot write '{}' ({}): {}", path, what, std::strerror(err));
-  };
-  const char* data = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) fail("cannot write an output file with an empty path");
+  tmp_ = path_ + ".tmp.XXXXXX";
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0) fail("cannot create a temporary file beside '{}': {}", path_, std::strerror(errno));
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void AtomicFile::abort_with(const char* what) {
+  int err = errno;
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(tmp_.c_str());
+  fail("cannot write '{}' ({}): {}", path_, what, std::strerror(err));
+}
+
+void AtomicFile::write_at(const void* data, uint64_t size, uint64_t offset) {
+  const auto* p = static_cast<const char*>(data);
+  while (size > 0) {
+    auto chunk = static_cast<std::size_t>(std::min<uint64_t>(size, uint64_t{1} << 30));
+    ssize_t n = ::pwrite(fd_, p, chunk, static_cast<off_t>(offset));
     if (n < 0) {
       if (errno == EINTR) continue;
-      cleanup_and_fail("write");
+      abort_with("write");
     }
-    data += n;
-    left -= static_cast<size_t>(n);
+    p += n;
+    size -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
   }
-  if (::fchmod(fd, 0644) != 0) cleanup_and_fail("chmod");
-  if (::fsync(fd) != 0) cleanup_and_fail("fsync");
-  if (::close(fd) != 0) {
+}
+
+void AtomicFile::resize(uint64_t size) {
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) abort_with("ftruncate");
+}
+
+void AtomicFile::commit() {
+  if (::fchmod(fd_, 0644) != 0) abort_with("chmod");
+  if (::fsync(fd_) != 0) abort_with("fsync");
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot write '{}' (close): {}", path, std::strerror(err));
+    ::unlink(tmp_.c_str());
+    fail("cannot write '{}' (close): {}", path_, std::strerror(err));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    fail("cannot write '{}' (rename): {}", path, std::strerror(err));
+    ::unlink(tmp_.c_str());
+    fail("cannot write '{}' (rename): {}", path_, std::strerror(err));
   }
+}
+
+void write_file_atomic(const std::string& path, std::string_view contents) {
+  AtomicFile file(path);
+  file.write_at(contents.data(), contents.size(), 0);
+  file.commit();
 }
 
 }  // namespace tprobe::core

@@ -452,13 +452,7 @@ Json row_json(const SweepRow& row, bool baseline) {
 Json to_json(const BucketReport& r) {
   const auto& o = r.options;
   Json j;
-  j["dataset"] = {{"name", r.dataset},
-                  {"format", r.format},
-                  {"records", r.breakdown.total.records},
-                  {"sources", r.breakdown.sources.size()}};
-  j["records"] = r.breakdown.total.records;
-  j["dataset_tokens"] = r.breakdown.total.dataset_tokens;
-  j["real_tokens"] = r.breakdown.total.real_tokens;
+  put_dataset_json(j, r.dataset, r.format, r.breakdown);
   j["padded_tokens"] = r.chosen.padded_tokens;
   j["waste_ratio"] = r.chosen.waste_ratio;
   j["chosen"] = {{"bucket", r.chosen_bucket}, {"seed", o.seed}};

@@ -5,15 +5,14 @@
 
 #include <map>
 
+#include "string_util.hpp"
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
+using detail::starts_with;
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));

@@ -6,18 +6,15 @@
 #include <algorithm>
 #include <map>
 
+#include "string_util.hpp"
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-bool ends_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
+using detail::ends_with;
+using detail::starts_with;
 bool contains(const std::string& s, const char* p) { return s.find(p) != std::string::npos; }
 
 constexpr Block kAllBlocks[] = {Block::kExperts,     Block::kAttention, Block::kDenseMlp,

@@ -7,18 +7,15 @@
 #include <map>
 #include <set>
 
+#include "string_util.hpp"
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
-}
-bool ends_with(const std::string& s, const std::string& p) {
-  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
-}
+using detail::ends_with;
+using detail::starts_with;
 bool matches(const std::string& module, const std::string& target) {
   return module == target || ends_with(module, "." + target);
 }

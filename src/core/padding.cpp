@@ -244,15 +244,20 @@ Json truncation_json(const SourceBreakdown& b, int64_t max_seq_len) {
   return j;
 }
 
+void put_dataset_json(Json& j, const std::string& name, const std::string& format,
+                      const SourceBreakdown& breakdown) {
+  j["dataset"] = {{"name", name},
+                  {"format", format},
+                  {"records", breakdown.total.records},
+                  {"sources", breakdown.sources.size()}};
+  j["records"] = breakdown.total.records;
+  j["dataset_tokens"] = breakdown.total.dataset_tokens;
+  j["real_tokens"] = breakdown.total.real_tokens;
+}
+
 Json to_json(const PaddingReport& r) {
   Json j;
-  j["dataset"] = {{"name", r.dataset},
-                  {"format", r.format},
-                  {"records", r.breakdown.total.records},
-                  {"sources", r.breakdown.sources.size()}};
-  j["records"] = r.breakdown.total.records;
-  j["dataset_tokens"] = r.breakdown.total.dataset_tokens;
-  j["real_tokens"] = r.breakdown.total.real_tokens;
+  put_dataset_json(j, r.dataset, r.format, r.breakdown);
   j["padded_tokens"] = r.padded_tokens;
   j["pad_tokens"] = r.pad_tokens;
   j["waste_ratio"] = r.waste_ratio;

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "strict_json.hpp"
+#include "tprobe/core/atomic_file.hpp"
 #include "tprobe/core/error.hpp"
 
 namespace tprobe::core {
@@ -341,51 +342,20 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   const uint64_t data_start = 8 + text.size();
   const uint64_t total = data_start + cursor;
 
-  std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail("{}: cannot create a temporary file beside it: {}", path, std::strerror(errno));
-  auto abort_with = [&](const char* what) {
-    int err = errno;
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail("{}: cannot write ({}): {}", path, what, std::strerror(err));
-  };
-  auto write_at = [&](const void* buf, uint64_t size, uint64_t offset) {
-    const auto* p = static_cast<const char*>(buf);
-    while (size > 0) {
-      std::size_t chunk = static_cast<std::size_t>(std::min<uint64_t>(size, 1u << 30));
-      ssize_t n = ::pwrite(fd, p, chunk, static_cast<off_t>(offset));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        abort_with("write");
-      }
-      p += n;
-      size -= static_cast<uint64_t>(n);
-      offset += static_cast<uint64_t>(n);
-    }
-  };
+  AtomicFile file(path);
   unsigned char prefix[8];
   uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) prefix[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
-  write_at(prefix, 8, 0);
-  write_at(text.data(), text.size(), 8);
+  file.write_at(prefix, 8, 0);
+  file.write_at(text.data(), text.size(), 8);
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    if (tensors[i].data) write_at(tensors[i].data, tensors[i].meta.nbytes(), data_start + begin[i]);
+    if (tensors[i].data) {
+      file.write_at(tensors[i].data, tensors[i].meta.nbytes(), data_start + begin[i]);
+    }
   }
   // Zero tensors stay holes: extending the file with ftruncate writes nothing.
-  if (::ftruncate(fd, static_cast<off_t>(total)) != 0) abort_with("ftruncate");
-  if (::fchmod(fd, 0644) != 0) abort_with("chmod");
-  if (::fsync(fd) != 0) abort_with("fsync");
-  if (::close(fd) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("{}: cannot write (close): {}", path, std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    fail("{}: cannot write (rename): {}", path, std::strerror(err));
-  }
+  file.resize(total);
+  file.commit();
 }
 
 }  // namespace tprobe::core

@@ -117,5 +117,9 @@ std::string render(const PaddingReport& report);  // the tables and the histogra
 // JSON shape of one source row / the truncation block, shared with the bucket probe.
 Json to_json(const SourceStats& stats, bool with_padding);
 Json truncation_json(const SourceBreakdown& breakdown, int64_t max_seq_len);
+// The dataset block both probes start their results with: `dataset {name, format, records,
+// sources}`, `records`, `dataset_tokens`, `real_tokens`.
+void put_dataset_json(Json& j, const std::string& name, const std::string& format,
+                      const SourceBreakdown& breakdown);
 
 }  // namespace tprobe::core
