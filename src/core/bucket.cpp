@@ -393,6 +393,16 @@ BucketReport analyze_bucket(const LengthDataset& ds, const BucketOptions& option
     r.chosen = measure_packed(bucket_order(sorted, r.chosen_bucket, o.micro_batch, o.seed),
                               packed, sources, o.accum, o.cost);
   }
+  // The chosen order's widths, so scaling-fit --widths-from can weight by the sampler's shapes.
+  const MicroBatchOrder chosen = bucket_order(sorted, r.chosen_bucket, o.micro_batch, o.seed);
+  r.chosen_widths.reserve(chosen.micro_batches());
+  for (std::size_t m = 0; m < chosen.micro_batches(); ++m) {
+    int64_t w = 0;
+    for (uint64_t i = chosen.starts[m]; i < chosen.starts[m + 1]; ++i) {
+      w = std::max(w, eff[chosen.records[i]]);
+    }
+    r.chosen_widths.push_back(w);
+  }
   return r;
 }
 
@@ -456,6 +466,7 @@ Json to_json(const BucketReport& r) {
   j["padded_tokens"] = r.chosen.padded_tokens;
   j["waste_ratio"] = r.chosen.waste_ratio;
   j["chosen"] = {{"bucket", r.chosen_bucket}, {"seed", o.seed}};
+  j["micro_batch_widths"] = r.chosen_widths;
   const Json chosen = metrics_json(r.chosen);
   for (auto it = chosen.begin(); it != chosen.end(); ++it) j["chosen"][it.key()] = it.value();
   j["truncation"] = truncation_json(r.breakdown, o.max_seq_len);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -171,6 +172,40 @@ TEST(ScalingFitCli, WidthsFromWeightsTheShare) {
   for (double x : {2048.0, 2048.0, 8192.0, 16384.0}) {
     quad += b * x * x;
     tot += a * x + b * x * x;
+  }
+  EXPECT_NEAR(w["quadratic_share"].get<double>(), quad / tot, 1e-4);
+}
+
+TEST(ScalingFitCli, WidthsFromBucketEvidenceUseTheChosenOrder) {
+  // bucket writes the chosen order's micro-batch widths; they must be the widths of the order it
+  // emits, and scaling-fit must weight its quadratic share by exactly those widths.
+  std::string dir = make_temp_dir();
+  JsonRun bucket = run_json({"bucket", "--dataset", kFixtures + "/lengths/small.jsonl",
+                             "--micro-batch", "2", "--sweep", "2,4", "--emit-order",
+                             dir + "/order.jsonl"});
+  ASSERT_EQ(bucket.r.exit_code, 0) << bucket.r.err;
+  const json& widths = bucket.doc["results"]["micro_batch_widths"];
+  ASSERT_TRUE(widths.is_array());
+  std::vector<int64_t> emitted;
+  std::istringstream lines(read_text(dir + "/order.jsonl"));
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) emitted.push_back(json::parse(line)["width"].get<int64_t>());
+  ASSERT_EQ(widths.size(), emitted.size());
+  for (size_t i = 0; i < emitted.size(); ++i) EXPECT_EQ(widths[i].get<int64_t>(), emitted[i]) << i;
+
+  write_text(dir + "/bucket.json", bucket.doc.dump());
+  JsonRun fit = run_json(
+      with({"scaling-fit", "--widths-from", dir + "/bucket.json", "--batch", "2"}, kDomainPoints));
+  ASSERT_EQ(fit.r.exit_code, 0) << fit.r.err;
+  const json& w = fit.doc["results"]["widths_from"];
+  EXPECT_EQ(w["key"], "results.micro_batch_widths");
+  EXPECT_EQ(w["micro_batches"].get<size_t>(), emitted.size());
+  const double a = 6.8715e-4, b = 8.8509e-8;
+  double quad = 0, tot = 0;
+  for (int64_t x : emitted) {
+    quad += b * double(x) * double(x);
+    tot += a * double(x) + b * double(x) * double(x);
   }
   EXPECT_NEAR(w["quadratic_share"].get<double>(), quad / tot, 1e-4);
 }

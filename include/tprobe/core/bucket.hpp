@@ -132,6 +132,7 @@ struct BucketReport {
   bool noop_sweep = false;
   int64_t chosen_bucket = 0;
   OrderMetrics chosen;  // chosen bucket, first seed: the order --emit-order writes
+  std::vector<int64_t> chosen_widths;  // per micro-batch of that order, in order (raw data)
 };
 
 BucketReport analyze_bucket(const LengthDataset& dataset, const BucketOptions& options);
