@@ -25,33 +25,6 @@ struct InspectOptions {
   int64_t ce_chunk = 1024;
 };
 
-core::Json config_json_summary(const core::ModelConfig& c) {
-  core::Json layers = core::Json::array();
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    core::LayerGeometry g = c.layer(i);
-    layers.push_back({{"layer", i},
-                      {"type", core::to_string(g.type)},
-                      {"head_dim", g.head_dim},
-                      {"num_kv_heads", g.num_kv_heads},
-                      {"has_v_proj", g.has_v_proj}});
-  }
-  return {{"name", c.name},
-          {"hidden_size", c.hidden_size},
-          {"num_layers", c.num_layers},
-          {"sliding_layers", c.count_layers(core::LayerType::kSliding)},
-          {"full_layers", c.count_layers(core::LayerType::kFull)},
-          {"num_attention_heads", c.num_attention_heads},
-          {"intermediate_size", c.intermediate_size},
-          {"num_experts", c.num_experts},
-          {"top_k_experts", c.top_k_experts},
-          {"moe_intermediate_size", c.moe_intermediate_size},
-          {"vocab_size", c.vocab_size},
-          {"attention_k_eq_v", c.attention_k_eq_v},
-          {"sliding_window", c.sliding_window},
-          {"dtype", c.dtype},
-          {"layers", layers}};
-}
-
 core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   if (opt.rank <= 0) fail_usage("--rank {}: must be positive", opt.rank);
   if (opt.batch <= 0) fail_usage("--batch {}: must be positive", opt.batch);
@@ -71,23 +44,7 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
     tensors = ck->tensors();
     prefix = ck->text_prefix();
     disagreements = core::cross_check(config, tensors, prefix);
-    core::Json files = core::Json::array();
-    for (std::size_t i = 0; i < ck->file_count(); ++i) {
-      const core::SafetensorsFile& f = ck->file(i);
-      files.push_back({{"path", f.path()},
-                       {"tensors", f.tensors().size()},
-                       {"file_bytes", f.file_size()},
-                       {"header_bytes", f.header_size()}});
-    }
-    results["source"] = {{"kind", "checkpoint"},
-                         {"dir", ck->dir()},
-                         {"sharded", ck->sharded()},
-                         {"text_prefix", prefix},
-                         {"tensors", ck->tensor_count()},
-                         {"files", files},
-                         {"config_defaulted_fields", ck->config_info().defaulted_fields},
-                         {"per_layer_config_form", ck->config_info().per_layer_config_form},
-                         {"warnings", ck->warnings()}};
+    results["source"] = core::checkpoint_source_json(*ck);
     for (const auto& w : ck->warnings()) {
       ctx.evidence.diagnose(core::Severity::kWarning, "checkpoint_index", w);
     }
@@ -105,7 +62,7 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
                          {"text_prefix", prefix},
                          {"tensors", tensors.size()}};
   }
-  results["config"] = config_json_summary(config);
+  results["config"] = core::config_summary_json(config);
 
   const core::BlockSummary blocks = core::summarize_blocks(tensors, prefix);
   const core::QuantizationEstimate quant = core::estimate_linear_only_4bit(tensors, prefix);
@@ -119,23 +76,13 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   const core::MemoryEstimate memory = core::estimate_memory(config, mem_in);
 
   // Dtypes present, so an unsupported one (F8, I64, ...) is visible rather than a crash later.
-  std::map<std::string, std::pair<int64_t, uint64_t>> dtypes;
-  for (const auto& t : tensors) {
-    auto& d = dtypes[core::to_string(t.dtype)];
-    d.first += 1;
-    d.second += t.nbytes();
-  }
-  core::Json dtype_rows = core::Json::array();
-  for (const auto& [name, d] : dtypes) {
-    bool supported = core::dtype_is_supported(*core::parse_dtype(name));
-    dtype_rows.push_back(
-        {{"dtype", name}, {"tensors", d.first}, {"bytes", d.second}, {"supported", supported}});
-    if (!supported) {
-      ctx.evidence.diagnose(core::Severity::kWarning, "unsupported_dtype",
-                            fmt::format("{} tensor(s) are {}, which tprobe cannot compute with "
-                                        "(BF16, F16, F32 only)",
-                                        d.first, name));
-    }
+  const std::vector<core::DtypeRow> dtypes = core::tally_dtypes(tensors);
+  for (const auto& d : dtypes) {
+    if (d.supported) continue;
+    ctx.evidence.diagnose(core::Severity::kWarning, "unsupported_dtype",
+                          fmt::format("{} tensor(s) are {}, which tprobe cannot compute with "
+                                      "(BF16, F16, F32 only)",
+                                      d.tensors, d.dtype));
   }
 
   results["total_params"] = blocks.total_params;
@@ -143,15 +90,11 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   results["text_params"] = blocks.text_params;
   results["text_bytes"] = blocks.text_bytes;
   results["blocks"] = core::to_json(blocks);
-  results["dtypes"] = dtype_rows;
+  results["dtypes"] = core::to_json(dtypes);
   results["quantization"] = core::to_json(quant);
   results["lora"] = core::to_json(lora);
   results["memory_estimate"] = core::to_json(memory);
-  core::Json dis = core::Json::array();
-  for (const auto& d : disagreements) {
-    dis.push_back({{"tensor", d.tensor}, {"field", d.field}, {"message", d.message}});
-  }
-  results["cross_check"] = {{"checked", ck != nullptr}, {"disagreements", dis}};
+  results["cross_check"] = {{"checked", ck != nullptr}, {"disagreements", core::to_json(disagreements)}};
 
   ctx.out << (ck ? fmt::format("checkpoint {} ({} tensors in {} file(s), decoder prefix '{}')\n",
                                ck->dir(), ck->tensor_count(), ck->file_count(), prefix)
@@ -164,12 +107,7 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   }
   ctx.out << "\n" << core::memory_table(memory).render();
   if (!disagreements.empty()) {
-    core::Table t("Config vs checkpoint: disagreements");
-    t.column("tensor", core::Align::kLeft)
-        .column("field", core::Align::kLeft)
-        .column("message", core::Align::kLeft);
-    for (const auto& d : disagreements) t.row({d.tensor, d.field, d.message});
-    ctx.out << "\n" << t.render();
+    ctx.out << "\n" << core::disagreements_table(disagreements).render();
     ctx.evidence.diagnose(core::Severity::kError, "config_checkpoint_disagree",
                           fmt::format("{} disagreement(s) between config.json and the tensors",
                                       disagreements.size()));

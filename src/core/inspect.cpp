@@ -392,4 +392,89 @@ Table memory_table(const MemoryEstimate& m) {
   return t;
 }
 
+std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors) {
+  std::map<std::string, DtypeRow> by_name;
+  for (const auto& t : tensors) {
+    DtypeRow& row = by_name[to_string(t.dtype)];
+    row.dtype = to_string(t.dtype);
+    row.tensors += 1;
+    row.bytes += t.nbytes();
+    row.supported = dtype_is_supported(t.dtype);
+  }
+  std::vector<DtypeRow> out;
+  for (auto& [name, row] : by_name) out.push_back(row);
+  return out;
+}
+
+Json config_summary_json(const ModelConfig& c) {
+  Json layers = Json::array();
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    LayerGeometry g = c.layer(i);
+    layers.push_back({{"layer", i},
+                      {"type", to_string(g.type)},
+                      {"head_dim", g.head_dim},
+                      {"num_kv_heads", g.num_kv_heads},
+                      {"has_v_proj", g.has_v_proj}});
+  }
+  return {{"name", c.name},
+          {"hidden_size", c.hidden_size},
+          {"num_layers", c.num_layers},
+          {"sliding_layers", c.count_layers(LayerType::kSliding)},
+          {"full_layers", c.count_layers(LayerType::kFull)},
+          {"num_attention_heads", c.num_attention_heads},
+          {"intermediate_size", c.intermediate_size},
+          {"num_experts", c.num_experts},
+          {"top_k_experts", c.top_k_experts},
+          {"moe_intermediate_size", c.moe_intermediate_size},
+          {"vocab_size", c.vocab_size},
+          {"attention_k_eq_v", c.attention_k_eq_v},
+          {"sliding_window", c.sliding_window},
+          {"dtype", c.dtype},
+          {"layers", layers}};
+}
+
+Json checkpoint_source_json(const Checkpoint& ck) {
+  Json files = Json::array();
+  for (std::size_t i = 0; i < ck.file_count(); ++i) {
+    const SafetensorsFile& f = ck.file(i);
+    files.push_back({{"path", f.path()},
+                     {"tensors", f.tensors().size()},
+                     {"file_bytes", f.file_size()},
+                     {"header_bytes", f.header_size()}});
+  }
+  return {{"kind", "checkpoint"},
+          {"dir", ck.dir()},
+          {"sharded", ck.sharded()},
+          {"text_prefix", ck.text_prefix()},
+          {"tensors", ck.tensor_count()},
+          {"files", files},
+          {"config_defaulted_fields", ck.config_info().defaulted_fields},
+          {"per_layer_config_form", ck.config_info().per_layer_config_form},
+          {"warnings", ck.warnings()}};
+}
+
+Json to_json(const std::vector<DtypeRow>& rows) {
+  Json out = Json::array();
+  for (const auto& r : rows) {
+    out.push_back(
+        {{"dtype", r.dtype}, {"tensors", r.tensors}, {"bytes", r.bytes}, {"supported", r.supported}});
+  }
+  return out;
+}
+
+Json to_json(const std::vector<Disagreement>& disagreements) {
+  Json out = Json::array();
+  for (const auto& d : disagreements) {
+    out.push_back({{"tensor", d.tensor}, {"field", d.field}, {"message", d.message}});
+  }
+  return out;
+}
+
+Table disagreements_table(const std::vector<Disagreement>& disagreements) {
+  Table t("Config vs checkpoint: disagreements");
+  t.column("tensor", Align::kLeft).column("field", Align::kLeft).column("message", Align::kLeft);
+  for (const auto& d : disagreements) t.row({d.tensor, d.field, d.message});
+  return t;
+}
+
 }  // namespace tprobe::core

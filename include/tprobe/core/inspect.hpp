@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/checkpoint.hpp"
 #include "tprobe/core/evidence.hpp"
+#include "tprobe/core/gemma4_tensors.hpp"
 #include "tprobe/core/lora_targets.hpp"
 #include "tprobe/core/model_config.hpp"
 #include "tprobe/core/safetensors.hpp"
@@ -109,6 +111,24 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const ModelConfig& config, const MemoryInputs& inputs);
 
 // Views.
+// Tensors and bytes per stored dtype; `supported` is false for dtypes tprobe cannot compute with.
+struct DtypeRow {
+  std::string dtype;
+  int64_t tensors = 0;
+  uint64_t bytes = 0;
+  bool supported = false;
+};
+std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors);
+
+// The resolved geometry of every layer, for the evidence (results.config).
+Json config_summary_json(const ModelConfig& config);
+// Where the tensors came from (results.source): files, prefix, index warnings, config defaults.
+Json checkpoint_source_json(const Checkpoint& checkpoint);
+
+Json to_json(const std::vector<DtypeRow>& rows);
+Json to_json(const std::vector<Disagreement>& disagreements);
+Table disagreements_table(const std::vector<Disagreement>& disagreements);
+
 Json to_json(const BlockSummary& summary);
 Json to_json(const QuantizationEstimate& q);
 Json to_json(const LoraPlan& plan);
