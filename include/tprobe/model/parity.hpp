@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "tprobe/core/evidence.hpp"
+#include "tprobe/core/table.hpp"
 #include "tprobe/model/kernels.hpp"
 
 namespace tprobe::model {
@@ -60,5 +62,9 @@ struct ParityResult {
 };
 
 ParityResult run_parity(const ParityOptions& options);
+
+// Views (src/model/parity_report.cpp, no libtorch): the evidence results and the stdout table.
+core::Json to_json(const ParityResult& result, const ParityOptions& options);
+core::Table parity_table(const ParityResult& result, const ParityOptions& options);
 
 }  // namespace tprobe::model
