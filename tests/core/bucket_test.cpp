@@ -6,6 +6,7 @@
 
 #include "test_paths.hpp"
 #include "tprobe/core/bucket.hpp"
+#include "test_datasets.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/rng.hpp"
 
@@ -26,17 +27,7 @@ Batches batch_set(const MicroBatchOrder& o) {
   return out;
 }
 
-LengthDataset random_dataset(uint64_t seed, std::size_t n, uint32_t sources, int64_t max_len) {
-  Rng rng(seed);
-  LengthDataset ds;
-  ds.name = "random";
-  for (uint32_t s = 0; s < sources; ++s) ds.source_names.push_back("s" + std::to_string(s));
-  for (std::size_t i = 0; i < n; ++i) {
-    ds.lengths.push_back(1 + static_cast<int64_t>(rng.uniform(static_cast<uint64_t>(max_len))));
-    ds.source.push_back(static_cast<uint32_t>(rng.uniform(sources)));
-  }
-  return ds;
-}
+using testing_support::random_dataset;
 
 // A deliberately wrong sampler: like bucket_order but re-sorts each bucket after shuffling it.
 MicroBatchOrder resorting_sampler(const std::vector<int64_t>& lengths, int64_t bucket,

@@ -1,6 +1,7 @@
 // Padding analysis: a hand-worked dataset, the loss-head formula, and invariants on random data.
 #include <gtest/gtest.h>
 
+#include "test_datasets.hpp"
 #include "tprobe/core/error.hpp"
 #include "tprobe/core/padding.hpp"
 #include "tprobe/core/rng.hpp"
@@ -19,17 +20,7 @@ LengthDataset make(std::vector<int64_t> lengths, std::vector<uint32_t> source,
   return ds;
 }
 
-LengthDataset random_dataset(uint64_t seed, std::size_t n, uint32_t sources, int64_t max_len) {
-  Rng rng(seed);
-  LengthDataset ds;
-  ds.name = "random";
-  for (uint32_t s = 0; s < sources; ++s) ds.source_names.push_back("s" + std::to_string(s));
-  for (std::size_t i = 0; i < n; ++i) {
-    ds.lengths.push_back(1 + static_cast<int64_t>(rng.uniform(static_cast<uint64_t>(max_len))));
-    ds.source.push_back(static_cast<uint32_t>(rng.uniform(sources)));
-  }
-  return ds;
-}
+using testing_support::random_dataset;
 
 // lengths 3 5 2 8 4, sources a a b b a, max_seq_len 6, micro-batch 2, file order:
 //   truncated: 3 5 2 6 4 (the 8 loses 2 tokens, source b)
