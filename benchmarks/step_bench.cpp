@@ -7,8 +7,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/base/error.hpp"
 #include "tprobe/model/gemma4.hpp"
 
 using namespace tprobe;

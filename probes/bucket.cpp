@@ -1,8 +1,8 @@
 // `tprobe bucket`: what a bucket-to-pair, shuffle-to-mix sampler buys, swept over bucket size.
 #include "probes/probe.hpp"
-#include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/bucket.hpp"
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/base/error.hpp"
 
 namespace tprobe::probes {
 namespace {

@@ -1,10 +1,10 @@
 // `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
 #include "probes/probe.hpp"
 
-#include "tprobe/core/config_json.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/flops_report.hpp"
-#include "tprobe/core/model_config.hpp"
+#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/cost/flops_report.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::probes {
 namespace {

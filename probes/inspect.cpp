@@ -1,15 +1,15 @@
 // `tprobe inspect`: a checkpoint (headers only) or an embedded model, by block, with the 4-bit
 // trap, LoRA target discovery and a memory budget estimate. docs/inspect.md.
-#include "tprobe/core/inspect.hpp"
+#include "tprobe/core/cost/inspect.hpp"
 
 #include <fmt/format.h>
 
 #include <memory>
 
 #include "probes/probe.hpp"
-#include "tprobe/core/checkpoint.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/gemma4_tensors.hpp"
+#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
 namespace tprobe::probes {
 

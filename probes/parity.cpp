@@ -1,10 +1,10 @@
 // `tprobe parity`: does tprobe's forward compute what Hugging Face computes for this checkpoint?
-#include "tprobe/model/parity.hpp"
+#include "tprobe/model/parity_report.hpp"
 
 #include <fmt/format.h>
 
 #include "probes/probe.hpp"
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/error.hpp"
 
 namespace tprobe::probes {
 namespace {

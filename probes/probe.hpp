@@ -9,8 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tprobe/core/environment.hpp"
-#include "tprobe/core/evidence.hpp"
+#include "tprobe/core/base/environment.hpp"
+#include "tprobe/core/base/evidence.hpp"
 
 namespace tprobe::probes {
 

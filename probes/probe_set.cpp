@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/error.hpp"
 #include "tprobe/cupti/cupti_info.hpp"
 #include "tprobe/model/runtime_info.hpp"
 

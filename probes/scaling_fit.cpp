@@ -1,8 +1,8 @@
 // `tprobe scaling-fit`: fit step time against per-sequence width and say how much is quadratic.
 #include "probes/probe.hpp"
 
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/scaling_fit_report.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/cost/scaling_fit_report.hpp"
 
 namespace tprobe::probes {
 namespace {

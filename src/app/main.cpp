@@ -3,8 +3,8 @@
 
 #include "probes/probe.hpp"
 #include "tprobe/config.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/model/kernels.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/model/torch_compat.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tprobe: where a LoRA MoE training step's time and memory go"};

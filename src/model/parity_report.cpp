@@ -1,7 +1,7 @@
 // JSON and table views of a parity result: no libtorch here, so they compile fast.
 #include <fmt/format.h>
 
-#include "tprobe/model/parity.hpp"
+#include "tprobe/model/parity_report.hpp"
 
 namespace tprobe::model {
 

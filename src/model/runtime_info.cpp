@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "tprobe/config.hpp"
-#include "tprobe/model/kernels.hpp"
+#include "tprobe/model/torch_compat.hpp"
 
 #if TPROBE_HAS_TORCH_CUDA
 #include <ATen/cuda/CUDAContext.h>

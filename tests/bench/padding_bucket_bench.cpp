@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <string>
 
-#include "tprobe/core/bucket.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/padding.hpp"
+#include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/data/padding.hpp"
 
 namespace {
 double since(std::chrono::steady_clock::time_point t0) {

@@ -8,8 +8,8 @@
 
 #include "run_tprobe.hpp"
 #include "support/synthetic_checkpoint.hpp"
-#include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/config_json.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/io/config_json.hpp"
 
 namespace tprobe::testing {
 namespace {

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
-#include "tprobe/core/safetensors.hpp"
+#include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::testing {
 namespace {

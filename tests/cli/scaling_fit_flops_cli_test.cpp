@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
-#include "tprobe/core/config_json.hpp"
-#include "tprobe/core/model_config.hpp"
+#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::testing {
 namespace {

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/base/error.hpp"
 #include "test_paths.hpp"
 
 namespace tprobe::core {

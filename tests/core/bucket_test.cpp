@@ -5,10 +5,10 @@
 #include <set>
 
 #include "test_paths.hpp"
-#include "tprobe/core/bucket.hpp"
+#include "tprobe/core/data/bucket.hpp"
 #include "test_datasets.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/rng.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {
 namespace {

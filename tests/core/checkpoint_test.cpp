@@ -1,5 +1,5 @@
 // Checkpoint directories (single, sharded, text-only), tensor layout, and the config cross-check.
-#include "tprobe/core/checkpoint.hpp"
+#include "tprobe/core/io/checkpoint.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,9 +9,9 @@
 
 #include "support/synthetic_checkpoint.hpp"
 #include "test_paths.hpp"
-#include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/gemma4_tensors.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -1,12 +1,12 @@
 // config.json reader: the published 26B-A4B form, text-only, per_layer_config, HF traps, refusals.
-#include "tprobe/core/config_json.hpp"
+#include "tprobe/core/io/config_json.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "test_paths.hpp"
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <fstream>
 
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/evidence.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/evidence.hpp"
 #include "test_paths.hpp"
 
 namespace tprobe::core {

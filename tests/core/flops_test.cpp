@@ -1,11 +1,11 @@
 // FLOP accounting: domain.md item 5 and item 12 from the shapes, a tiny model by hand, invariants.
-#include "tprobe/core/flops.hpp"
+#include "tprobe/core/cost/flops.hpp"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -1,6 +1,6 @@
 // inspect analysis: the published 26B numbers (embedded and from a sparse checkpoint with real
 // names), hand-worked small cases, LoRA target edge cases, and the 48 GiB headers-only timing.
-#include "tprobe/core/inspect.hpp"
+#include "tprobe/core/cost/inspect.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,10 +10,10 @@
 
 #include "support/synthetic_checkpoint.hpp"
 #include "test_paths.hpp"
-#include "tprobe/core/checkpoint.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/gemma4_tensors.hpp"
-#include "tprobe/core/lora_targets.hpp"
+#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -6,9 +6,9 @@
 #include <set>
 
 #include "test_paths.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/lengths.hpp"
-#include "tprobe/core/rng.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/io/lengths.hpp"
+#include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {
 namespace {

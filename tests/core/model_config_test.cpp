@@ -1,8 +1,8 @@
 // Embedded configs and per-layer geometry resolution.
 #include <gtest/gtest.h>
 
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/model_config.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::core {
 namespace {

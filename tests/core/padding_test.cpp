@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "test_datasets.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/padding.hpp"
-#include "tprobe/core/rng.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/data/padding.hpp"
+#include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {
 namespace {

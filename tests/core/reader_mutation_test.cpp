@@ -8,12 +8,12 @@
 #include <string>
 
 #include "test_paths.hpp"
-#include "tprobe/core/config_json.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/lengths.hpp"
-#include "tprobe/core/model_config.hpp"
-#include "tprobe/core/rng.hpp"
-#include "tprobe/core/safetensors.hpp"
+#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/io/lengths.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/base/rng.hpp"
+#include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -1,5 +1,5 @@
 // safetensors reader/writer: exact layouts, round trips, and every broken-header case.
-#include "tprobe/core/safetensors.hpp"
+#include "tprobe/core/io/safetensors.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <random>
 
 #include "test_paths.hpp"
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
 namespace {

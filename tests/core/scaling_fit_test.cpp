@@ -1,5 +1,5 @@
 // scaling fit: domain.md item 1, exact fits worked by hand, noisy recovery, refusals, readers.
-#include "tprobe/core/scaling_fit.hpp"
+#include "tprobe/core/cost/scaling_fit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 
 #include "test_paths.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/scaling_fit_report.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/cost/scaling_fit_report.hpp"
 
 namespace tprobe::core {
 namespace {

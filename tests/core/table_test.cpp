@@ -1,8 +1,8 @@
 // Table rendering and number formats.
 #include <gtest/gtest.h>
 
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/table.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/table.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tprobe/core/lengths.hpp"
-#include "tprobe/core/rng.hpp"
+#include "tprobe/core/io/lengths.hpp"
+#include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::testing_support {
 

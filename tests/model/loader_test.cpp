@@ -12,11 +12,11 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/checkpoint.hpp"
-#include "tprobe/core/config_json.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/gemma4_tensors.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
 namespace tprobe::model {
 namespace {

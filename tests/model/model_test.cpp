@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/model_config.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
 

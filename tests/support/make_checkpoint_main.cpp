@@ -5,7 +5,7 @@
 #include <string>
 
 #include "synthetic_checkpoint.hpp"
-#include "tprobe/core/error.hpp"
+#include "tprobe/core/base/error.hpp"
 
 int main(int argc, char** argv) {
   using tprobe::testing_support::SyntheticOptions;

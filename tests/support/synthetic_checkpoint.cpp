@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "tprobe/core/atomic_file.hpp"
-#include "tprobe/core/error.hpp"
-#include "tprobe/core/gemma4_tensors.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
 namespace tprobe::testing_support {
 

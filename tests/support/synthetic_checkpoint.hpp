@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/config_json.hpp"
-#include "tprobe/core/model_config.hpp"
-#include "tprobe/core/safetensors.hpp"
+#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::testing_support {
 

@@ -1,7 +1,7 @@
 // Fills the CUPTI part of the environment block.
 #pragma once
 
-#include "tprobe/core/environment.hpp"
+#include "tprobe/core/base/environment.hpp"
 
 namespace tprobe::cupti {
 

@@ -1,4 +1,5 @@
-// Tensor-level entry points of kernels.cpp: attention per implementation and the grouped GEMM.
+// Tensor-level attention entry points and the grouped GEMM. Implemented in torch_compat.cpp, the one
+// file with libtorch version guards (sdpa and the flash kernels exist only in libtorch 2.x).
 #pragma once
 
 #include <torch/torch.h>
@@ -6,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tprobe/model/kernels.hpp"
+#include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/model_config.hpp"
-#include "tprobe/model/kernels.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
 

@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-#include "tprobe/core/evidence.hpp"
-#include "tprobe/core/table.hpp"
-#include "tprobe/model/kernels.hpp"
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
 
@@ -63,8 +63,5 @@ struct ParityResult {
 
 ParityResult run_parity(const ParityOptions& options);
 
-// Views (src/model/parity_report.cpp, no libtorch): the evidence results and the stdout table.
-core::Json to_json(const ParityResult& result, const ParityOptions& options);
-core::Table parity_table(const ParityResult& result, const ParityOptions& options);
 
 }  // namespace tprobe::model

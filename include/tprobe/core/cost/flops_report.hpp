@@ -1,0 +1,24 @@
+// JSON and table views of a FlopsReport, with MFU against a step time and a peak.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/cost/flops.hpp"
+#include "tprobe/core/base/table.hpp"
+
+namespace tprobe::core {
+
+// The measured H200 bf16 dense GEMM rate (domain.md), the roofline tprobe's MFU figures use.
+inline constexpr double kDefaultPeakTflops = 790.0;
+
+struct FlopsRates {
+  std::optional<double> step_time_s;
+  double peak_tflops = kDefaultPeakTflops;
+};
+
+Json to_json(const FlopsReport& report, const FlopsRates& rates);
+std::vector<Table> flops_tables(const FlopsReport& report, const FlopsRates& rates);
+
+}  // namespace tprobe::core

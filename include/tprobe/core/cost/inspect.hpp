@@ -1,0 +1,141 @@
+// `tprobe inspect` analysis: parameters and bytes by block, the linear-only 4-bit trap, and the
+// memory budget estimate. Plain inputs (tensor metadata, a config), plain outputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/io/safetensors.hpp"
+#include "tprobe/core/base/table.hpp"
+
+namespace tprobe::core {
+
+// kBuffers: persistent buffers stored in the checkpoint (layer_scalar); they are counted in bytes
+// but not in parameter totals, as torch's parameters() does not list them.
+enum class Block {
+  kExperts,
+  kAttention,
+  kDenseMlp,
+  kRouterNorms,
+  kEmbedding,
+  kLmHead,
+  kNonText,
+  kBuffers,
+  kOther
+};
+
+const char* to_string(Block block);    // evidence key: "experts", "attention", ...
+const char* block_label(Block block);  // table label
+// Which block a tensor belongs to, given the text decoder's prefix.
+Block classify_tensor(const std::string& name, const std::string& prefix);
+bool is_buffer(const std::string& name);
+
+struct BlockRow {
+  Block block = Block::kOther;
+  int64_t tensors = 0;
+  int64_t params = 0;
+  uint64_t bytes = 0;
+};
+
+struct BlockSummary {
+  std::vector<BlockRow> rows;  // every block that has tensors, in enum order
+  int64_t total_params = 0;    // parameters: every block but kBuffers
+  uint64_t total_bytes = 0;    // every tensor
+  int64_t buffer_elements = 0;
+  int64_t text_params = 0;  // parameters outside kNonText
+  uint64_t text_bytes = 0;
+};
+
+BlockSummary summarize_blocks(const std::vector<TensorMeta>& tensors, const std::string& prefix);
+
+// What a quantizer that replaces only linear-layer weights (bitsandbytes-style: walks nn.Linear)
+// would do: every 2-D ".weight" tensor except embeddings and lm_head becomes 4-bit NF4 with one
+// fp32 absmax per 64 weights (0.5625 bytes/param); everything else, above all the fused 3-D
+// expert tensors, stays as stored.
+struct QuantizationEstimate {
+  double bits_per_param = 4.0;
+  int64_t block_size = 64;
+  int64_t absmax_bytes = 4;
+  int64_t quantized_tensors = 0;
+  int64_t quantized_params = 0;
+  uint64_t quantized_bytes_before = 0;
+  uint64_t quantized_bytes_after = 0;
+  int64_t untouched_params = 0;  // everything not quantized
+  uint64_t untouched_bytes = 0;
+  int64_t untouched_expert_params = 0;  // of which the fused 3-D experts
+  uint64_t untouched_expert_bytes = 0;
+  uint64_t bytes_before = 0;
+  uint64_t bytes_after = 0;
+  int64_t total_params = 0;
+};
+
+bool is_quantizable_linear(const TensorMeta& tensor);
+QuantizationEstimate estimate_linear_only_4bit(const std::vector<TensorMeta>& tensors,
+                                               const std::string& prefix);
+
+// Memory budget of one LoRA training step, estimated from shapes (profile measures it).
+struct MemoryInputs {
+  int64_t batch = 2;
+  int64_t width = 16384;           // tokens per sequence
+  int64_t ce_chunk_tokens = 1024;  // tokens per cross-entropy chunk
+  uint64_t weight_bytes = 0;       // text weights as stored
+  int64_t trainable_params = 0;    // LoRA parameters
+};
+
+struct MemoryRow {
+  std::string key;    // evidence key, ends in _bytes
+  std::string label;  // table label
+  uint64_t bytes = 0;
+  std::string basis;  // the formula, in words
+};
+
+struct MemoryEstimate {
+  MemoryInputs inputs;
+  std::vector<MemoryRow> rows;  // weights, adapter state, checkpointed inputs, CE naive, CE chunked
+  uint64_t total_naive_ce_bytes = 0;
+  uint64_t total_chunked_ce_bytes = 0;
+};
+
+// Assumptions (docs/inspect.md): adapters, their grads and AdamW's two moments in fp32
+// (16 bytes/param); gradient checkpointing keeps each layer's input (batch x width x hidden in
+// the activation dtype); cross-entropy over a softcapped head materialises per logit: the logits,
+// the saved tanh input and the capped logits in the activation dtype plus an fp32 upcast and an
+// fp32 softmax/gradient (3 x act + 8 bytes: 14 for bf16). Not included: the recomputed layer's
+// working set (MoE routing buffers), allocator fragmentation, CUDA context.
+MemoryEstimate estimate_memory(const ModelConfig& config, const MemoryInputs& inputs);
+
+// Views.
+// Tensors and bytes per stored dtype; `supported` is false for dtypes tprobe cannot compute with.
+struct DtypeRow {
+  std::string dtype;
+  int64_t tensors = 0;
+  uint64_t bytes = 0;
+  bool supported = false;
+};
+std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors);
+
+// The resolved geometry of every layer, for the evidence (results.config).
+Json config_summary_json(const ModelConfig& config);
+// Where the tensors came from (results.source): files, prefix, index warnings, config defaults.
+Json checkpoint_source_json(const Checkpoint& checkpoint);
+
+Json to_json(const std::vector<DtypeRow>& rows);
+Json to_json(const std::vector<Disagreement>& disagreements);
+Table disagreements_table(const std::vector<Disagreement>& disagreements);
+
+Json to_json(const BlockSummary& summary);
+Json to_json(const QuantizationEstimate& q);
+Json to_json(const LoraPlan& plan);
+Json to_json(const MemoryEstimate& m);
+Table blocks_table(const BlockSummary& summary);
+Table quantization_table(const QuantizationEstimate& q);
+Table lora_table(const LoraPlan& plan);
+Table memory_table(const MemoryEstimate& m);
+
+}  // namespace tprobe::core

@@ -1,0 +1,48 @@
+// The whole `scaling-fit` analysis over already-read points, and its JSON and table views.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/cost/scaling_fit.hpp"
+#include "tprobe/core/base/table.hpp"
+
+namespace tprobe::core {
+
+enum class SampleMode { kMedian, kRaw };
+
+struct ScalingFitInput {
+  std::vector<FitPoint> points;          // every point and repeat, as read
+  std::vector<std::string> skipped;      // input points not used (failed profile points)
+  std::optional<int64_t> batch;          // --batch
+  std::string model = "AB";              // A, AB, AC, ABC or auto
+  SampleMode samples = SampleMode::kMedian;
+  std::vector<int64_t> at_widths;        // --at
+  std::optional<WidthDistribution> widths;  // --widths-from
+  double alpha = 0.05;
+};
+
+struct ScalingFitReport {
+  ScalingFitInput input;
+  int64_t batch = 0;                    // 0: no input said
+  std::vector<std::string> dropped;     // points at another batch
+  std::vector<FitPoint> fitted_points;  // after batch selection and --samples
+  std::optional<ModelSelection> selection;
+  bool refused = false;
+  std::string refusal;  // why (auto or fit refused)
+  std::optional<ModelFit> fit;
+  std::optional<FixedTermVerdict> fixed_term;
+  std::vector<WidthTerms> at;
+  std::optional<WeightedShare> weighted;
+  std::vector<Diagnostic> diagnostics;
+};
+
+// Throws tprobe::UsageError for an unknown model name or a non-positive --at width.
+ScalingFitReport analyze_scaling(ScalingFitInput input);
+
+Json to_json(const ScalingFitReport& report);
+std::vector<Table> scaling_fit_tables(const ScalingFitReport& report);
+
+}  // namespace tprobe::core

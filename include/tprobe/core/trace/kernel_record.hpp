@@ -1,0 +1,35 @@
+// One device activity (kernel, memcpy, memset) in tprobe's own terms. Both the torch.profiler
+// trace reader and the CUPTI source produce these, so every kernel-table computation is
+// testable without a GPU (docs/ARCHITECTURE.md: the profiling seam).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace tprobe::core {
+
+enum class ActivityKind { kKernel, kMemcpy, kMemset };
+
+struct KernelRecord {
+  ActivityKind kind = ActivityKind::kKernel;
+  std::string name;          // demangled where the source knows how; whole, never shortened
+  int64_t start_ns = 0;      // relative to the session (or trace) start
+  int64_t end_ns = 0;
+  int32_t device = 0;
+  int64_t stream = 0;
+  int64_t correlation_id = 0;             // links the launch on the host to this activity
+  std::array<int32_t, 3> grid{{0, 0, 0}};
+  std::array<int32_t, 3> block{{0, 0, 0}};
+  int32_t registers_per_thread = 0;
+  int64_t shared_memory_bytes = 0;        // static + dynamic
+  int64_t bytes = 0;                      // memcpy / memset size
+  // Where it came from, when the source can tell: "forward", "backward", "loss", ... (empty if
+  // unknown), and a finer tag such as "sliding_attention" or "experts" (tprobe's own step only).
+  std::string phase;
+  std::string part;
+  int64_t step = -1;                      // profiler step the activity belongs to, -1 if none
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+}  // namespace tprobe::core

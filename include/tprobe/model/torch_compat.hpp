@@ -1,0 +1,48 @@
+// The one place that knows which libtorch version is linked: every API that differs between
+// libtorch 1.13 (Debian, CPU) and 2.x (the GPU host) is reached through this header.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/environment.hpp"
+
+namespace tprobe::model {
+
+// libtorch version string, e.g. "1.13.1" or "2.11.0".
+std::string torch_version();
+
+// True when the linked libtorch has the public scaled_dot_product_attention (>= 2.0).
+bool has_sdpa();
+
+// The SDPA backends the linked libtorch was built with and whether each is globally enabled.
+std::vector<core::SdpaBackend> sdpa_backends();
+
+// Attention implementations tprobe can run (chosen per layer type):
+//  kEager       explicit additive mask, repeated KV heads, fp32 softmax (HF "eager"); any libtorch.
+//  kSdpa        the calls HF's sdpa path makes: is_causal when HF drops the mask, an explicit bool
+//               mask where HF materialises one (sliding layers once S >= window), repeated KV
+//               heads with a mask, scale 1.0. libtorch >= 2.0.
+//  kFlashWindow CUDA builds: sliding layers on the variable-length flash kernel with
+//               window_size_left (no mask), head_dim > 256 on is_causal SDPA (memory-efficient).
+enum class AttnImpl { kEager, kSdpa, kFlashWindow };
+const char* to_string(AttnImpl impl);
+// "eager" / "sdpa" / "flash-window"; throws UsageError naming the value otherwise.
+AttnImpl parse_attn(const std::string& name);
+// Whether the linked libtorch can run `impl`; when not, `why` says why.
+bool attn_available(AttnImpl impl, std::string* why);
+
+// MoE expert dispatch: a per-expert GEMM loop (any libtorch), or one grouped GEMM call per
+// projection where the linked libtorch has at::_grouped_mm (CUDA, >= 2.8).
+enum class MoeDispatch { kLoop, kGroupedMm };
+const char* to_string(MoeDispatch dispatch);
+MoeDispatch parse_moe(const std::string& name);  // "loop" / "grouped_mm"
+bool has_grouped_mm();
+
+// CUDA device 0 helpers for timing and memory (no-ops / 0 on CPU-only builds).
+void cuda_synchronize();
+void cuda_reset_peak_memory();
+int64_t cuda_peak_allocated_bytes();  // caching allocator's peak of allocated bytes
+int64_t cuda_peak_reserved_bytes();
+
+}  // namespace tprobe::model

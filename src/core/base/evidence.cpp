@@ -1,0 +1,107 @@
+// Builds, writes and reads back the versioned evidence envelope.
+#include "tprobe/core/base/evidence.hpp"
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tprobe/config.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core {
+
+const char* to_string(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kOk: return "ok";
+    case Outcome::kNo: return "no";
+  }
+  return "?";
+}
+
+const char* to_string(Severity severity) {
+  switch (severity) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kError: return "error";
+  }
+  return "?";
+}
+
+std::string utc_timestamp_now() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     static_cast<int>(ms));
+}
+
+Evidence::Evidence(std::string probe, std::vector<std::string> argv)
+    : probe_(std::move(probe)),
+      argv_(std::move(argv)),
+      started_at_(utc_timestamp_now()),
+      start_(std::chrono::steady_clock::now()) {}
+
+void Evidence::diagnose(Severity severity, std::string code, std::string message) {
+  diagnostics_.push_back({severity, std::move(code), std::move(message)});
+}
+
+Json Evidence::to_json() const {
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  Json doc;
+  doc["schema"] = {{"name", "tprobe." + probe_}, {"version", kEvidenceSchemaVersion}};
+  doc["tool"] = {{"name", "tprobe"}, {"version", TPROBE_VERSION}, {"git_sha", TPROBE_GIT_SHA}};
+  doc["invocation"] = {{"probe", probe_},
+                       {"argv", argv_},
+                       {"options", options_},
+                       {"started_at", started_at_},
+                       {"wall_time_s", wall}};
+  doc["environment"] = environment_;
+  Json diags = Json::array();
+  for (const auto& d : diagnostics_) {
+    diags.push_back({{"severity", to_string(d.severity)}, {"code", d.code}, {"message", d.message}});
+  }
+  doc["status"] = {{"outcome", to_string(outcome_)}, {"diagnostics", std::move(diags)}};
+  doc["results"] = results_;
+  return doc;
+}
+
+void Evidence::write(const std::string& path) const {
+  write_file_atomic(path, to_json().dump(2) + "\n");
+}
+
+Json read_evidence_file(const std::string& path, const std::string& expected_probe) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open evidence file '{}'", path);
+  Json doc;
+  try {
+    doc = Json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    fail("evidence file '{}' is not valid JSON: {}", path, e.what());
+  }
+  const std::string want = "tprobe." + expected_probe;
+  if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_object() ||
+      !doc["schema"].contains("name") || !doc["schema"]["name"].is_string()) {
+    fail("'{}' is not a tprobe evidence file (no schema.name)", path);
+  }
+  const auto name = doc["schema"]["name"].get<std::string>();
+  if (!expected_probe.empty() && name != want) {
+    fail("'{}' holds '{}' evidence, expected '{}'", path, name, want);
+  }
+  if (!doc["schema"].contains("version") || !doc["schema"]["version"].is_number_integer() ||
+      doc["schema"]["version"].get<int>() != kEvidenceSchemaVersion) {
+    fail("'{}': unsupported evidence schema version (this tprobe reads version {})", path,
+         kEvidenceSchemaVersion);
+  }
+  if (!doc.contains("results") || !doc["results"].is_object()) {
+    fail("'{}': evidence file has no results object", path);
+  }
+  return doc;
+}
+
+}  // namespace tprobe::core

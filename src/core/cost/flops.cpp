@@ -1,0 +1,274 @@
+// Counts matrix-multiply FLOPs per component, layer type and pass; conventions in docs/flops.md.
+#include "tprobe/core/cost/flops.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core {
+namespace {
+
+// Elementwise FLOPs per logit of the softcapped cross-entropy: softcap (divide, tanh, multiply)
+// and log-sum-exp (subtract max, exp, add); the backward is counted the same. A rough estimate,
+// under 0.5 % of the head GEMM; every other elementwise op (norms, RoPE, GELU) is not counted.
+constexpr double kLossFlopsPerLogit = 6;
+
+struct LinearShape {
+  int64_t in = 0;
+  int64_t out = 0;
+  bool present = true;
+};
+
+// Module shapes of one decoder layer, by HF module name.
+std::map<std::string, LinearShape> layer_linears(const ModelConfig& c, const LayerGeometry& g) {
+  const int64_t h = c.hidden_size;
+  const int64_t q = c.num_attention_heads * g.head_dim;
+  const int64_t kv = g.num_kv_heads * g.head_dim;
+  std::map<std::string, LinearShape> m;
+  m["q_proj"] = {h, q, true};
+  m["k_proj"] = {h, kv, true};
+  m["v_proj"] = {h, kv, g.has_v_proj};
+  m["o_proj"] = {q, h, true};
+  const bool dense = c.intermediate_size > 0;
+  m["gate_proj"] = {h, c.intermediate_size, dense};
+  m["up_proj"] = {h, c.intermediate_size, dense};
+  m["down_proj"] = {c.intermediate_size, h, dense};
+  return m;
+}
+
+double linear_flops(const LinearShape& s) { return s.present ? 2.0 * s.in * s.out : 0.0; }
+
+}  // namespace
+
+const char* to_string(AttentionPath path) {
+  switch (path) {
+    case AttentionPath::kSdpaMasked: return "sdpa-masked";
+    case AttentionPath::kSdpaCausal: return "sdpa-causal";
+    case AttentionPath::kFlashWindow: return "flash-window";
+    case AttentionPath::kEager: return "eager";
+  }
+  return "?";
+}
+
+std::vector<std::string> attention_path_names() {
+  return {"sdpa-masked", "sdpa-causal", "flash-window", "eager"};
+}
+
+std::optional<AttentionPath> parse_attention_path(std::string_view text) {
+  for (auto p : {AttentionPath::kSdpaMasked, AttentionPath::kSdpaCausal,
+                 AttentionPath::kFlashWindow, AttentionPath::kEager}) {
+    if (text == to_string(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> lora_target_names() {
+  return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+}
+
+double total(const PassFlops& f) { return f[0] + f[1] + f[2]; }
+
+double causal_pairs(int64_t length) {
+  const double l = static_cast<double>(length);
+  return l * (l + 1) / 2;
+}
+
+double window_pairs(int64_t length, int64_t window) {
+  if (window <= 0 || length <= window) return causal_pairs(length);
+  const double w = static_cast<double>(window);
+  return w * (w + 1) / 2 + static_cast<double>(length - window) * w;
+}
+
+double mfu(double flops, double step_time_s, double peak_tflops) {
+  return flops / (step_time_s * peak_tflops * 1e12);
+}
+
+PassFlops FlopsReport::sum(bool performed, std::string_view component,
+                           std::string_view layer_type) const {
+  PassFlops s{};
+  for (const auto& r : rows) {
+    if (!component.empty() && r.component != component) continue;
+    if (!layer_type.empty() && r.layer_type != layer_type) continue;
+    const PassFlops& f = performed ? r.performed : r.intended;
+    for (int p = 0; p < kPasses; ++p) s[p] += f[p];
+  }
+  return s;
+}
+
+FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
+  if (req.batch < 1) fail("flops: batch {} is not a positive integer", req.batch);
+  if (req.width < 1) fail("flops: width {} is not a positive integer", req.width);
+  FlopsReport rep;
+  rep.request = req;
+  rep.model = c.name;
+  std::vector<int64_t> lengths = req.lengths;
+  if (lengths.empty()) lengths.assign(static_cast<size_t>(req.batch), req.width);
+  if (static_cast<int64_t>(lengths.size()) != req.batch) {
+    fail("flops: {} lengths given for batch {}; give one real length per sequence",
+         lengths.size(), req.batch);
+  }
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] < 1 || lengths[i] > req.width) {
+      fail("flops: length {} of sequence {} is outside 1..{} (the width)", lengths[i], i,
+           req.width);
+    }
+  }
+  rep.request.lengths = lengths;
+  std::set<std::string> targets;
+  const auto known = lora_target_names();
+  for (const auto& t : req.lora_targets) {
+    if (std::find(known.begin(), known.end(), t) == known.end()) {
+      fail("flops: unknown LoRA target '{}'; known targets are {}", t, fmt::join(known, ", "));
+    }
+    if (!targets.insert(t).second) fail("flops: LoRA target '{}' given twice", t);
+  }
+  if (!targets.empty() && req.lora_rank < 1) {
+    fail("flops: LoRA rank {} is not a positive integer", req.lora_rank);
+  }
+  if (c.num_layers != static_cast<int64_t>(c.layer_types.size())) {
+    fail("model '{}': num_layers {} but {} layer_types", c.name, c.num_layers, c.layer_types.size());
+  }
+
+  const double n = static_cast<double>(req.width);
+  const double batch = static_cast<double>(req.batch);
+  for (int64_t l : lengths) {
+    rep.real_tokens += l;
+    rep.padded = rep.padded || l < req.width;
+  }
+  rep.padded_tokens = req.batch * req.width;
+  const double real = static_cast<double>(rep.real_tokens);
+  const double padded = static_cast<double>(rep.padded_tokens);
+
+  // Query-key pairs. Intended: causal (+ window) over the real tokens of each sequence.
+  for (int64_t l : lengths) {
+    rep.pairs_intended_sliding += window_pairs(l, c.sliding_window);
+    rep.pairs_intended_full += causal_pairs(l);
+  }
+  // Performed: what each path computes (gemma4-architecture.md §4.2 for HF's is_causal rules).
+  const double dense = batch * n * n;
+  const double causal = batch * causal_pairs(req.width);
+  switch (req.path) {
+    case AttentionPath::kSdpaMasked:
+    case AttentionPath::kEager:
+      rep.pairs_performed_sliding = dense;
+      rep.pairs_performed_full = dense;
+      break;
+    case AttentionPath::kSdpaCausal:
+      rep.pairs_performed_full = rep.padded ? dense : causal;
+      rep.pairs_performed_sliding =
+          (rep.padded || (c.sliding_window > 0 && req.width >= c.sliding_window)) ? dense : causal;
+      break;
+    case AttentionPath::kFlashWindow:
+      rep.pairs_performed_full = rep.padded ? dense : causal;
+      rep.pairs_performed_sliding = rep.pairs_intended_sliding;  // varlen: real tokens, window only
+      break;
+  }
+
+  const double recompute = req.gradient_checkpointing ? 1.0 : 0.0;
+  // Frozen weights: the backward computes activation gradients only (1× the forward);
+  // trainable LoRA factors also get weight gradients (2×). Attention backward: dQ, dK, dV and dP
+  // are four pair×head_dim products against the forward's two (2×).
+  auto layer_pass = [&](double fwd, double bwd_factor) {
+    return PassFlops{fwd, bwd_factor * fwd, recompute * fwd};
+  };
+
+  std::map<std::pair<std::string, std::string>, FlopsRow> acc;
+  std::vector<std::pair<std::string, std::string>> order;
+  auto add = [&](const std::string& comp, LayerType type, double fwd_int, double fwd_perf,
+                 double bwd_factor) {
+    auto key = std::make_pair(comp, std::string(to_string(type)));
+    auto it = acc.find(key);
+    if (it == acc.end()) {
+      FlopsRow row;
+      row.component = comp;
+      row.layer_type = key.second;
+      it = acc.emplace(key, row).first;
+      order.push_back(key);
+    }
+    it->second.layers += 1;
+    PassFlops fi = layer_pass(fwd_int, bwd_factor), fp = layer_pass(fwd_perf, bwd_factor);
+    for (int p = 0; p < kPasses; ++p) {
+      it->second.intended[p] += fi[p];
+      it->second.performed[p] += fp[p];
+    }
+  };
+
+  std::map<std::string, LoraModules> lora;
+  for (const auto& t : known) {
+    if (targets.count(t)) lora[t].target = t;
+  }
+  const double h = static_cast<double>(c.hidden_size);
+  // Layer types in a fixed order so rows come out sliding first, then full.
+  for (LayerType type : {LayerType::kSliding, LayerType::kFull}) {
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      LayerGeometry g = c.layer(i);
+      if (g.type != type) continue;
+      const double hd = static_cast<double>(c.num_attention_heads * g.head_dim);
+      const bool sliding = type == LayerType::kSliding;
+      const double pi = sliding ? rep.pairs_intended_sliding : rep.pairs_intended_full;
+      const double pp = sliding ? rep.pairs_performed_sliding : rep.pairs_performed_full;
+      add("attn_scores", type, 2 * hd * pi, 2 * hd * pp, 2);
+      add("attn_values", type, 2 * hd * pi, 2 * hd * pp, 2);
+      auto lin = layer_linears(c, g);
+      for (const char* name : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
+        if (!lin[name].present) continue;
+        double f = linear_flops(lin[name]);
+        add(name, type, f * real, f * padded, 1);
+      }
+      if (c.intermediate_size > 0) {
+        double f = linear_flops(lin["gate_proj"]) + linear_flops(lin["up_proj"]) +
+                   linear_flops(lin["down_proj"]);
+        add("dense_mlp", type, f * real, f * padded, 1);
+      }
+      if (c.enable_moe_block && c.num_experts > 0) {
+        double fr = 2 * h * static_cast<double>(c.num_experts);
+        add("router", type, fr * real, fr * padded, 1);
+        // top-k experts per token, each gate_up (H → 2I) and down (I → H).
+        double fe = static_cast<double>(c.top_k_experts) * 6 * h *
+                    static_cast<double>(c.moe_intermediate_size);
+        add("experts", type, fe * real, fe * padded, 1);
+      }
+      if (!targets.empty()) {
+        double f = 0;
+        for (auto& [name, mods] : lora) {
+          const LinearShape& s = lin[name];
+          if (!s.present) continue;
+          mods.modules += 1;
+          mods.trainable_params += req.lora_rank * (s.in + s.out);
+          f += 2.0 * static_cast<double>(req.lora_rank) * static_cast<double>(s.in + s.out);
+        }
+        add("lora", type, f * real, f * padded, 2);
+      }
+    }
+  }
+  for (const auto& key : order) rep.rows.push_back(acc[key]);
+  for (const auto& t : known) {
+    if (lora.count(t)) rep.lora.push_back(lora[t]);
+  }
+
+  // Model-level rows: not inside a checkpointed decoder layer, so never recomputed. The head and
+  // loss are counted on the real tokens: a chunked CE skips positions without a label.
+  auto model_row = [&](const char* comp, double fwd, double bwd) {
+    FlopsRow r;
+    r.component = comp;
+    r.layer_type = "model";
+    r.layers = 1;
+    r.intended = {fwd, bwd, 0};
+    r.performed = {fwd, bwd, 0};
+    rep.rows.push_back(r);
+  };
+  model_row("embedding", 0, 0);  // a gather, no multiply-adds
+  const double v = static_cast<double>(c.vocab_size);
+  model_row("lm_head", 2 * h * v * real, 2 * h * v * real);  // tied, frozen: activation grad only
+  model_row("loss", kLossFlopsPerLogit * v * real, kLossFlopsPerLogit * v * real);
+
+  rep.intended_total = rep.sum(false, "", "");
+  rep.performed_total = rep.sum(true, "", "");
+  return rep;
+}
+
+}  // namespace tprobe::core

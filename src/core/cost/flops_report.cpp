@@ -1,0 +1,122 @@
+// Renders FLOP counts: evidence JSON (every row, every pass) and the human tables.
+#include "tprobe/core/cost/flops_report.hpp"
+
+#include <fmt/format.h>
+
+namespace tprobe::core {
+namespace {
+
+Json passes_json(const PassFlops& f) {
+  return Json{{"forward_flop", f[0]},
+              {"backward_flop", f[1]},
+              {"recompute_flop", f[2]},
+              {"total_flop", total(f)}};
+}
+
+std::string flop(double v) { return v == 0 ? "0" : format_sci(v, 3); }
+
+}  // namespace
+
+Json to_json(const FlopsReport& r, const FlopsRates& rates) {
+  Json out;
+  const FlopsRequest& q = r.request;
+  out["model"] = r.model;
+  out["batch"] = q.batch;
+  out["width"] = q.width;
+  out["lengths"] = q.lengths;
+  out["padded"] = r.padded;
+  out["attention_path"] = to_string(q.path);
+  out["gradient_checkpointing"] = q.gradient_checkpointing;
+  out["real_tokens"] = r.real_tokens;
+  out["padded_tokens"] = r.padded_tokens;
+  Json mods = Json::array();
+  int64_t modules = 0, params = 0;
+  for (const auto& m : r.lora) {
+    mods.push_back({{"target", m.target}, {"modules", m.modules},
+                    {"trainable_params", m.trainable_params}});
+    modules += m.modules;
+    params += m.trainable_params;
+  }
+  out["lora"] = {{"targets", q.lora_targets}, {"rank", q.lora_rank}, {"modules", modules},
+                 {"trainable_params", params}, {"per_target", mods}};
+  out["attention_pairs"] = {
+      {"sliding_attention", {{"intended", r.pairs_intended_sliding},
+                             {"performed", r.pairs_performed_sliding}}},
+      {"full_attention", {{"intended", r.pairs_intended_full},
+                          {"performed", r.pairs_performed_full}}}};
+  Json rows = Json::array();
+  for (const auto& row : r.rows) {
+    rows.push_back({{"component", row.component},
+                    {"layer_type", row.layer_type},
+                    {"layers", row.layers},
+                    {"intended", passes_json(row.intended)},
+                    {"performed", passes_json(row.performed)}});
+  }
+  out["components"] = rows;
+  Json by_type = Json::array();
+  for (const char* t : {"sliding_attention", "full_attention", "model"}) {
+    by_type.push_back({{"layer_type", t},
+                       {"intended", passes_json(r.sum(false, "", t))},
+                       {"performed", passes_json(r.sum(true, "", t))}});
+  }
+  out["by_layer_type"] = by_type;
+  const double ti = total(r.intended_total), tp = total(r.performed_total);
+  out["totals"] = {{"intended", passes_json(r.intended_total)},
+                   {"performed", passes_json(r.performed_total)},
+                   {"performed_over_intended_ratio", ti > 0 ? Json(tp / ti) : Json(nullptr)}};
+  Json m = {{"peak_tflops", rates.peak_tflops}, {"step_time_s", nullptr},
+            {"intended_ratio", nullptr}, {"performed_ratio", nullptr}};
+  if (rates.step_time_s) {
+    m["step_time_s"] = *rates.step_time_s;
+    m["intended_ratio"] = mfu(ti, *rates.step_time_s, rates.peak_tflops);
+    m["performed_ratio"] = mfu(tp, *rates.step_time_s, rates.peak_tflops);
+  }
+  out["mfu"] = m;
+  return out;
+}
+
+std::vector<Table> flops_tables(const FlopsReport& r, const FlopsRates& rates) {
+  const FlopsRequest& q = r.request;
+  std::string shape = fmt::format("{}×{}", q.batch, format_count(q.width));
+  Table t(fmt::format("FLOPs of one LoRA fwd+bwd step: {} at {}{}, {}, checkpointing {}", r.model,
+                      shape, r.padded ? fmt::format(" ({} real tokens)", format_count(r.real_tokens)) : "",
+                      to_string(q.path), q.gradient_checkpointing ? "on" : "off"));
+  t.column("component", Align::kLeft).column("layer type", Align::kLeft).column("layers")
+      .column("fwd").column("bwd").column("recompute").column("intended").column("performed")
+      .column("perf/int");
+  for (const auto& row : r.rows) {
+    const double ti = total(row.intended), tp = total(row.performed);
+    t.row({row.component, row.layer_type, std::to_string(row.layers), flop(row.intended[0]),
+           flop(row.intended[1]), flop(row.intended[2]), flop(ti), flop(tp),
+           ti > 0 ? fmt::format("{:.2f}×", tp / ti) : "-"});
+  }
+  t.separator();
+  const double ti = total(r.intended_total), tp = total(r.performed_total);
+  t.row({"total", "", "", flop(r.intended_total[0]), flop(r.intended_total[1]),
+         flop(r.intended_total[2]), flop(ti), flop(tp), fmt::format("{:.2f}×", tp / ti)});
+  t.note("fwd/bwd/recompute columns are intended FLOPs; performed = what the attention path computes");
+  t.note(fmt::format(
+      "attention pairs per forward (batch): sliding {} intended / {} performed; full {} / {}",
+      flop(r.pairs_intended_sliding), flop(r.pairs_performed_sliding),
+      flop(r.pairs_intended_full), flop(r.pairs_performed_full)));
+  if (!r.lora.empty()) {
+    int64_t modules = 0, params = 0;
+    for (const auto& m : r.lora) {
+      modules += m.modules;
+      params += m.trainable_params;
+    }
+    t.note(fmt::format("LoRA r{} on {}: {} modules, {} trainable parameters", q.lora_rank,
+                       fmt::join(q.lora_targets, ","), modules, format_count(params)));
+  }
+  if (rates.step_time_s) {
+    t.note(fmt::format("MFU at {} per step and {} TFLOP/s peak: intended {}, performed {}",
+                       format_seconds(*rates.step_time_s), rates.peak_tflops,
+                       format_percent(mfu(ti, *rates.step_time_s, rates.peak_tflops)),
+                       format_percent(mfu(tp, *rates.step_time_s, rates.peak_tflops))));
+  } else {
+    t.note("MFU: give --step-time to divide these by a measured step");
+  }
+  return {t};
+}
+
+}  // namespace tprobe::core

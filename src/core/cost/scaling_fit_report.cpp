@@ -1,0 +1,308 @@
+// scaling-fit: batch selection, sample reduction, model choice, fit, verdicts; JSON and table views.
+#include "tprobe/core/cost/scaling_fit_report.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core {
+namespace {
+
+Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+// Widths are token counts: written as integers (every reader checks they are).
+Json tokens(double width) { return static_cast<int64_t>(std::llround(width)); }
+
+std::string pm(const Coefficient& c, int digits = 4) {
+  return c.std_error ? fmt::format("{} ± {}", format_sci(c.value, digits), format_sci(*c.std_error, 1))
+                     : format_sci(c.value, digits);
+}
+
+std::string curve_text(FitModel m) {
+  switch (m) {
+    case FitModel::kA: return "t(w) = A·w";
+    case FitModel::kAB: return "t(w) = A·w + B·w²";
+    case FitModel::kAC: return "t(w) = C + A·w";
+    case FitModel::kABC: return "t(w) = C + A·w + B·w²";
+  }
+  return "?";
+}
+
+Json terms_json(const WidthTerms& t) {
+  return Json{{"width", tokens(t.width)},
+              {"predicted_s", t.predicted_s},
+              {"constant_s", t.constant_s},
+              {"linear_s", t.linear_s},
+              {"quadratic_s", t.quadratic_s},
+              {"quadratic_share", t.quadratic_share}};
+}
+
+}  // namespace
+
+ScalingFitReport analyze_scaling(ScalingFitInput input) {
+  ScalingFitReport r;
+  const bool is_auto = input.model == "auto";
+  std::optional<FitModel> requested = parse_fit_model(input.model);
+  if (!is_auto && !requested) {
+    fail_usage("--model '{}' is not one of A, AB, AC, ABC, auto", input.model);
+  }
+  for (int64_t w : input.at_widths) {
+    if (w < 1) fail_usage("--at {} is not a positive width", w);
+  }
+  r.input = input;
+  std::vector<FitPoint> points = input.points;
+  r.batch = select_batch(points, input.batch, &r.dropped);
+  r.fitted_points = input.samples == SampleMode::kMedian ? median_per_width(points) : points;
+  for (const auto& s : input.skipped) {
+    r.diagnostics.push_back({Severity::kInfo, "point_skipped", "not fitted: " + s});
+  }
+  for (const auto& d : r.dropped) {
+    r.diagnostics.push_back({Severity::kInfo, "point_other_batch", "not fitted: " + d});
+  }
+  FitModel model = requested.value_or(FitModel::kAB);
+  if (is_auto) {
+    r.selection = select_model(r.fitted_points, input.alpha);
+    if (!r.selection->possible) {
+      r.refused = true;
+      r.refusal = r.selection->refusal;
+      r.diagnostics.push_back({Severity::kError, "auto_refused", r.refusal});
+      return r;
+    }
+    model = r.selection->chosen;
+  }
+  ModelFit fit = fit_model(r.fitted_points, model);
+  if (!fit.determined) {
+    r.refused = true;
+    r.refusal = fit.refusal;
+    r.diagnostics.push_back({Severity::kError, "underdetermined", r.refusal});
+    r.fit = fit;
+    return r;
+  }
+  if (fit.exact) {
+    r.diagnostics.push_back(
+        {Severity::kWarning, "exact_fit",
+         fmt::format("{} points for {} parameters: the curve passes through every point, so there "
+                     "are no error bars and the fit tests nothing; measure another width",
+                     fit.points, fit.parameters)});
+  }
+  r.fixed_term = fixed_term_verdict(r.fitted_points, input.alpha);
+  for (int64_t w : input.at_widths) r.at.push_back(fit.at(static_cast<double>(w)));
+  if (input.widths) {
+    r.weighted = weighted_quadratic_share(fit, *input.widths);
+    if (input.widths->micro_batch && r.batch != 0 && *input.widths->micro_batch != r.batch) {
+      r.diagnostics.push_back(
+          {Severity::kWarning, "batch_mismatch",
+           fmt::format("{} was made at micro-batch {} but the fit is at batch {}: the weighted "
+                       "share applies this batch's curve to those widths",
+                       input.widths->path, *input.widths->micro_batch, r.batch)});
+    }
+  }
+  r.fit = std::move(fit);
+  return r;
+}
+
+Json to_json(const ScalingFitReport& r) {
+  Json out;
+  out["model"] = r.fit && r.fit->determined ? Json(to_string(r.fit->model)) : Json(nullptr);
+  out["model_requested"] = r.input.model;
+  out["fit_status"] = r.refused ? "refused" : (r.fit && r.fit->exact ? "exact" : "ok");
+  out["refusal"] = r.refused ? Json(r.refusal) : Json(nullptr);
+  out["batch"] = r.batch != 0 ? Json(r.batch) : Json(nullptr);
+  out["samples"] = r.input.samples == SampleMode::kMedian ? "median" : "raw";
+  out["alpha"] = r.input.alpha;
+  if (r.selection) {
+    Json tests = Json::array();
+    for (const auto& t : r.selection->tests) {
+      tests.push_back({{"reduced", to_string(t.reduced)},
+                       {"full", to_string(t.full)},
+                       {"term", t.term},
+                       {"f", std::isfinite(t.f) ? Json(t.f) : Json(nullptr)},
+                       {"df_num", t.df_num},
+                       {"df_den", t.df_den},
+                       {"p_value", t.p_value},
+                       {"significant", t.significant}});
+    }
+    out["selection"] = {{"method", "backward elimination by nested-model F-tests"},
+                        {"possible", r.selection->possible},
+                        {"reason", r.selection->possible ? Json(r.selection->reason) : Json(nullptr)},
+                        {"tests", tests}};
+  } else {
+    out["selection"] = nullptr;
+  }
+  const bool fitted = r.fit && r.fit->determined;
+  Json coef = Json::object(), se = Json::object();
+  if (fitted) {
+    coef["a_s_per_token"] = r.fit->a.value;
+    se["a_s_per_token"] = opt(r.fit->a.std_error);
+    // B is always written (0 when the model has no quadratic term) so that readers such as
+    // `bucket --scaling-fit` can take A and B from any fit; C only where it was fitted.
+    coef["b_s_per_token2"] = r.fit->b.value;
+    se["b_s_per_token2"] = opt(r.fit->b.std_error);
+    if (has_constant(r.fit->model)) {
+      coef["c_s"] = r.fit->c.value;
+      se["c_s"] = opt(r.fit->c.std_error);
+    }
+  }
+  out["coefficients"] = coef;
+  out["std_errors"] = se;
+  out["degrees_of_freedom"] = fitted ? Json(r.fit->dof) : Json(nullptr);
+  out["distinct_widths"] = r.fit ? Json(r.fit->distinct_widths) : Json(nullptr);
+  out["rss_s2"] = fitted ? Json(r.fit->rss) : Json(nullptr);
+  out["residual_std_s"] = fitted ? opt(r.fit->residual_std_s) : Json(nullptr);
+  out["crossover_width"] = fitted ? opt(r.fit->crossover_width) : Json(nullptr);
+  out["loo_rms_s"] = fitted ? opt(r.fit->loo_rms_s) : Json(nullptr);
+  out["loo_max_abs_s"] = fitted ? opt(r.fit->loo_max_abs_s) : Json(nullptr);
+  Json points = Json::array();
+  if (fitted) {
+    for (size_t i = 0; i < r.fit->per_point.size(); ++i) {
+      const PointFit& p = r.fit->per_point[i];
+      points.push_back({{"width", tokens(p.width)},
+                        {"seconds", p.seconds},
+                        {"predicted_s", p.predicted_s},
+                        {"residual_s", p.residual_s},
+                        {"residual_ratio", p.residual_ratio},
+                        {"constant_s", p.constant_s},
+                        {"linear_s", p.linear_s},
+                        {"quadratic_s", p.quadratic_s},
+                        {"quadratic_share", p.quadratic_share},
+                        {"loo_predicted_s", opt(p.loo_predicted_s)},
+                        {"loo_error_s", opt(p.loo_error_s)},
+                        {"origin", r.fitted_points[i].origin}});
+    }
+  } else {
+    for (const auto& p : r.fitted_points) {
+      points.push_back({{"width", tokens(p.width)}, {"seconds", p.seconds}, {"origin", p.origin}});
+    }
+  }
+  out["points"] = points;
+  if (r.fixed_term) {
+    const auto& v = *r.fixed_term;
+    out["fixed_term"] = {{"testable", v.testable},
+                         {"c_s", opt(v.c_s)},
+                         {"c_std_error_s", opt(v.c_std_error_s)},
+                         {"f", v.f && std::isfinite(*v.f) ? Json(*v.f) : Json(nullptr)},
+                         {"p_value", opt(v.p_value)},
+                         {"needed", v.needed},
+                         {"verdict", v.verdict}};
+  } else {
+    out["fixed_term"] = nullptr;
+  }
+  Json at = Json::array();
+  for (const auto& t : r.at) at.push_back(terms_json(t));
+  out["at"] = at;
+  if (r.weighted && r.input.widths) {
+    const auto& d = *r.input.widths;
+    Json hist = Json::array();
+    for (const auto& w : d.widths) hist.push_back({{"width", w.width}, {"count", w.count}});
+    out["widths_from"] = {{"path", d.path},
+                          {"probe", d.probe},
+                          {"key", d.key},
+                          {"micro_batch", d.micro_batch ? Json(*d.micro_batch) : Json(nullptr)},
+                          {"micro_batches", r.weighted->micro_batches},
+                          {"mean_width", r.weighted->mean_width},
+                          {"predicted_total_s", r.weighted->predicted_total_s},
+                          {"quadratic_total_s", r.weighted->quadratic_total_s},
+                          {"quadratic_share", r.weighted->quadratic_share},
+                          {"width_histogram", hist}};
+  } else {
+    out["widths_from"] = nullptr;
+  }
+  // Every point as read, before batch selection and --samples, so medians can be re-derived.
+  Json raw = Json::array();
+  for (const auto& p : r.input.points) {
+    raw.push_back({{"width", tokens(p.width)},
+                   {"seconds", p.seconds},
+                   {"batch", p.batch != 0 ? Json(p.batch) : Json(nullptr)},
+                   {"origin", p.origin}});
+  }
+  out["input_points"] = raw;
+  out["dropped"] = r.dropped;
+  out["skipped"] = r.input.skipped;
+  return out;
+}
+
+std::vector<Table> scaling_fit_tables(const ScalingFitReport& r) {
+  std::vector<Table> tables;
+  const std::string batch = r.batch ? fmt::format("batch {}", r.batch) : "batch not stated";
+  const std::string samples = r.input.samples == SampleMode::kMedian ? "medians" : "raw samples";
+  if (r.refused) {
+    Table t(fmt::format("scaling fit REFUSED ({}, {} fitted point{}, {})", batch,
+                        r.fitted_points.size(), r.fitted_points.size() == 1 ? "" : "s", samples));
+    t.column("width").column("seconds");
+    for (const auto& p : r.fitted_points) {
+      t.row({format_count(static_cast<int64_t>(p.width)), format_seconds(p.seconds)});
+    }
+    t.note("refused: see the error below; nothing was fitted");
+    tables.push_back(std::move(t));
+    return tables;
+  }
+  const ModelFit& f = *r.fit;
+  Table coef(fmt::format("scaling fit: {}  ({}, {} points, {}, {} dof)", curve_text(f.model), batch,
+                         f.points, samples, f.dof));
+  coef.column("term", Align::kLeft).column("value ± std. error").column("unit", Align::kLeft);
+  coef.row({"A", pm(f.a), "s/token"});
+  if (has_quadratic(f.model)) coef.row({"B", pm(f.b), "s/token²"});
+  if (has_constant(f.model)) coef.row({"C", pm(f.c), "s"});
+  if (f.exact) coef.note("exact fit: as many points as parameters, no error bars, nothing tested");
+  if (r.selection) coef.note(r.selection->reason);
+  if (r.fixed_term) coef.note("fixed term: " + r.fixed_term->verdict);
+  if (f.crossover_width) {
+    coef.note(fmt::format("crossover A/B = {} tokens: the quadratic term dominates above it",
+                          format_count(static_cast<int64_t>(std::llround(*f.crossover_width)))));
+  }
+  if (f.residual_std_s) coef.note("residual std. error " + format_seconds(*f.residual_std_s));
+  if (f.loo_rms_s) {
+    coef.note(fmt::format("leave-one-out prediction error: rms {}, max {}", format_seconds(*f.loo_rms_s),
+                          format_seconds(*f.loo_max_abs_s)));
+  }
+  tables.push_back(std::move(coef));
+
+  Table pts("per point");
+  pts.column("width").column("measured").column("predicted").column("residual")
+      .column("resid %").column("linear").column("quadratic").column("quad share")
+      .column("LOO error");
+  // The evidence holds every point; the human view stops after a screenful.
+  constexpr size_t kMaxRows = 40;
+  for (size_t i = 0; i < f.per_point.size() && i < kMaxRows; ++i) {
+    const PointFit& p = f.per_point[i];
+    pts.row({format_count(static_cast<int64_t>(p.width)), format_seconds(p.seconds),
+             format_seconds(p.predicted_s), format_seconds(p.residual_s),
+             format_percent(p.residual_ratio, 2), format_seconds(p.linear_s),
+             format_seconds(p.quadratic_s), format_percent(p.quadratic_share),
+             p.loo_error_s ? format_seconds(*p.loo_error_s) : "-"});
+  }
+  if (f.per_point.size() > kMaxRows) {
+    pts.note(fmt::format("... {} more points in the evidence file (results.points)",
+                         f.per_point.size() - kMaxRows));
+  }
+  tables.push_back(std::move(pts));
+
+  if (!r.at.empty()) {
+    Table at("predicted at --at widths");
+    at.column("width").column("predicted").column("linear").column("quadratic").column("quad share");
+    for (const auto& t : r.at) {
+      at.row({format_count(static_cast<int64_t>(t.width)), format_seconds(t.predicted_s),
+              format_seconds(t.linear_s), format_seconds(t.quadratic_s),
+              format_percent(t.quadratic_share)});
+    }
+    tables.push_back(std::move(at));
+  }
+  if (r.weighted && r.input.widths) {
+    const auto& d = *r.input.widths;
+    Table w(fmt::format("quadratic share over the widths of {} ({})", d.path, d.key));
+    w.column("micro-batches").column("mean width").column("predicted total").column("quadratic")
+        .column("quad share");
+    w.row({format_count(r.weighted->micro_batches),
+           format_count(static_cast<int64_t>(std::llround(r.weighted->mean_width))),
+           format_seconds(r.weighted->predicted_total_s),
+           format_seconds(r.weighted->quadratic_total_s),
+           format_percent(r.weighted->quadratic_share)});
+    w.note("share of the summed predicted step time spent in the B·w² term");
+    tables.push_back(std::move(w));
+  }
+  return tables;
+}
+
+}  // namespace tprobe::core

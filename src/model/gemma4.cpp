@@ -1,0 +1,569 @@
+// The Gemma-4 MoE text decoder, LoRA, per-layer gradient checkpointing and the chunked
+// softcapped cross-entropy (gemma4-architecture.md §2 is the spec; its §5 lists the traps).
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/model/attention.hpp"
+#include "tprobe/model/gemma4.hpp"
+
+namespace tprobe::model {
+
+using torch::Tensor;
+using torch::indexing::Slice;
+
+namespace {
+
+constexpr int64_t kIgnoreIndex = -100;
+
+Tensor linear(const Linear& l, const Tensor& x) {
+  Tensor y = torch::matmul(x, l.weight.t());
+  if (l.has_lora()) {
+    y = y + torch::matmul(torch::matmul(x, l.lora_a.t()), l.lora_b.t()) * l.lora_scale;
+  }
+  return y;
+}
+
+Tensor gelu_tanh(const Tensor& x) { return torch::gelu(x, "tanh"); }
+
+Tensor rotate_half(const Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat(
+      {-x.index({"...", Slice(half, torch::indexing::None)}), x.index({"...", Slice(0, half)})},
+      -1);
+}
+
+// x [B, S, H, D]; cos/sin [1, S, D] → broadcast over heads (HF unsqueeze_dim=2).
+Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  Tensor c = cos.unsqueeze(2);
+  Tensor s = sin.unsqueeze(2);
+  return x * c + rotate_half(x) * s;
+}
+
+const std::vector<std::string>& all_targets() {
+  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                 "gate_proj", "up_proj", "down_proj"};
+  return names;
+}
+
+bool is_target(const LoraConfig& lora, const std::string& name) {
+  return std::find(lora.targets.begin(), lora.targets.end(), name) != lora.targets.end();
+}
+
+// Experts with the grouped_mm semantics of HF's default dispatch (§2.6): gather one row per
+// (token, k) pair, sort by expert, per-expert GEMMs, activation, down GEMM, × routing weight,
+// un-permute, one reduction over k.
+Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor& idx,
+                       const Tensor& w, MoeDispatch dispatch) {
+  const int64_t tokens = x.size(0), top_k = idx.size(1), hidden = x.size(1);
+  const int64_t num_experts = layer.experts_gate_up.size(0);
+  const int64_t inter = layer.experts_down.size(2);
+  Tensor flat_idx = idx.reshape({-1});
+  Tensor perm = std::get<1>(flat_idx.sort(/*stable=*/true, 0, false));
+  Tensor rows = perm.div(top_k, "floor");
+  Tensor xs = x.index_select(0, rows);
+  Tensor counts = torch::bincount(flat_idx, {}, num_experts);
+  Tensor ys;
+  if (dispatch == MoeDispatch::kGroupedMm) {
+    Tensor offs = counts.cumsum(0).to(torch::kInt);
+    Tensor gu = grouped_mm(xs, layer.experts_gate_up.transpose(1, 2), offs);
+    Tensor a = gelu_tanh(gu.index({Slice(), Slice(0, inter)})) *
+               gu.index({Slice(), Slice(inter, torch::indexing::None)});
+    ys = grouped_mm(a, layer.experts_down.transpose(1, 2), offs);
+  } else {
+    Tensor counts_cpu = counts.to(torch::kCPU);
+    const int64_t* c = counts_cpu.data_ptr<int64_t>();
+    std::vector<Tensor> parts;
+    int64_t start = 0;
+    for (int64_t e = 0; e < num_experts; ++e) {
+      if (c[e] == 0) continue;
+      Tensor xe = xs.narrow(0, start, c[e]);
+      Tensor gu = torch::matmul(xe, layer.experts_gate_up[e].t());
+      Tensor a = gelu_tanh(gu.narrow(1, 0, inter)) * gu.narrow(1, inter, inter);
+      parts.push_back(torch::matmul(a, layer.experts_down[e].t()));
+      start += c[e];
+    }
+    ys = torch::cat(parts, 0);
+  }
+  ys = ys * w.reshape({-1}).index_select(0, perm).unsqueeze(1);
+  Tensor inverse = std::get<1>(perm.sort(false, 0, false));
+  Tensor out = ys.index_select(0, inverse);
+  return out.view({tokens, top_k, hidden}).sum(1).to(x.scalar_type());
+}
+
+// Reentrant per-layer checkpoint (HF's gradient_checkpointing with use_reentrant=True): only the
+// hidden state is an input, nothing inside is saved; backward recomputes the layer with grad
+// enabled and back-propagates through it, accumulating into the adapters' .grad directly. If the
+// input does not require grad the output does not either, and the adapters stay inert — the trap
+// of domain item 13 that ModelOptions::input_requires_grad avoids.
+struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+  // Non-tensor arguments travel as integers: IValue holds no raw pointers. The model outlives
+  // every graph built from it.
+  static Tensor forward(torch::autograd::AutogradContext* ctx, Tensor x, int64_t model_address,
+                        int64_t index, int64_t record_address) {
+    ctx->save_for_backward({x});
+    ctx->saved_data["model"] = model_address;
+    ctx->saved_data["index"] = index;
+    const auto* model = reinterpret_cast<const Gemma4Model*>(model_address);
+    return model->layer_forward(static_cast<size_t>(index), x,
+                                reinterpret_cast<ForwardRecord*>(record_address));
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    const auto* model = reinterpret_cast<const Gemma4Model*>(ctx->saved_data["model"].toInt());
+    const int64_t index = ctx->saved_data["index"].toInt();
+    Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    Tensor y;
+    {
+      torch::AutoGradMode enable(true);
+      y = model->layer_forward(static_cast<size_t>(index), x, nullptr);
+    }
+    torch::autograd::backward({y}, {grad_out[0]});
+    return {x.grad(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
+  static Tensor capped_logits(const Tensor& h, const Tensor& head, double softcap) {
+    Tensor logits = torch::matmul(h, head.t());
+    if (softcap > 0) logits = torch::tanh(logits / softcap) * softcap;
+    return logits;
+  }
+
+  static Tensor forward(torch::autograd::AutogradContext* ctx, Tensor hidden, Tensor head,
+                        Tensor labels, double softcap, int64_t chunk) {
+    const int64_t n = hidden.size(0);
+    Tensor valid = labels.ne(kIgnoreIndex);
+    const int64_t count = valid.sum().item<int64_t>();
+    Tensor total = torch::zeros({}, hidden.options().dtype(torch::kFloat));
+    if (hidden.scalar_type() == torch::kDouble) total = total.to(torch::kDouble);
+    for (int64_t s = 0; s < n; s += chunk) {
+      const int64_t len = std::min(chunk, n - s);
+      Tensor lf = capped_logits(hidden.narrow(0, s, len), head, softcap).to(total.scalar_type());
+      Tensor lab = labels.narrow(0, s, len);
+      Tensor tgt = lf.gather(1, lab.clamp_min(0).unsqueeze(1)).squeeze(1);
+      Tensor lse = torch::logsumexp(lf, -1);
+      lf.reset();  // the chunk's logits go before the next chunk's are made
+      total = total + ((lse - tgt) * valid.narrow(0, s, len).to(lse.scalar_type())).sum();
+    }
+    ctx->save_for_backward({hidden, head, labels});
+    ctx->saved_data["softcap"] = softcap;
+    ctx->saved_data["chunk"] = chunk;
+    ctx->saved_data["count"] = count;
+    return total / static_cast<double>(count);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    Tensor hidden = saved[0], head = saved[1], labels = saved[2];
+    const double softcap = ctx->saved_data["softcap"].toDouble();
+    const int64_t chunk = ctx->saved_data["chunk"].toInt();
+    const int64_t count = ctx->saved_data["count"].toInt();
+    Tensor scale = grad_out[0] / static_cast<double>(count);
+    const int64_t n = hidden.size(0);
+    Tensor grad_hidden = torch::empty_like(hidden);
+    const auto acc = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    for (int64_t s = 0; s < n; s += chunk) {
+      const int64_t len = std::min(chunk, n - s);
+      // In place wherever possible: at vocab 262,144 every [chunk, V] fp32 temporary is 4 GiB
+      // per 4,096 rows.
+      Tensor capped = capped_logits(hidden.narrow(0, s, len), head, softcap).to(acc);
+      Tensor lab = labels.narrow(0, s, len);
+      Tensor row_scale = lab.ne(kIgnoreIndex).to(acc).mul_(scale.to(acc)).unsqueeze(1);
+      Tensor g = torch::softmax(capped, -1);
+      g.scatter_add_(1, lab.clamp_min(0).unsqueeze(1), -torch::ones({len, 1}, g.options()));
+      g.mul_(row_scale);
+      if (softcap > 0) g.mul_(capped.div_(softcap).pow_(2).neg_().add_(1.0));  // d(c·tanh(z/c))/dz
+      capped.reset();
+      grad_hidden.narrow(0, s, len).copy_(torch::matmul(g.to(hidden.scalar_type()), head));
+    }
+    return {grad_hidden, Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+}  // namespace
+
+std::vector<std::string> lora_target_names() { return all_targets(); }
+
+void validate_lora(const LoraConfig& lora) {
+  if (lora.targets.empty()) return;
+  for (const auto& t : lora.targets) {
+    if (std::find(all_targets().begin(), all_targets().end(), t) == all_targets().end()) {
+      fail_usage("--targets: unknown module '{}' (known: {})", t, fmt::join(all_targets(), ","));
+    }
+  }
+  if (lora.rank <= 0) fail_usage("--rank {}: must be positive", lora.rank);
+  if (!(lora.alpha > 0)) fail_usage("--alpha {}: must be positive", lora.alpha);
+}
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  const auto acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  Tensor xf = x.to(acc);
+  Tensor mean_sq = xf.pow(2).mean(-1, true) + eps;
+  Tensor out = xf * torch::pow(mean_sq, -0.5);
+  if (weight.defined()) out = out * weight.to(acc);
+  return out.to(x.scalar_type());
+}
+
+Tensor rope_inv_freq(const core::RopeParams& rope, int64_t head_dim) {
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat);
+  if (rope.type == core::RopeType::kDefault) {
+    Tensor exps = torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kLong))
+                      .to(torch::kFloat) /
+                  static_cast<double>(head_dim);
+    return 1.0 / torch::pow(rope.theta, exps);
+  }
+  // proportional: the first int(p·D//2) frequencies use exponent 2i/D over the FULL head_dim,
+  // the remaining D/2 − that many are zero (cos 1, sin 0: pass-through lanes).
+  const auto angles =
+      static_cast<int64_t>(rope.partial_rotary_factor * static_cast<double>(head_dim) / 2.0);
+  Tensor exps = torch::arange(0, 2 * angles, 2, torch::TensorOptions().dtype(torch::kLong))
+                    .to(torch::kFloat) /
+                static_cast<double>(head_dim);
+  Tensor rotated = 1.0 / torch::pow(rope.theta, exps);
+  return torch::cat({rotated, torch::zeros({head_dim / 2 - angles}, f32)});
+}
+
+std::pair<Tensor, Tensor> rope_cos_sin(const core::RopeParams& rope, int64_t head_dim,
+                                       const Tensor& position_ids, torch::Dtype dtype) {
+  Tensor inv = rope_inv_freq(rope, head_dim).to(position_ids.device());
+  Tensor freqs = position_ids.to(torch::kFloat).unsqueeze(-1) * inv;  // fp32 angles
+  Tensor emb = torch::cat({freqs, freqs}, -1);
+  return {emb.cos().to(dtype), emb.sin().to(dtype)};
+}
+
+Gemma4Model::Gemma4Model(core::ModelConfig config, ModelOptions options)
+    : config_(std::move(config)), options_(options) {
+  const auto& c = config_;
+  if (!c.enable_moe_block)
+    fail("model '{}': tprobe implements the MoE Gemma-4 (enable_moe_block=true) only", c.name);
+  if (c.hidden_size_per_layer_input != 0) {
+    fail("model '{}': hidden_size_per_layer_input={} (per-layer embeddings) is not supported",
+         c.name, c.hidden_size_per_layer_input);
+  }
+  if (c.num_kv_shared_layers != 0)
+    fail("model '{}': num_kv_shared_layers != 0 is not supported", c.name);
+  if (c.attention_bias) fail("model '{}': attention_bias=true is not supported", c.name);
+  if (static_cast<int64_t>(c.layer_types.size()) != c.num_layers) {
+    fail("model '{}': {} layer_types for {} layers", c.name, c.layer_types.size(), c.num_layers);
+  }
+  auto opts = torch::TensorOptions().dtype(options_.dtype).device(options_.device);
+  auto mk = [&](std::vector<int64_t> shape) { return torch::empty(shape, opts); };
+  const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
+  embed_ = mk({c.vocab_size, H});
+  final_norm_ = mk({H});
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    DecoderLayer L;
+    L.geometry = c.layer(i);
+    const int64_t D = L.geometry.head_dim, Hq = c.num_attention_heads,
+                  Hkv = L.geometry.num_kv_heads;
+    L.q_proj.weight = mk({Hq * D, H});
+    L.k_proj.weight = mk({Hkv * D, H});
+    if (L.geometry.has_v_proj) L.v_proj.weight = mk({Hkv * D, H});
+    L.o_proj.weight = mk({H, Hq * D});
+    L.q_norm = mk({D});
+    L.k_norm = mk({D});
+    for (Tensor* t :
+         {&L.input_layernorm, &L.post_attention_layernorm, &L.pre_feedforward_layernorm,
+          &L.post_feedforward_layernorm, &L.post_feedforward_layernorm_1,
+          &L.pre_feedforward_layernorm_2, &L.post_feedforward_layernorm_2, &L.router_scale}) {
+      *t = mk({H});
+    }
+    L.gate_proj.weight = mk({c.intermediate_size, H});
+    L.up_proj.weight = mk({c.intermediate_size, H});
+    L.down_proj.weight = mk({H, c.intermediate_size});
+    L.router_proj.weight = mk({E, H});
+    L.router_per_expert_scale = mk({E});
+    L.experts_gate_up = mk({E, 2 * I, H});
+    L.experts_down = mk({E, H, I});
+    L.layer_scalar = mk({1});
+    layers_.push_back(std::move(L));
+  }
+}
+
+Gemma4Model Gemma4Model::empty(const core::ModelConfig& config, const ModelOptions& options) {
+  return Gemma4Model(config, options);
+}
+
+Gemma4Model Gemma4Model::random(const core::ModelConfig& config, const ModelOptions& options,
+                                uint64_t seed) {
+  Gemma4Model m(config, options);
+  torch::manual_seed(seed);
+  torch::NoGradGuard no_grad;
+  for (auto& [name, t] : m.parameters()) {
+    const bool is_one = t->dim() == 1;  // norms, router scales, layer_scalar
+    if (is_one) {
+      t->fill_(1.0);
+    } else {
+      t->normal_(0.0, 0.02);
+    }
+  }
+  return m;
+}
+
+std::vector<std::pair<std::string, Tensor*>> Gemma4Model::parameters() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  out.emplace_back("embed_tokens.weight", &embed_);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto& L = layers_[i];
+    const std::string p = fmt::format("layers.{}.", i);
+    out.emplace_back(p + "self_attn.q_proj.weight", &L.q_proj.weight);
+    out.emplace_back(p + "self_attn.k_proj.weight", &L.k_proj.weight);
+    if (L.geometry.has_v_proj) out.emplace_back(p + "self_attn.v_proj.weight", &L.v_proj.weight);
+    out.emplace_back(p + "self_attn.o_proj.weight", &L.o_proj.weight);
+    out.emplace_back(p + "self_attn.q_norm.weight", &L.q_norm);
+    out.emplace_back(p + "self_attn.k_norm.weight", &L.k_norm);
+    out.emplace_back(p + "input_layernorm.weight", &L.input_layernorm);
+    out.emplace_back(p + "post_attention_layernorm.weight", &L.post_attention_layernorm);
+    out.emplace_back(p + "pre_feedforward_layernorm.weight", &L.pre_feedforward_layernorm);
+    out.emplace_back(p + "post_feedforward_layernorm.weight", &L.post_feedforward_layernorm);
+    out.emplace_back(p + "post_feedforward_layernorm_1.weight", &L.post_feedforward_layernorm_1);
+    out.emplace_back(p + "pre_feedforward_layernorm_2.weight", &L.pre_feedforward_layernorm_2);
+    out.emplace_back(p + "post_feedforward_layernorm_2.weight", &L.post_feedforward_layernorm_2);
+    out.emplace_back(p + "mlp.gate_proj.weight", &L.gate_proj.weight);
+    out.emplace_back(p + "mlp.up_proj.weight", &L.up_proj.weight);
+    out.emplace_back(p + "mlp.down_proj.weight", &L.down_proj.weight);
+    out.emplace_back(p + "router.proj.weight", &L.router_proj.weight);
+    out.emplace_back(p + "router.scale", &L.router_scale);
+    out.emplace_back(p + "router.per_expert_scale", &L.router_per_expert_scale);
+    out.emplace_back(p + "experts.gate_up_proj", &L.experts_gate_up);
+    out.emplace_back(p + "experts.down_proj", &L.experts_down);
+    out.emplace_back(p + "layer_scalar", &L.layer_scalar);
+  }
+  out.emplace_back("norm.weight", &final_norm_);
+  return out;
+}
+
+std::vector<int64_t> Gemma4Model::expected_shape(const std::string& name) const {
+  for (auto& [n, t] : const_cast<Gemma4Model*>(this)->parameters()) {
+    if (n == name) return t->sizes().vec();
+  }
+  fail("model '{}': no tensor named '{}'", config_.name, name);
+}
+
+void Gemma4Model::add_lora(const LoraConfig& lora, uint64_t seed) {
+  validate_lora(lora);
+  lora_ = lora;
+  if (lora.targets.empty()) return;
+  torch::manual_seed(seed);
+  auto opts = torch::TensorOptions().dtype(options_.dtype).device(options_.device);
+  auto attach = [&](Linear& l) {
+    const int64_t out = l.weight.size(0), in = l.weight.size(1);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(in));  // kaiming_uniform(a=√5)
+    l.lora_a = torch::empty({lora.rank, in}, opts).uniform_(-bound, bound).requires_grad_(true);
+    l.lora_b = torch::zeros({out, lora.rank}, opts).requires_grad_(true);
+    l.lora_scale = lora.scale();
+  };
+  for (auto& L : layers_) {
+    if (is_target(lora, "q_proj")) attach(L.q_proj);
+    if (is_target(lora, "k_proj")) attach(L.k_proj);
+    if (is_target(lora, "v_proj") && L.geometry.has_v_proj) attach(L.v_proj);
+    if (is_target(lora, "o_proj")) attach(L.o_proj);
+    if (is_target(lora, "gate_proj")) attach(L.gate_proj);
+    if (is_target(lora, "up_proj")) attach(L.up_proj);
+    if (is_target(lora, "down_proj")) attach(L.down_proj);
+  }
+}
+
+std::vector<std::pair<std::string, Tensor*>> Gemma4Model::lora_parameters() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto& L = layers_[i];
+    std::pair<const char*, Linear*> mods[] = {
+        {"self_attn.q_proj", &L.q_proj}, {"self_attn.k_proj", &L.k_proj},
+        {"self_attn.v_proj", &L.v_proj}, {"self_attn.o_proj", &L.o_proj},
+        {"mlp.gate_proj", &L.gate_proj}, {"mlp.up_proj", &L.up_proj},
+        {"mlp.down_proj", &L.down_proj}};
+    for (auto& [name, lin] : mods) {
+      if (!lin->has_lora()) continue;
+      out.emplace_back(fmt::format("layers.{}.{}.lora_A.weight", i, name), &lin->lora_a);
+      out.emplace_back(fmt::format("layers.{}.{}.lora_B.weight", i, name), &lin->lora_b);
+    }
+  }
+  return out;
+}
+
+int64_t Gemma4Model::count_base_parameters() const {
+  int64_t n = 0;
+  for (auto& [name, t] : const_cast<Gemma4Model*>(this)->parameters()) {
+    if (name.find("layer_scalar") == std::string::npos) n += t->numel();
+  }
+  return n;
+}
+
+int64_t Gemma4Model::count_lora_parameters() const {
+  int64_t n = 0;
+  for (auto& [name, t] : const_cast<Gemma4Model*>(this)->lora_parameters()) n += t->numel();
+  return n;
+}
+
+int64_t Gemma4Model::count_lora_modules() const {
+  return static_cast<int64_t>(const_cast<Gemma4Model*>(this)->lora_parameters().size() / 2);
+}
+
+Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* record) const {
+  const auto& c = config_;
+  const DecoderLayer& L = layers_[index];
+  const auto& g = L.geometry;
+  const double eps = c.rms_norm_eps;
+  const int64_t B = x.size(0), S = x.size(1), H = x.size(2);
+  const int64_t Hq = c.num_attention_heads, Hkv = g.num_kv_heads, D = g.head_dim;
+
+  // attention block (§2.3)
+  Tensor residual = x;
+  Tensor h = rms_norm(x, L.input_layernorm, eps);
+  const auto& rope = g.type == core::LayerType::kFull ? c.rope_full : c.rope_sliding;
+  Tensor positions =
+      torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(x.device())).unsqueeze(0);
+  auto [cos, sin] = rope_cos_sin(rope, D, positions, x.scalar_type());
+  Tensor q = rms_norm(linear(L.q_proj, h).view({B, S, Hq, D}), L.q_norm, eps);
+  q = apply_rope(q, cos, sin).transpose(1, 2);
+  Tensor k_raw = linear(L.k_proj, h).view({B, S, Hkv, D});
+  Tensor v_raw = g.has_v_proj ? linear(L.v_proj, h).view({B, S, Hkv, D}) : k_raw;
+  Tensor k = apply_rope(rms_norm(k_raw, L.k_norm, eps), cos, sin).transpose(1, 2);
+  Tensor v = rms_norm(v_raw, Tensor(), eps).transpose(1, 2);
+  const int64_t window = g.type == core::LayerType::kSliding ? c.sliding_window : 0;
+  std::string resolved;
+  Tensor attn = attention(options_.attn, q, k, v, window, &resolved);
+  if (record) {
+    std::string& slot = g.type == core::LayerType::kFull ? record->attn_full : record->attn_sliding;
+    if (slot.empty()) slot = resolved;
+  }
+  attn = attn.transpose(1, 2).reshape({B, S, Hq * D});
+  h = rms_norm(linear(L.o_proj, attn), L.post_attention_layernorm, eps);
+  Tensor xs = residual + h;
+
+  // feed-forward block (§2.7): dense MLP and MoE side by side
+  residual = xs;
+  Tensor d = rms_norm(residual, L.pre_feedforward_layernorm, eps);
+  d = linear(L.down_proj, gelu_tanh(linear(L.gate_proj, d)) * linear(L.up_proj, d));
+  d = rms_norm(d, L.post_feedforward_layernorm_1, eps);
+
+  Tensor flat = residual.reshape({B * S, H});
+  Tensor r = rms_norm(flat, Tensor(), eps);
+  r = r * L.router_scale;
+  r = r * std::pow(static_cast<double>(H), -0.5);
+  // transformers 5.17 takes the router softmax in fp32 (dtype=torch.float32), so the routing
+  // weights, their renormalisation, the per-expert scale and (through type promotion) the
+  // weighted sum over k are fp32; gemma4-architecture.md §2.5 describes an older bf16 version.
+  // Matching this took tprobe's bf16 error from 3x Hugging Face's to HF's level (docs/parity.md).
+  const auto router_acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  Tensor probs = torch::softmax(linear(L.router_proj, r), -1, router_acc);
+  auto [w, idx] = probs.topk(c.top_k_experts, -1);
+  w = w / w.sum(-1, true);
+  w = w * L.router_per_expert_scale.index_select(0, idx.reshape({-1})).view(idx.sizes());
+  Tensor m = rms_norm(flat, L.pre_feedforward_layernorm_2, eps);
+  m = experts_forward(L, m, idx, w, options_.moe);
+  if (record && record->moe.empty()) record->moe = to_string(options_.moe);
+  m = rms_norm(m, L.post_feedforward_layernorm_2, eps).view({B, S, H});
+  h = rms_norm(d + m, L.post_feedforward_layernorm, eps);
+  return (residual + h) * L.layer_scalar;
+}
+
+Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record) {
+  const bool checkpoint = options_.gradient_checkpointing && torch::GradMode::is_enabled();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (checkpoint) {
+      x = CheckpointedLayer::apply(x, reinterpret_cast<int64_t>(this), static_cast<int64_t>(i),
+                                   reinterpret_cast<int64_t>(record));
+    } else {
+      if (i == 0 && record && record->layer_outputs)
+        record->layer_outputs->push_back(x.detach().clone());
+      x = layer_forward(i, x, record);
+      if (record && record->layer_outputs) record->layer_outputs->push_back(x.detach().clone());
+    }
+  }
+  return x;
+}
+
+Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record) {
+  if (input_ids.dim() != 2) fail("input_ids must be [batch, seq], got {} dims", input_ids.dim());
+  Tensor scale = torch::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)),
+                                      torch::TensorOptions().dtype(torch::kFloat))
+                     .to(embed_.scalar_type())
+                     .to(embed_.device());
+  Tensor x = torch::embedding(embed_, input_ids.to(embed_.device())) * scale;
+  if (options_.input_requires_grad && torch::GradMode::is_enabled() && !lora_.targets.empty()) {
+    x.requires_grad_(true);
+  }
+  x = run_layers(x, record);
+  return rms_norm(x, final_norm_, config_.rms_norm_eps);
+}
+
+Tensor Gemma4Model::logits(const Tensor& input_ids, ForwardRecord* record) {
+  Tensor h = hidden_states(input_ids, record);
+  Tensor logits = torch::matmul(h, embed_.t());
+  if (config_.final_logit_softcapping) {
+    const double cap = *config_.final_logit_softcapping;
+    logits = torch::tanh(logits / cap) * cap;
+  }
+  return logits;
+}
+
+LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record) {
+  Tensor h = hidden_states(input_ids, record);
+  Tensor ids = input_ids.to(h.device());
+  Tensor labels = torch::full_like(ids, kIgnoreIndex);
+  labels.narrow(1, 0, ids.size(1) - 1).copy_(ids.narrow(1, 1, ids.size(1) - 1));
+  LossResult out;
+  out.num_targets = labels.ne(kIgnoreIndex).sum().item<int64_t>();
+  out.loss = softcapped_cross_entropy(h.reshape({-1, h.size(2)}), embed_, labels.reshape({-1}),
+                                      config_.final_logit_softcapping.value_or(0.0), options_.ce,
+                                      options_.ce_chunk);
+  return out;
+}
+
+Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const Tensor& labels,
+                                double softcap, CeMode mode, int64_t chunk) {
+  if (mode == CeMode::kChunked) {
+    if (chunk <= 0) fail_usage("--ce-chunk {}: must be positive", chunk);
+    return ChunkedSoftcapCe::apply(hidden, head, labels, softcap, chunk);
+  }
+  Tensor logits = torch::matmul(hidden, head.t());
+  if (softcap > 0) logits = torch::tanh(logits / softcap) * softcap;
+  const auto acc = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  return torch::nn::functional::cross_entropy(
+      logits.to(acc), labels,
+      torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex));
+}
+
+ParameterCounts count_parameters(const core::ModelConfig& c, const LoraConfig& lora) {
+  ParameterCounts n;
+  const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
+  n.base_parameters = c.vocab_size * H + H;
+  auto lora_on = [&](const char* name, int64_t in, int64_t out) {
+    if (!is_target(lora, name) || lora.rank <= 0) return;
+    n.lora_modules += 1;
+    n.lora_parameters += lora.rank * (in + out);
+  };
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const auto g = c.layer(i);
+    const int64_t q = c.num_attention_heads * g.head_dim, kv = g.num_kv_heads * g.head_dim;
+    n.base_parameters += q * H + kv * H + (g.has_v_proj ? kv * H : 0) + H * q + 2 * g.head_dim;
+    n.base_parameters += 7 * H + 3 * c.intermediate_size * H;
+    n.base_parameters += E * H + H + E + E * 2 * I * H + E * H * I;
+    lora_on("q_proj", H, q);
+    lora_on("k_proj", H, kv);
+    if (g.has_v_proj) lora_on("v_proj", H, kv);
+    lora_on("o_proj", q, H);
+    lora_on("gate_proj", H, c.intermediate_size);
+    lora_on("up_proj", H, c.intermediate_size);
+    lora_on("down_proj", c.intermediate_size, H);
+  }
+  return n;
+}
+
+std::vector<std::string> inert_lora_b(Gemma4Model& model) {
+  std::vector<std::string> out;
+  for (auto& [name, t] : model.lora_parameters()) {
+    if (name.find("lora_B") == std::string::npos) continue;
+    const Tensor& g = t->grad();
+    if (!g.defined() || g.abs().max().item<double>() == 0.0) out.push_back(name);
+  }
+  return out;
+}
+
+}  // namespace tprobe::model

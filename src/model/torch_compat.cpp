@@ -1,0 +1,301 @@
+// Version-guarded access to libtorch APIs that exist only in newer releases, and the attention
+// implementations that use them. The only file with TORCH_VERSION guards.
+#include "tprobe/model/torch_compat.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include "tprobe/config.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/model/attention.hpp"
+
+#if TPROBE_HAS_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#define TPROBE_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||         \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace tprobe::model {
+
+std::string torch_version() { return TORCH_VERSION; }
+
+bool has_sdpa() {
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::vector<core::SdpaBackend> sdpa_backends() {
+  std::vector<core::SdpaBackend> out;
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+  auto& ctx = at::globalContext();
+  const bool cuda = TPROBE_HAS_TORCH_CUDA != 0;
+  out.push_back({"flash", cuda, ctx.userEnabledFlashSDP(),
+                 cuda ? "head_dim <= 256, no explicit mask" : "CUDA kernels not in this build"});
+  out.push_back({"mem_efficient", cuda, ctx.userEnabledMemEfficientSDP(),
+                 cuda ? "accepts explicit masks" : "CUDA kernels not in this build"});
+#if TPROBE_TORCH_AT_LEAST(2, 3)
+  out.push_back(
+      {"cudnn", cuda, ctx.userEnabledCuDNNSDP(), cuda ? "" : "CUDA kernels not in this build"});
+#endif
+  out.push_back({"math", true, ctx.userEnabledMathSDP(), "reference composite, any shape"});
+#else
+  out.push_back({"math", false, false,
+                 "libtorch " TORCH_VERSION " has no public scaled_dot_product_attention; tprobe "
+                 "uses its eager attention"});
+#endif
+  return out;
+}
+
+const char* to_string(AttnImpl impl) {
+  switch (impl) {
+    case AttnImpl::kEager:
+      return "eager";
+    case AttnImpl::kSdpa:
+      return "sdpa";
+    case AttnImpl::kFlashWindow:
+      return "flash-window";
+  }
+  return "?";
+}
+
+AttnImpl parse_attn(const std::string& name) {
+  if (name == "eager") return AttnImpl::kEager;
+  if (name == "sdpa") return AttnImpl::kSdpa;
+  if (name == "flash-window") return AttnImpl::kFlashWindow;
+  fail_usage("--attn '{}': expected eager, sdpa or flash-window", name);
+}
+
+bool attn_available(AttnImpl impl, std::string* why) {
+  switch (impl) {
+    case AttnImpl::kEager:
+      return true;
+    case AttnImpl::kSdpa:
+      if (has_sdpa()) return true;
+      if (why)
+        *why =
+            "libtorch " + torch_version() + " has no scaled_dot_product_attention (needs >= 2.0)";
+      return false;
+    case AttnImpl::kFlashWindow:
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
+      return true;
+#else
+      if (why) *why = "flash-window needs a CUDA build of libtorch >= 2.5 (windowed varlen flash)";
+      return false;
+#endif
+  }
+  return false;
+}
+
+const char* to_string(MoeDispatch dispatch) {
+  return dispatch == MoeDispatch::kGroupedMm ? "grouped_mm" : "loop";
+}
+
+MoeDispatch parse_moe(const std::string& name) {
+  if (name == "loop") return MoeDispatch::kLoop;
+  if (name == "grouped_mm") return MoeDispatch::kGroupedMm;
+  fail_usage("--moe '{}': expected loop or grouped_mm", name);
+}
+
+bool has_grouped_mm() {
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 8)
+  return true;
+#else
+  return false;
+#endif
+}
+
+torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b,
+                         const torch::Tensor& offs) {
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 8)
+  return at::_grouped_mm(a, b, offs);
+#else
+  (void)a;
+  (void)b;
+  (void)offs;
+  fail("grouped GEMM is not available in libtorch {}", torch_version());
+#endif
+}
+
+void cuda_synchronize() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) torch::cuda::synchronize();
+#endif
+}
+
+void cuda_reset_peak_memory() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+#endif
+}
+
+int64_t cuda_peak_allocated_bytes() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
+  }
+#endif
+  return 0;
+}
+
+int64_t cuda_peak_reserved_bytes() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).reserved_bytes[0].peak;
+  }
+#endif
+  return 0;
+}
+
+torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
+  if (n_rep == 1) return x;
+  auto s = x.sizes();
+  return x.unsqueeze(2)
+      .expand({s[0], s[1], n_rep, s[2], s[3]})
+      .reshape({s[0], s[1] * n_rep, s[2], s[3]});
+}
+
+torch::Tensor causal_bool_mask(int64_t seq_len, int64_t window, const torch::Device& device) {
+  auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
+  torch::Tensor q = torch::arange(seq_len, opts).unsqueeze(1);
+  torch::Tensor k = torch::arange(seq_len, opts).unsqueeze(0);
+  torch::Tensor allowed = k.le(q);
+  if (window > 0) allowed = allowed.logical_and(k.gt(q - window));
+  return allowed.view({1, 1, seq_len, seq_len});
+}
+
+namespace {
+
+torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k,
+                              const torch::Tensor& v, int64_t window) {
+  const int64_t n_rep = q.size(1) / k.size(1);
+  torch::Tensor kr = repeat_kv(k, n_rep);
+  torch::Tensor vr = repeat_kv(v, n_rep);
+  torch::Tensor scores = torch::matmul(q, kr.transpose(2, 3));  // scaling = 1.0
+  // HF's eager mask: 0 where allowed, finfo(dtype).min elsewhere, added to the scores.
+  torch::Tensor allowed = causal_bool_mask(q.size(2), window, q.device());
+  double min_value = 0;
+  switch (q.scalar_type()) {
+    case torch::kFloat:
+      min_value = std::numeric_limits<float>::lowest();
+      break;
+    case torch::kDouble:
+      min_value = std::numeric_limits<double>::lowest();
+      break;
+    case torch::kBFloat16:
+      min_value = -3.3895313892515355e38;
+      break;
+    case torch::kHalf:
+      min_value = -65504.0;
+      break;
+    default:
+      fail("eager attention: unsupported dtype {}", std::string(c10::toString(q.scalar_type())));
+  }
+  torch::Tensor additive =
+      torch::zeros(allowed.sizes(), q.options()).masked_fill(allowed.logical_not(), min_value);
+  scores = scores + additive;
+  // HF: softmax in fp32, cast back. fp64 (tests only) keeps fp64 so references stay exact.
+  const auto acc = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+  torch::Tensor probs = torch::softmax(scores, -1, acc).to(q.scalar_type());
+  return torch::matmul(probs, vr);
+}
+
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+// HF sdpa_attention_forward for a text-only forward with no padding and no cache: the mask is
+// dropped (is_causal) on full layers and on sliding layers while S < window; otherwise a bool
+// mask is materialised, which forces repeat-kv. GQA without a mask uses enable_gqa only for
+// head_dim <= 256 (HF PR #46960: enable_gqa at 512 fell back to the math kernel).
+torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                             int64_t window, std::string* resolved) {
+  const int64_t seq = q.size(2);
+  const int64_t n_rep = q.size(1) / k.size(1);
+  const bool mask_skipped = window <= 0 || seq < window;
+  if (mask_skipped) {
+    const bool causal = seq > 1;
+#if TPROBE_TORCH_AT_LEAST(2, 5)
+    if (n_rep > 1 && q.size(3) <= 256) {
+      if (resolved) *resolved = causal ? "sdpa(is_causal,enable_gqa)" : "sdpa(no_mask,enable_gqa)";
+      return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, 1.0, true);
+    }
+#endif
+    if (resolved) *resolved = n_rep > 1 ? "sdpa(is_causal,repeat_kv)" : "sdpa(is_causal)";
+    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
+                                            causal, 1.0);
+  }
+  if (resolved) *resolved = "sdpa(bool_mask,repeat_kv)";
+  torch::Tensor mask = causal_bool_mask(seq, window, q.device());
+  return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask, 0.0,
+                                          false, 1.0);
+}
+#endif
+
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
+// Sliding layers: the variable-length flash kernel over packed rows [B·S, H, D] with cumulative
+// sequence lengths and window_size_left = window − 1 (k ≥ q − (W − 1) ⇔ k > q − W), no mask.
+// GQA is native to flash. head_dim > 256 (flash refuses it): is_causal SDPA, i.e. the
+// memory-efficient kernel, with repeated KV heads as HF does there.
+torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                     const torch::Tensor& v, int64_t window,
+                                     std::string* resolved) {
+  const int64_t batch = q.size(0), seq = q.size(2), dim = q.size(3);
+  const int64_t n_rep = q.size(1) / k.size(1);
+  if (q.scalar_type() != torch::kBFloat16 && q.scalar_type() != torch::kHalf) {
+    fail(
+        "flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
+        "--dtype bf16, or sdpa/eager for fp32");
+  }
+  if (dim > 256) {
+    if (resolved) *resolved = "sdpa(is_causal,repeat_kv) head_dim>256";
+    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
+                                            true, 1.0);
+  }
+  auto pack = [&](const torch::Tensor& t) {
+    return t.transpose(1, 2).reshape({batch * seq, t.size(1), dim});
+  };
+  torch::Tensor cum = torch::arange(0, (batch + 1) * seq, seq,
+                                    torch::TensorOptions().dtype(torch::kInt).device(q.device()));
+  c10::optional<int64_t> left;
+  if (window > 0) left = window - 1;
+  c10::optional<int64_t> right = 0;
+  auto out = at::_flash_attention_forward(pack(q), pack(k), pack(v), cum, cum, seq, seq, 0.0,
+                                          /*is_causal=*/true, /*return_debug_mask=*/false, 1.0,
+                                          window > 0 ? left : c10::optional<int64_t>(), right);
+  if (resolved) {
+    *resolved = window > 0 ? fmt::format("flash_varlen(window_left={})", window - 1)
+                           : "flash_varlen(causal)";
+  }
+  return std::get<0>(out).view({batch, seq, q.size(1), dim}).transpose(1, 2);
+}
+#endif
+
+}  // namespace
+
+torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k,
+                        const torch::Tensor& v, int64_t window, std::string* resolved) {
+  switch (impl) {
+    case AttnImpl::kEager:
+      if (resolved) *resolved = "eager";
+      return eager_attention(q, k, v, window);
+    case AttnImpl::kSdpa:
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+      return sdpa_attention(q, k, v, window, resolved);
+#else
+      break;
+#endif
+    case AttnImpl::kFlashWindow:
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
+      if (q.is_cuda()) return flash_window_attention(q, k, v, window, resolved);
+#endif
+      break;
+  }
+  std::string why = "not supported on this device";
+  attn_available(impl, &why);
+  fail("attention '{}' cannot run here: {}", to_string(impl), why);
+}
+
+}  // namespace tprobe::model
