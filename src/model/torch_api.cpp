@@ -34,11 +34,16 @@ struct Loaded {
 
 Loaded load() {
   std::vector<std::string> candidates;
-  if (const char* env = std::getenv("TPROBE_TORCH_MODULE"); env && *env) candidates.push_back(env);
-  if (std::string dir = executable_dir(); !dir.empty()) candidates.push_back(dir + "/" + kModuleName);
+  if (const char* env = std::getenv("TPROBE_TORCH_MODULE"); env && *env) {
+    candidates.push_back(env);  // the user's choice, and only that
+  } else {
+    if (std::string dir = executable_dir(); !dir.empty()) {
+      candidates.push_back(dir + "/" + kModuleName);
+    }
 #ifdef TPROBE_TORCH_MODULE_BUILD_PATH
-  candidates.push_back(TPROBE_TORCH_MODULE_BUILD_PATH);
+    candidates.push_back(TPROBE_TORCH_MODULE_BUILD_PATH);
 #endif
+  }
   std::string tried;
   for (const std::string& path : candidates) {
     if (!readable(path)) {

@@ -24,9 +24,9 @@ struct TorchApi {
   ParityResult (*run_parity)(const ParityOptions& options) = nullptr;
 };
 
-// Loads the module on first call (thread-safe) and returns its table. Looks, in order, at
-// $TPROBE_TORCH_MODULE, libtprobe_torch.so beside the running executable, and the build tree's
-// copy. Throws tprobe::Error saying where it looked and what dlopen answered.
+// Loads the module on first call (thread-safe) and returns its table. Looks at
+// $TPROBE_TORCH_MODULE alone when it is set; otherwise at libtprobe_torch.so beside the running
+// executable, then the build tree's copy. Throws tprobe::Error saying where it looked and what dlopen answered.
 const TorchApi& torch_api();
 
 // Where the module was loaded from ("" before the first successful torch_api()).
