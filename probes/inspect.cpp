@@ -10,6 +10,7 @@
 #include "tprobe/core/io/checkpoint.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
 
 namespace tprobe::probes {
 
@@ -18,7 +19,7 @@ namespace {
 struct InspectOptions {
   std::string model = "gemma4-26b-a4b";
   std::string checkpoint;
-  std::string targets = core::kDefaultLoraTargets;
+  std::string targets = core::default_lora_targets();
   int64_t rank = 64;
   int64_t batch = 2;
   int64_t width = 16384;
@@ -30,7 +31,7 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   if (opt.batch <= 0) fail_usage("--batch {}: must be positive", opt.batch);
   if (opt.width <= 0) fail_usage("--width {}: must be positive", opt.width);
   if (opt.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", opt.ce_chunk);
-  const std::vector<std::string> targets = core::parse_target_list(opt.targets);
+  const std::vector<std::string> targets = core::parse_target_list(opt.targets, "--targets");
 
   core::Json& results = ctx.evidence.results();
   core::ModelConfig config;
@@ -127,7 +128,7 @@ void register_inspect(CLI::App& app, ProbeSet& set) {
       "checkpoint headers or an embedded model");
   CLI::Option* model =
       cmd->add_option("--model", opt->model, "Embedded model name")->capture_default_str();
-  cmd->add_option("--checkpoint", opt->checkpoint,
+  cmd->add_option("checkpoint,--checkpoint", opt->checkpoint,
                   "Checkpoint directory (config.json + safetensors); headers only")
       ->excludes(model);
   cmd->add_option("--targets", opt->targets, "LoRA target modules, comma-separated")

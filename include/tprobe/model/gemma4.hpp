@@ -16,7 +16,7 @@
 namespace tprobe::model {
 
 // LoRA as PEFT applies it: y = x·Wᵀ + (alpha/rank)·(x·Aᵀ)·Bᵀ, dropout 0, on every nn.Linear
-// whose module name (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj) is listed.
+// whose module name (core::layer_linear_modules: q/k/v/o_proj, gate/up/down_proj) is listed.
 // The fused 3-D expert tensors are not nn.Linear modules and never receive adapters (domain
 // item 11), exactly as with PEFT.
 struct LoraConfig {
@@ -26,9 +26,8 @@ struct LoraConfig {
   double scale() const { return rank > 0 ? alpha / static_cast<double>(rank) : 0.0; }
 };
 
-// Names PEFT accepts as target_modules for this model.
-std::vector<std::string> lora_target_names();
-// Throws UsageError for an unknown target or a non-positive rank.
+// Throws UsageError for an unknown target (the known ones: core::linear_module_names()) or a
+// non-positive rank or alpha.
 void validate_lora(const LoraConfig& lora);
 
 enum class CeMode { kChunked, kNaive };
@@ -36,7 +35,7 @@ enum class CeMode { kChunked, kNaive };
 struct ModelOptions {
   torch::Dtype dtype = torch::kFloat32;
   torch::Device device = torch::kCPU;
-  AttnImpl attn = AttnImpl::kEager;  // sliding and full layers alike
+  core::AttentionPath attn = core::AttentionPath::kEager;  // sliding and full layers alike
   MoeDispatch moe = MoeDispatch::kLoop;
   bool gradient_checkpointing = false;
   // HF's enable_input_require_grads: the embedding output requires grad so that a checkpointed

@@ -387,7 +387,7 @@ ModelSelection select_model(const std::vector<FitPoint>& points, double alpha) {
   int distinct = count_distinct_widths(points);
   if (distinct < 4) {
     sel.refusal = fmt::format(
-        "--model auto needs at least 4 distinct widths, got {}: it decides between A, B and C by "
+        "the auto fit form needs at least 4 distinct widths, got {}: it decides between A, B and C by "
         "testing whether each term explains more than the residual noise, and the largest model "
         "(3 parameters) must leave at least one degree of freedom over the widths to be tested; "
         "through {} width{} a model of {} parameter{} fits exactly and tests nothing",

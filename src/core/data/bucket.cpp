@@ -1,4 +1,4 @@
-// The bucket-to-pair, shuffle-to-mix sampler (domain.md item 7), measured over a bucket sweep.
+// The bucket-to-pair, shuffle-to-mix sampler (docs/findings.md#f7), measured over a bucket sweep.
 #include "tprobe/core/data/bucket.hpp"
 
 #include <algorithm>

@@ -493,7 +493,7 @@ struct SyntheticSource {
   std::vector<std::pair<int64_t, int64_t>> knots;
 };
 
-// Tuned so the corpus looks like the post-mortem's (domain.md item 7-8): mean length ~2.6k,
+// Tuned so the corpus looks like the post-mortem's (docs/findings.md#f7–f8): mean length ~2.6k,
 // 142..16,384, and everything above 8,192 tokens in the two dialogue sources (46 % and 96 % of
 // their records), with a point mass at the 16,384 cap as a tokenizer limit leaves it.
 const std::vector<SyntheticSource>& synthetic_sources() {

@@ -96,7 +96,7 @@ struct FTest {
 
 FTest f_test(const ModelFit& reduced, const ModelFit& full, double alpha);
 
-// `--model auto`: backward elimination from ABC by F-tests at level alpha (docs/scaling-fit.md
+// The auto fit form (`--form auto`): backward elimination from ABC by F-tests at level alpha (docs/scaling-fit.md
 // says why F and not AIC). Needs ABC to leave a residual degree of freedom over distinct widths.
 struct ModelSelection {
   bool possible = false;
