@@ -9,6 +9,8 @@
 
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/model/gemma4.hpp"
 
 using namespace tprobe;
