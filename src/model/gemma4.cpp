@@ -1,5 +1,5 @@
 // The Gemma-4 MoE text decoder, LoRA, per-layer gradient checkpointing and the chunked
-// softcapped cross-entropy (gemma4-architecture.md §2 is the spec; its §5 lists the traps).
+// softcapped cross-entropy (docs/gemma4-model.md is the spec; its #traps section lists what silently differs).
 #include "tprobe/model/gemma4.hpp"
 
 #include <fmt/format.h>
@@ -163,7 +163,7 @@ Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor&
 // hidden state is an input, nothing inside is saved; backward recomputes the layer with grad
 // enabled and back-propagates through it, accumulating into the adapters' .grad directly. If the
 // input does not require grad the output does not either, and the adapters stay inert — the trap
-// of domain item 13 that ModelOptions::input_requires_grad avoids.
+// of docs/findings.md#f13 that ModelOptions::input_requires_grad avoids.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   // Non-tensor arguments travel as integers: IValue holds no raw pointers. The model outlives
   // every graph built from it.
@@ -479,7 +479,7 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   r = r * std::pow(static_cast<double>(H), -0.5);
   // transformers 5.17 takes the router softmax in fp32 (dtype=torch.float32), so the routing
   // weights, their renormalisation, the per-expert scale and (through type promotion) the
-  // weighted sum over k are fp32; gemma4-architecture.md §2.5 describes an older bf16 version.
+  // weighted sum over k are fp32; an older reading of the HF source had it in bf16 (docs/gemma4-model.md#router).
   // Matching this took tprobe's bf16 error from 3x Hugging Face's to HF's level (docs/parity.md).
   const auto router_acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   Tensor probs = torch::softmax(linear(L.router_proj, r), -1, router_acc);

@@ -3,7 +3,7 @@
 
 #include "test_datasets.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/data/padding.hpp"
+#include "tprobe/core/data/padding_report.hpp"
 #include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {

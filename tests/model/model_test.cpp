@@ -169,7 +169,7 @@ TEST(ChunkedCe, EqualsNaiveInValueAndGradient) {
 }
 
 TEST(Counts, Gemma26bA4bMatchesDomainFigures) {
-  // domain.md item 12 and the H200 table: 25,233,141,760 text parameters; q,k,v,o,gate,up,down
+  // docs/findings.md#f12 and the H200 table: 25,233,141,760 text parameters; q,k,v,o,gate,up,down
   // at r64 → 205 modules (v only on the 25 sliding layers), 74,342,400 trainable.
   LoraConfig l = all_targets_lora();
   l.rank = 64;

@@ -1,4 +1,4 @@
-// The Gemma-4 text decoder (MoE) in libtorch, op for op as docs/../gemma4-architecture.md §2
+// The Gemma-4 text decoder (MoE) in libtorch, op for op as docs/gemma4-model.md
 // describes Hugging Face's, with LoRA adapters, per-layer gradient checkpointing and a
 // sequence-chunked softcapped cross-entropy.
 #pragma once
@@ -39,7 +39,7 @@ struct ModelOptions {
   MoeDispatch moe = MoeDispatch::kLoop;
   bool gradient_checkpointing = false;
   // HF's enable_input_require_grads: the embedding output requires grad so that a checkpointed
-  // block whose base is frozen still carries gradients into its adapters (domain item 13).
+  // block whose base is frozen still carries gradients into its adapters (docs/findings.md#f13).
   // false reproduces the inert-adapter trap; only tests turn it off.
   bool input_requires_grad = true;
   CeMode ce = CeMode::kChunked;
@@ -168,7 +168,7 @@ struct ParameterCounts {
 };
 ParameterCounts count_parameters(const core::ModelConfig& config, const LoraConfig& lora);
 
-// lora_B tensors whose gradient is undefined or all zero after a backward (domain item 13):
+// lora_B tensors whose gradient is undefined or all zero after a backward (docs/findings.md#f13):
 // empty = every adapter learns.
 std::vector<std::string> inert_lora_b(Gemma4Model& model);
 

@@ -20,12 +20,7 @@ bool matches(const std::string& module, const std::string& target) {
   return module == target || ends_with(module, "." + target);
 }
 
-std::string trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
+std::string trim(const std::string& s) { return std::string(detail::trim(s)); }
 
 // "<prefix>layers.12.rest" -> 12; -1 otherwise.
 int64_t layer_index(const std::string& name, const std::string& prefix, std::string* rest) {

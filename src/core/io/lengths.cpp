@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/rng.hpp"
 
@@ -21,11 +22,7 @@ namespace {
 
 constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;  // a "line" beyond this is not text
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using detail::trim;
 
 // Quoted in messages, cut so a binary line cannot flood the terminal.
 std::string quote(std::string_view s) {
