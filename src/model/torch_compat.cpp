@@ -74,16 +74,6 @@ bool attn_available(core::AttentionPath path, std::string* why) {
   return false;
 }
 
-const char* to_string(MoeDispatch dispatch) {
-  return dispatch == MoeDispatch::kGroupedMm ? "grouped_mm" : "loop";
-}
-
-MoeDispatch parse_moe(const std::string& name) {
-  if (name == "loop") return MoeDispatch::kLoop;
-  if (name == "grouped_mm") return MoeDispatch::kGroupedMm;
-  fail_usage("--moe '{}': expected loop or grouped_mm", name);
-}
-
 bool has_grouped_mm() {
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 8)
   return true;
