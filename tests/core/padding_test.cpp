@@ -1,9 +1,10 @@
 // Padding analysis: a hand-worked dataset, the loss-head formula, and invariants on random data.
+#include "tprobe/core/data/padding.hpp"
+
 #include <gtest/gtest.h>
 
 #include "test_datasets.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/data/padding.hpp"
 #include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {

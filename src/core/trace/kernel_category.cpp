@@ -42,6 +42,20 @@ void erase_all(std::string& s, const std::string& what) {
   }
 }
 
+// At most max_chars bytes, cut at a UTF-8 boundary with room for the ellipsis (3 bytes).
+std::string cut_utf8(const std::string& s, std::size_t max_chars) {
+  if (s.size() <= max_chars) return s;
+  std::size_t cut = max_chars > 3 ? max_chars - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "…";
+}
+
+// Whether a name is a C++ signature (templates, namespaces) rather than a plain kernel or
+// activity name such as "nvjet_tst_128x256_..." or "Memcpy DtoD (Device -> Device)".
+bool is_signature(const std::string& name) {
+  return name.find("::") != std::string::npos || name.find('<') != std::string::npos;
+}
+
 // The name without a leading return type ("void "), as a person reads a kernel name.
 std::string without_return_type(const std::string& name) {
   std::string s = name;
@@ -116,6 +130,10 @@ const std::vector<CategoryRule>& category_rules() {
        "(fmha_cutlassF/B_*_sm80)"},
       {KernelCategory::kAttention, "attention", "efficient_attention / attention_kernel_*"},
       {KernelCategory::kAttention, "sdpa", "cuDNN fused SDPA (cudnn_generated_fort_native_sdpa_*)"},
+      {KernelCategory::kAttention, "dot_do_o", "cuDNN SDPA backward's rowsum(dO*O) "
+                                               "(cudnn::fusion::compute_dot_do_o_specialized)"},
+      {KernelCategory::kAttention, "convert_dq", "cuDNN SDPA backward's dQ conversion "
+                                                 "(cudnn::fusion::convert_dq_to_16bits)"},
       {KernelCategory::kGroupedGemm, "groupproblemshape",
        "cutlass grouped GEMM (torch._grouped_mm)"},
       {KernelCategory::kGroupedGemm, "grouped", "grouped GEMM kernels (MoE experts)"},
@@ -145,7 +163,6 @@ const std::vector<CategoryRule>& category_rules() {
       {KernelCategory::kCopyCast, "copy",
        "copies and dtype casts (direct_copy_kernel_cuda, "
        "CatArrayBatchedCopy)"},
-      {KernelCategory::kCopyCast, "cast", "explicit cast kernels"},
       {KernelCategory::kCopyCast, "transpose", "transposes"},
       {KernelCategory::kElementwise, "elementwise",
        "TensorIterator kernels "
@@ -183,6 +200,7 @@ std::string demangle(const std::string& name) {
 }
 
 std::string short_kernel_name(const std::string& demangled_name, std::size_t max_chars) {
+  if (!is_signature(demangled_name)) return cut_utf8(demangled_name, max_chars);
   std::string s = without_return_type(demangled_name);
   erase_all(s, "(anonymous namespace)::");
   // Keep the first level of template arguments' first token readable; elide deeper levels.
@@ -192,18 +210,13 @@ std::string short_kernel_name(const std::string& demangled_name, std::size_t max
   int paren = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char c = s[i];
-    if (c == '(' && depth == 0) {
-      // The parameter list of a demangled function: drop it entirely.
-      if (paren == 0 && i > 0) {
-        ++paren;
-        continue;
-      }
+    // Parameter lists "(...)" and lambda names "{lambda(int)#1}" say nothing a table needs.
+    if (c == '(' || c == '{') {
       ++paren;
       continue;
     }
     if (paren > 0) {
-      if (c == '(') ++paren;
-      if (c == ')') --paren;
+      if (c == ')' || c == '}') --paren;
       continue;
     }
     if (c == '<') {
@@ -219,15 +232,18 @@ std::string short_kernel_name(const std::string& demangled_name, std::size_t max
     }
     if (depth <= 1) out += c;
   }
-  // Collapse "…" runs left by sibling deep arguments ("<…, …>") only when nothing else is there.
-  if (out.size() <= max_chars) return out;
-  // Cut at a UTF-8 boundary, leaving room for the ellipsis (3 bytes).
-  std::size_t cut = max_chars > 3 ? max_chars - 3 : 0;
-  while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
-  return out.substr(0, cut) + "…";
+  // "Array… >" → "Array…>" (the space only separated two closing brackets), and "…::>" left
+  // where a lambda name was dropped.
+  for (const char* junk : {" >", "::>", "::,"}) {
+    for (std::size_t at = out.find(junk); at != std::string::npos; at = out.find(junk, at)) {
+      out.erase(at, junk[0] == ' ' ? 1 : 2);
+    }
+  }
+  return cut_utf8(out, max_chars);
 }
 
 std::string kernel_family(const std::string& demangled_name) {
+  if (!is_signature(demangled_name)) return demangled_name;
   std::string s = without_return_type(demangled_name);
   erase_all(s, "(anonymous namespace)::");
   std::string out;
@@ -255,7 +271,8 @@ KernelArchitecture kernel_architecture(const std::string& demangled_name) {
   const std::string s = lower(demangled_name);
   // "sm90", "sm_90", "Sm80" not preceded by a letter (so "ssm"/"rsm" words do not count).
   for (std::size_t at = s.find("sm"); at != std::string::npos; at = s.find("sm", at + 1)) {
-    if (at > 0 && is_alpha(s[at - 1])) continue;
+    // Inside a word only at a CamelCase boundary ("MainloopSm90..."), never "rmsnorm"/"ssm".
+    if (at > 0 && is_alpha(s[at - 1]) && demangled_name[at] != 'S') continue;
     std::size_t digits = at + 2;
     if (digits < s.size() && s[digits] == '_') ++digits;
     const int v = read_sm_digits(s, digits);
