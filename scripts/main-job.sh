@@ -28,6 +28,10 @@ run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attn sdpa \
   --json "$out/flops.json"
 fx=tests/fixtures/gemma4-tiny-hf  # written by Hugging Face transformers (scripts/make_parity_fixture.py)
 run parity --checkpoint "$fx" --reference "$fx/reference.safetensors" --json "$out/parity.json"
+# The device-only kernel table of a real torch.profiler trace (HF + PEFT LoRA step of a small
+# Gemma-4-shaped model on the H200, benchmarks/hf_profile_trace.py), warm-up step left out.
+run kernels tests/fixtures/traces/hf-sdpa-2x256.json.gz --skip-first 1 --top 15 \
+  --json "$out/kernels.json"
 echo
 echo "evidence files written to $out/:"
 ls -1 "$out"

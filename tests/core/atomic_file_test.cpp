@@ -1,15 +1,15 @@
 // Atomic writes: the whole file or the old one, never a temporary left behind.
-#include <gtest/gtest.h>
+#include "tprobe/core/base/atomic_file.hpp"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "tprobe/core/base/atomic_file.hpp"
-#include "tprobe/core/base/error.hpp"
 #include "test_paths.hpp"
+#include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
 namespace {

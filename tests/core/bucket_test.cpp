@@ -1,4 +1,6 @@
 // The bucket sampler: exact small cases, the re-sorting trap, coverage and sweep invariants.
+#include "tprobe/core/data/bucket.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -44,8 +46,8 @@ MicroBatchOrder resorting_sampler(const std::vector<int64_t>& lengths, int64_t b
                      [&](uint32_t x, uint32_t y) { return lengths[x] < lengths[y]; });
     for (std::size_t s = 0; s < b.size(); s += static_cast<std::size_t>(micro_batch)) {
       batches.emplace_back(b.begin() + static_cast<std::ptrdiff_t>(s),
-                           b.begin() + static_cast<std::ptrdiff_t>(
-                                           std::min(b.size(), s + static_cast<std::size_t>(micro_batch))));
+                           b.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                           b.size(), s + static_cast<std::size_t>(micro_batch))));
     }
   }
   shuffle(batches.begin(), batches.end(), rng);
@@ -111,7 +113,8 @@ TEST(Bucket, NoOpSweepDetectorFlagsAResortingSamplerAndNotTheRealOne) {
   std::vector<uint64_t> wrong, right;
   const std::vector<uint32_t> sorted = sort_by_length(ds.lengths);
   for (int64_t b : {2, 8, 32, 128, 512}) {
-    wrong.push_back(micro_batch_set_fingerprint(resorting_sampler(ds.lengths, b, 2, 0), ds.lengths));
+    wrong.push_back(
+        micro_batch_set_fingerprint(resorting_sampler(ds.lengths, b, 2, 0), ds.lengths));
     right.push_back(micro_batch_set_fingerprint(bucket_order(sorted, b, 2, 0), ds.lengths));
   }
   EXPECT_TRUE(is_noop_sweep(wrong));
@@ -210,8 +213,8 @@ TEST(Bucket, CostFromScalingFitEvidence) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("b_s_per_token2"), std::string::npos) << e.what();
   }
-  std::string wrong = write("pad.json",
-                            R"({"schema": {"name": "tprobe.padding", "version": 1}, "results": {}})");
+  std::string wrong =
+      write("pad.json", R"({"schema": {"name": "tprobe.padding", "version": 1}, "results": {}})");
   EXPECT_THROW(cost_from_scaling_fit(wrong), Error);
 }
 

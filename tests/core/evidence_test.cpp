@@ -1,11 +1,12 @@
 // The evidence envelope: keys, outcome, diagnostics, round trip, and the reader's checks.
+#include "tprobe/core/base/evidence.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "tprobe/core/base/error.hpp"
-#include "tprobe/core/base/evidence.hpp"
 #include "test_paths.hpp"
+#include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -56,13 +57,13 @@ TEST(Evidence, ReaderRejectsBrokenFiles) {
   EXPECT_THROW(read_evidence_file(write("trunc.json", "{\"schema\": {\"name\""), ""), Error);
   EXPECT_THROW(read_evidence_file(write("array.json", "[1,2]"), ""), Error);
   EXPECT_THROW(read_evidence_file(write("noschema.json", "{\"results\":{}}"), ""), Error);
-  EXPECT_THROW(read_evidence_file(
-                   write("v99.json", R"({"schema":{"name":"tprobe.x","version":99},"results":{}})"),
-                   "x"),
-               Error);
-  EXPECT_THROW(read_evidence_file(write("nores.json", R"({"schema":{"name":"tprobe.x","version":1}})"),
-                                  "x"),
-               Error);
+  EXPECT_THROW(
+      read_evidence_file(
+          write("v99.json", R"({"schema":{"name":"tprobe.x","version":99},"results":{}})"), "x"),
+      Error);
+  EXPECT_THROW(
+      read_evidence_file(write("nores.json", R"({"schema":{"name":"tprobe.x","version":1}})"), "x"),
+      Error);
   try {
     read_evidence_file(write("named.json", "not json"), "");
     FAIL();

@@ -10,7 +10,7 @@
 namespace tprobe::core {
 namespace {
 
-const std::vector<std::string> kAllTargets = {"q_proj", "k_proj", "v_proj", "o_proj",
+const std::vector<std::string> kAllTargets = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                               "gate_proj", "up_proj", "down_proj"};
 
 double attention(const FlopsReport& r, bool performed, const char* layer_type) {
@@ -20,7 +20,7 @@ double attention(const FlopsReport& r, bool performed, const char* layer_type) {
 
 TEST(Flops, PairCounts) {
   EXPECT_EQ(causal_pairs(4), 10);
-  EXPECT_EQ(window_pairs(4, 8), 10);         // the window does not bind
+  EXPECT_EQ(window_pairs(4, 8), 10);           // the window does not bind
   EXPECT_EQ(window_pairs(16, 8), 36 + 8 * 8);  // 1+..+8, then 8 keys for each later query
   EXPECT_EQ(window_pairs(16, 0), causal_pairs(16));
 }
@@ -38,8 +38,8 @@ TEST(Flops, DenseSlidingExcessDomainItem5) {
   const double n = 16384, w = 1024;
   const double window = w * (w + 1) / 2 + (n - w) * w;
   const double expected = 25.0 * 2 * 4 * (4.0 * 16 * 256) * (n * n - window);
-  const double excess = attention(r, true, "sliding_attention") -
-                        attention(r, false, "sliding_attention");
+  const double excess =
+      attention(r, true, "sliding_attention") - attention(r, false, "sliding_attention");
   EXPECT_DOUBLE_EQ(excess, expected);
   EXPECT_NEAR(excess / 8.2e14, 1.0, 0.01);  // docs/flops.md works it out: 8.26e14
   // flash-window computes exactly the window: no excess on the sliding layers.
@@ -69,8 +69,8 @@ TEST(Flops, PaddedGlobalLayersLoseTheCausalSkip) {
   EXPECT_DOUBLE_EQ(attention(unpadded, true, "full_attention"),
                    5.0 * 2 * 4 * per_pair * n * (n + 1) / 2);
   // What the skip was worth: n² − n(n+1)/2 pairs per sequence, half the dense figure.
-  const double lost = attention(padded, true, "full_attention") -
-                      attention(unpadded, true, "full_attention");
+  const double lost =
+      attention(padded, true, "full_attention") - attention(unpadded, true, "full_attention");
   EXPECT_DOUBLE_EQ(lost, 5.0 * 2 * 4 * per_pair * (n * n - n * (n + 1) / 2));
   // Intended work of the padded batch counts only the real tokens: 16384 and 8192 causal.
   EXPECT_DOUBLE_EQ(attention(padded, false, "full_attention"),

@@ -10,10 +10,10 @@
 
 #include "support/synthetic_checkpoint.hpp"
 #include "test_paths.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
+#include "tprobe/core/io/checkpoint.hpp"
 
 namespace tprobe::core {
 namespace {

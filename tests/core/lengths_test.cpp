@@ -1,4 +1,6 @@
 // The length-dataset reader (every format, gzip, every broken input), the synthetic corpus, RNG.
+#include "tprobe/core/io/lengths.hpp"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -7,7 +9,6 @@
 
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {
@@ -110,15 +111,14 @@ TEST(Lengths, ReadsJsonlWithLengthInputIdsAndSources) {
 // The hand-parsed common line and the SAX fallback must agree: key order, spacing, repeated keys
 // (the last wins), escapes and UTF-8 (SAX), and a length-only line.
 TEST(Lengths, CommonAndGeneralJsonlLinesAgree) {
-  std::string path = write_file(
-      "mixed.jsonl",
-      "{\"source\":\"x\",\"length\":12}\n"
-      "{ \"length\" : 7 , \"source\" : \"x\" }\n"
-      "{\"length\": 5, \"source\": \"a\", \"source\": \"y\"}\n"
-      "{\"length\": 3, \"source\": \"caf\\u00e9\"}\n"
-      "{\"length\": 4, \"source\": \"caf\xC3\xA9\"}\n"
-      "{\"length\": 9, \"length\": 10}\n"
-      "{\"length\": 2147483647}\n");
+  std::string path = write_file("mixed.jsonl",
+                                "{\"source\":\"x\",\"length\":12}\n"
+                                "{ \"length\" : 7 , \"source\" : \"x\" }\n"
+                                "{\"length\": 5, \"source\": \"a\", \"source\": \"y\"}\n"
+                                "{\"length\": 3, \"source\": \"caf\\u00e9\"}\n"
+                                "{\"length\": 4, \"source\": \"caf\xC3\xA9\"}\n"
+                                "{\"length\": 9, \"length\": 10}\n"
+                                "{\"length\": 2147483647}\n");
   LengthDataset ds = read_lengths(path);
   EXPECT_EQ(ds.lengths, (std::vector<int64_t>{12, 7, 5, 3, 4, 10, 2147483647}));
   EXPECT_EQ(ds.source_names, (std::vector<std::string>{"x", "y", "caf\xC3\xA9", ""}));
@@ -130,8 +130,8 @@ TEST(Lengths, CommonAndGeneralJsonlLinesAgree) {
 }
 
 TEST(Lengths, ReadsCsvWithQuotedFieldsAndAnyColumnOrder) {
-  LengthDataset ds = read_lengths(
-      write_file("a.csv", "length,source\n10,x\n\"20\",\"y,z\"\n 30 , x\n"));
+  LengthDataset ds =
+      read_lengths(write_file("a.csv", "length,source\n10,x\n\"20\",\"y,z\"\n 30 , x\n"));
   EXPECT_EQ(ds.format, "csv");
   EXPECT_EQ(ds.lengths, (std::vector<int64_t>{10, 20, 30}));
   EXPECT_EQ(ds.source_names, (std::vector<std::string>{"x", "y,z"}));
@@ -208,7 +208,8 @@ TEST(Lengths, BrokenJsonlNamesFileAndLine) {
   expect_error("j10.jsonl", "{\"length\": 3, \"input_ids\": [1]}\n", "1:", "disagrees");
   expect_error("j11.jsonl", "{\"length\": 3, \"source\": 5}\n", "1:", "source");
   expect_error("j12.jsonl", "{\"length\": 3} trailing\n", "1:", "malformed JSON");
-  expect_error("j13.jsonl", "{\"length\": 3}\n7\n", "2:", "not a JSON object", LengthFormat::kJsonl);
+  expect_error("j13.jsonl", "{\"length\": 3}\n7\n", "2:", "not a JSON object",
+               LengthFormat::kJsonl);
   expect_error("j14.jsonl", "{\"length\": 18446744073709551615}\n", "1:", "above the maximum");
   expect_error("j15.jsonl", "{\"length\": null}\n", "1:", "null");
 }
@@ -241,7 +242,7 @@ TEST(Lengths, PercentileIsNearestRank) {
   EXPECT_EQ(percentile_sorted(v, 90), 9);   // rank 9
   EXPECT_EQ(percentile_sorted(v, 99), 10);  // rank ceil(9.9) = 10
   EXPECT_EQ(percentile_sorted(v, 10), 1);
-  EXPECT_EQ(percentile_sorted(v, 11), 2);   // rank ceil(1.1) = 2
+  EXPECT_EQ(percentile_sorted(v, 11), 2);  // rank ceil(1.1) = 2
   EXPECT_EQ(percentile_sorted({7}, 1), 7);
   EXPECT_THROW(percentile_sorted({}, 50), Error);
 }

@@ -1,8 +1,9 @@
 // Embedded configs and per-layer geometry resolution.
+#include "tprobe/core/gemma4/model_config.hpp"
+
 #include <gtest/gtest.h>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::core {
 namespace {

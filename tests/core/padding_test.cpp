@@ -1,4 +1,6 @@
 // Padding analysis: a hand-worked dataset, the loss-head formula, and invariants on random data.
+#include "tprobe/core/data/padding.hpp"
+
 #include <gtest/gtest.h>
 
 #include "test_datasets.hpp"

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "test_paths.hpp"
-#include "tprobe/core/io/config_json.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/io/lengths.hpp"
-#include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/base/rng.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::core {
@@ -40,11 +40,25 @@ std::string mutate(const std::string& in, Rng& rng, std::size_t focus) {
   };
   static const char kStructural[] = "{}[]\",:0123456789-e.ntfaslu \n\\";
   switch (rng.uniform(5)) {
-    case 0: s[pos()] ^= static_cast<char>(1u << rng.uniform(8)); break;
-    case 1: s[pos()] = kStructural[rng.uniform(sizeof(kStructural) - 1)]; break;
-    case 2: { std::size_t p = pos(); s.erase(p, 1 + rng.uniform(8)); break; }
-    case 3: { std::size_t p = pos(); s.insert(p, s.substr(p, 1 + rng.uniform(8))); break; }
-    default: s.resize(pos()); break;
+    case 0:
+      s[pos()] ^= static_cast<char>(1u << rng.uniform(8));
+      break;
+    case 1:
+      s[pos()] = kStructural[rng.uniform(sizeof(kStructural) - 1)];
+      break;
+    case 2: {
+      std::size_t p = pos();
+      s.erase(p, 1 + rng.uniform(8));
+      break;
+    }
+    case 3: {
+      std::size_t p = pos();
+      s.insert(p, s.substr(p, 1 + rng.uniform(8)));
+      break;
+    }
+    default:
+      s.resize(pos());
+      break;
   }
   return s;
 }

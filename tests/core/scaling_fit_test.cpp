@@ -1,13 +1,12 @@
 // scaling fit: docs/findings.md#f1, exact fits worked by hand, noisy recovery, refusals, readers.
 #include "tprobe/core/cost/scaling_fit.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -174,7 +173,8 @@ TEST(ScalingFit, AsManyPointsAsParametersIsExactWithoutErrorBars) {
 TEST(ScalingFit, AutoIsRefusedWithThreeWidths) {
   ModelSelection sel = select_model(pts({{2048, 1.776}, {8192, 11.570}, {16384, 35.017}}));
   EXPECT_FALSE(sel.possible);
-  EXPECT_NE(sel.refusal.find("at least 4 distinct widths, got 3"), std::string::npos) << sel.refusal;
+  EXPECT_NE(sel.refusal.find("at least 4 distinct widths, got 3"), std::string::npos)
+      << sel.refusal;
   FixedTermVerdict v = fixed_term_verdict(pts({{2048, 1.776}, {8192, 11.570}, {16384, 35.017}}));
   EXPECT_FALSE(v.testable);
   EXPECT_TRUE(v.c_s.has_value());
@@ -223,7 +223,7 @@ TEST(ScalingFit, FixedTermVerdictWithFourWidths) {
 }
 
 TEST(ScalingFit, FDistributionKnownValues) {
-  EXPECT_NEAR(f_distribution_sf(1.0, 1, 1), 0.5, 1e-12);   // F(d, d) has median 1
+  EXPECT_NEAR(f_distribution_sf(1.0, 1, 1), 0.5, 1e-12);  // F(d, d) has median 1
   EXPECT_NEAR(f_distribution_sf(1.0, 7, 7), 0.5, 1e-12);
   // F(2, d2): P(F > f) = (1 + 2f/d2)^(-d2/2).
   EXPECT_NEAR(f_distribution_sf(3.0, 2, 4), std::pow(2.5, -2), 1e-12);
@@ -305,7 +305,8 @@ class PointsCsv : public ::testing::Test {
 };
 
 TEST_F(PointsCsv, ReadsHeaderCommentsBatchAndCrlf) {
-  auto p = read_points_csv(write("# measured\r\nwidth,seconds,batch\r\n2048,1.776,2\r\n\r\n8192, 11.57 ,2\r\n"));
+  auto p = read_points_csv(
+      write("# measured\r\nwidth,seconds,batch\r\n2048,1.776,2\r\n\r\n8192, 11.57 ,2\r\n"));
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(p[0].width, 2048);
   EXPECT_EQ(p[1].seconds, 11.57);
@@ -317,7 +318,8 @@ TEST_F(PointsCsv, ReadsHeaderCommentsBatchAndCrlf) {
 }
 
 TEST_F(PointsCsv, BrokenInputsNameFileAndLine) {
-  EXPECT_NE(error_of("width,seconds\n2048,1.7\nabc,2\n").find(":3: width 'abc'"), std::string::npos);
+  EXPECT_NE(error_of("width,seconds\n2048,1.7\nabc,2\n").find(":3: width 'abc'"),
+            std::string::npos);
   EXPECT_NE(error_of("2048,-1\n").find(":1: seconds '-1'"), std::string::npos);
   EXPECT_NE(error_of("2048,1\n0,1\n").find(":2: width '0'"), std::string::npos);
   EXPECT_NE(error_of("2048,1,2,4\n").find(":1: expected width,seconds[,batch]"), std::string::npos);
@@ -403,8 +405,8 @@ TEST(WidthDistribution, AbsentOrBrokenDistributionIsAClearError) {
   std::string dir = testing_support::temp_dir();
   auto err = [&](const std::string& name, const std::string& results) -> std::string {
     std::string path = dir + "/" + name + ".json";
-    std::ofstream(path) << R"({"schema":{"name":"tprobe.)" << name
-                        << R"(","version":1},"results":)" << results << "}";
+    std::ofstream(path) << R"({"schema":{"name":"tprobe.)" << name << R"(","version":1},"results":)"
+                        << results << "}";
     try {
       read_width_distribution(path);
     } catch (const Error& e) {

@@ -1,8 +1,9 @@
 // Table rendering and number formats.
+#include "tprobe/core/base/table.hpp"
+
 #include <gtest/gtest.h>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/base/table.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -1,0 +1,70 @@
+// `tprobe kernels`: one trace (or evidence file) → its kernel table; a directory of per-rank
+// traces → a table per rank with the communication share, overlap and slowest rank; two inputs →
+// their difference. docs/kernels.md documents the inputs, the results and the exit codes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/trace/kernel_diff.hpp"
+#include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/trace_reader.hpp"
+
+namespace tprobe::core {
+
+// One input: a trace read here, or the kernel table of a tprobe evidence file
+// (results.kernel_table of `tprobe kernels` or `tprobe profile`).
+struct KernelSource {
+  std::string path;
+  std::string kind;            // "trace" | "evidence"
+  std::string evidence_probe;  // "kernels", "profile", ... (evidence only)
+  bool has_trace = false;
+  TraceSummary trace;  // kind == "trace"
+  KernelTable table;
+};
+
+// Reads `path` as a trace or an evidence file (told apart by content: an evidence file's first
+// key is "schema"). Selection options apply to traces only; given with an evidence file they are
+// a usage error (the table was selected when it was written).
+KernelSource load_kernel_source(const std::string& path, const KernelTableOptions& options);
+
+// Per rank of a multi-rank job.
+struct RankRow {
+  int64_t rank = -1;
+  std::string path;
+  BusyTotals totals;
+  int64_t communication_ns = 0;          // sum of communication kernel time
+  int64_t communication_union_ns = 0;    // busy time with communication running
+  int64_t compute_union_ns = 0;          // busy time with anything else running
+  int64_t overlap_ns = 0;                // both at once
+  int64_t exposed_communication_ns = 0;  // communication with no compute beside it
+  double communication_share_ratio = 0;  // communication_ns / sum_ns
+  double overlap_ratio = 0;              // overlap_ns / communication_union_ns
+};
+std::vector<RankRow> rank_rows(const std::vector<RankTrace>& ranks);
+
+struct KernelsRequest {
+  std::vector<std::string> inputs;  // 1 (file or directory) or 2 (files)
+  KernelTableOptions table;
+};
+
+struct KernelsReport {
+  enum class Mode { kSingle, kRanks, kDiff };
+  Mode mode = Mode::kSingle;
+  std::vector<KernelSource> sources;  // single: 1; diff: 2 (A, B); ranks: one per rank
+  std::vector<RankRow> ranks;         // ranks mode
+  int64_t slowest_rank = -1;          // the rank with the longest device span
+  KernelDiff diff;                    // diff mode
+  std::vector<Diagnostic> diagnostics;
+};
+
+KernelsReport analyze_kernels(const KernelsRequest& request);
+
+// results for the evidence envelope, and the human view.
+Json to_json(const KernelsReport& report);
+Json to_json(const TraceSummary& summary);
+std::vector<Table> kernels_tables(const KernelsReport& report, int top = 25);
+
+}  // namespace tprobe::core

@@ -1,0 +1,156 @@
+// Two kernel tables side by side: per category and per family, sorted by what moved most.
+#include "tprobe/core/trace/kernel_diff.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+namespace tprobe::core {
+namespace {
+
+void sort_by_motion(std::vector<DiffRow>& rows) {
+  std::sort(rows.begin(), rows.end(), [](const DiffRow& x, const DiffRow& y) {
+    const int64_t dx = std::llabs(x.delta_ns()), dy = std::llabs(y.delta_ns());
+    return dx != dy ? dx > dy : x.key < y.key;
+  });
+}
+
+std::string signed_ms(int64_t ns) {
+  const std::string body = format_seconds(std::abs(double(ns)) * 1e-9);
+  return ns > 0 ? "+" + body : ns < 0 ? "−" + body : body;
+}
+
+std::string ratio_change(int64_t a, int64_t b) {
+  if (a == 0 && b == 0) return "";
+  if (a == 0) return "new";
+  if (b == 0) return "gone";
+  return fmt::format("{:.2f}×", double(b) / double(a));
+}
+
+Json row_json(const DiffRow& r) {
+  return Json{{"key", r.key},
+              {"category", r.category},
+              {"a_ns", r.a_ns},
+              {"b_ns", r.b_ns},
+              {"delta_ns", r.delta_ns()},
+              {"a_count", r.a_count},
+              {"b_count", r.b_count},
+              {"a_share_ratio", r.a_share_ratio},
+              {"b_share_ratio", r.b_share_ratio}};
+}
+
+Json totals_json(const BusyTotals& t) {
+  return Json{{"events", t.events},
+              {"sum_ns", t.sum_ns},
+              {"union_busy_ns", t.union_busy_ns},
+              {"span_ns", t.span_ns},
+              {"idle_ns", t.idle_ns}};
+}
+
+}  // namespace
+
+KernelDiff diff_kernel_tables(const KernelTable& a, const std::string& a_label,
+                              const KernelTable& b, const std::string& b_label) {
+  KernelDiff d;
+  d.a_label = a_label;
+  d.b_label = b_label;
+  d.a_totals = a.totals;
+  d.b_totals = b.totals;
+  std::map<std::string, DiffRow> cats;
+  for (KernelCategory c : all_kernel_categories()) cats[to_string(c)].key = to_string(c);
+  auto add_cats = [&](const KernelTable& t, bool is_b) {
+    for (const CategoryRow& c : t.categories) {
+      DiffRow& r = cats[to_string(c.category)];
+      (is_b ? r.b_ns : r.a_ns) += c.total_ns;
+      (is_b ? r.b_count : r.a_count) += c.count;
+      (is_b ? r.b_share_ratio : r.a_share_ratio) += c.share_ratio;
+    }
+  };
+  add_cats(a, false);
+  add_cats(b, true);
+  for (auto& [k, r] : cats) {
+    r.category = k;
+    if (r.a_count || r.b_count) d.categories.push_back(r);
+  }
+  std::map<std::string, DiffRow> fams;
+  auto add_fams = [&](const KernelTable& t, bool is_b) {
+    for (const KernelRow& k : t.kernels) {
+      DiffRow& r = fams[k.family];
+      r.key = k.family;
+      if (r.category.empty()) r.category = to_string(k.category);
+      (is_b ? r.b_ns : r.a_ns) += k.total_ns;
+      (is_b ? r.b_count : r.a_count) += k.count;
+      (is_b ? r.b_share_ratio : r.a_share_ratio) += k.share_ratio;
+    }
+  };
+  add_fams(a, false);
+  add_fams(b, true);
+  for (auto& [k, r] : fams) d.families.push_back(r);
+  sort_by_motion(d.categories);
+  sort_by_motion(d.families);
+  return d;
+}
+
+Json to_json(const KernelDiff& d) {
+  Json cats = Json::array(), fams = Json::array();
+  for (const DiffRow& r : d.categories) cats.push_back(row_json(r));
+  for (const DiffRow& r : d.families) fams.push_back(row_json(r));
+  return Json{{"a", {{"label", d.a_label}, {"totals", totals_json(d.a_totals)}}},
+              {"b", {{"label", d.b_label}, {"totals", totals_json(d.b_totals)}}},
+              {"delta_sum_ns", d.b_totals.sum_ns - d.a_totals.sum_ns},
+              {"delta_union_busy_ns", d.b_totals.union_busy_ns - d.a_totals.union_busy_ns},
+              {"delta_span_ns", d.b_totals.span_ns - d.a_totals.span_ns},
+              {"categories", cats},
+              {"families", fams}};
+}
+
+std::vector<Table> kernel_diff_tables(const KernelDiff& d, int top) {
+  std::vector<Table> out;
+  Table t(fmt::format("A = {}\nB = {}", d.a_label, d.b_label));
+  t.column("measure", Align::kLeft).column("A").column("B").column("B − A").column("B / A");
+  auto line = [&](const char* what, int64_t a, int64_t b) {
+    t.row({what, format_seconds(double(a) * 1e-9), format_seconds(double(b) * 1e-9),
+           signed_ms(b - a), ratio_change(a, b)});
+  };
+  line("sum of kernel time", d.a_totals.sum_ns, d.b_totals.sum_ns);
+  line("union busy time", d.a_totals.union_busy_ns, d.b_totals.union_busy_ns);
+  line("wall span", d.a_totals.span_ns, d.b_totals.span_ns);
+  t.row({"device rows", format_count(d.a_totals.events), format_count(d.b_totals.events),
+         fmt::format("{:+}", d.b_totals.events - d.a_totals.events), ""});
+  out.push_back(t);
+  auto rows_table = [&](const std::string& title, const std::vector<DiffRow>& rows, bool family) {
+    Table x(title);
+    x.column(family ? "kernel family" : "category", Align::kLeft);
+    if (family) x.column("category", Align::kLeft);
+    x.column("A")
+        .column("B")
+        .column("B − A")
+        .column("B / A")
+        .column("calls A→B")
+        .column("share A→B");
+    int n = 0;
+    for (const DiffRow& r : rows) {
+      if (top > 0 && n++ >= top) break;
+      std::vector<std::string> cells{family ? short_kernel_name(r.key, 60) : r.key};
+      if (family) cells.push_back(r.category);
+      cells.insert(
+          cells.end(),
+          {format_seconds(double(r.a_ns) * 1e-9), format_seconds(double(r.b_ns) * 1e-9),
+           signed_ms(r.delta_ns()), ratio_change(r.a_ns, r.b_ns),
+           fmt::format("{}→{}", format_count(r.a_count), format_count(r.b_count)),
+           fmt::format("{}→{}", format_percent(r.a_share_ratio), format_percent(r.b_share_ratio))});
+      x.row(cells);
+    }
+    if (top > 0 && static_cast<int>(rows.size()) > top) {
+      x.note(fmt::format("{} more rows in the evidence", rows.size() - top));
+    }
+    out.push_back(x);
+  };
+  rows_table("By category, largest change first", d.categories, false);
+  rows_table("By kernel family, largest change first", d.families, true);
+  return out;
+}
+
+}  // namespace tprobe::core

@@ -1,0 +1,453 @@
+// `tprobe kernels` analysis: load traces / evidence, build tables, ranks, diff, diagnostics.
+#include "tprobe/core/trace/kernels.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "base/string_util.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/trace/kernel_table_report.hpp"
+
+namespace tprobe::core {
+namespace {
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// An evidence envelope starts with {"schema": ...; a Kineto trace with {"schemaVersion" or
+// {"deviceProperties" or {"traceEvents". Reads at most 4 KiB (through zlib, so .gz works too).
+bool looks_like_evidence(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr)
+    fail("cannot open '{}': {}", path, errno ? std::strerror(errno) : "out of memory");
+  char buf[4096];
+  const int n = gzread(f, buf, sizeof buf);
+  gzclose(f);
+  if (n <= 0) return false;  // the trace reader names the problem
+  std::size_t i = 0;
+  const std::size_t len = static_cast<std::size_t>(n);
+  auto skip_ws = [&] {
+    while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) ++i;
+  };
+  skip_ws();
+  if (i >= len || buf[i] != '{') return false;
+  ++i;
+  skip_ws();
+  static const char kKey[] = "\"schema\"";
+  return len - i >= sizeof kKey - 1 && std::memcmp(buf + i, kKey, sizeof kKey - 1) == 0;
+}
+
+void diagnose_source(const KernelSource& s, const std::string& prefix,
+                     std::vector<Diagnostic>& out) {
+  auto add = [&](Severity sev, const char* code, std::string msg) {
+    out.push_back(Diagnostic{sev, code, prefix + msg});
+  };
+  if (s.has_trace) {
+    const TraceHealth& h = s.trace.health;
+    if (h.negative_duration) {
+      add(Severity::kWarning, "trace_negative_duration",
+          fmt::format("{} device row(s) with a negative duration were left out",
+                      h.negative_duration));
+    }
+    if (h.zero_duration) {
+      add(Severity::kInfo, "trace_zero_duration",
+          fmt::format("{} device row(s) have zero duration", h.zero_duration));
+    }
+    if (h.stream_overlaps) {
+      add(Severity::kWarning, "trace_stream_overlap",
+          fmt::format("{} pair(s) of device rows overlap on one stream ({} in all): a stream runs "
+                      "one thing at a time, so the trace's clocks disagree",
+                      h.stream_overlaps, format_seconds(double(h.stream_overlap_ns) * 1e-9)));
+    }
+    if (h.out_of_range) {
+      add(Severity::kWarning, "trace_out_of_range",
+          fmt::format("{} device row(s) lie more than 1 s outside the host events' span",
+                      h.out_of_range));
+    }
+    if (h.past_trace_end) {
+      add(Severity::kWarning, "trace_past_end",
+          fmt::format("{} device row(s) end after the 'Record Window End' marker: the trace ended "
+                      "mid-activity",
+                      h.past_trace_end));
+    }
+    if (h.unmatched_begin) {
+      add(Severity::kWarning, "trace_unmatched_begin",
+          fmt::format("{} 'B' event(s) have no matching 'E': the trace ended mid-event",
+                      h.unmatched_begin));
+    }
+    if (!h.messages.empty()) {
+      add(Severity::kInfo, "trace_messages",
+          fmt::format("the trace carries {} profiler message(s); first: {}", h.messages.size(),
+                      h.messages.front().substr(0, 200)));
+    }
+    const DoubleCount& d = s.trace.double_count;
+    if (d.linked_rows > 0) {
+      add(Severity::kInfo, "key_averages_double_count",
+          fmt::format("summing every key_averages() row's self device time would report {} — "
+                      "{:.2f}× the {} the device rows hold (each kernel counted again in the op "
+                      "that launched it, plus the ProfilerStep ranges on the device)",
+                      format_seconds(double(d.key_averages_style_ns()) * 1e-9), d.ratio(),
+                      format_seconds(double(d.device_rows_ns) * 1e-9)));
+    }
+  }
+  const ArchitectureSummary& a = s.table.architecture;
+  if (a.older_kernels > 0) {
+    add(Severity::kWarning, "older_architecture_kernels",
+        fmt::format("{} kernel(s) built for a generation older than the device ({}): {} of device "
+                    "time",
+                    a.older_kernels, sm_label(a.device_sm), format_percent(a.older_share_ratio)));
+  }
+  if (a.device_sm == 0) {
+    add(Severity::kInfo, "device_compute_capability_unknown",
+        "no deviceProperties with a compute capability: kernels cannot be held against the card");
+  }
+  const CategoryRow& other = s.table.categories[static_cast<int>(KernelCategory::kOther)];
+  if (other.count > 0) {
+    add(Severity::kInfo, "uncategorised_kernels",
+        fmt::format("{} kernel name(s) matched no category rule ({} of device time): see the "
+                    "'other' rows",
+                    other.kernels, format_percent(other.share_ratio)));
+  }
+}
+
+Json source_json(const KernelSource& s) {
+  Json out = {{"path", s.path}, {"kind", s.kind}};
+  if (s.kind == "evidence") out["evidence_probe"] = s.evidence_probe;
+  if (s.has_trace) out["trace"] = to_json(s.trace);
+  out["kernel_table"] = to_json(s.table);
+  return out;
+}
+
+}  // namespace
+
+KernelSource load_kernel_source(const std::string& path, const KernelTableOptions& options) {
+  KernelSource s;
+  s.path = path;
+  if (looks_like_evidence(path)) {
+    if (!options.steps.empty() || options.skip_first > 0 || options.device >= 0) {
+      fail_usage(
+          "'{}' is an evidence file: --step, --skip-first and --device select rows of a "
+          "trace, and its table was selected when it was written",
+          path);
+    }
+    Json doc = read_evidence_file(path, "");
+    const std::string name = doc["schema"]["name"].get<std::string>();
+    s.kind = "evidence";
+    s.evidence_probe = name.substr(name.find('.') + 1);
+    const Json& results = doc["results"];
+    if (!results.contains("kernel_table")) {
+      fail(
+          "'{}' ({} evidence) holds no results.kernel_table (a diff or per-rank evidence file "
+          "has one table per input: give that input instead)",
+          path, name);
+    }
+    s.table = kernel_table_from_json(results["kernel_table"], path + ": results.kernel_table");
+    return s;
+  }
+  TraceResult r = read_trace_file(path, options);
+  s.kind = "trace";
+  s.has_trace = true;
+  s.trace = std::move(r.summary);
+  s.table = std::move(r.table);
+  return s;
+}
+
+std::vector<RankRow> rank_rows(const std::vector<RankTrace>& ranks) {
+  std::vector<RankRow> out;
+  for (const RankTrace& t : ranks) {
+    RankRow row;
+    row.rank = t.rank;
+    row.path = t.path;
+    row.totals = t.result.table.totals;
+    for (const DeviceRow& d : t.result.table.devices) {
+      row.communication_ns += d.communication_ns;
+      row.communication_union_ns += d.communication_union_ns;
+      row.compute_union_ns += d.compute_union_ns;
+      row.overlap_ns += d.overlap_ns;
+    }
+    row.exposed_communication_ns = row.communication_union_ns - row.overlap_ns;
+    row.communication_share_ratio =
+        row.totals.sum_ns > 0 ? double(row.communication_ns) / double(row.totals.sum_ns) : 0;
+    row.overlap_ratio = row.communication_union_ns > 0
+                            ? double(row.overlap_ns) / double(row.communication_union_ns)
+                            : 0;
+    out.push_back(row);
+  }
+  return out;
+}
+
+KernelsReport analyze_kernels(const KernelsRequest& q) {
+  KernelsReport r;
+  if (q.inputs.empty() || q.inputs.size() > 2) {
+    fail_usage(
+        "kernels takes one input (a trace, an evidence file or a directory of per-rank "
+        "traces) or two (A B, to compare); got {}",
+        q.inputs.size());
+  }
+  if (q.inputs.size() == 1 && is_directory(q.inputs[0])) {
+    r.mode = KernelsReport::Mode::kRanks;
+    std::vector<RankTrace> ranks = read_trace_directory(q.inputs[0], q.table);
+    r.ranks = rank_rows(ranks);
+    int64_t longest = -1;
+    for (const RankRow& row : r.ranks) {
+      if (row.totals.span_ns > longest) {
+        longest = row.totals.span_ns;
+        r.slowest_rank = row.rank;
+      }
+    }
+    for (RankTrace& t : ranks) {
+      KernelSource s;
+      s.path = t.path;
+      s.kind = "trace";
+      s.has_trace = true;
+      s.trace = std::move(t.result.summary);
+      s.table = std::move(t.result.table);
+      diagnose_source(s, fmt::format("rank {}: ", t.rank), r.diagnostics);
+      r.sources.push_back(std::move(s));
+    }
+    return r;
+  }
+  for (const std::string& in : q.inputs) {
+    if (is_directory(in)) {
+      fail_usage(
+          "'{}' is a directory: compare two traces or evidence files (a directory of "
+          "per-rank traces is read alone)",
+          in);
+    }
+  }
+  if (q.inputs.size() == 1) {
+    r.mode = KernelsReport::Mode::kSingle;
+    r.sources.push_back(load_kernel_source(q.inputs[0], q.table));
+    diagnose_source(r.sources[0], "", r.diagnostics);
+    return r;
+  }
+  r.mode = KernelsReport::Mode::kDiff;
+  r.sources.push_back(load_kernel_source(q.inputs[0], q.table));
+  r.sources.push_back(load_kernel_source(q.inputs[1], q.table));
+  diagnose_source(r.sources[0], "A: ", r.diagnostics);
+  diagnose_source(r.sources[1], "B: ", r.diagnostics);
+  r.diff = diff_kernel_tables(r.sources[0].table, q.inputs[0], r.sources[1].table, q.inputs[1]);
+  return r;
+}
+
+Json to_json(const TraceSummary& s) {
+  Json devices = Json::array();
+  for (const DeviceProperties& p : s.devices) {
+    devices.push_back({{"id", p.id},
+                       {"name", p.name},
+                       {"compute_major", p.compute_major},
+                       {"compute_minor", p.compute_minor},
+                       {"total_memory_bytes", p.total_memory_bytes},
+                       {"multiprocessors", p.multiprocessors}});
+  }
+  Json steps = Json::array();
+  for (const TraceStepRange& st : s.steps) {
+    steps.push_back({{"step", st.step},
+                     {"start_ns", st.start_ns},
+                     {"end_ns", st.end_ns},
+                     {"duration_ns", st.end_ns - st.start_ns}});
+  }
+  Json cats = Json::object();
+  for (const auto& [k, v] : s.categories) cats[k] = v;
+  const TraceHealth& h = s.health;
+  const DoubleCount& d = s.double_count;
+  return Json{
+      {"source", s.source},
+      {"gzip", s.gzip},
+      {"uncompressed_bytes", s.uncompressed_bytes},
+      {"events", s.events},
+      {"categories", cats},
+      {"schema_version", s.schema_version},
+      {"base_time_ns", s.base_time_ns},
+      {"rank", s.rank},
+      {"world_size", s.world_size},
+      {"device_properties", devices},
+      {"profiler_steps", steps},
+      {"health",
+       {{"zero_duration", h.zero_duration},
+        {"negative_duration", h.negative_duration},
+        {"stream_overlaps", h.stream_overlaps},
+        {"stream_overlap_ns", h.stream_overlap_ns},
+        {"out_of_range", h.out_of_range},
+        {"past_trace_end", h.past_trace_end},
+        {"unmatched_begin", h.unmatched_begin},
+        {"skipped_events", h.skipped_events},
+        {"messages", h.messages}}},
+      {"key_averages_trap",
+       {{"what", "NOT a total: what summing every key_averages() row's self device time reports"},
+        {"device_rows_ns", d.device_rows_ns},
+        {"host_attributed_ns", d.host_attributed_ns},
+        {"gpu_user_annotation_ns", d.annotation_ns},
+        {"gpu_user_annotations", d.annotations},
+        {"op_and_kernel_ns", d.op_and_kernel_ns()},
+        {"op_and_kernel_ratio", d.op_and_kernel_ratio()},
+        {"key_averages_style_ns", d.key_averages_style_ns()},
+        {"double_count_ratio", d.ratio()},
+        {"linked_rows", d.linked_rows},
+        {"unlinked_rows", d.unlinked_rows},
+        {"ac2g_flows", d.flows}}}};
+}
+
+Json to_json(const KernelsReport& r) {
+  Json out;
+  switch (r.mode) {
+    case KernelsReport::Mode::kSingle:
+      out["mode"] = "single";
+      out["source"] = {{"path", r.sources[0].path}, {"kind", r.sources[0].kind}};
+      if (r.sources[0].kind == "evidence")
+        out["source"]["evidence_probe"] = r.sources[0].evidence_probe;
+      if (r.sources[0].has_trace) out["trace"] = to_json(r.sources[0].trace);
+      out["kernel_table"] = to_json(r.sources[0].table);
+      break;
+    case KernelsReport::Mode::kDiff:
+      out["mode"] = "diff";
+      out["a"] = source_json(r.sources[0]);
+      out["b"] = source_json(r.sources[1]);
+      out["diff"] = to_json(r.diff);
+      break;
+    case KernelsReport::Mode::kRanks: {
+      out["mode"] = "ranks";
+      Json rows = Json::array();
+      for (const RankRow& row : r.ranks) {
+        rows.push_back({{"rank", row.rank},
+                        {"path", row.path},
+                        {"events", row.totals.events},
+                        {"sum_ns", row.totals.sum_ns},
+                        {"union_busy_ns", row.totals.union_busy_ns},
+                        {"span_ns", row.totals.span_ns},
+                        {"idle_ns", row.totals.idle_ns},
+                        {"communication_ns", row.communication_ns},
+                        {"communication_share_ratio", row.communication_share_ratio},
+                        {"communication_union_ns", row.communication_union_ns},
+                        {"compute_union_ns", row.compute_union_ns},
+                        {"overlap_ns", row.overlap_ns},
+                        {"overlap_ratio", row.overlap_ratio},
+                        {"exposed_communication_ns", row.exposed_communication_ns}});
+      }
+      out["rank_summary"] = rows;
+      out["slowest_rank"] = r.slowest_rank;
+      Json per = Json::array();
+      for (std::size_t i = 0; i < r.sources.size(); ++i) {
+        Json one = source_json(r.sources[i]);
+        one["rank"] = r.ranks[i].rank;
+        per.push_back(one);
+      }
+      out["ranks"] = per;
+      break;
+    }
+  }
+  return out;
+}
+
+std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
+  std::vector<Table> out;
+  auto trace_tables = [&](const KernelSource& s) {
+    if (!s.has_trace) {
+      Table t(fmt::format("{} ({} evidence)", s.path, s.evidence_probe));
+      t.column("kernel table read from results.kernel_table", Align::kLeft);
+      out.push_back(t);
+      return;
+    }
+    const TraceSummary& m = s.trace;
+    Table t(fmt::format("Trace {}", m.source));
+    t.column("fact", Align::kLeft).column("value", Align::kLeft);
+    t.row({"events",
+           fmt::format("{} ({} uncompressed{})", format_count(m.events),
+                       format_bytes(double(m.uncompressed_bytes)), m.gzip ? ", gzip" : "")});
+    for (const DeviceProperties& p : m.devices) {
+      t.row({fmt::format("device {}", p.id),
+             fmt::format("{} (compute {}.{}, {} SMs, {})", p.name, p.compute_major, p.compute_minor,
+                         p.multiprocessors, format_bytes(double(p.total_memory_bytes)))});
+    }
+    if (!m.steps.empty()) {
+      std::string list;
+      for (const TraceStepRange& st : m.steps)
+        list += (list.empty() ? "" : ", ") + std::to_string(st.step);
+      t.row({"profiler steps", list});
+    }
+    if (m.rank >= 0) t.row({"rank", fmt::format("{} of {}", m.rank, m.world_size)});
+    const TraceHealth& h = m.health;
+    t.row({"health", fmt::format("zero-duration {}, negative {}, same-stream overlaps {}, out of "
+                                 "range {}, past trace end {}, unmatched B {}",
+                                 h.zero_duration, h.negative_duration, h.stream_overlaps,
+                                 h.out_of_range, h.past_trace_end, h.unmatched_begin)});
+    out.push_back(t);
+    const DoubleCount& d = m.double_count;
+    if (d.linked_rows > 0) {
+      Table trap("The key_averages() trap — NOT a total");
+      trap.column("what a user might add up", Align::kLeft).column("time").column("× device time");
+      const double dev = double(d.device_rows_ns);
+      trap.row({"device rows (kernel, memcpy, memset): the real total", format_seconds(dev * 1e-9),
+                "1.00×"});
+      trap.row({"the same time again, in the host op that launched each row",
+                format_seconds(double(d.host_attributed_ns) * 1e-9),
+                fmt::format("{:.2f}×", dev > 0 ? double(d.host_attributed_ns) / dev : 0)});
+      trap.row({"op + kernel: each kernel counted twice",
+                format_seconds(double(d.op_and_kernel_ns()) * 1e-9),
+                fmt::format("{:.2f}×", d.op_and_kernel_ratio())});
+      trap.row({fmt::format("gpu_user_annotation ranges (ProfilerStep#N, ...: {})", d.annotations),
+                format_seconds(double(d.annotation_ns) * 1e-9),
+                fmt::format("{:.2f}×", dev > 0 ? double(d.annotation_ns) / dev : 0)});
+      trap.row({"sum of every key_averages() row's self device time",
+                format_seconds(double(d.key_averages_style_ns()) * 1e-9),
+                fmt::format("{:.2f}×", d.ratio())});
+      trap.note(fmt::format("{} of {} device rows carry the External id of a host op",
+                            format_count(d.linked_rows),
+                            format_count(d.linked_rows + d.unlinked_rows)));
+      out.push_back(trap);
+    }
+  };
+  switch (r.mode) {
+    case KernelsReport::Mode::kSingle:
+      trace_tables(r.sources[0]);
+      for (auto& t : kernel_table_tables(r.sources[0].table, top)) out.push_back(std::move(t));
+      break;
+    case KernelsReport::Mode::kDiff:
+      for (auto& t : kernel_diff_tables(r.diff, top)) out.push_back(std::move(t));
+      break;
+    case KernelsReport::Mode::kRanks: {
+      Table t(fmt::format("{} rank(s); slowest: rank {}", r.ranks.size(), r.slowest_rank));
+      t.column("rank")
+          .column("device rows")
+          .column("sum")
+          .column("union busy")
+          .column("span")
+          .column("idle")
+          .column("comm")
+          .column("comm share")
+          .column("overlap")
+          .column("exposed comm");
+      for (const RankRow& row : r.ranks) {
+        auto s = [](int64_t ns) { return format_seconds(double(ns) * 1e-9); };
+        t.row({std::to_string(row.rank) + (row.rank == r.slowest_rank ? " *" : ""),
+               format_count(row.totals.events), s(row.totals.sum_ns), s(row.totals.union_busy_ns),
+               s(row.totals.span_ns), s(row.totals.idle_ns), s(row.communication_ns),
+               format_percent(row.communication_share_ratio),
+               row.communication_union_ns ? format_percent(row.overlap_ratio) : "",
+               s(row.exposed_communication_ns)});
+      }
+      t.note(
+          "overlap: share of communication busy time with compute running beside it; exposed "
+          "comm: communication busy time with nothing else running");
+      out.push_back(t);
+      for (std::size_t i = 0; i < r.sources.size(); ++i) {
+        if (r.ranks[i].rank != r.slowest_rank) continue;
+        Table h(fmt::format("The slowest rank ({}): {}", r.slowest_rank, r.sources[i].path));
+        h.column("", Align::kLeft);
+        out.push_back(h);
+        for (auto& x : kernel_table_tables(r.sources[i].table, top)) out.push_back(std::move(x));
+      }
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace tprobe::core

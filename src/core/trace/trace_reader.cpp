@@ -1,0 +1,965 @@
+// Streaming reader of torch.profiler / Kineto Chrome traces into core::KernelRecord and the table.
+#include "tprobe/core/trace/trace_reader.hpp"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unordered_map>
+
+#include "base/string_util.hpp"
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::size_t kChunk = std::size_t{1} << 18;
+constexpr int64_t kMaxDurationNs = int64_t{86400} * 1000 * 1000 * 1000;  // one day
+constexpr std::size_t kMaxMessages = 20;
+constexpr std::size_t kMaxNameBytes = std::size_t{1} << 16;
+
+// ---------------------------------------------------------------------------------------------
+// Bytes in: a gzip or plain file through zlib (gzread passes plain files through), or a buffer
+// (inflated here when it starts with the gzip magic).
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Next chunk into buf; 0 at the end. Throws tprobe::Error on a read or inflate failure.
+  virtual std::size_t read(char* buf, std::size_t size) = 0;
+  virtual bool gzip() const = 0;
+};
+
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(const std::string& path) : path_(path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      fail("cannot open trace '{}': {}", path, std::strerror(errno));
+    if (S_ISDIR(st.st_mode))
+      fail("trace '{}' is a directory (give the directory alone for per-rank traces)", path);
+    errno = 0;
+    file_ = gzopen(path.c_str(), "rb");
+    if (file_ == nullptr) {
+      fail("cannot open trace '{}': {}", path, errno ? std::strerror(errno) : "out of memory");
+    }
+    gzbuffer(file_, 1U << 18);
+  }
+  ~FileSource() override {
+    if (file_ != nullptr) gzclose(file_);
+  }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  std::size_t read(char* buf, std::size_t size) override {
+    const int n = gzread(file_, buf, static_cast<unsigned>(size));
+    int err = Z_OK;
+    const char* msg = gzerror(file_, &err);
+    if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
+      fail("{}: cannot read after {} bytes: {}{}", path_, total_,
+           err == Z_ERRNO ? std::strerror(errno) : msg,
+           err == Z_BUF_ERROR ? " (truncated gzip file?)" : "");
+    }
+    if (first_) {
+      first_ = false;
+      gzip_ = gzdirect(file_) == 0;
+    }
+    total_ += n;
+    return static_cast<std::size_t>(n);
+  }
+  bool gzip() const override { return gzip_; }
+
+ private:
+  std::string path_;
+  gzFile file_ = nullptr;
+  bool first_ = true;
+  bool gzip_ = false;
+  int64_t total_ = 0;
+};
+
+class BufferSource : public ByteSource {
+ public:
+  BufferSource(std::string_view bytes, std::string label)
+      : bytes_(bytes), label_(std::move(label)) {
+    gzip_ = bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+            static_cast<unsigned char>(bytes[1]) == 0x8b;
+    if (gzip_) {
+      std::memset(&z_, 0, sizeof z_);
+      if (inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) fail("{}: cannot start zlib", label_);
+      z_open_ = true;
+      feed();
+    }
+  }
+  ~BufferSource() override {
+    if (z_open_) inflateEnd(&z_);
+  }
+  BufferSource(const BufferSource&) = delete;
+  BufferSource& operator=(const BufferSource&) = delete;
+
+  std::size_t read(char* buf, std::size_t size) override {
+    if (!gzip_) {
+      const std::size_t n = std::min(size, bytes_.size() - pos_);
+      std::memcpy(buf, bytes_.data() + pos_, n);
+      pos_ += n;
+      return n;
+    }
+    if (done_) return 0;
+    z_.next_out = reinterpret_cast<Bytef*>(buf);
+    z_.avail_out = static_cast<uInt>(size);
+    while (z_.avail_out == size) {
+      if (z_.avail_in == 0 && fed_ < bytes_.size()) feed();
+      const int rc = inflate(&z_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        done_ = true;
+        break;
+      }
+      if ((rc == Z_BUF_ERROR || rc == Z_OK) && z_.avail_in == 0 && z_.avail_out == size) {
+        fail("{}: gzip data ends after {} compressed bytes before its end marker (truncated "
+             "gzip file?)",
+             label_, z_.total_in);
+      }
+      if (rc != Z_OK) {
+        fail("{}: gzip data is corrupt after {} compressed bytes: {}", label_, z_.total_in,
+             z_.msg ? z_.msg : "inflate failed");
+      }
+    }
+    return size - z_.avail_out;
+  }
+  bool gzip() const override { return gzip_; }
+
+ private:
+  std::string_view bytes_;
+  std::string label_;
+  // zlib counts input in 32 bits: a large buffer is handed over 1 GiB at a time.
+  void feed() {
+    const std::size_t n = std::min<std::size_t>(bytes_.size() - fed_, std::size_t{1} << 30);
+    z_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes_.data() + fed_));
+    z_.avail_in = static_cast<uInt>(n);
+    fed_ += n;
+  }
+
+  std::size_t pos_ = 0;
+  std::size_t fed_ = 0;
+  bool gzip_ = false;
+  bool z_open_ = false;
+  bool done_ = false;
+  z_stream z_;
+};
+
+// A chunked buffer over a ByteSource, read through an input iterator so that nlohmann's SAX
+// parser pulls one byte at a time without a virtual call per byte.
+class Chunks {
+ public:
+  explicit Chunks(ByteSource& src) : src_(src), buf_(kChunk) {}
+  bool at_end() {
+    if (pos_ < end_) return false;
+    end_ = src_.read(buf_.data(), buf_.size());
+    pos_ = 0;
+    consumed_ += static_cast<int64_t>(end_);
+    return end_ == 0;
+  }
+  char peek() const { return buf_[pos_]; }
+  void advance() { ++pos_; }
+  int64_t consumed() const { return consumed_; }
+
+ private:
+  ByteSource& src_;
+  std::vector<char> buf_;
+  std::size_t pos_ = 0;
+  std::size_t end_ = 0;
+  int64_t consumed_ = 0;
+};
+
+class ChunkIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  ChunkIterator() = default;
+  explicit ChunkIterator(Chunks* c) : c_(c) {}
+  char operator*() const { return c_->peek(); }
+  ChunkIterator& operator++() {
+    c_->advance();
+    return *this;
+  }
+  ChunkIterator operator++(int) {
+    ChunkIterator old = *this;
+    c_->advance();
+    return old;
+  }
+  bool operator==(const ChunkIterator& o) const { return done() == o.done(); }
+  bool operator!=(const ChunkIterator& o) const { return !(*this == o); }
+
+ private:
+  bool done() const { return c_ == nullptr || c_->at_end(); }
+  Chunks* c_ = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Numbers: Kineto writes ts/dur as microseconds with three decimals ("1234.567"). Parsing the
+// text keeps integer nanoseconds exact where a double would round large timestamps.
+bool decimal_us_to_ns(const std::string& raw, int64_t& out) {
+  std::size_t i = 0;
+  bool neg = false;
+  if (i < raw.size() && (raw[i] == '-' || raw[i] == '+')) neg = raw[i++] == '-';
+  int64_t whole = 0;
+  std::size_t digits = 0;
+  while (i < raw.size() && raw[i] >= '0' && raw[i] <= '9') {
+    if (++digits > 15) return false;  // > 1e15 us: absurd, and would overflow below
+    whole = whole * 10 + (raw[i++] - '0');
+  }
+  int64_t frac = 0;
+  int frac_digits = 0;
+  bool round_up = false;
+  if (i < raw.size() && raw[i] == '.') {
+    ++i;
+    while (i < raw.size() && raw[i] >= '0' && raw[i] <= '9') {
+      if (frac_digits < 3) {
+        frac = frac * 10 + (raw[i] - '0');
+      } else if (frac_digits == 3) {
+        round_up = raw[i] >= '5';
+      }
+      ++frac_digits;
+      ++i;
+    }
+  }
+  if (i != raw.size() || digits == 0) return false;  // exponent or junk: caller falls back
+  for (int k = frac_digits; k < 3; ++k) frac *= 10;
+  int64_t ns = whole * 1000 + frac + (round_up ? 1 : 0);
+  out = neg ? -ns : ns;
+  return true;
+}
+
+bool double_us_to_ns(double us, int64_t& out) {
+  if (!std::isfinite(us) || std::fabs(us) > 1e15) return false;
+  out = std::llround(us * 1000.0);
+  return true;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+enum class EventClass { kDevice, kLaunch, kHostOp, kGpuAnnotation, kFlow, kOther };
+
+struct Classified {
+  EventClass cls = EventClass::kOther;
+  ActivityKind kind = ActivityKind::kKernel;
+};
+
+// Category spellings: PyTorch 2.x / Kineto ("kernel", "gpu_memcpy", "cuda_runtime", "cpu_op",
+// "user_annotation", "gpu_user_annotation", "ac2g") and the older ones ("Kernel", "Memcpy",
+// "Memset", "Runtime", "Operator").
+Classified classify(const std::string& cat_lower) {
+  if (cat_lower == "kernel") return {EventClass::kDevice, ActivityKind::kKernel};
+  if (cat_lower == "gpu_memcpy" || cat_lower == "memcpy")
+    return {EventClass::kDevice, ActivityKind::kMemcpy};
+  if (cat_lower == "gpu_memset" || cat_lower == "memset")
+    return {EventClass::kDevice, ActivityKind::kMemset};
+  if (cat_lower == "cuda_runtime" || cat_lower == "runtime" || cat_lower == "cuda_driver" ||
+      cat_lower == "privateuse1_runtime" || cat_lower == "privateuse1_driver") {
+    return {EventClass::kLaunch, ActivityKind::kKernel};
+  }
+  if (cat_lower == "cpu_op" || cat_lower == "operator" || cat_lower == "user_annotation") {
+    return {EventClass::kHostOp, ActivityKind::kKernel};
+  }
+  if (cat_lower == "gpu_user_annotation")
+    return {EventClass::kGpuAnnotation, ActivityKind::kKernel};
+  if (cat_lower == "ac2g") return {EventClass::kFlow, ActivityKind::kKernel};
+  return {};
+}
+
+// One device row, compact: the name is an index into the interned names.
+struct DeviceRow {
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t correlation;
+  int64_t external_id;
+  int64_t stream;
+  uint32_t name_id;
+  int32_t device;
+  ActivityKind kind;
+};
+
+struct Launch {
+  int64_t correlation;
+  int64_t ts_ns;
+  int64_t tid;
+};
+
+enum class RangeKind : uint8_t { kBackward, kOptimizer };
+struct HostRange {
+  int64_t tid;
+  int64_t start_ns;
+  int64_t end_ns;
+  RangeKind kind;
+};
+
+// N of "ProfilerStep#N", -1 for any other name.
+int64_t profiler_step_number(const std::string& name) {
+  if (!detail::starts_with(name, "ProfilerStep#")) return -1;
+  const std::string num = name.substr(13);
+  if (num.empty() || num.size() > 11 || !std::all_of(num.begin(), num.end(), ::isdigit)) return -1;
+  return std::stoll(num);
+}
+
+struct Annotation {
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t step;  // ProfilerStep#N on the device: N; anything else: -1 until placed
+};
+
+struct StepSeen {
+  int64_t step;
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t tid;
+};
+
+// What is being read at each nesting level.
+enum class Ctx {
+  kTopObject,
+  kEvents,    // the traceEvents array
+  kEvent,     // one event object
+  kArgs,      // an event's args
+  kDevProps,  // the deviceProperties array
+  kDevProp,   // one device
+  kDistInfo,  // distributedInfo
+  kMessages,  // a top-level array of strings (Kineto's WARNING / ERROR / INFO lists)
+  kSkip,      // anything else
+};
+
+class TraceSax {
+ public:
+  TraceSax(std::string source, TraceSummary& summary) : source_(std::move(source)), s_(summary) {}
+
+  // --- nlohmann SAX interface --------------------------------------------------------------
+  bool null() { return value_done(); }
+  bool boolean(bool) { return value_done(); }
+  bool number_integer(json::number_integer_t v) {
+    return number(static_cast<double>(v), nullptr, v, true);
+  }
+  bool number_unsigned(json::number_unsigned_t v) {
+    if (v > static_cast<json::number_unsigned_t>(INT64_MAX))
+      return number(double(v), nullptr, 0, false);
+    return number(static_cast<double>(v), nullptr, static_cast<int64_t>(v), true);
+  }
+  bool number_float(json::number_float_t v, const std::string& raw) {
+    return number(v, &raw, 0, false);
+  }
+  bool string(std::string& v) {
+    const Ctx c = top();
+    if (c == Ctx::kEvent) {
+      if (key_ == "ph") {
+        ev_.ph = v.empty() ? '?' : v[0];
+      } else if (key_ == "cat") {
+        ev_.cat = v;
+      } else if (key_ == "name") {
+        if (v.size() > kMaxNameBytes) v.resize(kMaxNameBytes);
+        ev_.name = v;
+        ev_.has_name = true;
+      } else if (key_ == "pid") {
+        ev_.pid = hash_id(v);
+      } else if (key_ == "tid") {
+        ev_.tid = hash_id(v);
+      } else if (key_ == "ts" || key_ == "dur") {
+        int64_t ns = 0;
+        if (!decimal_us_to_ns(v, ns)) bad_number(key_, v);
+        (key_ == "ts" ? ev_.ts_ns : ev_.dur_ns) = ns;
+        (key_ == "ts" ? ev_.has_ts : ev_.has_dur) = true;
+      }
+    } else if (c == Ctx::kDevProp) {
+      if (key_ == "name") dev_.name = v;
+    } else if (c == Ctx::kMessages) {
+      if (s_.health.messages.size() < kMaxMessages)
+        s_.health.messages.push_back(msg_key_ + ": " + v);
+    } else if (c == Ctx::kTopObject) {
+      if (key_ == "schemaVersion") s_.schema_version = v;
+    } else if (c == Ctx::kDistInfo) {
+      int64_t n = 0;
+      const bool ok = !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit) && v.size() < 10;
+      if (ok) n = std::stoll(v);
+      if (ok && key_ == "rank") s_.rank = n;
+      if (ok && key_ == "world_size") s_.world_size = n;
+    }
+    return value_done();
+  }
+  bool binary(json::binary_t&) { return value_done(); }
+  bool key(std::string& k) {
+    key_ = k;
+    return true;
+  }
+  bool start_object(std::size_t) {
+    const Ctx c = stack_.empty() ? Ctx::kTopObject : top();
+    Ctx next = Ctx::kSkip;
+    if (stack_.empty()) {
+      next = Ctx::kTopObject;
+      saw_top_object_ = true;
+    } else if (c == Ctx::kEvents) {
+      next = Ctx::kEvent;
+      ev_ = Event{};
+      ev_.index = event_index_++;
+    } else if (c == Ctx::kEvent && key_ == "args") {
+      next = Ctx::kArgs;
+    } else if (c == Ctx::kDevProps) {
+      next = Ctx::kDevProp;
+      dev_ = DeviceProperties{};
+    } else if (c == Ctx::kTopObject && key_ == "distributedInfo") {
+      next = Ctx::kDistInfo;
+    }
+    stack_.push_back(next);
+    return true;
+  }
+  bool end_object() {
+    const Ctx c = top();
+    stack_.pop_back();
+    if (c == Ctx::kEvent) finish_event();
+    if (c == Ctx::kDevProp) s_.devices.push_back(dev_);
+    if (!stack_.empty()) value_done();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    Ctx next = Ctx::kSkip;
+    if (stack_.empty()) {
+      next = Ctx::kEvents;  // the JSON Array Format: a bare list of events
+      saw_events_ = true;
+    } else if (top() == Ctx::kTopObject) {
+      if (key_ == "traceEvents") {
+        next = Ctx::kEvents;
+        saw_events_ = true;
+      } else if (key_ == "deviceProperties") {
+        next = Ctx::kDevProps;
+      } else {
+        next = Ctx::kMessages;
+        msg_key_ = key_;
+      }
+    }
+    stack_.push_back(next);
+    return true;
+  }
+  bool end_array() {
+    stack_.pop_back();
+    if (!stack_.empty()) value_done();
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const nlohmann::detail::exception& ex) {
+    std::string what = ex.what();
+    const bool at_end = what.find("unexpected end of input") != std::string::npos ||
+                        last_token.empty() || last_token == "<end of input>";
+    if (at_end) {
+      fail(
+          "{}: the JSON ends at byte {} (uncompressed) before the document is complete: the "
+          "trace is truncated (an interrupted export?)",
+          source_, position);
+    }
+    std::string tok = last_token.size() > 40 ? last_token.substr(0, 40) + "..." : last_token;
+    fail("{}: not valid JSON at byte {} (uncompressed) near '{}': {}", source_, position, tok,
+         what);
+  }
+
+  // --- results -------------------------------------------------------------------------------
+  bool saw_events() const { return saw_events_; }
+  bool saw_top_object() const { return saw_top_object_; }
+  std::vector<std::string>& names() { return names_; }
+  std::vector<DeviceRow>& rows() { return rows_; }
+  std::vector<Launch>& launches() { return launches_; }
+  std::vector<HostRange>& ranges() { return ranges_; }
+  std::vector<StepSeen>& steps() { return steps_; }
+  std::vector<int64_t>& host_external_ids() { return host_ext_; }
+  std::vector<Annotation>& annotations() { return annotations_; }
+  int64_t host_min_ns() const { return host_min_; }
+  int64_t host_max_ns() const { return host_max_; }
+  bool has_host() const { return has_host_; }
+  bool has_window_end() const { return has_window_end_; }
+  int64_t window_end_ns() const { return window_end_; }
+  int64_t unmatched_begin() const {
+    int64_t n = 0;
+    for (const auto& [track, open] : open_) n += open > 0 ? open : 0;
+    return n;
+  }
+
+ private:
+  struct Event {
+    int64_t index = 0;
+    char ph = 0;
+    std::string cat;
+    std::string name;
+    bool has_name = false;
+    int64_t pid = 0, tid = 0;
+    bool has_pid = false;
+    int64_t ts_ns = 0, dur_ns = 0;
+    bool has_ts = false, has_dur = false;
+    int64_t external_id = 0, correlation = 0, device = -1, stream = -1;
+  };
+
+  Ctx top() const { return stack_.back(); }
+  bool value_done() { return true; }
+
+  static int64_t hash_id(const std::string& s) {
+    // Non-numeric pid/tid ("Spans", "stream 7"): a stable id that cannot collide with small ints.
+    return static_cast<int64_t>(std::hash<std::string>{}(s) | (uint64_t{1} << 62));
+  }
+
+  [[noreturn]] void bad_number(const std::string& field, const std::string& raw) const {
+    fail(
+        "{}: traceEvents[{}] field '{}' has value {} — not a time in microseconds tprobe can "
+        "hold (finite, |value| < 1e15)",
+        source_, ev_.index, field, raw.size() > 40 ? raw.substr(0, 40) + "..." : raw);
+  }
+
+  bool number(double d, const std::string* raw, int64_t i, bool is_int) {
+    const Ctx c = top();
+    if (c == Ctx::kEvent) {
+      if (key_ == "ts" || key_ == "dur") {
+        int64_t ns = 0;
+        bool ok;
+        if (is_int) {
+          ok = i > -1000000000000000LL && i < 1000000000000000LL;
+          ns = i * 1000;
+        } else {
+          ok = (raw && decimal_us_to_ns(*raw, ns)) || double_us_to_ns(d, ns);
+        }
+        if (!ok) bad_number(key_, raw ? *raw : fmt::format("{}", is_int ? double(i) : d));
+        if (key_ == "ts") {
+          ev_.ts_ns = ns;
+          ev_.has_ts = true;
+        } else {
+          ev_.dur_ns = ns;
+          ev_.has_dur = true;
+        }
+      } else if (key_ == "pid") {
+        ev_.pid = is_int ? i : static_cast<int64_t>(d);
+        ev_.has_pid = true;
+      } else if (key_ == "tid") {
+        ev_.tid = is_int ? i : static_cast<int64_t>(d);
+      }
+    } else if (c == Ctx::kArgs && is_int) {
+      if (key_ == "External id")
+        ev_.external_id = i;
+      else if (key_ == "correlation")
+        ev_.correlation = i;
+      else if (key_ == "device")
+        ev_.device = i;
+      else if (key_ == "stream")
+        ev_.stream = i;
+    } else if (c == Ctx::kDevProp && is_int) {
+      if (key_ == "id")
+        dev_.id = static_cast<int32_t>(i);
+      else if (key_ == "computeMajor")
+        dev_.compute_major = static_cast<int32_t>(i);
+      else if (key_ == "computeMinor")
+        dev_.compute_minor = static_cast<int32_t>(i);
+      else if (key_ == "totalGlobalMem")
+        dev_.total_memory_bytes = i;
+      else if (key_ == "numSms")
+        dev_.multiprocessors = static_cast<int32_t>(i);
+    } else if (c == Ctx::kTopObject && is_int) {
+      if (key_ == "baseTimeNanoseconds") s_.base_time_ns = i;
+      if (key_ == "schemaVersion") s_.schema_version = std::to_string(i);
+    } else if (c == Ctx::kDistInfo && is_int) {
+      if (key_ == "rank") s_.rank = i;
+      if (key_ == "world_size") s_.world_size = i;
+    }
+    return value_done();
+  }
+
+  uint32_t intern(const std::string& raw) {
+    auto it = name_ids_.find(raw);
+    if (it != name_ids_.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(names_.size());
+    names_.push_back(demangle(raw));
+    name_ids_.emplace(raw, id);
+    return id;
+  }
+
+  void finish_event() {
+    ++s_.events;
+    const std::string cat = lower(ev_.cat);
+    if (!ev_.cat.empty()) {
+      // Bounded: a trace with absurdly many distinct categories is summarised, not kept whole.
+      if (s_.categories.size() < 256 || s_.categories.count(ev_.cat)) ++s_.categories[ev_.cat];
+    }
+    if (ev_.ph == 'B') ++open_[{ev_.pid, ev_.tid}];
+    if (ev_.ph == 'E') --open_[{ev_.pid, ev_.tid}];
+    if (ev_.ph == 'i' && ev_.name == "Record Window End" && ev_.has_ts) {
+      has_window_end_ = true;
+      window_end_ = ev_.ts_ns;
+    }
+    const Classified k = classify(cat);
+    if (ev_.ph != 'X') {
+      if (k.cls == EventClass::kFlow) ++s_.double_count.flows;
+      return;
+    }
+    switch (k.cls) {
+      case EventClass::kDevice: {
+        const char* missing = !ev_.has_name  ? "name"
+                              : !ev_.has_ts  ? "ts"
+                              : !ev_.has_dur ? "dur"
+                                             : nullptr;
+        if (missing) {
+          fail("{}: traceEvents[{}] ('{}' event) has no '{}' field", source_, ev_.index, ev_.cat,
+               missing);
+        }
+        if (ev_.dur_ns > kMaxDurationNs) {
+          fail(
+              "{}: traceEvents[{}] ('{}' event '{}') lasts {:.0f} s — more than a day, not a "
+              "device activity",
+              source_, ev_.index, ev_.cat, ev_.name.substr(0, 60), double(ev_.dur_ns) * 1e-9);
+        }
+        if (ev_.dur_ns < 0) {
+          ++s_.health.negative_duration;
+          return;
+        }
+        if (ev_.dur_ns == 0) ++s_.health.zero_duration;
+        DeviceRow r;
+        r.start_ns = ev_.ts_ns;
+        r.end_ns = ev_.ts_ns + ev_.dur_ns;
+        r.correlation = ev_.correlation;
+        r.external_id = ev_.external_id;
+        r.stream = ev_.stream >= 0 ? ev_.stream : ev_.tid;
+        r.device = static_cast<int32_t>(ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0));
+        r.kind = k.kind;
+        r.name_id = intern(ev_.name);
+        rows_.push_back(r);
+        break;
+      }
+      case EventClass::kLaunch:
+        if (ev_.has_ts && ev_.correlation != 0)
+          launches_.push_back({ev_.correlation, ev_.ts_ns, ev_.tid});
+        break;
+      case EventClass::kHostOp: {
+        if (!ev_.has_ts || !ev_.has_dur) {
+          ++s_.health.skipped_events;
+          return;
+        }
+        const int64_t end = ev_.ts_ns + std::max<int64_t>(ev_.dur_ns, 0);
+        if (!has_host_) {
+          host_min_ = ev_.ts_ns;
+          host_max_ = end;
+          has_host_ = true;
+        }
+        host_min_ = std::min(host_min_, ev_.ts_ns);
+        host_max_ = std::max(host_max_, end);
+        if (ev_.external_id != 0) host_ext_.push_back(ev_.external_id);
+        const std::string& n = ev_.name;
+        if (profiler_step_number(n) >= 0) {
+          steps_.push_back({profiler_step_number(n), ev_.ts_ns, end, ev_.tid});
+        } else if (detail::starts_with(n, "autograd::engine::evaluate_function")) {
+          ranges_.push_back({ev_.tid, ev_.ts_ns, end, RangeKind::kBackward});
+        } else if (detail::starts_with(n, "Optimizer.")) {
+          ranges_.push_back({ev_.tid, ev_.ts_ns, end, RangeKind::kOptimizer});
+        }
+        break;
+      }
+      case EventClass::kGpuAnnotation:
+        if (ev_.has_ts && ev_.has_dur && ev_.dur_ns > 0) {
+          annotations_.push_back(
+              {ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, profiler_step_number(ev_.name)});
+        }
+        break;
+      case EventClass::kFlow:
+        ++s_.double_count.flows;
+        break;
+      case EventClass::kOther:
+        break;
+    }
+  }
+
+  std::string source_;
+  TraceSummary& s_;
+  std::vector<Ctx> stack_;
+  std::string key_;
+  std::string msg_key_;
+  Event ev_;
+  DeviceProperties dev_;
+  int64_t event_index_ = 0;
+  bool saw_events_ = false;
+  bool saw_top_object_ = false;
+  std::unordered_map<std::string, uint32_t> name_ids_;
+  std::vector<std::string> names_;
+  std::vector<DeviceRow> rows_;
+  std::vector<Launch> launches_;
+  std::vector<HostRange> ranges_;
+  std::vector<StepSeen> steps_;
+  std::vector<int64_t> host_ext_;
+  std::vector<Annotation> annotations_;
+  std::map<std::pair<int64_t, int64_t>, int64_t> open_;
+  int64_t host_min_ = 0, host_max_ = 0;
+  bool has_host_ = false;
+  bool has_window_end_ = false;
+  int64_t window_end_ = 0;
+};
+
+// Merged ranges of one kind on one thread, for "is this launch inside a backward op?".
+class RangeIndex {
+ public:
+  void add(int64_t tid, int64_t start, int64_t end) { by_tid_[tid].emplace_back(start, end); }
+  void seal() {
+    for (auto& [tid, v] : by_tid_) {
+      std::sort(v.begin(), v.end());
+      std::size_t out = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (out > 0 && v[i].first <= v[out - 1].second) {
+          v[out - 1].second = std::max(v[out - 1].second, v[i].second);
+        } else {
+          v[out++] = v[i];
+        }
+      }
+      v.resize(out);
+    }
+  }
+  bool contains(int64_t tid, int64_t ts) const {
+    auto it = by_tid_.find(tid);
+    if (it == by_tid_.end()) return false;
+    const auto& v = it->second;
+    auto r = std::upper_bound(v.begin(), v.end(), std::make_pair(ts, INT64_MAX));
+    if (r == v.begin()) return false;
+    --r;
+    return ts >= r->first && ts <= r->second;
+  }
+  bool has_tid(int64_t tid) const { return by_tid_.count(tid) > 0; }
+  std::vector<int64_t> tids() const {
+    std::vector<int64_t> out;
+    for (const auto& [tid, v] : by_tid_) out.push_back(tid);
+    return out;
+  }
+
+ private:
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> by_tid_;
+};
+
+TraceResult read_from(ByteSource& src, const std::string& label,
+                      const KernelTableOptions& options) {
+  TraceResult result;
+  TraceSummary& s = result.summary;
+  s.source = label;
+  TraceSax sax(label, s);
+  Chunks chunks(src);
+  {
+    ChunkIterator first(&chunks), last;
+    if (first == last) fail("{}: the file is empty (no JSON)", label);
+    json::sax_parse(first, last, &sax);
+  }
+  s.gzip = src.gzip();
+  s.uncompressed_bytes = chunks.consumed();
+  if (!sax.saw_events()) {
+    fail("{}: no 'traceEvents' array: not a Chrome trace written by torch.profiler / Kineto",
+         label);
+  }
+
+  // Steps: ProfilerStep#N on the host (several threads may carry the same N: keep the widest).
+  std::map<int64_t, TraceStepRange> steps;
+  for (const StepSeen& st : sax.steps()) {
+    auto it = steps.find(st.step);
+    if (it == steps.end()) {
+      steps[st.step] = TraceStepRange{st.step, st.start_ns, st.end_ns};
+    } else {
+      it->second.start_ns = std::min(it->second.start_ns, st.start_ns);
+      it->second.end_ns = std::max(it->second.end_ns, st.end_ns);
+    }
+  }
+  for (const auto& [n, r] : steps) s.steps.push_back(r);
+  std::set<int64_t> step_tids;
+  for (const StepSeen& st : sax.steps()) step_tids.insert(st.tid);
+
+  // Phase ranges, and the threads that only ever run backward work (autograd's device threads).
+  RangeIndex backward, optimizer;
+  for (const HostRange& r : sax.ranges()) {
+    (r.kind == RangeKind::kBackward ? backward : optimizer).add(r.tid, r.start_ns, r.end_ns);
+  }
+  backward.seal();
+  optimizer.seal();
+  std::set<int64_t> backward_only;
+  for (int64_t tid : backward.tids()) {
+    if (!step_tids.count(tid)) backward_only.insert(tid);
+  }
+
+  std::vector<Launch>& launches = sax.launches();
+  std::sort(launches.begin(), launches.end(),
+            [](const Launch& a, const Launch& b) { return a.correlation < b.correlation; });
+  std::vector<int64_t>& ext = sax.host_external_ids();
+  std::sort(ext.begin(), ext.end());
+  ext.erase(std::unique(ext.begin(), ext.end()), ext.end());
+
+  auto step_of = [&](int64_t ts) -> int64_t {
+    // The step whose host range holds the launch (the last one starting at or before ts).
+    auto it = std::upper_bound(s.steps.begin(), s.steps.end(), ts,
+                               [](int64_t t, const TraceStepRange& r) { return t < r.start_ns; });
+    if (it == s.steps.begin()) return -1;
+    --it;
+    return ts <= it->end_ns ? it->step : -1;
+  };
+
+  // Resolve each device row's launch, step and phase.
+  std::vector<DeviceRow>& rows = sax.rows();
+  std::vector<int64_t> row_step(rows.size(), -1);
+  std::vector<uint8_t> row_phase(rows.size(), 0);  // 0 unknown, 1 forward, 2 backward, 3 optimizer
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const DeviceRow& r = rows[i];
+    const Launch* launch = nullptr;
+    if (r.correlation != 0) {
+      auto it = std::lower_bound(launches.begin(), launches.end(), r.correlation,
+                                 [](const Launch& l, int64_t c) { return l.correlation < c; });
+      if (it != launches.end() && it->correlation == r.correlation) launch = &*it;
+    }
+    const int64_t when = launch ? launch->ts_ns : r.start_ns;
+    row_step[i] = step_of(when);
+    if (launch) {
+      if (optimizer.contains(launch->tid, launch->ts_ns)) {
+        row_phase[i] = 3;
+      } else if (backward.contains(launch->tid, launch->ts_ns) ||
+                 backward_only.count(launch->tid)) {
+        row_phase[i] = 2;
+      } else {
+        row_phase[i] = 1;
+      }
+    }
+  }
+  std::set<int64_t> present_set(row_step.begin(), row_step.end());
+  std::vector<int64_t> present(present_set.begin(), present_set.end());
+  std::vector<int64_t> selected = select_steps(present, options);
+
+  // Health over every device row (not only the selection: a broken trace is broken).
+  TraceHealth& h = s.health;
+  h.unmatched_begin = sax.unmatched_begin();
+  {
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const DeviceRow &x = rows[a], &y = rows[b];
+      if (x.device != y.device) return x.device < y.device;
+      if (x.stream != y.stream) return x.stream < y.stream;
+      return x.start_ns < y.start_ns;
+    });
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      const DeviceRow &p = rows[order[k - 1]], &c = rows[order[k]];
+      if (p.device == c.device && p.stream == c.stream && c.start_ns < p.end_ns) {
+        ++h.stream_overlaps;
+        h.stream_overlap_ns += std::min(p.end_ns, c.end_ns) - c.start_ns;
+      }
+    }
+    constexpr int64_t kSlack = 1000000000;  // 1 s
+    for (const DeviceRow& r : rows) {
+      if (sax.has_host() &&
+          (r.start_ns < sax.host_min_ns() - kSlack || r.end_ns > sax.host_max_ns() + kSlack)) {
+        ++h.out_of_range;
+      }
+      if (sax.has_window_end() && r.end_ns > sax.window_end_ns()) ++h.past_trace_end;
+    }
+  }
+
+  // The table, and the key_averages()-style double count over the same selection.
+  KernelTableBuilder builder(s.devices, options, present, selected);
+  KernelRecord rec;
+  static const char* const kPhase[] = {"", "forward", "backward", "optimizer"};
+  DoubleCount& dc = s.double_count;
+  const std::vector<std::string>& names = sax.names();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const DeviceRow& r = rows[i];
+    rec.kind = r.kind;
+    rec.name = names[r.name_id];
+    rec.start_ns = r.start_ns;
+    rec.end_ns = r.end_ns;
+    rec.device = r.device;
+    rec.stream = r.stream;
+    rec.correlation_id = r.correlation;
+    rec.step = row_step[i];
+    rec.phase = kPhase[row_phase[i]];
+    const int64_t before = builder.added();
+    builder.add(rec);
+    if (builder.added() == before) continue;  // outside the selection
+    dc.device_rows_ns += r.end_ns - r.start_ns;
+    if (r.external_id != 0 && std::binary_search(ext.begin(), ext.end(), r.external_id)) {
+      dc.host_attributed_ns += r.end_ns - r.start_ns;
+      ++dc.linked_rows;
+    } else {
+      ++dc.unlinked_rows;
+    }
+  }
+  // gpu_user_annotation rows: a ProfilerStep#N range belongs to step N; others (Optimizer.step
+  // on the device) to the device-side ProfilerStep range holding their start.
+  std::vector<Annotation>& anns = sax.annotations();
+  for (Annotation& a : anns) {
+    if (a.step >= 0) continue;
+    for (const Annotation& st : anns) {
+      if (st.step >= 0 && a.start_ns >= st.start_ns && a.start_ns <= st.end_ns) a.step = st.step;
+    }
+  }
+  for (const Annotation& a : anns) {
+    if (std::binary_search(selected.begin(), selected.end(), a.step) ||
+        (options.steps.empty() && options.skip_first <= 0)) {
+      dc.annotation_ns += a.end_ns - a.start_ns;
+      ++dc.annotations;
+    }
+  }
+  result.table = builder.finish();
+  return result;
+}
+
+bool has_suffix(const std::string& s, const char* suf) { return detail::ends_with(s, suf); }
+
+}  // namespace
+
+TraceResult read_trace_file(const std::string& path, const KernelTableOptions& options) {
+  FileSource src(path);
+  return read_from(src, path, options);
+}
+
+TraceResult read_trace_buffer(std::string_view bytes, const std::string& label,
+                              const KernelTableOptions& options) {
+  BufferSource src(bytes, label);
+  return read_from(src, label, options);
+}
+
+std::vector<RankTrace> read_trace_directory(const std::string& dir,
+                                            const KernelTableOptions& options) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) fail("cannot open trace directory '{}': {}", dir, std::strerror(errno));
+  std::vector<std::string> files;
+  while (dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.empty() || name[0] == '.') continue;
+    if (has_suffix(name, ".json") || has_suffix(name, ".json.gz"))
+      files.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  std::sort(files.begin(), files.end());
+  if (files.empty()) fail("trace directory '{}' holds no *.json or *.json.gz file", dir);
+  std::vector<RankTrace> out;
+  for (const std::string& f : files) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    RankTrace t;
+    t.path = f;
+    t.result = read_trace_file(f, options);
+    out.push_back(std::move(t));
+  }
+  bool all_ranked = true;
+  std::set<int64_t> ranks;
+  for (const RankTrace& t : out) {
+    if (t.result.summary.rank < 0 || !ranks.insert(t.result.summary.rank).second)
+      all_ranked = false;
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].rank = all_ranked ? out[i].result.summary.rank : static_cast<int64_t>(i);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RankTrace& a, const RankTrace& b) { return a.rank < b.rank; });
+  return out;
+}
+
+}  // namespace tprobe::core

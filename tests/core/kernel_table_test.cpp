@@ -1,0 +1,265 @@
+// Kernel table: totals, per-name statistics, categories, architecture, steps, phases, JSON.
+#include "tprobe/core/trace/kernel_table.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/trace/kernel_category.hpp"
+#include "tprobe/core/trace/kernel_diff.hpp"
+#include "tprobe/core/trace/kernel_table_report.hpp"
+
+namespace tprobe::core {
+namespace {
+
+KernelRecord rec(const std::string& name, int64_t start, int64_t end, int64_t stream = 7,
+                 int64_t step = -1, const std::string& phase = "",
+                 ActivityKind kind = ActivityKind::kKernel, int32_t device = 0) {
+  KernelRecord r;
+  r.kind = kind;
+  r.name = name;
+  r.start_ns = start;
+  r.end_ns = end;
+  r.stream = stream;
+  r.step = step;
+  r.phase = phase;
+  r.device = device;
+  return r;
+}
+
+DeviceProperties h200() {
+  DeviceProperties p;
+  p.id = 0;
+  p.name = "NVIDIA H200";
+  p.compute_major = 9;
+  p.compute_minor = 0;
+  return p;
+}
+
+TEST(BusyTotals, MergesOverlapsAcrossStreams) {
+  std::vector<std::pair<int64_t, int64_t>> v = {{20, 30}, {0, 10}, {5, 15}};
+  const BusyTotals t = busy_totals(v);
+  EXPECT_EQ(t.events, 3);
+  EXPECT_EQ(t.sum_ns, 30);         // 10 + 10 + 10
+  EXPECT_EQ(t.union_busy_ns, 25);  // [0,15] + [20,30]
+  EXPECT_EQ(t.span_ns, 30);
+  EXPECT_EQ(t.idle_ns, 5);
+}
+
+TEST(BusyTotals, TouchingIntervalsAreOneBusyStretch) {
+  std::vector<std::pair<int64_t, int64_t>> v = {{0, 10}, {10, 20}};
+  EXPECT_EQ(busy_totals(v).union_busy_ns, 20);
+  EXPECT_EQ(busy_totals(v).idle_ns, 0);
+}
+
+TEST(OverlapNs, IntersectionOfTwoSets) {
+  EXPECT_EQ(overlap_ns({{0, 10}, {20, 30}}, {{5, 25}}), 10);  // [5,10] + [20,25]
+  EXPECT_EQ(overlap_ns({{0, 10}}, {{10, 20}}), 0);
+  EXPECT_EQ(overlap_ns({}, {{0, 5}}), 0);
+}
+
+TEST(KernelTable, SumUnionSpanAreDifferentNumbers) {
+  // Two streams overlap by 50 ns; a 100 ns gap follows.
+  std::vector<KernelRecord> r = {rec("gemm_a", 0, 100, 7), rec("gemm_a", 50, 150, 8),
+                                 rec("softmax_b", 250, 300, 7)};
+  const KernelTable t = build_kernel_table(r, {h200()});
+  EXPECT_EQ(t.totals.sum_ns, 250);
+  EXPECT_EQ(t.totals.union_busy_ns, 200);
+  EXPECT_EQ(t.totals.span_ns, 300);
+  EXPECT_EQ(t.totals.idle_ns, 100);
+  ASSERT_EQ(t.kernels.size(), 2u);
+  EXPECT_EQ(t.kernels[0].name, "gemm_a");
+  EXPECT_EQ(t.kernels[0].count, 2);
+  EXPECT_EQ(t.kernels[0].total_ns, 200);
+  EXPECT_DOUBLE_EQ(t.kernels[0].share_ratio, 0.8);
+  EXPECT_EQ(t.kernels[0].category, KernelCategory::kDenseGemm);
+  EXPECT_EQ(t.kernels[1].category, KernelCategory::kReduction);
+}
+
+TEST(KernelTable, PerNameStatistics) {
+  std::vector<KernelRecord> r = {rec("k", 0, 10), rec("k", 100, 140), rec("k", 200, 220),
+                                 rec("k", 300, 400)};
+  const KernelTable t = build_kernel_table(r, {});
+  const KernelRow& k = t.kernels.at(0);
+  EXPECT_EQ(k.count, 4);
+  EXPECT_EQ(k.total_ns, 170);
+  EXPECT_DOUBLE_EQ(k.mean_ns, 42.5);
+  EXPECT_EQ(k.median_ns, 20);  // lower median of 10, 20, 40, 100
+  EXPECT_EQ(k.min_ns, 10);
+  EXPECT_EQ(k.max_ns, 100);
+}
+
+TEST(KernelTable, EveryCategoryListedAndSharesSumToOne) {
+  std::vector<KernelRecord> r = {
+      rec("my_custom_kernel", 0, 30),
+      rec("Memcpy DtoD (Device -> Device)", 40, 50, 7, -1, "", ActivityKind::kMemcpy),
+      rec("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 60, 120, 9)};
+  const KernelTable t = build_kernel_table(r, {});
+  ASSERT_EQ(t.categories.size(), static_cast<std::size_t>(kKernelCategoryCount));
+  double share = 0;
+  for (const CategoryRow& c : t.categories) share += c.share_ratio;
+  EXPECT_NEAR(share, 1.0, 1e-12);
+  EXPECT_EQ(t.other_ns, 30);
+  EXPECT_EQ(t.categories[static_cast<int>(KernelCategory::kMemcpyMemset)].total_ns, 10);
+  EXPECT_EQ(t.categories[static_cast<int>(KernelCategory::kCommunication)].total_ns, 60);
+  // Communication on stream 9 ran beside nothing: no overlap with compute.
+  EXPECT_EQ(t.devices.at(0).communication_ns, 60);
+  EXPECT_EQ(t.devices.at(0).overlap_ns, 0);
+}
+
+TEST(KernelTable, ComputeCommunicationOverlap) {
+  std::vector<KernelRecord> r = {rec("sm90_xmma_gemm_bf16", 0, 100, 7),
+                                 rec("ncclDevKernel_AllReduce", 60, 160, 20)};
+  const KernelTable t = build_kernel_table(r, {});
+  const DeviceRow& d = t.devices.at(0);
+  EXPECT_EQ(d.compute_union_ns, 100);
+  EXPECT_EQ(d.communication_union_ns, 100);
+  EXPECT_EQ(d.overlap_ns, 40);
+}
+
+TEST(KernelTable, EmptySelectionIsAnError) {
+  EXPECT_THROW(build_kernel_table({}, {}), Error);
+  std::vector<KernelRecord> r = {rec("k", 0, 10, 7, -1, "", ActivityKind::kKernel, 0)};
+  KernelTableOptions o;
+  o.device = 3;
+  try {
+    build_kernel_table(r, {}, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kError);
+    EXPECT_NE(std::string(e.what()).find("device 3"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KernelTable, StepSelection) {
+  std::vector<KernelRecord> r = {rec("k", 0, 10, 7, 1), rec("k", 20, 40, 7, 2),
+                                 rec("k", 50, 80, 7, 3), rec("k", 90, 91, 7, -1)};
+  const KernelTable all = build_kernel_table(r, {});
+  EXPECT_EQ(all.totals.sum_ns, 10 + 20 + 30 + 1);
+  ASSERT_EQ(all.steps.size(), 4u);
+  EXPECT_EQ(all.steps[0].step, -1);
+  KernelTableOptions skip;
+  skip.skip_first = 1;
+  EXPECT_EQ(build_kernel_table(r, {}, skip).totals.sum_ns, 20 + 30);  // steps 2, 3; not -1
+  KernelTableOptions one;
+  one.steps = {3};
+  EXPECT_EQ(build_kernel_table(r, {}, one).totals.sum_ns, 30);
+  KernelTableOptions missing;
+  missing.steps = {7};
+  EXPECT_THROW(build_kernel_table(r, {}, missing), UsageError);
+  KernelTableOptions too_many;
+  too_many.skip_first = 3;
+  EXPECT_THROW(build_kernel_table(r, {}, too_many), UsageError);
+  KernelTableOptions dropped;
+  dropped.skip_first = 1;
+  dropped.steps = {1};
+  EXPECT_THROW(build_kernel_table(r, {}, dropped), UsageError);
+}
+
+TEST(KernelTable, StepOptionsOnATraceWithoutStepsAreUsageErrors) {
+  std::vector<KernelRecord> r = {rec("k", 0, 10)};
+  KernelTableOptions o;
+  o.skip_first = 1;
+  EXPECT_THROW(build_kernel_table(r, {}, o), UsageError);
+}
+
+TEST(KernelTable, PhasesSplitForwardFromBackward) {
+  std::vector<KernelRecord> r = {rec("k", 0, 10, 7, -1, "forward"),
+                                 rec("k", 10, 40, 7, -1, "backward"),
+                                 rec("j", 40, 100, 7, -1, "backward"), rec("j", 100, 101, 7)};
+  const KernelTable t = build_kernel_table(r, {});
+  ASSERT_EQ(t.phases.size(), 3u);
+  EXPECT_EQ(t.phases[0].phase, "backward");
+  EXPECT_EQ(t.phases[0].count, 2);
+  EXPECT_EQ(t.phases[0].total_ns, 90);
+  EXPECT_EQ(t.phases[1].phase, "forward");
+  EXPECT_EQ(t.phases[2].phase, "");  // unknown
+  EXPECT_EQ(t.kernels.at(0).phase_ns.at("backward"), 60);
+}
+
+TEST(KernelTable, OlderArchitectureFlaggedWithItsShare) {
+  std::vector<KernelRecord> r = {
+      rec("fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel)", 0,
+          300),
+      rec("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", 300, 400),
+      rec("void at::native::vectorized_elementwise_kernel<4>(int)", 400, 500)};
+  const KernelTable t = build_kernel_table(r, {h200()});
+  const ArchitectureSummary& a = t.architecture;
+  EXPECT_EQ(a.device_sm, 90);
+  EXPECT_EQ(a.device_name, "NVIDIA H200");
+  EXPECT_EQ(a.older_kernels, 1);
+  EXPECT_EQ(a.older_ns, 300);
+  EXPECT_DOUBLE_EQ(a.older_share_ratio, 0.6);
+  ASSERT_EQ(a.by_target.size(), 3u);  // unknown, sm80, sm90
+  EXPECT_EQ(a.by_target[0].sm, 0);
+  EXPECT_EQ(a.by_target[1].sm, 80);
+  EXPECT_EQ(a.by_target[2].sm, 90);
+}
+
+TEST(KernelTable, NoDevicePropertiesMeansNoFlag) {
+  std::vector<KernelRecord> r = {rec("fmha_cutlassF_sm80", 0, 300)};
+  const KernelTable t = build_kernel_table(r, {});
+  EXPECT_EQ(t.architecture.device_sm, 0);
+  EXPECT_EQ(t.architecture.older_kernels, 0);
+}
+
+TEST(KernelTable, NegativeDurationRecordsAreLeftOut) {
+  std::vector<KernelRecord> r = {rec("k", 10, 5), rec("k", 20, 30)};
+  EXPECT_EQ(build_kernel_table(r, {}).totals.sum_ns, 10);
+}
+
+TEST(KernelTableJson, RoundTripsThroughTheEvidenceShape) {
+  std::vector<KernelRecord> r = {rec("fmha_cutlassF_sm80", 0, 300, 7, 1, "forward"),
+                                 rec("nvjet_tst_128x256", 300, 400, 7, 2, "backward"),
+                                 rec("Memset (Device)", 400, 410, 7, 2, "", ActivityKind::kMemset)};
+  const KernelTable t = build_kernel_table(r, {h200()});
+  const Json j = to_json(t);
+  const KernelTable back = kernel_table_from_json(Json::parse(j.dump()), "test");
+  EXPECT_EQ(to_json(back).dump(), j.dump());
+  EXPECT_EQ(back.kernels.size(), 3u);
+  EXPECT_EQ(back.totals.sum_ns, 410);
+}
+
+TEST(KernelTableJson, BrokenShapesNameTheField) {
+  std::vector<KernelRecord> r = {rec("k", 0, 10)};
+  Json j = to_json(build_kernel_table(r, {}));
+  Json no_totals = j;
+  no_totals.erase("totals");
+  try {
+    kernel_table_from_json(no_totals, "f.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'totals'"), std::string::npos) << e.what();
+  }
+  Json bad_kind = j;
+  bad_kind["kernels"][0]["kind"] = "teleport";
+  EXPECT_THROW(kernel_table_from_json(bad_kind, "f.json"), Error);
+  Json bad_version = j;
+  bad_version["schema_version"] = 99;
+  EXPECT_THROW(kernel_table_from_json(bad_version, "f.json"), Error);
+  Json bad_count = j;
+  bad_count["kernels"][0]["count"] = "3";
+  EXPECT_THROW(kernel_table_from_json(bad_count, "f.json"), Error);
+  EXPECT_THROW(kernel_table_from_json(Json::array(), "f.json"), Error);
+}
+
+TEST(KernelDiff, SortedByWhatMovedMost) {
+  std::vector<KernelRecord> a = {rec("fmha_cutlassF_sm80", 0, 300), rec("nvjet_a", 300, 400)};
+  std::vector<KernelRecord> b = {rec("pytorch_flash::flash_fwd_kernel<T>", 0, 50),
+                                 rec("nvjet_a", 50, 160)};
+  const KernelDiff d =
+      diff_kernel_tables(build_kernel_table(a, {}), "A", build_kernel_table(b, {}), "B");
+  ASSERT_GE(d.categories.size(), 2u);
+  EXPECT_EQ(d.categories[0].key, "attention");
+  EXPECT_EQ(d.categories[0].a_ns, 300);
+  EXPECT_EQ(d.categories[0].b_ns, 50);
+  EXPECT_EQ(d.categories[1].key, "dense_gemm");
+  EXPECT_EQ(d.categories[1].delta_ns(), 10);
+  // Families: fmha gone (−300), flash new (+50), nvjet +10.
+  ASSERT_EQ(d.families.size(), 3u);
+  EXPECT_EQ(d.families[0].key, "fmha_cutlassF_sm80");
+  EXPECT_EQ(d.families[1].key, "pytorch_flash::flash_fwd_kernel");
+  EXPECT_EQ(d.families[2].delta_ns(), 10);
+}
+
+}  // namespace
+}  // namespace tprobe::core

@@ -1,0 +1,344 @@
+// The torch.profiler trace reader: device rows only, steps, phases, the key_averages() double
+// count, health, gzip, and broken traces (each a clear tprobe::Error, never a crash).
+#include "tprobe/core/trace/trace_reader.hpp"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "test_paths.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/rng.hpp"
+
+namespace tprobe::core {
+namespace {
+
+// A Kineto-shaped trace, written by hand: one forward mm, one backward mm on autograd's thread,
+// one optimizer kernel, a memcpy, the ProfilerStep annotations on host and device, flows.
+// Every device time below is an exact number of ns so the expectations are by hand.
+std::string small_trace() {
+  return R"J({
+  "schemaVersion": 1,
+  "deviceProperties": [
+    {"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150109782016, "computeMajor": 9,
+     "computeMinor": 0, "numSms": 132}
+  ],
+  "distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 2},
+  "displayTimeUnit": "ms",
+  "baseTimeNanoseconds": 1764576000000000000,
+  "traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 9, "tid": 1,
+   "ts": 100.000, "dur": 900.000, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 9, "tid": 1, "ts": 110.000,
+   "dur": 20.000, "args": {"External id": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 1,
+   "ts": 112.500, "dur": 3.000, "args": {"External id": 2, "cbid": 211, "correlation": 50}},
+  {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", "pid": 0,
+   "tid": 7, "ts": 120.250, "dur": 10.125,
+   "args": {"External id": 2, "device": 0, "stream": 7, "correlation": 50, "grid": [1, 2, 3],
+            "block": [128, 1, 1], "registers per thread": 90, "shared memory": 1024}},
+  {"ph": "s", "id": 50, "pid": 9, "tid": 1, "ts": 112.500, "cat": "ac2g", "name": "ac2g"},
+  {"ph": "f", "id": 50, "pid": 0, "tid": 7, "ts": 120.250, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+  {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: MmBackward0",
+   "pid": 9, "tid": 2, "ts": 200.000, "dur": 50.000, "args": {"External id": 3}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 9, "tid": 2, "ts": 205.000,
+   "dur": 20.000, "args": {"External id": 4}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 2,
+   "ts": 206.000, "dur": 3.000, "args": {"External id": 4, "cbid": 211, "correlation": 51}},
+  {"ph": "X", "cat": "kernel", "name": "fmha_cutlassB_bf16_aligned_64x64_k128_sm80", "pid": 0,
+   "tid": 7, "ts": 230.000, "dur": 40.000,
+   "args": {"External id": 4, "device": 0, "stream": 7, "correlation": 51}},
+  {"ph": "X", "cat": "cpu_op", "name": "Optimizer.step#AdamW.step", "pid": 9, "tid": 1,
+   "ts": 400.000, "dur": 100.000, "args": {"External id": 5}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 1,
+   "ts": 410.000, "dur": 3.000, "args": {"External id": 5, "cbid": 211, "correlation": 52}},
+  {"ph": "X", "cat": "kernel", "name": "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<int>(int)",
+   "pid": 0, "tid": 8, "ts": 420.000, "dur": 5.000,
+   "args": {"External id": 5, "device": 0, "stream": 8, "correlation": 52}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 8,
+   "ts": 500.000, "dur": 2.000, "args": {"device": 0, "stream": 8, "correlation": 53, "bytes": 4096}},
+  {"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#4", "pid": 0, "tid": 7,
+   "ts": 120.249, "dur": 400.000, "args": {"External id": 1}},
+  {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 1100.000}
+  ],
+  "WARNING": ["CUPTI: some warning text"],
+  "traceName": "test.json"
+})J";
+}
+
+std::string gzip_bytes(const std::string& plain) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(plain.size() + 1024, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
+  z.avail_in = static_cast<uInt>(plain.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+std::string error_of(const std::string& bytes, const KernelTableOptions& o = {}) {
+  try {
+    read_trace_buffer(bytes, "t.json", o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TraceReader, DeviceRowsOnly) {
+  const TraceResult r = read_trace_buffer(small_trace(), "t.json");
+  // kernels 10.125 + 40 + 5 us, memcpy 2 us; not the cpu_op, runtime or annotation rows.
+  EXPECT_EQ(r.table.totals.events, 4);
+  EXPECT_EQ(r.table.totals.sum_ns, 10125 + 40000 + 5000 + 2000);
+  EXPECT_EQ(r.table.totals.start_ns, 120250);
+  EXPECT_EQ(r.table.totals.end_ns, 502000);
+  EXPECT_EQ(r.summary.events, 16);
+  EXPECT_EQ(r.summary.categories.at("kernel"), 3);
+  EXPECT_EQ(r.summary.categories.at("gpu_memcpy"), 1);
+}
+
+TEST(TraceReader, MetadataDevicesAndSteps) {
+  const TraceResult r = read_trace_buffer(small_trace(), "t.json");
+  const TraceSummary& s = r.summary;
+  EXPECT_EQ(s.base_time_ns, 1764576000000000000LL);
+  EXPECT_EQ(s.schema_version, "1");
+  EXPECT_EQ(s.rank, 1);
+  EXPECT_EQ(s.world_size, 2);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].name, "NVIDIA H200");
+  EXPECT_EQ(s.devices[0].sm(), 90);
+  EXPECT_EQ(s.devices[0].multiprocessors, 132);
+  EXPECT_EQ(s.devices[0].total_memory_bytes, 150109782016LL);
+  ASSERT_EQ(s.steps.size(), 1u);
+  EXPECT_EQ(s.steps[0].step, 4);
+  EXPECT_EQ(s.steps[0].start_ns, 100000);
+  EXPECT_EQ(s.steps[0].end_ns, 1000000);
+  ASSERT_EQ(s.health.messages.size(), 1u);
+  EXPECT_EQ(s.health.messages[0], "WARNING: CUPTI: some warning text");
+  // The memcpy at 500 us was launched by nobody the trace shows: it falls in step 4 by its own
+  // start; all four rows are in step 4.
+  ASSERT_EQ(r.table.steps.size(), 1u);
+  EXPECT_EQ(r.table.steps[0].step, 4);
+}
+
+TEST(TraceReader, KeyAveragesStyleSumCountsEveryLinkedKernelTwice) {
+  const TraceResult r = read_trace_buffer(small_trace(), "t.json");
+  const DoubleCount& d = r.summary.double_count;
+  EXPECT_EQ(d.device_rows_ns, r.table.totals.sum_ns);
+  EXPECT_EQ(d.host_attributed_ns, 10125 + 40000 + 5000);  // the memcpy has no External id
+  EXPECT_EQ(d.linked_rows, 3);
+  EXPECT_EQ(d.unlinked_rows, 1);
+  EXPECT_EQ(d.op_and_kernel_ns(), 2 * (10125 + 40000 + 5000) + 2000);
+  EXPECT_EQ(d.annotation_ns, 400000);
+  EXPECT_EQ(d.annotations, 1);
+  EXPECT_EQ(d.key_averages_style_ns(), 2 * (10125 + 40000 + 5000) + 2000 + 400000);
+  EXPECT_EQ(d.flows, 2);
+}
+
+TEST(TraceReader, ForwardBackwardOptimizerFromTheLaunchingThread) {
+  const TraceResult r = read_trace_buffer(small_trace(), "t.json");
+  std::map<std::string, int64_t> by;
+  for (const PhaseRow& p : r.table.phases) by[p.phase] = p.total_ns;
+  EXPECT_EQ(by["forward"], 10125);
+  EXPECT_EQ(by["backward"], 40000);
+  EXPECT_EQ(by["optimizer"], 5000);
+  EXPECT_EQ(by[""], 2000);  // the memcpy: no launch in the trace
+}
+
+TEST(TraceReader, ArchitectureAgainstDeviceProperties) {
+  const TraceResult r = read_trace_buffer(small_trace(), "t.json");
+  EXPECT_EQ(r.table.architecture.device_sm, 90);
+  EXPECT_EQ(r.table.architecture.older_kernels, 1);
+  EXPECT_EQ(r.table.architecture.older_ns, 40000);
+}
+
+TEST(TraceReader, NamesDemangled) {
+  std::string t = small_trace();
+  const std::string from = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n";
+  t.replace(t.find(from), from.size(), "_ZN2at6native18elementwise_kernelILi128ELi2EEEvi");
+  const TraceResult r = read_trace_buffer(t, "t.json");
+  bool found = false;
+  for (const KernelRow& k : r.table.kernels) {
+    found |= k.name == "void at::native::elementwise_kernel<128, 2>(int)";
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(TraceReader, GzipBufferAndFileGiveTheSameTable) {
+  const std::string plain = small_trace();
+  const std::string gz = gzip_bytes(plain);
+  const TraceResult a = read_trace_buffer(plain, "a");
+  const TraceResult b = read_trace_buffer(gz, "b");
+  EXPECT_FALSE(a.summary.gzip);
+  EXPECT_TRUE(b.summary.gzip);
+  EXPECT_EQ(b.summary.uncompressed_bytes, static_cast<int64_t>(plain.size()));
+  EXPECT_EQ(a.table.totals.sum_ns, b.table.totals.sum_ns);
+  const std::string dir = testing_support::temp_dir();
+  const std::string path = dir + "/t.json.gz";
+  std::ofstream(path, std::ios::binary) << gz;
+  const TraceResult c = read_trace_file(path);
+  EXPECT_TRUE(c.summary.gzip);
+  EXPECT_EQ(c.table.totals.sum_ns, a.table.totals.sum_ns);
+  std::remove(path.c_str());
+}
+
+TEST(TraceReader, StepOptionsSelect) {
+  KernelTableOptions o;
+  o.steps = {4};
+  EXPECT_EQ(read_trace_buffer(small_trace(), "t", o).table.totals.events, 4);
+  o.steps = {5};
+  EXPECT_THROW(read_trace_buffer(small_trace(), "t", o), UsageError);
+}
+
+TEST(TraceReader, OlderSpellingsAndIntegerTimes) {
+  // PyTorch 1.x: "Kernel", "Runtime", "Operator"; integer microseconds; a bare event array.
+  const std::string t = R"J([
+    {"ph": "X", "cat": "Operator", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"External id": 7}},
+    {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 11,
+     "dur": 1, "args": {"correlation": 3, "external id": 7}},
+    {"ph": "X", "cat": "Kernel", "name": "add_kernel", "pid": 0, "tid": "stream 7", "ts": 20,
+     "dur": 3, "args": {"correlation": 3, "External id": 7, "device": 0, "stream": 7}},
+    {"ph": "X", "cat": "Memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": 30,
+     "dur": 1, "args": {"device": 0, "stream": 7}}
+  ])J";
+  const TraceResult r = read_trace_buffer(t, "old.json");
+EXPECT_EQ(r.table.totals.events, 2);
+EXPECT_EQ(r.table.totals.sum_ns, 4000);
+EXPECT_EQ(r.summary.double_count.host_attributed_ns, 3000);
+}
+
+TEST(TraceReader, FractionalNanosecondsRoundExactly) {
+  // Kineto writes ts with three decimals; longer fractions round half up; the text is parsed,
+  // not a double, so a large ts keeps its last digit.
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 123456789012.3456,
+     "dur": 1.0004}]})J";
+  const TraceResult r = read_trace_buffer(t, "t");
+  EXPECT_EQ(r.table.totals.start_ns, 123456789012346LL);
+  EXPECT_EQ(r.table.totals.sum_ns, 1000);
+}
+
+TEST(TraceReader, HealthCounts) {
+  const std::string t = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::x", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 10, "dur": 20},
+    {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 25, "dur": 10},
+    {"ph": "X", "cat": "kernel", "name": "z", "pid": 0, "tid": 7, "ts": 40, "dur": 0},
+    {"ph": "X", "cat": "kernel", "name": "n", "pid": 0, "tid": 7, "ts": 50, "dur": -3},
+    {"ph": "X", "cat": "kernel", "name": "far", "pid": 0, "tid": 8, "ts": 5000000, "dur": 1},
+    {"ph": "B", "cat": "cpu_op", "name": "open", "pid": 1, "tid": 1, "ts": 60},
+    {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 1000}
+  ]})J";
+  const TraceResult r = read_trace_buffer(t, "t");
+  const TraceHealth& h = r.summary.health;
+  EXPECT_EQ(h.zero_duration, 1);
+  EXPECT_EQ(h.negative_duration, 1);
+  EXPECT_EQ(h.stream_overlaps, 1);  // b starts at 25 before a ends at 30
+  EXPECT_EQ(h.stream_overlap_ns, 5000);
+  EXPECT_EQ(h.out_of_range, 1);  // 'far' is 5 s after the host events
+  EXPECT_EQ(h.past_trace_end, 1);
+  EXPECT_EQ(h.unmatched_begin, 1);
+  EXPECT_EQ(r.table.totals.events, 4);  // the negative one is left out
+}
+
+TEST(TraceReader, BrokenTracesAreClearErrors) {
+  const std::string good = small_trace();
+  EXPECT_NE(error_of("").find("empty"), std::string::npos);
+  EXPECT_NE(error_of("this is not json").find("not valid JSON at byte"), std::string::npos);
+  EXPECT_NE(error_of(good.substr(0, good.size() / 2)).find("truncated"), std::string::npos);
+  EXPECT_NE(error_of(R"({"schemaVersion": 1})").find("no 'traceEvents'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": []})").find("no device activity"), std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1}]})")
+                .find("traceEvents[0] ('kernel' event) has no 'dur'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1}]})")
+                .find("no 'name'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1,
+                          "dur": 1e30}]})")
+                .find("'dur'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1,
+                          "dur": 100000000000}]})")
+                .find("more than a day"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": "x",
+                          "dur": 1}]})")
+                .find("'ts' has value x"),
+            std::string::npos);
+  EXPECT_NE(error_of(good + "garbage").find("not valid JSON"), std::string::npos);
+  // Only host rows: an error, never a 0 ms table.
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm",
+                          "ts": 1, "dur": 1}]})")
+                .find("ProfilerActivity.CUDA"),
+            std::string::npos);
+}
+
+TEST(TraceReader, TruncatedGzipIsAnError) {
+  const std::string gz = gzip_bytes(small_trace());
+  const std::string cut = gz.substr(0, gz.size() / 2);
+  EXPECT_NE(error_of(cut).find("truncated"), std::string::npos) << error_of(cut);
+  const std::string dir = testing_support::temp_dir();
+  const std::string path = dir + "/cut.json.gz";
+  std::ofstream(path, std::ios::binary) << cut;
+  try {
+    read_trace_file(path);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+TEST(TraceReader, MissingFileAndDirectoryAreErrors) {
+  EXPECT_THROW(read_trace_file("/nonexistent/t.json"), Error);
+  EXPECT_THROW(read_trace_file(testing_support::temp_dir()), Error);
+  EXPECT_THROW(read_trace_directory(testing_support::temp_dir()), Error);  // holds nothing
+}
+
+TEST(TraceReader, DirectoryOfRanksSortedByDistributedInfo) {
+  const std::string dir = testing_support::temp_dir();
+  std::string r0 = small_trace();
+  const std::string key = R"("rank": 1)";
+  r0.replace(r0.find(key), key.size(), R"("rank": 0)");
+  std::ofstream(dir + "/b.pt.trace.json") << r0;
+  std::ofstream(dir + "/a.pt.trace.json.gz", std::ios::binary) << gzip_bytes(small_trace());
+  std::ofstream(dir + "/notes.txt") << "ignored";
+  const std::vector<RankTrace> ranks = read_trace_directory(dir);
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].rank, 0);
+  EXPECT_NE(ranks[0].path.find("b.pt.trace.json"), std::string::npos);
+  EXPECT_EQ(ranks[1].rank, 1);
+}
+
+// Random byte damage: the reader either reads the result or throws tprobe::Error.
+TEST(TraceReader, RandomCorruptionNeverCrashes) {
+  const std::string good = small_trace();
+  const std::string gz = gzip_bytes(good);
+  Rng rng(20261201);
+  for (int round = 0; round < 400; ++round) {
+    std::string bytes = (round % 2) ? gz : good;
+    const int flips = 1 + static_cast<int>(rng.uniform(8));
+    for (int f = 0; f < flips; ++f) {
+      const std::size_t at = rng.uniform(bytes.size());
+      bytes[at] = static_cast<char>(rng.uniform(256));
+    }
+    if (round % 5 == 0) bytes.resize(rng.uniform(bytes.size()));
+    try {
+      read_trace_buffer(bytes, "fuzz");
+    } catch (const Error&) {
+      // expected for most damage
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tprobe::core
