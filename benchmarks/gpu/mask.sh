@@ -2,11 +2,12 @@
 # GPU-host call 1 for `tprobe mask`: reads Hugging Face's own sdpa mask rules out of the installed
 # transformers (source of the functions that decide the is_causal skip and build the sliding mask),
 # then asks HF's mask builders and a tiny Gemma-4 model what they hand SDPA for the 26B-A4B layer
-# layout at a few (width, padding) cases. Python only, no build needed, < 30 s. Output: $OUT/mask/.
+# layout at a few (width, padding) cases. Python only, no build needed, <= 65 s (one Python
+# process: importing transformers takes ~8 s there). Output: $OUT/mask/.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}
-D=$OUT/mask
+D=${MASK_HF_OUT:-$OUT/mask}
 mkdir -p "$D"
 PY=$D/hf_mask_rules.py
 cat >"$PY" <<'PYEOF'
@@ -17,7 +18,7 @@ import sys
 import traceback
 
 out_dir = sys.argv[1]
-part = sys.argv[2]
+parts = sys.argv[2].split(",")
 
 import torch
 import transformers
@@ -40,7 +41,7 @@ def show_source(mod, names, fh):
             fh.write("# no source: %r (repr %r)\n" % (e, obj))
 
 
-if part == "source":
+def part_source():
     import transformers.masking_utils as mu
     import transformers.integrations.sdpa_attention as sa
     with open(out_dir + "/source.txt", "w") as fh:
@@ -79,7 +80,6 @@ if part == "source":
         except Exception:
             fh.write("# modeling_gemma4: " + traceback.format_exc())
     print("wrote source.txt", flush=True)
-    sys.exit(0)
 
 
 def config_26b(attn="sdpa", layers=30, hidden=2816, vocab=262144):
@@ -132,7 +132,7 @@ def describe(m, w):
     return d
 
 
-if part == "builders":
+def part_builders():
     import transformers.masking_utils as mu
     cfg = config_26b()
     results = []
@@ -158,10 +158,10 @@ if part == "builders":
     with open(out_dir + "/builders.json", "w") as fh:
         json.dump({"transformers": transformers.__version__, "torch": torch.__version__,
                    "device": dev, "batch": B, "results": results}, fh, indent=1)
-    sys.exit(0)
+    print("wrote builders.json", flush=True)
 
 
-if part == "model":
+def part_model():
     # A 6-layer model with the 26B attention shapes (5 sliding + 1 full, heads 16, kv 8/2,
     # head_dim 256/512, W 1024) and a tiny MLP; SDPA is replaced by a recorder, so this shows
     # exactly what HF's sdpa path hands the kernel, per layer, without computing attention.
@@ -218,17 +218,22 @@ if part == "model":
     with open(out_dir + "/model_calls.json", "w") as fh:
         json.dump({"transformers": transformers.__version__, "torch": torch.__version__,
                    "device": dev, "batch": B, "results": results}, fh, indent=1)
+    print("wrote model_calls.json", flush=True)
+
+
+# One process for every part: importing transformers alone takes ~8 s on the GPU host. Each part
+# writes its file when done, so a part cut off by the timeout keeps the earlier ones.
+for name in parts:
+    print("== part", name, flush=True)
+    try:
+        {"source": part_source, "model": part_model, "builders": part_builders}[name]()
+    except Exception:
+        traceback.print_exc()
+        sys.stdout.flush()
 PYEOF
-status=()
-# Budget: 30 s in all (8 + 11 + 11); each part is its own process so one failure keeps the rest.
-for spec in source:8 model:11 builders:11; do
-  part=${spec%%:*}
-  echo "== $part ($(date +%T))"
-  timeout "${spec##*:}" python3 "$PY" "$D" "$part" >"$D/$part.log" 2>&1
-  rc=$?
-  status+=("$part rc=$rc")
-  tail -n 40 "$D/$part.log"
-done
-echo "== summary: ${status[*]}"
-grep -m1 "^transformers" "$D/source.log" 2>/dev/null
-echo "files: $(ls "$D" | tr '\n' ' ')"
+# Budget: 60 s for one Python process (call 1 showed ~8 s for importing transformers alone).
+echo "== hf mask rules ($(date +%T))"
+timeout 60 python3 "$PY" "$D" source,model,builders >"$D/hf_mask_rules.log" 2>&1
+rc=$?
+tail -n 60 "$D/hf_mask_rules.log"
+echo "== summary: hf_mask_rules rc=$rc ($(date +%T)); files: $(ls "$D" | tr '\n' ' ')"
