@@ -4,7 +4,7 @@
 # tprobe's windowed flash path), at width 4,096 (batch 2) and 16,384 (batch 1), and the
 # materialised mask check on the GPU; first, benchmarks/gpu/mask.sh (transformers' own mask rules,
 # Python, <= 60 s) into $OUT/mask_backends/hf/. Needs build/cuda (scripts/gpu-build.sh).
-# At most ~140 s in all. Output: $OUT/mask_backends/ (evidence JSON, stdout tables, summary last).
+# At most ~145 s in all. Output: $OUT/mask_backends/ (evidence JSON, stdout tables, summary last).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}
@@ -31,8 +31,8 @@ step() {  # name timeout args...
   echo "$name rc $?" | tee -a "$LOG"
 }
 # Smaller width first: its evidence comes back even if the wide run is cut off.
-step backends-4096 15 --width 4096 --batch 2 --backends --warmup 1 --repeats 5
-step backends-16384 45 --width 16384 --batch 1 --backends --warmup 1 --repeats 3
+step backends-4096 20 --width 4096 --batch 2 --backends --warmup 1 --repeats 5
+step backends-16384 50 --width 16384 --batch 1 --backends --warmup 1 --repeats 3
 step materialised-cuda 8 --width 16384 --lengths 16384,8192 --materialise --device cuda
 step geometry 5 --width 16384 --lengths 16384,8192
 say summary
