@@ -8,6 +8,7 @@
 #include "tprobe/core/io/config_json.hpp"
 #include "tprobe/core/mask/mask_report.hpp"
 #include "tprobe/model/mask_check_report.hpp"
+#include "tprobe/model/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -77,7 +78,7 @@ core::Outcome run(const MaskOptions& o, RunContext& ctx) {
       }
       m.layers.push_back({type, sliding ? config.sliding_window : 0});
     }
-    const model::MaskCheckResult mr = model::run_mask_check(m);
+    const model::MaskCheckResult mr = model::torch_api().run_mask_check(m);
     ctx.out << model::mask_check_table(mr).render() << "\n";
     results["materialised"] = model::to_json(mr);
     if (!mr.ok) {
@@ -106,7 +107,7 @@ core::Outcome run(const MaskOptions& o, RunContext& ctx) {
       b.shapes.push_back(
           {core::to_string(l.type), l.window, l.query_heads, l.kv_heads, l.head_dim});
     }
-    const model::MaskBackendsResult br = model::run_mask_backends(b);
+    const model::MaskBackendsResult br = model::torch_api().run_mask_backends(b);
     for (const auto& t : model::mask_backends_tables(br)) ctx.out << t.render() << "\n";
     results["backends"] = model::backends_json(br);
     results["backends_status"] = model::backends_status_json(br);
