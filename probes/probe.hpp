@@ -59,6 +59,7 @@ void register_inspect(CLI::App& app, ProbeSet& set);
 void register_padding(CLI::App& app, ProbeSet& set);
 void register_bucket(CLI::App& app, ProbeSet& set);
 void register_kernels(CLI::App& app, ProbeSet& set);
+void register_mask(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
 // The environment block: core facts, plus the libtorch / CUDA / CUPTI facts when `needs` asks for

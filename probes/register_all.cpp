@@ -10,6 +10,7 @@ void register_all(CLI::App& app, ProbeSet& set) {
   register_bucket(app, set);
   register_scaling_fit(app, set);
   register_flops(app, set);
+  register_mask(app, set);
   register_parity(app, set);
   register_kernels(app, set);
 }

@@ -26,6 +26,13 @@ run bucket --max-seq-len 8192 --scaling-fit "$out/scaling-fit.json" --json "$out
   --emit-order "$out/bucket-order.jsonl"
 run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attn sdpa \
   --json "$out/flops.json"
+# The attention mask of 26B-A4B at 2x16,384: the sliding band (exactly 1,024 keys per row) and
+# the full layers' is_causal fast path asserted, the engine's masks verified as tensors; then the
+# same with one row half padded, where the full layers lose the fast path too (asserted: none).
+run mask gemma4-26b-a4b --width 16384 --batch 2 --expect-window 1024 --expect-fast-path full \
+  --materialise --json "$out/mask.json"
+run mask gemma4-26b-a4b --width 16384 --batch 2 --lengths 16384,8192 --expect-window 1024 \
+  --expect-fast-path none --materialise --json "$out/mask-padded.json"
 fx=tests/fixtures/gemma4-tiny-hf  # written by Hugging Face transformers (scripts/make_parity_fixture.py)
 run parity --checkpoint "$fx" --reference "$fx/reference.safetensors" --json "$out/parity.json"
 # The device-only kernel table of a real torch.profiler trace (HF + PEFT LoRA step of a small

@@ -2,6 +2,8 @@
 // implementations that use them. The only file with TORCH_VERSION guards.
 #include "tprobe/model/torch_compat.hpp"
 
+#include <set>
+
 #include <fmt/format.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -12,6 +14,10 @@
 
 #if TPROBE_HAS_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#endif
+#if TPROBE_HAS_KINETO_EVENTS
+// Found usable at configure time (cmake/TprobeTorchFeatures.cmake compiles a probe of this API).
+#include <torch/csrc/autograd/profiler_kineto.h>
 #endif
 
 #define TPROBE_TORCH_AT_LEAST(major, minor) \
@@ -281,6 +287,168 @@ torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const 
   std::string why = "not supported on this device";
   attn_available(path, &why);
   fail("attention path '{}' cannot run here: {}", core::to_string(path), why);
+}
+
+// ---- backend pinning, warning capture and kernel names (tprobe mask --backends) ----
+
+bool can_pin_sdpa_backend(const std::string& backend, std::string* why) {
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+  if (backend == "flash" || backend == "efficient" || backend == "math") return true;
+  if (backend == "cudnn") {
+#if TPROBE_TORCH_AT_LEAST(2, 3)
+    return true;
+#else
+    if (why) *why = "libtorch " + torch_version() + " has no cuDNN SDPA backend (needs >= 2.3)";
+    return false;
+#endif
+  }
+  if (why) *why = "unknown SDPA backend '" + backend + "'";
+  return false;
+#else
+  if (why) {
+    *why = "libtorch " + torch_version() + " has no scaled_dot_product_attention (needs >= 2.0)";
+  }
+  (void)backend;
+  return false;
+#endif
+}
+
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+namespace {
+
+// Saves the global SDPA switches, enables one backend alone, restores them on destruction.
+class SdpaPin {
+ public:
+  explicit SdpaPin(const std::string& backend) {
+    auto& c = at::globalContext();
+    flash_ = c.userEnabledFlashSDP();
+    mem_ = c.userEnabledMemEfficientSDP();
+    math_ = c.userEnabledMathSDP();
+    c.setSDPUseFlash(backend == "flash");
+    c.setSDPUseMemEfficient(backend == "efficient");
+    c.setSDPUseMath(backend == "math");
+#if TPROBE_TORCH_AT_LEAST(2, 3)
+    cudnn_ = c.userEnabledCuDNNSDP();
+    c.setSDPUseCuDNN(backend == "cudnn");
+#endif
+#if TPROBE_TORCH_AT_LEAST(2, 5)
+    overrideable_ = c.userEnabledOverrideableSDP();
+    c.setSDPUseOverrideable(false);
+#endif
+  }
+  ~SdpaPin() {
+    auto& c = at::globalContext();
+    c.setSDPUseFlash(flash_);
+    c.setSDPUseMemEfficient(mem_);
+    c.setSDPUseMath(math_);
+#if TPROBE_TORCH_AT_LEAST(2, 3)
+    c.setSDPUseCuDNN(cudnn_);
+#endif
+#if TPROBE_TORCH_AT_LEAST(2, 5)
+    c.setSDPUseOverrideable(overrideable_);
+#endif
+  }
+  SdpaPin(const SdpaPin&) = delete;
+  SdpaPin& operator=(const SdpaPin&) = delete;
+
+ private:
+  bool flash_ = true, mem_ = true, math_ = true, cudnn_ = true, overrideable_ = true;
+};
+
+}  // namespace
+#endif
+
+torch::Tensor sdpa_pinned(const std::string& backend, const torch::Tensor& q,
+                          const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& mask, bool is_causal, bool enable_gqa) {
+  std::string why;
+  if (!can_pin_sdpa_backend(backend, &why)) fail("SDPA backend {}: {}", backend, why);
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+  SdpaPin pin(backend);
+  c10::optional<torch::Tensor> m;
+  if (mask.defined()) m = mask;
+#if TPROBE_TORCH_AT_LEAST(2, 5)
+  return at::scaled_dot_product_attention(q, k, v, m, 0.0, is_causal, 1.0, enable_gqa);
+#else
+  if (enable_gqa) fail("enable_gqa needs libtorch >= 2.5 (this is {})", torch_version());
+  return at::scaled_dot_product_attention(q, k, v, m, 0.0, is_causal, 1.0);
+#endif
+#else
+  (void)q, (void)k, (void)v, (void)mask, (void)is_causal, (void)enable_gqa;
+  fail("unreachable");
+#endif
+}
+
+// The handler's signature changed in libtorch 2.x: process(const Warning&) replaced
+// process(SourceLocation, msg, verbatim), and the guard moved from c10::Warning to
+// c10::WarningUtils.
+struct WarningCapture::Impl : public c10::WarningHandler {
+  std::vector<std::string> messages;  // first: outlives the guard that routes warnings here
+#if TPROBE_TORCH_AT_LEAST(2, 1)
+  void process(const c10::Warning& warning) override { messages.push_back(warning.msg()); }
+  c10::WarningUtils::WarningHandlerGuard guard{this};
+  c10::WarningUtils::WarnAlways always{true};
+#else
+  void process(const c10::SourceLocation&, const std::string& msg, const bool) override {
+    messages.push_back(msg);
+  }
+  c10::Warning::WarningHandlerGuard guard{this};
+  c10::Warning::WarnAlways always{true};
+#endif
+};
+
+WarningCapture::WarningCapture() : impl_(std::make_unique<Impl>()) {}
+WarningCapture::~WarningCapture() = default;
+
+std::vector<std::string> WarningCapture::take() {
+  std::vector<std::string> out;
+  out.swap(impl_->messages);
+  return out;
+}
+
+KernelNames::KernelNames() {
+#if TPROBE_HAS_KINETO_EVENTS && TPROBE_HAS_TORCH_CUDA
+  try {
+    namespace prof = torch::profiler::impl;
+    const prof::ProfilerConfig config(prof::ProfilerState::KINETO);
+    const std::set<prof::ActivityType> activities{prof::ActivityType::CUDA};
+    torch::autograd::profiler::prepareProfiler(config, activities);
+    torch::autograd::profiler::enableProfiler(config, activities);
+    available_ = running_ = true;
+  } catch (const std::exception& e) {
+    why_not_ = std::string("libtorch's profiler did not start: ") + e.what();
+  }
+#else
+  why_not_ = TPROBE_HAS_TORCH_CUDA
+                 ? "this libtorch's Kineto C++ profiler API did not compile at configure time"
+                 : "CPU build: no device kernels";
+#endif
+}
+
+KernelNames::~KernelNames() {
+  if (running_) {
+    try {
+      stop();
+    } catch (...) {
+    }
+  }
+}
+
+std::vector<std::string> KernelNames::stop() {
+  std::vector<std::string> names;
+#if TPROBE_HAS_KINETO_EVENTS && TPROBE_HAS_TORCH_CUDA
+  if (!running_) return names;
+  running_ = false;
+  cuda_synchronize();
+  auto result = torch::autograd::profiler::disableProfiler();
+  std::set<std::string> seen;
+  for (const auto& e : result->events()) {
+    if (e.deviceType() != c10::DeviceType::CUDA) continue;
+    const std::string name = e.name();
+    if (seen.insert(name).second) names.push_back(name);
+  }
+#endif
+  return names;
 }
 
 }  // namespace tprobe::model

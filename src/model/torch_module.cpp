@@ -1,5 +1,6 @@
 // The entry point of libtprobe_torch.so: the table of torch-backed work the binary calls.
 #include "tprobe/cupti/cupti_info.hpp"
+#include "tprobe/model/mask_check.hpp"
 #include "tprobe/model/runtime_info.hpp"
 #include "tprobe/model/torch_api.hpp"
 
@@ -15,6 +16,8 @@ const tprobe::model::TorchApi kApi = [] {
   api.version = tprobe::model::kTorchApiVersion;
   api.describe = &describe;
   api.run_parity = &tprobe::model::run_parity;
+  api.run_mask_check = &tprobe::model::run_mask_check;
+  api.run_mask_backends = &tprobe::model::run_mask_backends;
   return api;
 }();
 

@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tprobe/model/torch_compat.hpp"
 
@@ -24,6 +26,49 @@ torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep);
 
 // Boolean attend-mask [1, 1, S, S] (true = attend) for the rule above.
 torch::Tensor causal_bool_mask(int64_t seq_len, int64_t window, const torch::Device& device);
+
+// SDPA with only `backend` enabled ("flash",
+// "efficient", "cudnn", "math"), every other backend switched off for the call and the global
+// flags restored after. `mask` undefined: none. Refusals surface as the library's own exception;
+// throws tprobe::Error when the linked libtorch cannot pin `backend` at all (e.g. < 2.0).
+torch::Tensor sdpa_pinned(const std::string& backend, const torch::Tensor& q,
+                          const torch::Tensor& k, const torch::Tensor& v,
+                          const torch::Tensor& mask, bool is_causal, bool enable_gqa);
+// Whether this libtorch can pin `backend` (names above); when not, `why` says why.
+bool can_pin_sdpa_backend(const std::string& backend, std::string* why);
+
+// Collects the library's warnings (TORCH_WARN, once-only warnings included) raised while it
+// lives, instead of printing them: SDPA explains each backend it refuses this way.
+class WarningCapture {
+ public:
+  WarningCapture();
+  ~WarningCapture();
+  WarningCapture(const WarningCapture&) = delete;
+  WarningCapture& operator=(const WarningCapture&) = delete;
+  std::vector<std::string> take();  // the messages so far, oldest first; clears them
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Device kernel names launched while it lives (libtorch's Kineto profiler, CUDA activities).
+// available() false, with why_not(), where this build cannot collect them.
+class KernelNames {
+ public:
+  KernelNames();
+  ~KernelNames();
+  KernelNames(const KernelNames&) = delete;
+  KernelNames& operator=(const KernelNames&) = delete;
+  bool available() const { return available_; }
+  const std::string& why_not() const { return why_not_; }
+  std::vector<std::string> stop();  // distinct names in first-launch order
+
+ private:
+  bool available_ = false;
+  bool running_ = false;
+  std::string why_not_;
+};
 
 // a [M, K] with rows sorted by group, b [G, K, N], `offs` int32 [G] the cumulative row end of each
 // group: out[rows of g] = a[rows of g] · b[g]. Only call when has_grouped_mm().

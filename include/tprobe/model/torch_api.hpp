@@ -6,13 +6,14 @@
 #include <string>
 
 #include "tprobe/core/base/environment.hpp"
+#include "tprobe/model/mask_check.hpp"
 #include "tprobe/model/parity.hpp"
 
 namespace tprobe::model {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 1;
+inline constexpr int kTorchApiVersion = 2;
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header, implement it in tprobe_model, add a member here and one line
@@ -22,6 +23,9 @@ struct TorchApi {
   // The libtorch, CUDA device, SDPA backend and CUPTI fields of the environment block.
   void (*describe)(core::Environment& env) = nullptr;
   ParityResult (*run_parity)(const ParityOptions& options) = nullptr;
+  // `tprobe mask --materialise` and `--backends` (mask_check.hpp).
+  MaskCheckResult (*run_mask_check)(const MaskCheckOptions& options) = nullptr;
+  MaskBackendsResult (*run_mask_backends)(const MaskBackendsOptions& options) = nullptr;
 };
 
 // Loads the module on first call (thread-safe) and returns its table. Looks at
