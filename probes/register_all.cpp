@@ -4,6 +4,7 @@
 namespace tprobe::probes {
 
 void register_all(CLI::App& app, ProbeSet& set) {
+  register_suite(app, set);
   register_env(app, set);
   register_inspect(app, set);
   register_padding(app, set);
@@ -11,6 +12,8 @@ void register_all(CLI::App& app, ProbeSet& set) {
   register_scaling_fit(app, set);
   register_flops(app, set);
   register_parity(app, set);
+  register_lora_gate(app, set);
+  register_report(app, set);
 }
 
 }  // namespace tprobe::probes
