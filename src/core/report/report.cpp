@@ -250,9 +250,6 @@ void inspect_section(Ctx& c) {
   } else {
     c.absent("results.blocks", "the parameters-by-block figure");
   }
-  if (const Json* missing = array_at(r, "lora.missing")) {
-    for (const auto& m : *missing) c.sec.notes.push_back(string_at(m, "message"));
-  }
   if (const Json* t = array_at(r, "lora.per_target")) {
     c.sec.tables.push_back(generic_table("tab-inspect-lora", "LoRA modules per target", *t,
                                          c.in.name, "results.lora.per_target"));
@@ -390,7 +387,12 @@ void bucket_section(Ctx& c) {
     chart.x_label = "bucket size (records)";
     chart.y_label = m.y_label;
     chart.log2_x = true;
-    chart.series = {s};
+    ChartSeries joined = s;  // the same points, joined, to read the trend
+    joined.kind = ChartSeries::Kind::kLine;
+    joined.label = "";
+    joined.y_low.clear();
+    joined.y_high.clear();
+    chart.series = {joined, s};
     if (auto base = number_at(r, std::string("baseline.") + m.baseline)) {
       chart.markers.push_back({false, *base, "sequential order: " + axis_number(*base)});
     }
@@ -854,6 +856,12 @@ void profile_section(Ctx& c) {
   int color = 0;
   for (auto& [b, s] : time_by_batch) {
     s.color = color++;
+    ChartSeries joined = s;
+    joined.kind = ChartSeries::Kind::kLine;
+    joined.label = "";
+    joined.y_low.clear();
+    joined.y_high.clear();
+    t.series.push_back(joined);
     t.series.push_back(s);
   }
   c.sec.figures.push_back(

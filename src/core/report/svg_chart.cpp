@@ -19,6 +19,7 @@ const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
 const char* color(int i) { return kPalette[static_cast<unsigned>(i) % 7]; }
 constexpr const char* kHighlight = "#C00000";
 constexpr const char* kFont = "font-family=\"sans-serif\"";
+constexpr double kCharW = 7.0;  // a generous average glyph width of 12 px sans-serif
 
 std::vector<double> nice_ticks(double lo, double hi, int target) {
   if (!(hi > lo)) hi = lo + 1;
@@ -32,6 +33,10 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   std::vector<double> ticks;
   for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) {
     ticks.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
+  }
+  // One tick at or above the maximum, so the largest point never sits on the frame.
+  if (ticks.empty() || ticks.back() < hi - step * 1e-9) {
+    ticks.push_back((ticks.empty() ? lo : ticks.back()) + step);
   }
   return ticks;
 }
@@ -81,7 +86,15 @@ std::string xml_escape(const std::string& text) {
 std::string axis_number(double v) {
   if (v == 0) return "0";
   const double a = std::abs(v);
-  if (a >= 1e7 || a < 1e-3) return fmt::format("{:.3g}", v);
+  // Large counts (parameters, FLOPs) with a unit prefix: 2.5e13 -> "25 T".
+  static const std::pair<double, const char*> kPrefixes[] = {
+      {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}};
+  if (a >= 1e7) {
+    for (const auto& [scale, prefix] : kPrefixes) {
+      if (a >= scale) return fmt::format("{:.3g} {}", v / scale, prefix);
+    }
+  }
+  if (a < 1e-3) return fmt::format("{:.3g}", v);
   if (a >= 1000 && std::abs(v - std::round(v)) < 1e-9) {
     return (v < 0 ? "-" : "") + format_count(static_cast<int64_t>(std::llround(a)));
   }
@@ -90,8 +103,9 @@ std::string axis_number(double v) {
 
 std::string render_svg(const XYChart& c) {
   const double left = 72, right = 16, top = 34, bottom = 54;
-  const double legend_h =
-      18.0 * static_cast<double>(c.series.size() + (c.crosses_x.empty() ? 0 : 1));
+  std::size_t labelled = 0;  // unlabelled series (a line joining points) get no legend row
+  for (const auto& series : c.series) labelled += !series.label.empty();
+  const double legend_h = 18.0 * static_cast<double>(labelled + (c.crosses_x.empty() ? 0 : 1));
   const double W = c.width, H = c.height + legend_h;
   const double pw = W - left - right, ph = c.height - top - bottom;
 
@@ -120,6 +134,8 @@ std::string render_svg(const XYChart& c) {
     for (double e = x0; e <= x1 + 1e-9; e += std::max(1.0, std::ceil((x1 - x0) / 10))) {
       xticks.push_back(std::pow(2.0, e));
     }
+    x0 -= 0.4;  // margin: points at the ends stay off the frame
+    x1 += 0.4;
   } else {
     if (x1 <= x0) x0 -= 1, x1 += 1;
     const double pad = (x1 - x0) * 0.04;
@@ -171,14 +187,14 @@ std::string render_svg(const XYChart& c) {
       s += fmt::format(
           "<line class=\"marker\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#777\" "
           "stroke-dasharray=\"2 3\"/><text x=\"{3}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
-          fmt_coord(x), top, fmt_coord(top + ph), fmt_coord(x + 3), top + 12, xml_escape(m.label));
+          fmt_coord(x), top, fmt_coord(top + ph), fmt_coord(x + 3), top + 24, xml_escape(m.label));
     } else {
       const double y = py(m.at);
       s += fmt::format(
           "<line class=\"marker\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"#777\" "
           "stroke-dasharray=\"2 3\"/><text x=\"{3}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
-          left, fmt_coord(left + pw), fmt_coord(y), left + 4, fmt_coord(y - 3),
-          xml_escape(m.label));
+          left, fmt_coord(left + pw), fmt_coord(y), left + 4,
+          fmt_coord(y - 14 < top ? y + 13 : y - 3), xml_escape(m.label));
     }
   }
   for (const auto& series : c.series) {
@@ -226,6 +242,7 @@ std::string render_svg(const XYChart& c) {
   }
   double ly = c.height + 2;
   for (const auto& series : c.series) {
+    if (series.label.empty()) continue;
     const char* col = color(series.color);
     if (series.kind == ChartSeries::Kind::kLine) {
       s += fmt::format(
@@ -255,7 +272,8 @@ std::string render_svg(const BarChart& c) {
   std::size_t nseries = std::max<std::size_t>(1, c.series.size());
   double label_w = 120;
   for (const auto& item : c.items)
-    label_w = std::max(label_w, 6.6 * static_cast<double>(item.label.size()));
+    label_w = std::max(label_w,
+                       kCharW * static_cast<double>(item.label.size() + (item.highlight ? 2 : 0)));
   label_w = std::min(label_w, c.width * 0.45);
   const double left = label_w + 12, right = 110, top = 34;
   const double bar_h = 14, row_h = bar_h * static_cast<double>(nseries) + 8;
@@ -291,7 +309,8 @@ std::string render_svg(const BarChart& c) {
   double y = top + 4;
   for (const auto& item : c.items) {
     std::string label = item.label;
-    const std::size_t max_chars = static_cast<std::size_t>(label_w / 6.6);
+    const std::size_t max_chars =
+        static_cast<std::size_t>(label_w / kCharW) - (item.highlight ? 2 : 0);
     if (label.size() > max_chars && max_chars > 3) label = label.substr(0, max_chars - 1) + "…";
     s += fmt::format(
         "<text class=\"bar-label\" x=\"{}\" y=\"{}\" "
