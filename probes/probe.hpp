@@ -60,6 +60,9 @@ void register_padding(CLI::App& app, ProbeSet& set);
 void register_bucket(CLI::App& app, ProbeSet& set);
 void register_kernels(CLI::App& app, ProbeSet& set);
 void register_mask(CLI::App& app, ProbeSet& set);
+void register_lora_gate(CLI::App& app, ProbeSet& set);
+void register_report(CLI::App& app, ProbeSet& set);
+void register_suite(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
 // The environment block: core facts, plus the libtorch / CUDA / CUPTI facts when `needs` asks for

@@ -4,6 +4,7 @@
 namespace tprobe::probes {
 
 void register_all(CLI::App& app, ProbeSet& set) {
+  register_suite(app, set);
   register_env(app, set);
   register_inspect(app, set);
   register_padding(app, set);
@@ -13,6 +14,8 @@ void register_all(CLI::App& app, ProbeSet& set) {
   register_mask(app, set);
   register_parity(app, set);
   register_kernels(app, set);
+  register_lora_gate(app, set);
+  register_report(app, set);
 }
 
 }  // namespace tprobe::probes

@@ -1,44 +1,9 @@
 #!/usr/bin/env bash
-# The main job: every probe on its embedded default, no checkpoint, no GPU, no network.
-# Tables go to stdout; evidence files to ${TPROBE_OUT:-out}/. Each probe adds its line(s) here.
+# The main job: `tprobe suite` — every probe on its embedded default (no checkpoint, no GPU, no
+# network) into ${TPROBE_OUT:-out}/, the report next to the evidence files, a progress line per
+# probe. The suite's step list is in probes/suite.cpp (one line per probe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${TPROBE_BIN:-build/cpu/src/app/tprobe}
 out=${TPROBE_OUT:-out}
-mkdir -p "$out"
-run() {
-  echo
-  echo "\$ tprobe $*"
-  "$bin" "$@"
-}
-run env --json "$out/env.json"
-# What the checkpoint holds and what LoRA / 4-bit would touch (embedded 26B-A4B shapes).
-run inspect --model gemma4-26b-a4b --json "$out/inspect.json"
-# The embedded synthetic corpus; truncation at 8,192 as in the post-mortem (docs/findings.md#f8).
-run padding --max-seq-len 8192 --json "$out/padding.json"
-# scaling-fit on documented example points: docs/findings.md#f1 (the published post-mortem's three
-# widths at batch 2), not points measured by this job; the quadratic share is also weighted over
-# the micro-batch widths the padding probe just measured.
-run scaling-fit --batch 2 --point 2048:1.776 --point 8192:11.570 --point 16384:35.017 \
-  --at 4096,32768 --widths-from "$out/padding.json" --json "$out/scaling-fit.json"
-# The sampler sweep, with step time predicted from that fit.
-run bucket --max-seq-len 8192 --scaling-fit "$out/scaling-fit.json" --json "$out/bucket.json" \
-  --emit-order "$out/bucket-order.jsonl"
-run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attn sdpa \
-  --json "$out/flops.json"
-# The attention mask of 26B-A4B at 2x16,384: the sliding band (exactly 1,024 keys per row) and
-# the full layers' is_causal fast path asserted, the engine's masks verified as tensors; then the
-# same with one row half padded, where the full layers lose the fast path too (asserted: none).
-run mask gemma4-26b-a4b --width 16384 --batch 2 --expect-window 1024 --expect-fast-path full \
-  --materialise --json "$out/mask.json"
-run mask gemma4-26b-a4b --width 16384 --batch 2 --lengths 16384,8192 --expect-window 1024 \
-  --expect-fast-path none --materialise --json "$out/mask-padded.json"
-fx=tests/fixtures/gemma4-tiny-hf  # written by Hugging Face transformers (scripts/make_parity_fixture.py)
-run parity --checkpoint "$fx" --reference "$fx/reference.safetensors" --json "$out/parity.json"
-# The device-only kernel table of a real torch.profiler trace (HF + PEFT LoRA step of a small
-# Gemma-4-shaped model on the H200, benchmarks/hf_profile_trace.py), warm-up step left out.
-run kernels tests/fixtures/traces/hf-sdpa-2x256.json.gz --skip-first 1 --top 15 \
-  --json "$out/kernels.json"
-echo
-echo "evidence files written to $out/:"
-ls -1 "$out"
+"$bin" suite --out "$out" --fixtures tests/fixtures --json "$out/suite.json"

@@ -1,0 +1,79 @@
+// A PEFT LoRA adapter directory read from disk: adapter_config.json plus the adapter weights
+// (single adapter_model.safetensors or shards listed by an index), with every lora_A / lora_B
+// tensor paired into its module and normed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/io/safetensors.hpp"
+
+namespace tprobe::core {
+
+inline constexpr const char* kAdapterConfigName = "adapter_config.json";
+inline constexpr const char* kAdapterWeightsName = "adapter_model.safetensors";
+inline constexpr const char* kAdapterIndexName = "adapter_model.safetensors.index.json";
+
+// What adapter_config.json says that the gate needs. target_modules is either a list (PEFT's
+// "name or suffix" rule) or one string (PEFT: re.fullmatch against the module name).
+struct AdapterConfig {
+  std::string peft_type;
+  int64_t r = 0;
+  double lora_alpha = 0.0;
+  std::vector<std::string> target_modules;   // the list form
+  std::string target_regex;                  // the string form; "" when a list was given
+  std::vector<int64_t> layers_to_transform;  // empty: every layer
+  std::vector<std::string> exclude_modules;  // list form only
+  std::string base_model_name_or_path;
+};
+
+// Frobenius norm and content facts of one tensor, computed in double from its stored bytes.
+struct TensorStats {
+  std::string name;  // as stored
+  std::string file;  // the safetensors file holding it
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  double norm = 0.0;       // over the finite elements
+  int64_t nonzero = 0;     // elements != 0
+  int64_t non_finite = 0;  // NaN or Inf elements
+};
+
+// One adapted module: the lora_A / lora_B pair that shares a module path (and adapter name).
+struct AdapterModule {
+  std::string module;  // PEFT module name, e.g. "model.language_model.layers.5.self_attn.q_proj"
+  std::string adapter_name;  // "" for the saved form (".lora_A.weight"), e.g. "default" otherwise
+  std::string text_prefix;   // "model.language_model.", "language_model.model.", "model." or ""
+  int64_t layer = -1;        // decoder layer, -1 outside the text decoder's layers
+  std::string path;          // inside the layer, e.g. "self_attn.q_proj"; "" outside
+  std::string target;        // last name component, e.g. "q_proj"
+  std::optional<TensorStats> a, b;
+};
+
+struct LoraAdapter {
+  std::string dir;
+  AdapterConfig config;
+  std::vector<std::string> files;  // safetensors files read
+  bool sharded = false;
+  std::vector<AdapterModule> modules;  // sorted by (layer, path, module, adapter name)
+  std::vector<std::string>
+      naming_forms;  // distinct "base_model.model.<prefix>...lora_X[.name].weight" forms seen
+  std::vector<TensorStats>
+      other_tensors;  // tensors that are not lora_A/lora_B (DoRA magnitudes, ...)
+};
+
+// Parses adapter_config.json text; `path` is used in messages. Throws tprobe::Error naming the
+// field for a missing/ill-typed r, lora_alpha, target_modules or a peft_type other than LORA.
+AdapterConfig parse_adapter_config(const std::string& text, const std::string& path);
+
+// Norms a tensor's bytes (F32, F16, BF16, F64). Throws naming the tensor for other dtypes or a
+// byte count that does not match the shape.
+TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const std::string& file);
+
+// Reads `dir`: adapter_config.json, then adapter_model.safetensors.index.json (every shard
+// validated, no tensor in two shards, weight_map and shards agree) or adapter_model.safetensors.
+// A pickled adapter_model.bin is refused with a message saying how to re-save it.
+LoraAdapter read_lora_adapter(const std::string& dir);
+
+}  // namespace tprobe::core

@@ -1,0 +1,100 @@
+// The inert-adapter gate (domain item 13): does every adapted module of a LoRA adapter hold a
+// trained lora_B, and does the adapter hold the modules its config and base model imply?
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/adapter/lora_adapter.hpp"
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+
+namespace tprobe::core {
+
+// The base model the adapter was trained on: its config and text-decoder tensors.
+struct GateBase {
+  ModelConfig config;
+  std::vector<TensorMeta> tensors;
+  std::string prefix;  // text-decoder prefix of `tensors`
+  std::string source;  // "--model gemma4-tiny", "--checkpoint DIR", "adapter_config
+                       // base_model_name_or_path"
+};
+
+// What a module's tensors say. learned: lora_A and lora_B both non-zero. inert: lora_B is all
+// zero, so the module adds nothing. dead_a: lora_A all zero (B is then never trained either).
+// non_finite: a NaN/Inf in either. incomplete: lora_A or lora_B missing. bad_shape: A is not
+// [r, in] or B not [out, r] of the base linear (or A and B disagree on r).
+enum class ModuleState { kLearned, kInert, kDeadA, kNonFinite, kIncomplete, kBadShape };
+const char* to_string(ModuleState state);
+
+struct GateModule {
+  std::string module;  // as in the adapter (PEFT module name)
+  std::string adapter_name;
+  int64_t layer = -1;
+  std::string layer_type;  // "sliding_attention" / "full_attention" / "" (unknown or no base)
+  std::string target;
+  int64_t rank = 0;  // lora_A rows
+  std::vector<int64_t> a_shape, b_shape;
+  std::string dtype;  // of lora_B (lora_A's when B is missing)
+  std::optional<double> a_norm, b_norm;
+  bool in_text_decoder = false;
+  bool expected = false;  // matched an expected module (false when no base was given)
+  ModuleState state = ModuleState::kLearned;
+  std::string message;  // why, for any state but learned
+};
+
+struct GateTargetRow {
+  std::string target;
+  int64_t expected = -1;  // -1: no base to compare with
+  int64_t found = 0;
+  int64_t sliding = 0, full = 0;
+  int64_t inert = 0;  // lora_B all zero
+  double min_b_norm = 0, max_b_norm = 0;
+};
+
+struct GateCount {
+  bool checked = false;
+  std::string base_source;
+  std::string why_unchecked;
+  int64_t expected = 0;
+  int64_t found = 0;                      // text-decoder modules in the adapter
+  std::vector<std::string> missing;       // expected, absent from the adapter
+  std::vector<std::string> unexpected;    // in the adapter's text decoder, not expected
+  std::vector<std::string> absent_notes;  // targets absent on some layers (v_proj on global layers)
+  bool ok() const { return checked && missing.empty() && unexpected.empty(); }
+};
+
+// real: every module learned. inert: every lora_B zero. partial: some learned, some not (a
+// module-selection problem: which ones is the table). broken: non-finite, incomplete or mis-shaped
+// tensors. empty: no lora tensors at all.
+enum class GateVerdict { kReal, kInert, kPartial, kBroken, kEmpty };
+const char* to_string(GateVerdict verdict);
+
+struct LoraGateReport {
+  std::string dir;
+  std::vector<std::string> files;
+  bool sharded = false;
+  AdapterConfig config;
+  std::vector<std::string> naming_forms;
+  std::vector<std::string> dtypes;
+  GateVerdict verdict = GateVerdict::kEmpty;
+  std::string verdict_message;
+  std::vector<GateModule> modules;
+  std::vector<GateTargetRow> per_target;
+  GateCount count;
+  std::vector<std::string> outside_text;  // modules outside the text decoder (vision tower, ...)
+  std::vector<TensorStats> other_tensors;
+  std::vector<Diagnostic> diagnostics;
+  bool passed() const;  // verdict real and (count unchecked or ok)
+};
+
+// Runs the gate. `base` absent: the count check is skipped (reported as such).
+LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional<GateBase>& base);
+
+// The base from an embedded model (expected tensors under the multimodal prefix).
+GateBase gate_base_from_model(const std::string& name);
+
+}  // namespace tprobe::core

@@ -1,0 +1,87 @@
+// The report: evidence files turned into sections of figures (inline SVG), tables and facts, each
+// naming the file and fields it came from, rendered as one self-contained HTML page and Markdown.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+
+namespace tprobe::core {
+
+// One input file: parsed, or why not.
+struct EvidenceInput {
+  std::string path;
+  std::string name;   // file name as shown on the page
+  Json doc;           // null when unreadable
+  std::string error;  // why it could not be read ("" when read)
+};
+
+struct ReportFigure {
+  std::string id;  // stable, for tests and links: "fig-scaling-fit-time"
+  std::string title;
+  std::string svg;
+  std::string source;               // evidence file name
+  std::vector<std::string> fields;  // JSON paths the figure drew
+  std::string caption;              // how to read it
+};
+
+struct ReportTable {
+  std::string id;
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> highlight;  // one per row (may be empty)
+  std::string source;
+  std::vector<std::string> fields;
+};
+
+struct ReportFact {
+  std::string label, value, field;  // field: the JSON path of the value
+  bool alarm = false;               // rendered highlighted
+};
+
+struct ReportSection {
+  std::string id;     // "sec-<probe>"
+  std::string probe;  // "scaling-fit"
+  std::string title;
+  std::string source;   // file name
+  std::string outcome;  // status.outcome
+  std::vector<ReportFact> facts;
+  std::vector<std::string> notes;  // schema/tool-version notes, absent fields, unknown shapes
+  std::vector<Diagnostic> diagnostics;
+  std::vector<ReportFigure> figures;
+  std::vector<ReportTable> tables;
+};
+
+struct ProvenanceRow {
+  std::string file, probe, schema, tool_version, git_sha, started_at, argv, device, torch,
+      attn_requested, attn_resolved, outcome;
+};
+
+struct Report {
+  std::string generated_at;
+  std::string tool_version, git_sha;  // of the tprobe that drew the report
+  std::vector<ProvenanceRow> provenance;
+  std::vector<ReportSection> sections;
+  std::vector<std::string> notes;  // files that could not be read, and similar
+};
+
+// Files and directories (every *.json directly inside, sorted); a file that cannot be parsed is
+// kept with its error, never thrown. Throws tprobe::Error only for a path that does not exist.
+std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& paths);
+
+// Sections in a fixed probe order (env first, then as the main job runs them), unknown probes
+// last. Never throws on evidence content: absent or ill-typed fields become notes.
+Report build_report(const std::vector<EvidenceInput>& inputs);
+
+// The probes the report draws figures for (others get a generic section).
+std::vector<std::string> report_known_probes();
+
+std::string render_html(const Report& report);
+std::string render_markdown(const Report& report);
+// The report probe's own results: files read, sections, figure ids and their fields, notes.
+Json to_json(const Report& report);
+
+}  // namespace tprobe::core

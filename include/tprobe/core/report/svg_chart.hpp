@@ -1,0 +1,67 @@
+// Inline SVG charts drawn by tprobe itself (no scripts, no fonts, no network): x/y charts with
+// lines, points and spread bars, and horizontal bar charts. Used by the report.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tprobe::core {
+
+// One drawn series. Points draw markers (with a vertical spread bar where y_low/y_high are given);
+// lines connect the points in x order. `marked` points (e.g. OOM) are drawn as crosses at the
+// bottom of the plot, with `marked_label` in the legend.
+struct ChartSeries {
+  enum class Kind { kLine, kPoints };
+  std::string label;
+  Kind kind = Kind::kPoints;
+  std::vector<double> x, y;
+  std::vector<double> y_low, y_high;  // empty, or one per point
+  bool dashed = false;
+  int color = 0;  // palette index
+};
+
+struct ChartMarker {  // a vertical or horizontal reference line with a label
+  bool vertical = true;
+  double at = 0;
+  std::string label;
+};
+
+struct XYChart {
+  std::string title;
+  std::string x_label, y_label;  // with units, e.g. "width (tokens per sequence)"
+  bool log2_x = false;           // ticks at powers of two
+  bool y_from_zero = true;
+  std::vector<ChartSeries> series;
+  std::vector<ChartMarker> markers;
+  std::vector<double> crosses_x;  // points that have no y (OOM, failed): crosses on the x axis
+  std::string crosses_label;
+  int width = 640, height = 340;
+};
+
+struct BarItem {
+  std::string label;
+  std::vector<double> values;  // one per BarChart::series (stacked side by side)
+  bool highlight = false;      // drawn with a red outline and a "!" (e.g. architecture mismatch)
+  std::string note;            // drawn right of the bar
+};
+
+// Horizontal bars, one row per item, one bar per series within a row.
+struct BarChart {
+  std::string title;
+  std::string value_label;          // axis label with unit
+  std::vector<std::string> series;  // legend names; one value per series in each item
+  std::vector<BarItem> items;
+  std::string highlight_label;  // legend text for highlighted rows
+  int width = 640;
+};
+
+// The SVG element (no XML prolog), with role="img" and a <title> for accessibility.
+std::string render_svg(const XYChart& chart);
+std::string render_svg(const BarChart& chart);
+
+// Text escaped for HTML/SVG character data and attribute values.
+std::string xml_escape(const std::string& text);
+// A compact axis number: 2048 -> "2,048", 0.0123 -> "0.0123", 1.5e9 -> "1.5e+09".
+std::string axis_number(double v);
+
+}  // namespace tprobe::core

@@ -1,0 +1,72 @@
+// `tprobe lora-gate`: is a saved LoRA adapter trained (every lora_B non-zero), and does it hold
+// the modules its targets imply on the base model? docs/lora-gate.md.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "probes/probe.hpp"
+#include "tprobe/core/adapter/lora_gate_report.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/io/checkpoint.hpp"
+
+namespace tprobe::probes {
+
+namespace {
+
+struct LoraGateOptions {
+  std::string adapter;
+  std::string model;       // embedded base
+  std::string checkpoint;  // or a checkpoint directory (headers only)
+};
+
+core::Outcome run(const LoraGateOptions& o, RunContext& ctx) {
+  if (!o.model.empty() && !o.checkpoint.empty()) {
+    fail_usage("give --model or --checkpoint, not both");
+  }
+  const core::LoraAdapter adapter = core::read_lora_adapter(o.adapter);
+  std::optional<core::GateBase> base;
+  if (!o.checkpoint.empty()) {
+    core::Checkpoint ck = core::Checkpoint::open(o.checkpoint);
+    base = core::GateBase{ck.config(), ck.tensors(), ck.text_prefix(), "--checkpoint " + ck.dir()};
+  } else if (!o.model.empty()) {
+    base = core::gate_base_from_model(o.model);
+  } else {
+    // tprobe's own save_adapter records the embedded model's name there.
+    const auto names = core::embedded_model_names();
+    const std::string& named = adapter.config.base_model_name_or_path;
+    if (std::find(names.begin(), names.end(), named) != names.end()) {
+      base = core::gate_base_from_model(named);
+      base->source = "adapter_config.json base_model_name_or_path '" + named + "'";
+    }
+  }
+  const core::LoraGateReport report = core::gate_lora_adapter(adapter, base);
+  for (const auto& table : core::lora_gate_tables(report)) ctx.out << table.render() << "\n";
+  ctx.evidence.results() = core::to_json(report);
+  for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
+  return report.passed() ? core::Outcome::kOk : core::Outcome::kNo;
+}
+
+}  // namespace
+
+void register_lora_gate(CLI::App& app, ProbeSet& set) {
+  auto o = std::make_shared<LoraGateOptions>();
+  CLI::App* cmd = app.add_subcommand("lora-gate",
+                                     "Is a saved LoRA adapter real? Norms every lora_B/lora_A; "
+                                     "real, inert or partial; module count");
+  cmd->add_option(
+         "adapter", o->adapter,
+         "PEFT adapter directory (adapter_config.json + adapter_model.safetensors or shards)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--model", o->model,
+                  "Embedded base model for the expected-module count (default: the adapter "
+                  "config's base_model_name_or_path when it names one)")
+      ->check(CLI::IsMember(core::embedded_model_names()));
+  cmd->add_option("--checkpoint", o->checkpoint,
+                  "Base checkpoint directory (config.json + safetensors headers) for the count")
+      ->check(CLI::ExistingDirectory);
+  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+}
+
+}  // namespace tprobe::probes

@@ -1,0 +1,274 @@
+// `tprobe suite`: the main job. Runs every probe on its embedded defaults (and the committed
+// fixtures) as a child process of this binary, one evidence file each in one folder, then the
+// report next to them; prints one progress line per probe and a short summary. docs/suite.md.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "probes/probe.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/report/report.hpp"
+
+namespace tprobe::probes {
+
+namespace {
+
+// One probe run. {out} and {fixtures} are replaced in the arguments; `needs` is a fixture path the
+// step skips without (relative to --fixtures). expect_no: exit 3 is the point of the step.
+struct Step {
+  const char* name;
+  std::vector<std::string> args;
+  const char* needs = "";
+  bool expect_no = false;
+  const char* why = "";
+};
+
+// The main job, in order. Adding a probe to the suite is one line here. Not on main yet, to add
+// as they land: mask (geometry on gemma4-26b-a4b), profile (CPU sweep of gemma4-tiny),
+// kernels (the committed trace).
+const std::vector<Step>& steps() {
+  static const std::vector<Step> kSteps = {
+      {"env", {"env"}},
+      {"inspect", {"inspect", "--model", "gemma4-26b-a4b"}},
+      {"padding", {"padding", "--max-seq-len", "8192"}},
+      // The post-mortem's published points (docs/findings.md#f1), weighted by the widths the
+      // padding step measured.
+      {"scaling-fit",
+       {"scaling-fit", "--batch", "2", "--point", "2048:1.776", "--point", "8192:11.570", "--point",
+        "16384:35.017", "--at", "4096,32768", "--widths-from", "{out}/padding.json"}},
+      {"bucket",
+       {"bucket", "--max-seq-len", "8192", "--scaling-fit", "{out}/scaling-fit.json",
+        "--emit-order", "{out}/bucket-order.jsonl"}},
+      // The measured 2x16,384 step with 50 % padding on one row (16.39 s, H200, docs/findings.md).
+      {"flops",
+       {"flops", "--model", "gemma4-26b-a4b", "--batch", "2", "--width", "16384", "--lengths",
+        "16384,8192", "--attn", "sdpa", "--step-time", "16.39"}},
+      // The 26B-A4B masks at 2x16,384: the sliding band and the full layers' is_causal fast path
+      // asserted, the engine's masks verified as tensors; then one row half padded, where the full
+      // layers lose the fast path too (asserted: none keeps it).
+      {"mask",
+       {"mask", "gemma4-26b-a4b", "--width", "16384", "--batch", "2", "--expect-window", "1024",
+        "--expect-fast-path", "full", "--materialise"}},
+      {"mask-padded",
+       {"mask", "gemma4-26b-a4b", "--width", "16384", "--batch", "2", "--lengths", "16384,8192",
+        "--expect-window", "1024", "--expect-fast-path", "none", "--materialise"}},
+      {"parity",
+       {"parity", "--checkpoint", "{fixtures}/gemma4-tiny-hf", "--reference",
+        "{fixtures}/gemma4-tiny-hf/reference.safetensors"},
+       "gemma4-tiny-hf/reference.safetensors"},
+      // A real torch.profiler trace of an HF + PEFT LoRA step (H200), warm-up step left out.
+      {"kernels",
+       {"kernels", "{fixtures}/traces/hf-sdpa-2x256.json.gz", "--skip-first", "1", "--top", "15"},
+       "traces/hf-sdpa-2x256.json.gz"},
+      {"lora-gate",
+       {"lora-gate", "{fixtures}/adapters/after-step", "--checkpoint", "{fixtures}/gemma4-tiny-hf"},
+       "adapters/after-step/adapter_config.json"},
+      {"lora-gate-trap",
+       {"lora-gate", "{fixtures}/adapters/checkpointing-without-input-grads", "--checkpoint",
+        "{fixtures}/gemma4-tiny-hf"},
+       "adapters/checkpointing-without-input-grads/adapter_config.json",
+       true,
+       "the inert-adapter trap, caught"},
+  };
+  return kSteps;
+}
+
+struct SuiteOptions {
+  std::string out = "out";
+  std::string fixtures = "tests/fixtures";
+  bool quiet = false;  // no summary lines from the report
+};
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+void make_dirs(const std::string& dir) {
+  std::string cur;
+  for (std::size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        fail("{}: cannot create: {}", cur, std::strerror(errno));
+      }
+    }
+    if (i < dir.size()) cur += dir[i];
+  }
+}
+
+std::string self_exe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) fail("cannot find this tprobe binary (/proc/self/exe): {}", std::strerror(errno));
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+std::string replace_all(std::string s, const std::string& what, const std::string& with) {
+  for (std::size_t at = s.find(what); at != std::string::npos;
+       at = s.find(what, at + with.size())) {
+    s.replace(at, what.size(), with);
+  }
+  return s;
+}
+
+// Runs `exe args...` with stdout and stderr into `log`; returns the exit status (128+signal).
+int run_child(const std::string& exe, const std::vector<std::string>& args,
+              const std::string& log) {
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("{}: cannot create: {}", log, std::strerror(errno));
+  std::vector<char*> argv;
+  std::string name = "tprobe";
+  argv.push_back(name.data());
+  std::vector<std::string> copy = args;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    fail("cannot start a child process: {}", std::strerror(errno));
+  }
+  if (pid == 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  ::close(fd);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) fail("waiting for a child process: {}", std::strerror(errno));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
+  const std::string exe = self_exe();
+  const std::string out = o.out.empty() ? "." : o.out;
+  make_dirs(out + "/logs");
+  const auto& all = steps();
+  const std::size_t total = all.size() + 1;  // + the report
+  ctx.out << fmt::format("tprobe suite: {} probes into {}/ (each probe's output in {}/logs/)\n",
+                         all.size(), out, out);
+  core::Json rows = core::Json::array();
+  int failed = 0, said_no = 0, skipped = 0;
+  std::size_t index = 0;
+  auto line = [&](const std::string& name, const std::string& state, double secs,
+                  const std::string& where) {
+    ctx.out << fmt::format("[{:>2}/{}] {:<15} {:<22} {:>7}  {}\n", ++index, total, name, state,
+                           secs >= 0 ? fmt::format("{:.1f} s", secs) : "", where)
+            << std::flush;
+  };
+  for (const Step& s : all) {
+    core::Json row = {{"name", s.name}};
+    if (*s.needs && !exists(o.fixtures + "/" + s.needs)) {
+      ++skipped;
+      const std::string why =
+          fmt::format("skipped: {}/{} not found (--fixtures)", o.fixtures, s.needs);
+      line(s.name, "skipped", -1, why);
+      row["state"] = "skipped";
+      row["message"] = why;
+      rows.push_back(row);
+      continue;
+    }
+    std::vector<std::string> args;
+    for (const auto& a : s.args)
+      args.push_back(replace_all(replace_all(a, "{out}", out), "{fixtures}", o.fixtures));
+    const std::string evidence = out + "/" + s.name + ".json";
+    const std::string log = out + "/logs/" + s.name + ".txt";
+    args.push_back("--json");
+    args.push_back(evidence);
+    auto t0 = std::chrono::steady_clock::now();
+    const int code = run_child(exe, args, log);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::string state;
+    if (code == 0) {
+      state = s.expect_no ? "ok (expected no!)" : "ok";
+      if (s.expect_no) ++failed;
+    } else if (code == 3) {
+      state = s.expect_no ? "no, as expected" : "NO (exit 3)";
+      if (!s.expect_no) ++said_no;
+    } else {
+      state = fmt::format("FAILED (exit {})", code);
+      ++failed;
+    }
+    line(s.name, state, secs, code == 0 || code == 3 ? evidence : "see " + log);
+    row["state"] = code == 0 ? "ok" : code == 3 ? "no" : "failed";
+    row["exit_code"] = code;
+    row["expected_exit_code"] = s.expect_no ? 3 : 0;
+    row["wall_time_s"] = secs;
+    row["argv"] = args;
+    row["evidence"] = code == 0 || code == 3 ? core::Json(evidence) : core::Json(nullptr);
+    row["log"] = log;
+    if (*s.why) row["why"] = s.why;
+    rows.push_back(row);
+  }
+  // The report over everything just written, next to it.
+  const std::string log = out + "/logs/report.txt";
+  auto t0 = std::chrono::steady_clock::now();
+  const int code = run_child(exe, {"report", out}, log);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  line("report", code == 0 ? "ok" : fmt::format("FAILED (exit {})", code), secs,
+       code == 0 ? out + "/report.html" : "see " + log);
+  rows.push_back({{"name", "report"},
+                  {"state", code == 0 ? "ok" : "failed"},
+                  {"exit_code", code},
+                  {"wall_time_s", secs},
+                  {"html", out + "/report.html"},
+                  {"markdown", out + "/report.md"}});
+  if (code != 0) ++failed;
+
+  // A headline per probe: the first fact the report found.
+  if (!o.quiet && code == 0) {
+    const core::Report rep = core::build_report(core::collect_evidence({out}));
+    ctx.out << "\nheadlines\n";
+    for (const auto& sec : rep.sections) {
+      if (sec.facts.empty()) continue;
+      const auto& f = sec.facts.front();
+      std::string v = f.value.size() > 90 ? f.value.substr(0, 87) + "..." : f.value;
+      ctx.out << fmt::format("  {:<15} {}: {}\n", sec.source.substr(0, sec.source.size() - 5),
+                             f.label, v);
+    }
+  }
+  ctx.out << fmt::format(
+      "\n{} ok, {} said no, {} failed, {} skipped. Open {}/report.html in a browser; {}/report.md "
+      "is "
+      "the text summary.\n",
+      static_cast<int>(rows.size()) - failed - said_no - skipped, said_no, failed, skipped, out,
+      out);
+  ctx.evidence.results() = {{"out", out},       {"fixtures", o.fixtures}, {"steps", rows},
+                            {"failed", failed}, {"said_no", said_no},     {"skipped", skipped}};
+  if (failed > 0) {
+    ctx.evidence.diagnose(core::Severity::kError, "suite_failed",
+                          fmt::format("{} step(s) failed: see {}/logs/", failed, out));
+  }
+  if (said_no > 0) {
+    ctx.evidence.diagnose(core::Severity::kWarning, "suite_said_no",
+                          fmt::format("{} probe(s) said no (exit 3)", said_no));
+  }
+  return failed + said_no == 0 ? core::Outcome::kOk : core::Outcome::kNo;
+}
+
+}  // namespace
+
+void register_suite(CLI::App& app, ProbeSet& set) {
+  auto o = std::make_shared<SuiteOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "suite", "The main job: every probe on embedded defaults into one folder, then the report");
+  cmd->add_option("--out", o->out, "Folder for the evidence files, logs and the report")
+      ->capture_default_str();
+  cmd->add_option("--fixtures", o->fixtures,
+                  "tprobe's committed fixtures (parity, lora-gate inputs)")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", o->quiet, "No headline per probe");
+  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+}
+
+}  // namespace tprobe::probes

@@ -1,0 +1,384 @@
+// Reads a PEFT LoRA adapter directory: config, single or sharded safetensors, paired and normed.
+#include "tprobe/core/adapter/lora_adapter.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "base/strict_json.hpp"
+#include "base/string_util.hpp"
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core {
+
+namespace {
+
+using detail::starts_with;
+
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("{}: cannot open", path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// IEEE half -> float, subnormals and specials included.
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1u, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;
+  float magnitude;
+  if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+  } else if (exponent == 31) {
+    magnitude =
+        mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// The text-decoder prefixes PEFT module names carry, longest first: the multimodal model
+// (Gemma4ForConditionalGeneration), the older "language_model.model." form, text-only.
+constexpr const char* kTextPrefixes[] = {"model.language_model.", "language_model.model.",
+                                         "model."};
+
+struct ParsedName {
+  bool lora = false;
+  char which = 0;  // 'A' or 'B'
+  std::string module, adapter_name;
+};
+
+// "<module>.lora_A.weight" or "<module>.lora_A.<adapter>.weight".
+ParsedName parse_name(const std::string& name) {
+  ParsedName p;
+  for (char which : {'A', 'B'}) {
+    const std::string marker = std::string(".lora_") + which + ".";
+    std::size_t at = name.rfind(marker);
+    if (at == std::string::npos || at == 0) continue;
+    std::string tail = name.substr(at + marker.size());
+    if (tail == "weight") {
+      p.adapter_name = "";
+    } else if (tail.size() > 7 && tail.compare(tail.size() - 7, 7, ".weight") == 0 &&
+               tail.find('.') == tail.size() - 7) {
+      p.adapter_name = tail.substr(0, tail.size() - 7);
+    } else {
+      continue;
+    }
+    p.lora = true;
+    p.which = which;
+    p.module = name.substr(0, at);
+    return p;
+  }
+  return p;
+}
+
+// Splits the PEFT module name into prefix, layer and in-layer path.
+void locate(AdapterModule& m) {
+  std::size_t dot = m.module.rfind('.');
+  m.target = dot == std::string::npos ? m.module : m.module.substr(dot + 1);
+  for (const char* prefix : kTextPrefixes) {
+    const std::string lp = std::string(prefix) + "layers.";
+    if (!starts_with(m.module, lp)) continue;
+    std::size_t end = m.module.find('.', lp.size());
+    if (end == std::string::npos || end == lp.size() || end - lp.size() > 6) return;
+    int64_t layer = 0;
+    for (std::size_t i = lp.size(); i < end; ++i) {
+      if (m.module[i] < '0' || m.module[i] > '9') return;
+      layer = layer * 10 + (m.module[i] - '0');
+    }
+    m.text_prefix = prefix;
+    m.layer = layer;
+    m.path = m.module.substr(end + 1);
+    return;
+  }
+}
+
+std::string naming_form(const std::string& stored, const ParsedName& p, const AdapterModule& m) {
+  const bool peft_root = starts_with(stored, "base_model.model.");
+  return fmt::format("{}{}layers.N.{}.lora_X.{}weight", peft_root ? "base_model.model." : "",
+                     m.text_prefix.empty() ? "<other>." : m.text_prefix,
+                     m.path.empty() ? m.target : m.path,
+                     p.adapter_name.empty() ? "" : p.adapter_name + ".");
+}
+
+}  // namespace
+
+AdapterConfig parse_adapter_config(const std::string& text, const std::string& path) {
+  Json doc = detail::parse_json_strict(text, path);
+  if (!doc.is_object()) fail("{}: adapter_config.json must be a JSON object", path);
+  AdapterConfig c;
+  auto str = [&](const char* key, bool required) -> std::string {
+    auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) {
+      if (required) fail("{}: field '{}' is missing", path, key);
+      return "";
+    }
+    if (!it->is_string())
+      fail("{}: field '{}' must be a string, got {}", path, key, it->type_name());
+    return it->get<std::string>();
+  };
+  c.peft_type = str("peft_type", true);
+  if (c.peft_type != "LORA") {
+    fail("{}: field 'peft_type' is '{}': only LORA adapters are gated", path, c.peft_type);
+  }
+  auto r = doc.find("r");
+  if (r == doc.end() || !r->is_number_integer() || r->get<int64_t>() <= 0) {
+    fail("{}: field 'r' must be a positive integer", path);
+  }
+  c.r = r->get<int64_t>();
+  auto alpha = doc.find("lora_alpha");
+  if (alpha != doc.end() && !alpha->is_null()) {
+    if (!alpha->is_number()) fail("{}: field 'lora_alpha' must be a number", path);
+    c.lora_alpha = alpha->get<double>();
+  }
+  auto targets = doc.find("target_modules");
+  if (targets == doc.end() || targets->is_null()) {
+    fail("{}: field 'target_modules' is missing: cannot tell which modules should be adapted",
+         path);
+  }
+  if (targets->is_string()) {
+    c.target_regex = targets->get<std::string>();
+    if (c.target_regex.empty()) fail("{}: field 'target_modules' is an empty string", path);
+  } else if (targets->is_array()) {
+    for (const auto& t : *targets) {
+      if (!t.is_string() || t.get<std::string>().empty()) {
+        fail("{}: field 'target_modules' must list non-empty strings, got {}", path, t.dump());
+      }
+      c.target_modules.push_back(t.get<std::string>());
+    }
+    if (c.target_modules.empty()) fail("{}: field 'target_modules' is an empty list", path);
+    std::sort(c.target_modules.begin(), c.target_modules.end());
+    c.target_modules.erase(std::unique(c.target_modules.begin(), c.target_modules.end()),
+                           c.target_modules.end());
+  } else {
+    fail("{}: field 'target_modules' must be a list or a string, got {}", path,
+         targets->type_name());
+  }
+  auto layers = doc.find("layers_to_transform");
+  if (layers != doc.end() && !layers->is_null()) {
+    if (layers->is_number_integer()) {
+      c.layers_to_transform.push_back(layers->get<int64_t>());
+    } else if (layers->is_array()) {
+      for (const auto& l : *layers) {
+        if (!l.is_number_integer() || l.get<int64_t>() < 0) {
+          fail("{}: field 'layers_to_transform' must list layer indices, got {}", path, l.dump());
+        }
+        c.layers_to_transform.push_back(l.get<int64_t>());
+      }
+    } else {
+      fail("{}: field 'layers_to_transform' must be an integer or a list", path);
+    }
+  }
+  auto exclude = doc.find("exclude_modules");
+  if (exclude != doc.end() && !exclude->is_null()) {
+    if (!exclude->is_array()) {
+      fail("{}: field 'exclude_modules' in string (regex) form is not supported", path);
+    }
+    for (const auto& e : *exclude) {
+      if (!e.is_string()) fail("{}: field 'exclude_modules' must list strings", path);
+      c.exclude_modules.push_back(e.get<std::string>());
+    }
+  }
+  c.base_model_name_or_path = str("base_model_name_or_path", false);
+  return c;
+}
+
+TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const std::string& file) {
+  TensorStats s;
+  s.name = info.name;
+  s.file = file;
+  s.dtype = info.dtype;
+  s.shape = info.shape;
+  const int64_t n = info.numel();
+  const int64_t size = dtype_size(info.dtype);
+  if (static_cast<uint64_t>(n) * static_cast<uint64_t>(size) != bytes.size) {
+    fail("{}: tensor '{}': {} bytes for {} elements of {}", file, info.name, bytes.size, n,
+         to_string(info.dtype));
+  }
+  double sum = 0.0;
+  auto add = [&](double v) {
+    if (!std::isfinite(v)) {
+      ++s.non_finite;
+      return;
+    }
+    if (v != 0.0) ++s.nonzero;
+    sum += v * v;
+  };
+  const std::byte* p = bytes.data;
+  switch (info.dtype) {
+    case DType::kF32:
+      for (int64_t i = 0; i < n; ++i) {
+        float f;
+        std::memcpy(&f, p + i * 4, 4);
+        add(f);
+      }
+      break;
+    case DType::kF64:
+      for (int64_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, p + i * 8, 8);
+        add(d);
+      }
+      break;
+    case DType::kF16:
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + i * 2, 2);
+        add(info.dtype == DType::kF16 ? half_to_float(h) : bf16_to_float(h));
+      }
+      break;
+    default:
+      fail("{}: tensor '{}' has dtype {}: a LoRA tensor must be F32, F16, BF16 or F64", file,
+           info.name, to_string(info.dtype));
+  }
+  s.norm = std::sqrt(sum);
+  return s;
+}
+
+LoraAdapter read_lora_adapter(const std::string& dir_in) {
+  std::string dir = dir_in;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fail("{}: not an adapter directory (does not exist or is not a directory)", dir);
+  }
+  LoraAdapter adapter;
+  adapter.dir = dir;
+  const std::string config_path = dir + "/" + kAdapterConfigName;
+  if (!is_file(config_path)) fail("{}: no {} in the adapter directory", dir, kAdapterConfigName);
+  adapter.config = parse_adapter_config(read_text(config_path), config_path);
+
+  // The files and, for shards, which tensors each must hold.
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  const std::string index_path = dir + "/" + kAdapterIndexName;
+  const std::string single_path = dir + "/" + kAdapterWeightsName;
+  if (is_file(index_path)) {
+    adapter.sharded = true;
+    Json index = detail::parse_json_strict(read_text(index_path), index_path);
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
+      fail("{}: field 'weight_map' must be an object of tensor name -> shard file", index_path);
+    }
+    std::map<std::string, std::string> weight_map;
+    std::set<std::string> shards;
+    for (const auto& [name, file] : index["weight_map"].items()) {
+      if (!file.is_string()) {
+        fail("{}: weight_map['{}'] must be a file name string, got {}", index_path, name,
+             file.type_name());
+      }
+      std::string f = file.get<std::string>();
+      if (f.empty() || f.find('/') != std::string::npos || f == "." || f == "..") {
+        fail("{}: weight_map['{}'] = '{}' is not a file name inside the adapter directory",
+             index_path, name, f);
+      }
+      weight_map[name] = f;
+      shards.insert(f);
+    }
+    if (shards.empty()) fail("{}: weight_map lists no tensors", index_path);
+    std::set<std::string> seen;
+    for (const auto& s : shards) {
+      const std::string path = dir + "/" + s;
+      if (!is_file(path))
+        fail("{}: shard '{}' listed in the weight_map does not exist", index_path, s);
+      files.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(path)));
+      for (const auto& t : files.back()->tensors()) {
+        if (!seen.insert(t.name).second) fail("{}: tensor '{}' is in two shards", dir, t.name);
+        auto wm = weight_map.find(t.name);
+        if (wm == weight_map.end()) {
+          fail("{}: tensor '{}' is in shard '{}' but not in the weight_map", index_path, t.name, s);
+        }
+        if (wm->second != s) {
+          fail("{}: weight_map puts tensor '{}' in '{}', but it is in '{}'", index_path, t.name,
+               wm->second, s);
+        }
+      }
+    }
+    for (const auto& [name, file] : weight_map) {
+      if (!seen.count(name)) {
+        fail("{}: weight_map puts tensor '{}' in '{}', which has no such tensor", index_path, name,
+             file);
+      }
+    }
+  } else if (is_file(single_path)) {
+    files.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(single_path)));
+  } else if (is_file(dir + "/adapter_model.bin")) {
+    fail(
+        "{}: only a pickled adapter_model.bin is here; tprobe reads safetensors only (re-save "
+        "with PEFT's save_pretrained(..., safe_serialization=True))",
+        dir);
+  } else {
+    fail("{}: neither {} nor {} exists", dir, kAdapterWeightsName, kAdapterIndexName);
+  }
+
+  std::map<std::pair<std::string, std::string>, AdapterModule> modules;
+  std::set<std::string> forms;
+  for (const auto& f : files) {
+    adapter.files.push_back(f->path());
+    for (const auto& t : f->tensors()) {
+      TensorStats stats = tensor_stats(t, f->data(t.name), f->path());
+      ParsedName p = parse_name(t.name);
+      if (!p.lora) {
+        adapter.other_tensors.push_back(std::move(stats));
+        continue;
+      }
+      std::string module = p.module;
+      if (starts_with(module, "base_model.model.")) module = module.substr(17);
+      auto key = std::make_pair(module, p.adapter_name);
+      AdapterModule& m = modules[key];
+      if (m.module.empty()) {
+        m.module = module;
+        m.adapter_name = p.adapter_name;
+        locate(m);
+      }
+      std::optional<TensorStats>& slot = p.which == 'A' ? m.a : m.b;
+      if (slot) {
+        // Two stored names for one module (with and without "base_model.model.").
+        fail("{}: module '{}' has two lora_{} tensors: '{}' and '{}'", dir, module, p.which,
+             slot->name, t.name);
+      }
+      slot = std::move(stats);
+      forms.insert(naming_form(t.name, p, m));
+    }
+  }
+  for (auto& [key, m] : modules) adapter.modules.push_back(std::move(m));
+  std::sort(adapter.modules.begin(), adapter.modules.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.layer, x.path, x.module, x.adapter_name) <
+           std::tie(y.layer, y.path, y.module, y.adapter_name);
+  });
+  // Forms differ only by module path; keep one line per prefix/adapter-name combination.
+  std::set<std::string> compact;
+  for (const auto& form : forms) {
+    std::size_t n = form.find("layers.N.");
+    std::size_t l = form.find(".lora_X.");
+    compact.insert(n == std::string::npos || l == std::string::npos
+                       ? form
+                       : form.substr(0, n + 9) + "<module>" + form.substr(l));
+  }
+  adapter.naming_forms.assign(compact.begin(), compact.end());
+  return adapter;
+}
+
+}  // namespace tprobe::core

@@ -1,0 +1,181 @@
+// The lora-gate evidence (results) and its terminal tables.
+#include "tprobe/core/adapter/lora_gate_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tprobe::core {
+
+namespace {
+
+Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+std::string norm_cell(const std::optional<double>& v) {
+  if (!v) return "-";
+  if (*v == 0.0) return "0";
+  return format_sci(*v, 3);
+}
+
+}  // namespace
+
+Json to_json(const LoraGateReport& r) {
+  Json out;
+  out["adapter_dir"] = r.dir;
+  out["files"] = r.files;
+  out["sharded"] = r.sharded;
+  Json cfg;
+  cfg["peft_type"] = r.config.peft_type;
+  cfg["r"] = r.config.r;
+  cfg["lora_alpha"] = r.config.lora_alpha;
+  if (r.config.target_regex.empty()) {
+    cfg["target_modules"] = r.config.target_modules;
+  } else {
+    cfg["target_modules"] = r.config.target_regex;
+  }
+  cfg["layers_to_transform"] = r.config.layers_to_transform;
+  cfg["exclude_modules"] = r.config.exclude_modules;
+  cfg["base_model_name_or_path"] = r.config.base_model_name_or_path;
+  out["adapter_config"] = std::move(cfg);
+  out["naming_forms"] = r.naming_forms;
+  out["dtypes"] = r.dtypes;
+  out["verdict"] = to_string(r.verdict);
+  out["verdict_message"] = r.verdict_message;
+  out["passed"] = r.passed();
+  int64_t learned = 0, inert = 0, other = 0;
+  for (const auto& m : r.modules) {
+    (m.state == ModuleState::kLearned ? learned
+     : m.state == ModuleState::kInert ? inert
+                                      : other) += 1;
+  }
+  out["module_count"] = static_cast<int64_t>(r.modules.size());
+  out["learned_modules"] = learned;
+  out["inert_modules"] = inert;
+  out["other_problem_modules"] = other;
+  Json count;
+  count["checked"] = r.count.checked;
+  count["ok"] = r.count.ok();
+  count["base_source"] = r.count.checked ? Json(r.count.base_source) : Json(nullptr);
+  count["why_unchecked"] = r.count.checked ? Json(nullptr) : Json(r.count.why_unchecked);
+  count["expected_modules"] = r.count.checked ? Json(r.count.expected) : Json(nullptr);
+  count["found_modules"] = r.count.found;
+  count["missing"] = r.count.missing;
+  count["unexpected"] = r.count.unexpected;
+  count["absent_notes"] = r.count.absent_notes;
+  out["count"] = std::move(count);
+  Json targets = Json::array();
+  for (const auto& t : r.per_target) {
+    targets.push_back({{"target", t.target},
+                       {"expected", t.expected < 0 ? Json(nullptr) : Json(t.expected)},
+                       {"found", t.found},
+                       {"sliding", t.sliding},
+                       {"full", t.full},
+                       {"inert", t.inert},
+                       {"min_b_norm", t.min_b_norm},
+                       {"max_b_norm", t.max_b_norm}});
+  }
+  out["per_target"] = std::move(targets);
+  Json modules = Json::array();
+  for (const auto& m : r.modules) {
+    Json row;
+    row["module"] = m.module;
+    row["adapter_name"] = m.adapter_name;
+    row["layer"] = m.layer < 0 ? Json(nullptr) : Json(m.layer);
+    row["layer_type"] = m.layer_type.empty() ? Json(nullptr) : Json(m.layer_type);
+    row["target"] = m.target;
+    row["rank"] = m.rank;
+    row["dtype"] = m.dtype;
+    row["a_shape"] = m.a_shape;
+    row["b_shape"] = m.b_shape;
+    row["a_norm"] = optional_number(m.a_norm);
+    row["b_norm"] = optional_number(m.b_norm);
+    row["in_text_decoder"] = m.in_text_decoder;
+    row["expected"] = m.expected;
+    row["state"] = to_string(m.state);
+    row["message"] = m.message;
+    modules.push_back(std::move(row));
+  }
+  out["modules"] = std::move(modules);
+  out["outside_text_decoder"] = r.outside_text;
+  Json other_tensors = Json::array();
+  for (const auto& t : r.other_tensors) {
+    other_tensors.push_back(
+        {{"name", t.name}, {"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"norm", t.norm}});
+  }
+  out["other_tensors"] = std::move(other_tensors);
+  return out;
+}
+
+std::vector<Table> lora_gate_tables(const LoraGateReport& r) {
+  std::vector<Table> tables;
+  Table summary("lora-gate: " + r.dir);
+  summary.column("", Align::kLeft).column("", Align::kLeft);
+  summary.row(
+      {"verdict", fmt::format("{} ({})", to_string(r.verdict), r.passed() ? "pass" : "FAIL")});
+  summary.row({"files", fmt::format("{}{}", r.files.size(), r.sharded ? " shards" : " file")});
+  summary.row({"dtypes", fmt::format("{}", fmt::join(r.dtypes, ", "))});
+  summary.row({"naming", fmt::format("{}", fmt::join(r.naming_forms, " | "))});
+  summary.row({"r / alpha", fmt::format("{} / {}", r.config.r, r.config.lora_alpha)});
+  summary.row({"targets", r.config.target_regex.empty()
+                              ? fmt::format("{}", fmt::join(r.config.target_modules, ", "))
+                              : "regex " + r.config.target_regex});
+  if (r.count.checked) {
+    summary.row({"module count",
+                 fmt::format("{} found, {} expected from {}: {}", r.count.found, r.count.expected,
+                             r.count.base_source, r.count.ok() ? "ok" : "OFF")});
+  } else {
+    summary.row({"module count", "not checked: " + r.count.why_unchecked});
+  }
+  summary.note(r.verdict_message);
+  for (const auto& n : r.count.absent_notes) summary.note(n);
+  for (std::size_t i = 0; i < r.count.missing.size() && i < 10; ++i) {
+    summary.note("missing: " + r.count.missing[i]);
+  }
+  if (r.count.missing.size() > 10)
+    summary.note(fmt::format("... {} more missing", r.count.missing.size() - 10));
+  for (std::size_t i = 0; i < r.count.unexpected.size() && i < 10; ++i) {
+    summary.note("not expected: " + r.count.unexpected[i]);
+  }
+  tables.push_back(std::move(summary));
+
+  Table targets("per target");
+  targets.column("target", Align::kLeft)
+      .column("expected")
+      .column("found")
+      .column("sliding")
+      .column("full")
+      .column("zero B")
+      .column("min |B|")
+      .column("max |B|");
+  for (const auto& t : r.per_target) {
+    targets.row({t.target, t.expected < 0 ? "-" : format_count(t.expected), format_count(t.found),
+                 format_count(t.sliding), format_count(t.full), format_count(t.inert),
+                 norm_cell(t.min_b_norm), norm_cell(t.max_b_norm)});
+  }
+  tables.push_back(std::move(targets));
+
+  Table modules("per module (problems first)");
+  modules.column("layer")
+      .column("type", Align::kLeft)
+      .column("target", Align::kLeft)
+      .column("rank")
+      .column("dtype", Align::kLeft)
+      .column("|A|")
+      .column("|B|")
+      .column("state", Align::kLeft);
+  std::vector<const GateModule*> order;
+  for (const auto& m : r.modules) order.push_back(&m);
+  std::stable_sort(order.begin(), order.end(), [](const GateModule* a, const GateModule* b) {
+    return (a->state != ModuleState::kLearned) > (b->state != ModuleState::kLearned);
+  });
+  for (const GateModule* m : order) {
+    modules.row({m->layer < 0 ? "-" : std::to_string(m->layer),
+                 m->layer_type.empty() ? (m->in_text_decoder ? "?" : "outside") : m->layer_type,
+                 m->in_text_decoder ? m->target : m->module, std::to_string(m->rank), m->dtype,
+                 norm_cell(m->a_norm), norm_cell(m->b_norm), to_string(m->state)});
+  }
+  tables.push_back(std::move(modules));
+  return tables;
+}
+
+}  // namespace tprobe::core

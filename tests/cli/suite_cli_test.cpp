@@ -1,0 +1,54 @@
+// End-to-end `tprobe suite`: every probe into one folder, the report next to them, one progress
+// line per probe, and a summary.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_tprobe.hpp"
+
+namespace tprobe::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST(SuiteCli, RunsEveryProbeIntoOneFolderWithTheReport) {
+  const std::string out = make_temp_dir() + "/out";
+  RunResult r = run_tprobe(
+      {"suite", "--out", out, "--fixtures", TPROBE_FIXTURES_DIR, "--json", out + "-suite.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json j = json::parse(read_text(out + "-suite.json"));
+  const auto& steps = j["results"]["steps"];
+  ASSERT_GE(steps.size(), 10u);
+  std::size_t index = 0;
+  for (const auto& s : steps) {
+    ++index;
+    const std::string name = s["name"];
+    // One progress line per step: "[ i/N] name".
+    EXPECT_NE(
+        r.out.find(" " + std::to_string(index) + "/" + std::to_string(steps.size()) + "] " + name),
+        std::string::npos)
+        << name << "\n"
+        << r.out;
+    if (name == "report") continue;
+    EXPECT_EQ(s["exit_code"], s["expected_exit_code"]) << name << ": see " << s["log"];
+    EXPECT_TRUE(file_exists(out + "/" + name + ".json")) << name;
+    EXPECT_TRUE(file_exists(out + "/logs/" + name + ".txt")) << name;
+  }
+  EXPECT_TRUE(file_exists(out + "/report.html"));
+  EXPECT_TRUE(file_exists(out + "/report.md"));
+  EXPECT_NE(r.out.find("headlines"), std::string::npos);
+  EXPECT_NE(r.out.find("0 failed, 0 skipped"), std::string::npos) << r.out;
+  // Short: the probes' own tables are in the logs, not on the terminal.
+  EXPECT_LT(r.out.size(), 4000u) << r.out;
+}
+
+TEST(SuiteCli, MissingFixturesAreSkippedNotFailed) {
+  const std::string out = make_temp_dir() + "/out";
+  RunResult r = run_tprobe({"suite", "--out", out, "--fixtures", "/nonexistent", "--quiet"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("skipped: /nonexistent/"), std::string::npos) << r.out;
+  EXPECT_TRUE(file_exists(out + "/report.html"));
+}
+
+}  // namespace
+}  // namespace tprobe::testing

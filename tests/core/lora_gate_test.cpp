@@ -1,0 +1,498 @@
+// lora-gate: the adapter reader (naming forms, dtypes, shards, broken inputs) and the gate's
+// verdicts and module-count check, on adapters written here with known contents.
+#include "tprobe/core/adapter/lora_gate.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+#include "test_paths.hpp"
+#include "tprobe/core/adapter/lora_gate_report.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/rng.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
+
+namespace tprobe::core {
+namespace {
+
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Stores `value` in every element. F16 and BF16 hold the values used here exactly.
+struct Stored {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+Stored filled(const std::string& name, DType dtype, std::vector<int64_t> shape, float value) {
+  Stored s{name, dtype, shape, {}};
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  s.bytes.resize(static_cast<std::size_t>(n * dtype_size(dtype)));
+  uint16_t half = 0;
+  if (dtype == DType::kBF16) {
+    uint32_t bits;
+    std::memcpy(&bits, &value, 4);
+    half = static_cast<uint16_t>(bits >> 16);
+  } else if (dtype == DType::kF16) {
+    half = value == 1.0f ? 0x3c00 : value == 0.5f ? 0x3800 : value == 0.0f ? 0 : 0x7e00;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (dtype == DType::kF32) {
+      std::memcpy(s.bytes.data() + i * 4, &value, 4);
+    } else {
+      std::memcpy(s.bytes.data() + i * 2, &half, 2);
+    }
+  }
+  return s;
+}
+
+void write_weights(const std::string& path, const std::vector<Stored>& tensors) {
+  std::vector<TensorToWrite> out;
+  for (const auto& t : tensors) out.push_back({{t.name, t.dtype, t.shape}, t.bytes.data()});
+  write_safetensors(path, out, {{"format", "pt"}});
+}
+
+std::string config_text(const std::string& targets_json, int64_t r = 2,
+                        const std::string& extra = "") {
+  return "{\"peft_type\": \"LORA\", \"r\": " + std::to_string(r) +
+         ", \"lora_alpha\": 4, \"target_modules\": " + targets_json + extra + "}";
+}
+
+const char* kSeven =
+    "[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\", \"gate_proj\", \"up_proj\", \"down_proj\"]";
+
+struct Form {
+  std::string root = "base_model.model.";
+  std::string prefix = "model.language_model.";
+  std::string suffix = "weight";  // or "default.weight"
+  DType dtype = DType::kF32;
+  int64_t rank = 2;
+};
+
+// Every module PEFT would adapt on `base` for the seven targets, A = 0.5 and B = 1 (or what
+// `b_value` says for a module), shaped from the base's linear layers.
+std::vector<Stored> adapter_tensors(
+    const GateBase& base, const Form& f, const std::function<float(const LoraModule&)>& b_value,
+    const std::vector<std::string>& targets = parse_target_list(kDefaultLoraTargets)) {
+  LoraPlan plan = plan_lora(base.config, base.tensors, base.prefix, targets, f.rank);
+  std::vector<Stored> out;
+  for (const auto& m : plan.modules) {
+    const std::string module = f.prefix + m.name.substr(base.prefix.size());
+    out.push_back(
+        filled(f.root + module + ".lora_A." + f.suffix, f.dtype, {f.rank, m.in_features}, 0.5f));
+    out.push_back(filled(f.root + module + ".lora_B." + f.suffix, f.dtype, {m.out_features, f.rank},
+                         b_value(m)));
+  }
+  return out;
+}
+
+std::string make_adapter(const std::string& config, const std::vector<Stored>& tensors) {
+  std::string dir = testing_support::temp_dir();
+  spit(dir + "/adapter_config.json", config);
+  write_weights(dir + "/adapter_model.safetensors", tensors);
+  return dir;
+}
+
+LoraGateReport gate(const std::string& dir, const std::optional<GateBase>& base) {
+  return gate_lora_adapter(read_lora_adapter(dir), base);
+}
+
+const GateBase& tiny() {
+  static const GateBase base = gate_base_from_model("gemma4-tiny");
+  return base;
+}
+
+auto all_ones = [](const LoraModule&) { return 1.0f; };
+
+bool has_code(const LoraGateReport& r, const std::string& code) {
+  for (const auto& d : r.diagnostics) {
+    if (d.code == code) return true;
+  }
+  return false;
+}
+
+TEST(LoraGate, RealAdapterPassesWithTheExpectedCount) {
+  auto r =
+      gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, all_ones)), tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kReal) << r.verdict_message;
+  EXPECT_TRUE(r.passed());
+  // gemma4-tiny: 6 layers x 7 targets, minus v_proj on the 2 key=value global layers.
+  EXPECT_EQ(r.count.expected, 40);
+  EXPECT_EQ(r.count.found, 40);
+  EXPECT_TRUE(r.count.ok());
+  ASSERT_EQ(r.count.absent_notes.size(), 1u);
+  EXPECT_NE(r.count.absent_notes[0].find("v_proj"), std::string::npos);
+  EXPECT_NE(r.count.absent_notes[0].find("(2, 5)"), std::string::npos) << r.count.absent_notes[0];
+  // B = 1 everywhere: |B| = sqrt(out * r); q_proj on a sliding layer is [4*16, 2].
+  for (const auto& m : r.modules) {
+    if (m.module == "model.language_model.layers.0.self_attn.q_proj") {
+      EXPECT_DOUBLE_EQ(*m.b_norm, std::sqrt(64.0 * 2));
+      EXPECT_DOUBLE_EQ(*m.a_norm, 0.5 * std::sqrt(2.0 * 64));
+      EXPECT_EQ(m.layer_type, "sliding_attention");
+    }
+  }
+  Json j = to_json(r);
+  EXPECT_EQ(j["verdict"], "real");
+  EXPECT_EQ(j["modules"].size(), 40u);
+  EXPECT_EQ(j["count"]["expected_modules"], 40);
+  int64_t per_target_found = 0;
+  for (const auto& t : j["per_target"]) per_target_found += t["found"].get<int64_t>();
+  EXPECT_EQ(per_target_found, 40);  // rows sum to the total
+  EXPECT_FALSE(lora_gate_tables(r).empty());
+}
+
+TEST(LoraGate, AllZeroBIsInert) {
+  auto zero = [](const LoraModule&) { return 0.0f; };
+  auto r = gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, zero)), tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kInert);
+  EXPECT_FALSE(r.passed());
+  EXPECT_TRUE(has_code(r, "inert_adapter"));
+  EXPECT_TRUE(r.count.ok());  // the count is right; the adapter is just untrained
+}
+
+TEST(LoraGate, SomeZeroBIsAModuleSelectionProblemNamingThem) {
+  auto v_zero = [](const LoraModule& m) { return m.target == "v_proj" ? 0.0f : 1.0f; };
+  auto r = gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, v_zero)), tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kPartial);
+  EXPECT_FALSE(r.passed());
+  EXPECT_NE(r.verdict_message.find("v_proj on layers 0, 1, 3, 4"), std::string::npos)
+      << r.verdict_message;
+  for (const auto& t : r.per_target) {
+    EXPECT_EQ(t.inert, t.target == "v_proj" ? 4 : 0) << t.target;
+  }
+}
+
+TEST(LoraGate, ZeroAIsNotLearnedEither) {
+  Form f;
+  auto tensors = adapter_tensors(tiny(), f, all_ones);
+  tensors[0] = filled(tensors[0].name, f.dtype, tensors[0].shape, 0.0f);  // one lora_A
+  auto r = gate(make_adapter(config_text(kSeven), tensors), tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kPartial);
+  EXPECT_NE(r.verdict_message.find("1 dead_a"), std::string::npos) << r.verdict_message;
+}
+
+TEST(LoraGate, BothNamingFormsAndAdapterNamesGiveTheSameVerdict) {
+  for (const char* root : {"base_model.model.", ""}) {
+    for (const char* prefix : {"model.language_model.", "model.", "language_model.model."}) {
+      for (const char* suffix : {"weight", "default.weight"}) {
+        Form f;
+        f.root = root;
+        f.prefix = prefix;
+        f.suffix = suffix;
+        auto r =
+            gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), f, all_ones)), tiny());
+        EXPECT_EQ(r.verdict, GateVerdict::kReal) << root << prefix << suffix;
+        EXPECT_TRUE(r.count.ok()) << root << prefix << suffix;
+        ASSERT_EQ(r.naming_forms.size(), 1u);
+        EXPECT_EQ(r.naming_forms[0], std::string(root) + prefix + "layers.N.<module>.lora_X." +
+                                         (std::string(suffix) == "weight" ? "" : "default.") +
+                                         "weight");
+      }
+    }
+  }
+}
+
+TEST(LoraGate, ReadsBf16AndFp16) {
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    Form f;
+    f.dtype = dt;
+    auto r = gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), f, all_ones)), tiny());
+    EXPECT_EQ(r.verdict, GateVerdict::kReal);
+    ASSERT_EQ(r.dtypes.size(), 1u);
+    EXPECT_EQ(r.dtypes[0], to_string(dt));
+    for (const auto& m : r.modules) {
+      if (m.target == "q_proj" && m.layer == 0) {
+        EXPECT_DOUBLE_EQ(*m.a_norm, 0.5 * std::sqrt(2.0 * 64));
+      }
+    }
+  }
+}
+
+TEST(LoraGate, TensorStatsDecodeEachDtype) {
+  // F16 specials: 0x0001 = 2^-24 (subnormal), 0x7c00 = +Inf, 0xc000 = -2.
+  const uint16_t h[] = {0x0001, 0x7c00, 0xc000, 0x0000};
+  TensorInfo info;
+  info.name = "x.lora_B.weight";
+  info.dtype = DType::kF16;
+  info.shape = {4};
+  TensorStats s = tensor_stats(info, {reinterpret_cast<const std::byte*>(h), sizeof h}, "f");
+  EXPECT_EQ(s.non_finite, 1);
+  EXPECT_EQ(s.nonzero, 2);
+  EXPECT_DOUBLE_EQ(s.norm, std::sqrt(4.0 + std::ldexp(1.0, -48)));
+  const uint16_t b[] = {0x4040, 0x4080};  // bf16 3, 4
+  info.dtype = DType::kBF16;
+  info.shape = {2};
+  EXPECT_DOUBLE_EQ(tensor_stats(info, {reinterpret_cast<const std::byte*>(b), 4}, "f").norm, 5.0);
+  info.dtype = DType::kI32;
+  info.shape = {1};
+  EXPECT_THROW(tensor_stats(info, {reinterpret_cast<const std::byte*>(b), 4}, "f"), Error);
+  info.dtype = DType::kBF16;
+  info.shape = {3};  // 6 bytes claimed, 4 given
+  EXPECT_THROW(tensor_stats(info, {reinterpret_cast<const std::byte*>(b), 4}, "f"), Error);
+}
+
+TEST(LoraGate, CountOffNamesMissingAndUnexpectedModules) {
+  auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  tensors.erase(std::remove_if(tensors.begin(), tensors.end(),
+                               [](const Stored& t) {
+                                 return t.name.find("layers.0.self_attn.q_proj.") !=
+                                        std::string::npos;
+                               }),
+                tensors.end());
+  // a v_proj on a key=value global layer, which the base has no v_proj for
+  tensors.push_back(
+      filled("base_model.model.model.language_model.layers.2.self_attn.v_proj.lora_A.weight",
+             DType::kF32, {2, 64}, 0.5f));
+  tensors.push_back(
+      filled("base_model.model.model.language_model.layers.2.self_attn.v_proj.lora_B.weight",
+             DType::kF32, {32, 2}, 1.0f));
+  auto r = gate(make_adapter(config_text(kSeven), tensors), tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kReal);  // the tensors are trained ...
+  EXPECT_FALSE(r.passed());                  // ... but the count is off
+  EXPECT_TRUE(has_code(r, "count_mismatch"));
+  ASSERT_EQ(r.count.missing.size(), 1u);
+  EXPECT_EQ(r.count.missing[0], "model.language_model.layers.0.self_attn.q_proj");
+  ASSERT_EQ(r.count.unexpected.size(), 1u);
+  EXPECT_EQ(r.count.unexpected[0], "model.language_model.layers.2.self_attn.v_proj");
+}
+
+TEST(LoraGate, ShapeThatDoesNotFitTheBaseIsBroken) {
+  auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  tensors[1] = filled(tensors[1].name, DType::kF32, {tensors[1].shape[0] + 1, 2}, 1.0f);
+  auto r = gate(make_adapter(config_text(kSeven), tensors), tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kBroken);
+  EXPECT_NE(r.verdict_message.find("bad_shape"), std::string::npos) << r.verdict_message;
+}
+
+TEST(LoraGate, NonFiniteAndIncompleteAreBroken) {
+  auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  tensors[1] = filled(tensors[1].name, DType::kF32, tensors[1].shape,
+                      std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(gate(make_adapter(config_text(kSeven), tensors), tiny()).verdict, GateVerdict::kBroken);
+  tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  tensors.erase(tensors.begin() + 1);  // a lora_A without its lora_B
+  auto r = gate(make_adapter(config_text(kSeven), tensors), tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kBroken);
+  EXPECT_NE(r.verdict_message.find("incomplete"), std::string::npos);
+}
+
+TEST(LoraGate, The26BSevenTargetSetIs205ModulesWithTheGlobalLayersNamed) {
+  const GateBase base = gate_base_from_model("gemma4-26b-a4b");
+  Form f;
+  f.rank = 1;
+  f.dtype = DType::kBF16;
+  auto r = gate(make_adapter(config_text(kSeven, 1), adapter_tensors(base, f, all_ones)), base);
+  EXPECT_EQ(r.count.expected, 205);
+  EXPECT_EQ(r.count.found, 205);
+  EXPECT_TRUE(r.passed()) << r.verdict_message;
+  ASSERT_EQ(r.count.absent_notes.size(), 1u);
+  EXPECT_NE(r.count.absent_notes[0].find("5 full_attention layers (5, 11, 17, 23, 29)"),
+            std::string::npos)
+      << r.count.absent_notes[0];
+  std::map<std::string, int64_t> found;
+  for (const auto& t : r.per_target) found[t.target] = t.found;
+  EXPECT_EQ(found["v_proj"], 25);
+  EXPECT_EQ(found["q_proj"], 30);
+}
+
+TEST(LoraGate, RegexTargetsAndLayersToTransform) {
+  auto qv = [](const LoraModule&) { return 1.0f; };
+  auto tensors = adapter_tensors(tiny(), Form{}, qv, {"q_proj", "v_proj"});
+  auto r = gate(make_adapter(config_text("\".*\\\\.(q_proj|v_proj)\""), tensors), tiny());
+  EXPECT_EQ(r.count.expected, 10);  // 6 q + 4 v
+  EXPECT_TRUE(r.passed()) << r.verdict_message;
+  // The same adapter under layers_to_transform [0]: only layer 0 is expected.
+  auto r0 = gate(
+      make_adapter(config_text("[\"q_proj\", \"v_proj\"]", 2, ", \"layers_to_transform\": [0]"),
+                   tensors),
+      tiny());
+  EXPECT_EQ(r0.count.expected, 2);
+  EXPECT_FALSE(r0.passed());
+  EXPECT_EQ(r0.count.unexpected.size(), 8u);
+}
+
+TEST(LoraGate, WithoutABaseTheCountIsReportedUnchecked) {
+  auto r = gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, all_ones)),
+                std::nullopt);
+  EXPECT_FALSE(r.count.checked);
+  EXPECT_TRUE(r.passed());
+  EXPECT_TRUE(has_code(r, "count_unchecked"));
+  EXPECT_EQ(to_json(r)["count"]["expected_modules"], nullptr);
+}
+
+TEST(LoraGate, ModulesOutsideTheTextDecoderAreListedNotCounted) {
+  auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  tensors.push_back(
+      filled("base_model.model.model.vision_tower.encoder.layers.0.self_attn.q_proj.lora_A.weight",
+             DType::kF32, {2, 8}, 0.5f));
+  tensors.push_back(
+      filled("base_model.model.model.vision_tower.encoder.layers.0.self_attn.q_proj.lora_B.weight",
+             DType::kF32, {8, 2}, 1.0f));
+  auto r = gate(make_adapter(config_text(kSeven), tensors), tiny());
+  EXPECT_TRUE(r.passed());
+  ASSERT_EQ(r.outside_text.size(), 1u);
+  EXPECT_TRUE(has_code(r, "outside_text_decoder"));
+}
+
+TEST(LoraGate, ShardedAdapter) {
+  auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  std::string dir = testing_support::temp_dir();
+  spit(dir + "/adapter_config.json", config_text(kSeven));
+  std::vector<Stored> first(tensors.begin(), tensors.begin() + 30),
+      second(tensors.begin() + 30, tensors.end());
+  write_weights(dir + "/s1.safetensors", first);
+  write_weights(dir + "/s2.safetensors", second);
+  Json wm = Json::object();
+  for (const auto& t : first) wm[t.name] = "s1.safetensors";
+  for (const auto& t : second) wm[t.name] = "s2.safetensors";
+  const std::string index = Json{{"weight_map", wm}}.dump();
+  spit(dir + "/adapter_model.safetensors.index.json", index);
+  auto r = gate(dir, tiny());
+  EXPECT_TRUE(r.sharded);
+  EXPECT_EQ(r.files.size(), 2u);
+  EXPECT_TRUE(r.passed()) << r.verdict_message;
+
+  Json bad = Json{{"weight_map", wm}};
+  bad["weight_map"][first[0].name] = "s2.safetensors";
+  spit(dir + "/adapter_model.safetensors.index.json", bad.dump());
+  EXPECT_THROW(read_lora_adapter(dir), Error);
+  bad = Json{{"weight_map", wm}};
+  bad["weight_map"]["not.there.lora_A.weight"] = "s1.safetensors";
+  spit(dir + "/adapter_model.safetensors.index.json", bad.dump());
+  EXPECT_THROW(read_lora_adapter(dir), Error);
+  bad = Json{{"weight_map", wm}};
+  bad["weight_map"][first[0].name] = "../s1.safetensors";
+  spit(dir + "/adapter_model.safetensors.index.json", bad.dump());
+  EXPECT_THROW(read_lora_adapter(dir), Error);
+  bad = Json{{"weight_map", wm}};
+  bad["weight_map"][first[0].name] = "s3.safetensors";
+  spit(dir + "/adapter_model.safetensors.index.json", bad.dump());
+  EXPECT_THROW(read_lora_adapter(dir), Error);
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LoraGate, BrokenInputsGiveErrorsNamingTheField) {
+  const std::string good =
+      make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, all_ones));
+  auto with_config = [&](const std::string& text) {
+    spit(good + "/adapter_config.json", text);
+    return error_of([&] { read_lora_adapter(good); });
+  };
+  EXPECT_NE(with_config("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(with_config("[]").find("must be a JSON object"), std::string::npos);
+  EXPECT_NE(
+      with_config("{\"peft_type\": \"IA3\", \"r\": 2, \"target_modules\": []}").find("peft_type"),
+      std::string::npos);
+  EXPECT_NE(with_config("{\"peft_type\": \"LORA\", \"target_modules\": [\"q_proj\"]}").find("'r'"),
+            std::string::npos);
+  EXPECT_NE(with_config("{\"peft_type\": \"LORA\", \"r\": -1, \"target_modules\": [\"q_proj\"]}")
+                .find("'r'"),
+            std::string::npos);
+  EXPECT_NE(with_config("{\"peft_type\": \"LORA\", \"r\": 2}").find("target_modules"),
+            std::string::npos);
+  EXPECT_NE(with_config("{\"peft_type\": \"LORA\", \"r\": 2, \"target_modules\": 3}")
+                .find("target_modules"),
+            std::string::npos);
+  EXPECT_NE(with_config("{\"peft_type\": \"LORA\", \"r\": 2, \"target_modules\": [1]}")
+                .find("target_modules"),
+            std::string::npos);
+  EXPECT_NE(with_config("{\"peft_type\": \"LORA\", \"r\": 2, \"r\": 3, \"target_modules\": []}")
+                .find("twice"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { gate(make_adapter(config_text("\"(unclosed\""), {}), tiny()); }).find("regex"),
+      std::string::npos);
+
+  std::string dir = testing_support::temp_dir();
+  EXPECT_NE(error_of([&] { read_lora_adapter(dir); }).find("adapter_config.json"),
+            std::string::npos);
+  spit(dir + "/adapter_config.json", config_text(kSeven));
+  EXPECT_NE(error_of([&] { read_lora_adapter(dir); }).find("neither"), std::string::npos);
+  spit(dir + "/adapter_model.bin", "pickle");
+  EXPECT_NE(error_of([&] { read_lora_adapter(dir); }).find("safe_serialization"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { read_lora_adapter(dir + "/nope"); }).find("not an adapter directory"),
+            std::string::npos);
+  // A lora tensor of an integer dtype is named.
+  std::vector<int32_t> ints(4, 1);
+  write_safetensors(dir + "/adapter_model.safetensors",
+                    {{{"m.layers.0.q_proj.lora_B.weight", DType::kI32, {2, 2}}, ints.data()}});
+  EXPECT_NE(error_of([&] { read_lora_adapter(dir); }).find("m.layers.0.q_proj.lora_B.weight"),
+            std::string::npos);
+  // One module stored under two names.
+  auto a = filled("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight", DType::kF32,
+                  {2, 64}, 1);
+  auto a2 = filled("model.layers.0.self_attn.q_proj.lora_A.weight", DType::kF32, {2, 64}, 1);
+  write_weights(dir + "/adapter_model.safetensors", {a, a2});
+  EXPECT_NE(error_of([&] { read_lora_adapter(dir); }).find("two lora_A"), std::string::npos);
+  // No lora tensor at all.
+  write_weights(dir + "/adapter_model.safetensors", {filled("x.weight", DType::kF32, {1}, 1)});
+  auto r = gate(dir, tiny());
+  EXPECT_EQ(r.verdict, GateVerdict::kEmpty);
+  EXPECT_TRUE(has_code(r, "other_tensors"));
+}
+
+TEST(LoraGate, RandomCorruptionIsAcceptedOrAnError) {
+  const std::string dir =
+      make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, all_ones));
+  const std::string weights = slurp(dir + "/adapter_model.safetensors");
+  const std::string config = slurp(dir + "/adapter_config.json");
+  Rng rng(1313);
+  int refused = 0;
+  const int cases = 300;
+  for (int i = 0; i < cases; ++i) {
+    const bool in_config = i % 3 == 0;
+    std::string s = in_config ? config : weights;
+    const std::size_t focus = in_config ? s.size() : std::min<std::size_t>(s.size(), 400);
+    const std::size_t p = static_cast<std::size_t>(rng.uniform(focus));
+    switch (rng.uniform(3)) {
+      case 0:
+        s[p] = static_cast<char>(s[p] ^ (1u << rng.uniform(8)));
+        break;
+      case 1:
+        s.erase(p, 1 + rng.uniform(6));
+        break;
+      default:
+        s.resize(p);
+        break;
+    }
+    spit(dir + (in_config ? "/adapter_config.json" : "/adapter_model.safetensors"), s);
+    try {
+      auto r = gate(dir, tiny());
+      (void)to_json(r).dump();
+    } catch (const Error&) {
+      ++refused;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "case " << i << ": non-tprobe exception: " << e.what();
+    }
+    spit(dir + "/adapter_config.json", config);
+    spit(dir + "/adapter_model.safetensors", weights);
+  }
+  EXPECT_GT(refused, cases / 4);
+}
+
+}  // namespace
+}  // namespace tprobe::core
