@@ -31,7 +31,8 @@ Run on a host with transformers >= 5.15 and torch (the GPU host: transformers 5.
                                       logits beside the fp32 ones: logits_hf_bf16_{eager,sdpa}
         summary.json                  versions, losses, HF bf16-vs-fp32 errors, the trap's facts
 
-Usage: make_parity_fixture.py [tiny|mid] OUT_DIR
+Usage: make_parity_fixture.py [tiny|mid] OUT_DIR [noref]
+  noref (mid): the checkpoint and input_ids only, no forward references (faster).
        make_parity_fixture.py backward CKPT_DIR OUT_DIR [cpu|cuda] [quick]
   quick: adapters and backward.safetensors only (fp32 and HF bf16 with a bf16 adapter).
 """
@@ -385,6 +386,8 @@ def main():
             tensors["loss" + key] = loss
         d = (tensors["logits"] - tensors["logits_sdpa"]).norm() / tensors["logits"].norm()
         print(f"HF eager vs sdpa (fp32, CPU): rel L2 {d.item():.3e}")
+    elif len(sys.argv) > 3 and sys.argv[3] == "noref":
+        print("noref: input_ids only (the backward mode computes its own references)")
     else:
         dev = "cuda"
         logits, loss = reference(out_dir, ids, "eager", dev, torch.float32)
