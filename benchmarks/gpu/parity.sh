@@ -25,7 +25,7 @@ timeout 50 python3 $S backward $T "$D/gemma4-tiny-hf" cpu >"$D/tiny.log" 2>&1
 echo "tiny rc $?" | tee -a "$LOG"
 
 say "mid checkpoint (bf16)"
-timeout 40 python3 $S mid "$MID" noref >"$D/mid/mid.log" 2>timeout 40 python3 $S mid "$MID" >"$D/mid/mid.log" 2>&11
+timeout 40 python3 $S mid "$MID" noref >"$D/mid/mid.log" 2>&1
 echo "mid rc $?" | tee -a "$LOG"
 
 say "mid backward references (CUDA)"
