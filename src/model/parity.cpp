@@ -60,8 +60,8 @@ Tensor read_shaped(const core::SafetensorsFile& ref, const std::string& key,
                    const std::vector<int64_t>& shape) {
   Tensor t = read_tensor(ref, key, torch::kDouble, torch::kCPU);
   if (t.sizes().vec() != shape) {
-    fail("{}: '{}' has shape [{}], expected [{}]", ref.path(), key, fmt::join(t.sizes().vec(), ", "),
-         fmt::join(shape, ", "));
+    fail("{}: '{}' has shape [{}], expected [{}]", ref.path(), key,
+         fmt::join(t.sizes().vec(), ", "), fmt::join(shape, ", "));
   }
   return t;
 }
@@ -103,9 +103,10 @@ BackwardParity backward_parity(Gemma4Model& model, const core::SafetensorsFile& 
     }
   }
   if (ref_keys.empty()) {
-    fail("{}: no LoRA gradients (PEFT parameter name + '.grad', e.g. "
-         "'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight.grad')",
-         ref.path());
+    fail(
+        "{}: no LoRA gradients (PEFT parameter name + '.grad', e.g. "
+        "'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight.grad')",
+        ref.path());
   }
   // HF's own bf16 gradients beside the reference ones.
   const std::string& probe_key = ref_keys.begin()->second;
@@ -131,9 +132,11 @@ BackwardParity backward_parity(Gemma4Model& model, const core::SafetensorsFile& 
   // nothing to back-propagate and every gradient stays undefined (= zero).
   if (b.loss_requires_grad) loss.loss.backward();
   cuda_synchronize();
-  b.forward_backward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  b.forward_backward_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   b.loss = loss.loss.item<double>();
-  if (!ref.find(o.loss_key)) fail("{}: no tensor '{}' (the reference loss)", ref.path(), o.loss_key);
+  if (!ref.find(o.loss_key))
+    fail("{}: no tensor '{}' (the reference loss)", ref.path(), o.loss_key);
   b.reference_loss = read_scalar(ref, o.loss_key);
   b.loss_abs_diff = std::abs(b.loss - b.reference_loss);
   if (!b.baseline_suffix.empty() && ref.find("loss" + b.baseline_suffix)) {
@@ -191,7 +194,8 @@ double parity_tolerance(const std::string& dtype) {
 VerdictRule verdict_rule(const std::string& dtype, std::optional<double> baseline_rel_l2) {
   if (dtype != "bf16") return {"fixed_fp32", kFp32Tolerance};
   if (baseline_rel_l2 && std::isfinite(*baseline_rel_l2)) {
-    return {"relative_to_hf_bf16", std::max(kBf16RelativeFactor * *baseline_rel_l2, kFp32Tolerance)};
+    return {"relative_to_hf_bf16",
+            std::max(kBf16RelativeFactor * *baseline_rel_l2, kFp32Tolerance)};
   }
   return {"fixed_bf16_fallback", kBf16FallbackTolerance};
 }
@@ -241,7 +245,8 @@ void judge_backward(BackwardParity& b, const std::string& dtype) {
   b.global_rel_l2 = sq_diff == 0 ? 0.0 : rel(std::sqrt(sq_diff), std::sqrt(sq_ref));
   b.baseline_global_rel_l2.reset();
   b.baseline_worst_module_rel_l2.reset();
-  if (all_baseline) b.baseline_global_rel_l2 = sq_base == 0 ? 0.0 : rel(std::sqrt(sq_base), std::sqrt(sq_ref));
+  if (all_baseline)
+    b.baseline_global_rel_l2 = sq_base == 0 ? 0.0 : rel(std::sqrt(sq_base), std::sqrt(sq_ref));
   b.worst_module.clear();
   b.worst_module_rel_l2 = 0;
   double base_worst = 0;
@@ -317,9 +322,10 @@ ParityResult run_parity(const ParityOptions& o) {
   if (ref.find("attention_mask")) {
     Tensor mask = read_tensor(ref, "attention_mask", torch::kLong, torch::kCPU);
     if (mask.sizes() != ids.sizes() || mask.ne(1).any().item<bool>()) {
-      fail("{}: attention_mask masks positions (a padded batch); tprobe's parity runs unpadded "
-           "batches only",
-           o.reference_path);
+      fail(
+          "{}: attention_mask masks positions (a padded batch); tprobe's parity runs unpadded "
+          "batches only",
+          o.reference_path);
     }
   }
 

@@ -40,7 +40,8 @@ core::Json backward_json(const BackwardParity& b) {
   j["worst_module_rel_l2"] = b.worst_module_rel_l2;
   j["worst_tensor"] = b.worst_tensor;
   j["worst_tensor_rel_l2"] = b.worst_tensor_rel_l2;
-  j["baseline_suffix"] = b.baseline_suffix.empty() ? core::Json(nullptr) : core::Json(b.baseline_suffix);
+  j["baseline_suffix"] =
+      b.baseline_suffix.empty() ? core::Json(nullptr) : core::Json(b.baseline_suffix);
   j["baseline_global_rel_l2"] = opt(b.baseline_global_rel_l2);
   j["baseline_worst_module_rel_l2"] = opt(b.baseline_worst_module_rel_l2);
   j["verdict_rule"] = b.verdict.rule;
@@ -152,13 +153,14 @@ core::Table parity_table(const ParityResult& r, const ParityOptions& o) {
       t.note(fmt::format("... and {} more (evidence: backward.zero_one_side)",
                          b.zero_one_side.size() - 8));
     if (!b.zero_both.empty() && !b.loss_requires_grad)
-      t.note("no gradient reaches any adapter, in tprobe as in the reference (the loss does "
-             "not require grad)");
+      t.note(
+          "no gradient reaches any adapter, in tprobe as in the reference (the loss does "
+          "not require grad)");
     t.note(r.within_tolerance ? "within tolerance" : "OUTSIDE tolerance");
     return t;
   }
-  core::Table t(fmt::format("parity: {} vs {} ({}, {}×{}, vocab {})", o.checkpoint_dir, o.reference_path,
-                            o.dtype, r.batch, r.seq, r.vocab));
+  core::Table t(fmt::format("parity: {} vs {} ({}, {}×{}, vocab {})", o.checkpoint_dir,
+                            o.reference_path, o.dtype, r.batch, r.seq, r.vocab));
   const std::string base_head = r.baseline ? r.baseline_key : "";
   t.column("quantity", core::Align::kLeft).column("tprobe").column("tolerance").column(base_head);
   auto b = [&](double LogitsError::*field) {
@@ -167,8 +169,7 @@ core::Table parity_table(const ParityResult& r, const ParityOptions& o) {
   t.row({"attention (sliding)", r.attn_sliding, "", ""});
   t.row({"attention (full)", r.attn_full, "", ""});
   t.row({"moe dispatch", r.moe, "", ""});
-  t.row({"max |Δ logit|", core::format_sci(r.max_abs_error), "",
-         b(&LogitsError::max_abs_error)});
+  t.row({"max |Δ logit|", core::format_sci(r.max_abs_error), "", b(&LogitsError::max_abs_error)});
   t.row({"relative L2 error", core::format_sci(r.rel_l2_error),
          core::format_sci(r.tolerance_rel_l2), b(&LogitsError::rel_l2_error)});
   t.row({"per-position rel. L2, median", core::format_sci(r.error.position_rel_l2_median), "",

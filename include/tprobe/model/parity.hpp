@@ -78,8 +78,8 @@ struct LogitsError {
 struct GradTensorError {
   std::string name;  // PEFT-relative: "layers.0.self_attn.q_proj.lora_A.weight"
   double reference_norm = 0, tprobe_norm = 0;
-  double diff_norm = 0;                   // ‖g − r‖₂
-  double rel_l2_error = 0;                // ‖g − r‖₂ / ‖r‖₂; 0 when both are 0, inf when r is
+  double diff_norm = 0;     // ‖g − r‖₂
+  double rel_l2_error = 0;  // ‖g − r‖₂ / ‖r‖₂; 0 when both are 0, inf when r is
   std::optional<double> baseline_diff_norm;  // HF's bf16 gradient against the same reference
   std::optional<double> baseline_rel_l2;
   bool zero_tprobe = false, zero_reference = false;
