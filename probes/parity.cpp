@@ -5,6 +5,7 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/model/parity_report.hpp"
+#include "tprobe/model/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -47,7 +48,7 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.input_grads = !cli.no_input_grads;
   o.grad_baseline_suffix = cli.grad_baseline_suffix;
   if (cli.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", cli.ce_chunk);
-  model::ParityResult r = model::run_parity(o);
+  model::ParityResult r = model::torch_api().run_parity(o);
 
   ctx.environment.attn_requested = cli.attn;
   ctx.environment.attn_resolved = fmt::format("sliding: {}; full: {}", r.attn_sliding, r.attn_full);
@@ -151,7 +152,8 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--grad-baseline-suffix", cli->grad_baseline_suffix,
                   "With --backward: suffix of HF's own bf16 gradients in REF (default for bf16: "
                   "_hf_bf16_<attn> when present)");
-  set.add(cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); });
+  set.add(
+      cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); }, Needs::kTorch);
 }
 
 }  // namespace tprobe::probes
