@@ -48,6 +48,12 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.input_grads = !cli.no_input_grads;
   o.grad_baseline_suffix = cli.grad_baseline_suffix;
   if (cli.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", cli.ce_chunk);
+  // Usage errors before libtorch is loaded.
+  if (cli.backward && cli.adapter.empty()) fail_usage("--backward needs --adapter DIR");
+  if (cli.backward && !cli.dump_hidden.empty())
+    fail_usage("--dump-hidden is a forward diagnostic; it does not combine with --backward");
+  if (!cli.backward && (cli.gradient_checkpointing || cli.no_input_grads))
+    fail_usage("--gradient-checkpointing and --no-input-grads need --backward");
   model::ParityResult r = model::torch_api().run_parity(o);
 
   ctx.environment.attn_requested = cli.attn;
