@@ -19,17 +19,17 @@ REF=/tmp/parity-backward-ref
 rm -rf "$MID" "$REF"
 
 say "mid checkpoint (bf16, input_ids only)"
-timeout 35 python3 $S mid "$MID" noref >"$D/mid.log" 2>&1
+timeout 30 python3 $S mid "$MID" noref >"$D/mid.log" 2>&1
 echo "mid rc $?" | tee -a "$LOG"
 say "HF + PEFT adapter and gradients (CUDA)"
-timeout 40 python3 $S backward "$MID" "$REF" cuda quick >"$D/hf.log" 2>&1
+timeout 35 python3 $S backward "$MID" "$REF" cuda quick >"$D/hf.log" 2>&1
 echo "hf rc $?" | tee -a "$LOG"
 cp "$REF/summary.json" "$D/hf-summary.json" 2>/dev/null
 
 run() {  # name, then tprobe parity arguments
   local name=$1
   shift
-  timeout 15 $TP parity --checkpoint "$MID" --adapter "$REF/peft_adapter" \
+  timeout 11 $TP parity --checkpoint "$MID" --adapter "$REF/peft_adapter" \
     --reference "$REF/backward.safetensors" --backward --device cuda "$@" \
     --json "$D/$name.json" >"$D/$name.txt" 2>&1
   echo "$name exit $?" | tee -a "$LOG"
