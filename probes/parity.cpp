@@ -1,11 +1,11 @@
-// `tprobe parity`: does tprobe's forward compute what Hugging Face computes for this checkpoint?
-#include "tprobe/model/parity_report.hpp"
-#include "tprobe/model/torch_api.hpp"
-
+// `tprobe parity`: does tprobe compute what Hugging Face computes for this checkpoint — the
+// forward's logits, or with --backward the loss and every LoRA gradient of a PEFT adapter?
 #include <fmt/format.h>
 
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/model/parity_report.hpp"
+#include "tprobe/model/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -22,6 +22,11 @@ struct ParityCliOptions {
   std::string moe = "loop";
   int64_t ce_chunk = 4096;
   std::string dump_hidden;
+  std::string adapter;
+  bool backward = false;
+  bool gradient_checkpointing = false;
+  bool no_input_grads = false;
+  std::string grad_baseline_suffix;
 };
 
 core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
@@ -37,7 +42,18 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.moe = model::parse_moe(cli.moe);
   o.ce_chunk = cli.ce_chunk;
   o.dump_hidden_path = cli.dump_hidden;
+  o.adapter_dir = cli.adapter;
+  o.backward = cli.backward;
+  o.gradient_checkpointing = cli.gradient_checkpointing;
+  o.input_grads = !cli.no_input_grads;
+  o.grad_baseline_suffix = cli.grad_baseline_suffix;
   if (cli.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", cli.ce_chunk);
+  // Usage errors before libtorch is loaded.
+  if (cli.backward && cli.adapter.empty()) fail_usage("--backward needs --adapter DIR");
+  if (cli.backward && !cli.dump_hidden.empty())
+    fail_usage("--dump-hidden is a forward diagnostic; it does not combine with --backward");
+  if (!cli.backward && (cli.gradient_checkpointing || cli.no_input_grads))
+    fail_usage("--gradient-checkpointing and --no-input-grads need --backward");
   model::ParityResult r = model::torch_api().run_parity(o);
 
   ctx.environment.attn_requested = cli.attn;
@@ -45,10 +61,41 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
 
   ctx.evidence.results() = model::to_json(r, o);
   ctx.out << model::parity_table(r, o).render();
+  if (r.backward) {
+    const model::BackwardParity& b = *r.backward;
+    ctx.out << "\n" << model::parity_module_table(b).render();
+    if (!b.zero_one_side.empty()) {
+      ctx.evidence.diagnose(
+          core::Severity::kError, "lora_gradient_zero_on_one_side",
+          fmt::format("{} LoRA gradient(s) zero on one side only (the inert-adapter signature), "
+                      "first {}",
+                      b.zero_one_side.size(), b.zero_one_side.front()));
+    }
+    if (!b.zero_both.empty()) {
+      ctx.evidence.diagnose(core::Severity::kWarning, "lora_gradient_zero_on_both_sides",
+                            fmt::format("{} LoRA gradient(s) are zero in tprobe and in the "
+                                        "reference alike: those adapters learn nothing{}",
+                                        b.zero_both.size(),
+                                        b.loss_requires_grad ? ""
+                                                             : " (the loss does not require "
+                                                               "grad: no path reaches them)"));
+    }
+    if (!b.within_tolerance) {
+      ctx.evidence.diagnose(
+          core::Severity::kError, "parity_outside_tolerance",
+          fmt::format("LoRA gradients: global relative L2 {:.3e} (tolerance {:.3e}), worst module "
+                      "{} {:.3e}, rule {}",
+                      b.global_rel_l2, b.verdict.tolerance, b.worst_module, b.worst_module_rel_l2,
+                      b.verdict.rule));
+      return core::Outcome::kNo;
+    }
+    return core::Outcome::kOk;
+  }
   if (!r.within_tolerance) {
-    ctx.evidence.diagnose(core::Severity::kError, "parity_outside_tolerance",
-                          fmt::format("relative L2 error {:.3e} exceeds {:.1e} for {}",
-                                      r.rel_l2_error, r.tolerance_rel_l2, cli.dtype));
+    ctx.evidence.diagnose(
+        core::Severity::kError, "parity_outside_tolerance",
+        fmt::format("relative L2 error {:.3e} exceeds {:.3e} for {} ({})", r.rel_l2_error,
+                    r.tolerance_rel_l2, cli.dtype, r.verdict_rule));
     return core::Outcome::kNo;
   }
   return core::Outcome::kOk;
@@ -59,12 +106,14 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
 void register_parity(CLI::App& app, ProbeSet& set) {
   auto cli = std::make_shared<ParityCliOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "parity", "Compare tprobe's forward with Hugging Face reference logits for a checkpoint");
+      "parity",
+      "Compare tprobe's forward (logits) or backward (LoRA gradients) with Hugging Face's");
   cmd->add_option("--checkpoint", cli->checkpoint,
                   "Checkpoint directory (config.json + safetensors)")
       ->required();
   cmd->add_option("--reference", cli->reference,
-                  "safetensors with input_ids [B,S] int64, logits [B,S,V] and optionally loss")
+                  "safetensors with input_ids [B,S] int64, logits [B,S,V] and optionally loss; "
+                  "with --backward: loss and '<PEFT name>.grad' for every LoRA tensor")
       ->required();
   cmd->add_option("--logits-key", cli->logits_key, "Reference tensor to compare with")
       ->capture_default_str();
@@ -73,8 +122,11 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   cmd->add_option(
       "--baseline-key", cli->baseline_key,
       "Another implementation's logits in REF (e.g. HF's bf16 run), measured against the "
-      "same reference and shown beside tprobe's");
-  cmd->add_option("--dtype", cli->dtype, "Compute dtype: fp32 (tolerance 1e-4) or bf16 (5e-2)")
+      "same reference and shown beside tprobe's; for bf16 the default is HF's own bf16 run "
+      "(logits_hf_bf16_<attn>) when REF has one, and the verdict is judged against it");
+  cmd->add_option("--dtype", cli->dtype,
+                  "Compute dtype: fp32 (tolerance 1e-4) or bf16 (at most 2x HF's own bf16 error "
+                  "when REF carries it, else 5e-2)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--attn", cli->attn,
@@ -92,7 +144,22 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--dump-hidden", cli->dump_hidden,
                   "Diagnostics: write the embedding output and each layer's output (fp32) to this "
                   "safetensors file, to find where two implementations part");
-  set.add(cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); }, Needs::kTorch);
+  cmd->add_option("--adapter", cli->adapter,
+                  "PEFT adapter directory (adapter_config.json + adapter_model.safetensors as "
+                  "save_pretrained writes them)");
+  cmd->add_flag("--backward", cli->backward,
+                "Compare the loss and every LoRA gradient (one forward + backward) instead of the "
+                "logits; needs --adapter");
+  cmd->add_flag("--gradient-checkpointing", cli->gradient_checkpointing,
+                "With --backward: reentrant per-layer checkpointing, as HF's use_reentrant=True");
+  cmd->add_flag("--no-input-grads", cli->no_input_grads,
+                "With --backward: no input grads (HF without enable_input_require_grads); under "
+                "checkpointing this is the inert-adapter trap");
+  cmd->add_option("--grad-baseline-suffix", cli->grad_baseline_suffix,
+                  "With --backward: suffix of HF's own bf16 gradients in REF (default for bf16: "
+                  "_hf_bf16_<attn> when present)");
+  set.add(
+      cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); }, Needs::kTorch);
 }
 
 }  // namespace tprobe::probes

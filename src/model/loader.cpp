@@ -153,6 +153,17 @@ void load_adapter(Gemma4Model& model, const std::string& dir) {
   try {
     if (cfg.value("peft_type", std::string()) != "LORA")
       fail("{}: peft_type is not LORA", cfg_path);
+    // Variants tprobe's LoRA does not compute: refuse them rather than give other gradients.
+    for (const char* flag : {"use_rslora", "use_dora"}) {
+      if (cfg.contains(flag) && cfg[flag].is_boolean() && cfg[flag].get<bool>())
+        fail("{}: {} is true; tprobe implements plain LoRA (alpha / r scaling) only", cfg_path,
+             flag);
+    }
+    for (const char* pattern : {"rank_pattern", "alpha_pattern"}) {
+      if (cfg.contains(pattern) && cfg[pattern].is_object() && !cfg[pattern].empty())
+        fail("{}: {} is not empty; per-module ranks and alphas are not supported", cfg_path,
+             pattern);
+    }
     lora.rank = cfg.at("r").get<int64_t>();
     lora.alpha = cfg.at("lora_alpha").get<double>();
     const auto& targets = cfg.at("target_modules");

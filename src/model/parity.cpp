@@ -1,10 +1,13 @@
 // `tprobe parity`'s computation: tprobe's forward on a Hugging Face reference's input_ids against
-// HF's logits and loss.
+// HF's logits and loss, or (backward) its loss and LoRA gradients against HF + PEFT's.
 #include "tprobe/model/parity.hpp"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/io/checkpoint.hpp"
@@ -16,6 +19,25 @@ namespace tprobe::model {
 using torch::Tensor;
 
 namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr const char* kGradSuffix = ".grad";
+// PEFT's save names: "base_model.model." + the checkpoint's text prefix + the module path.
+// The multimodal prefix first: the text-only one is a prefix of it.
+constexpr const char* kPeftTextPrefixes[] = {"base_model.model.model.language_model.",
+                                             "base_model.model.model."};
+
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(0, p.size(), p) == 0;
+}
+bool ends_with(const std::string& s, const std::string& p) {
+  return s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0;
+}
+
+double rel(double diff, double ref) {
+  if (ref > 0) return diff / ref;
+  return diff > 0 ? kInf : 0.0;
+}
 
 LogitsError logits_error(const Tensor& got, const Tensor& want) {
   LogitsError e;
@@ -34,15 +56,243 @@ LogitsError logits_error(const Tensor& got, const Tensor& want) {
   return e;
 }
 
+Tensor read_shaped(const core::SafetensorsFile& ref, const std::string& key,
+                   const std::vector<int64_t>& shape) {
+  Tensor t = read_tensor(ref, key, torch::kDouble, torch::kCPU);
+  if (t.sizes().vec() != shape) {
+    fail("{}: '{}' has shape [{}], expected [{}]", ref.path(), key,
+         fmt::join(t.sizes().vec(), ", "), fmt::join(shape, ", "));
+  }
+  return t;
+}
+
+double read_scalar(const core::SafetensorsFile& ref, const std::string& key) {
+  Tensor t = read_tensor(ref, key, torch::kDouble, torch::kCPU);
+  if (t.numel() != 1) fail("{}: '{}' has {} elements, expected 1", ref.path(), key, t.numel());
+  return t.reshape({-1})[0].item<double>();
+}
+
+// The module of a LoRA tensor name and whether it is A: "layers.0.self_attn.q_proj".
+std::pair<std::string, bool> module_of(const std::string& name) {
+  for (const char* part : {".lora_A.", ".lora_B."}) {
+    auto at = name.find(part);
+    if (at != std::string::npos) return {name.substr(0, at), part[6] == 'A'};
+  }
+  return {name, true};
+}
+
+BackwardParity backward_parity(Gemma4Model& model, const core::SafetensorsFile& ref,
+                               const Tensor& ids, const ParityOptions& o, ForwardRecord* rec) {
+  BackwardParity b;
+  b.gradient_checkpointing = o.gradient_checkpointing;
+  b.input_grads = o.input_grads;
+  // The reference's LoRA gradients by PEFT-relative name.
+  std::map<std::string, std::string> ref_keys;
+  for (const auto& t : ref.tensors()) {
+    if (!ends_with(t.name, kGradSuffix)) continue;
+    for (const char* prefix : kPeftTextPrefixes) {
+      if (!starts_with(t.name, prefix)) continue;
+      if (!b.reference_prefix.empty() && b.reference_prefix != prefix) {
+        fail("{}: gradients under two prefixes ('{}' and '{}')", ref.path(), b.reference_prefix,
+             prefix);
+      }
+      b.reference_prefix = prefix;
+      const size_t n = std::string(prefix).size();
+      ref_keys[t.name.substr(n, t.name.size() - n - std::string(kGradSuffix).size())] = t.name;
+      break;
+    }
+  }
+  if (ref_keys.empty()) {
+    fail(
+        "{}: no LoRA gradients (PEFT parameter name + '.grad', e.g. "
+        "'base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight.grad')",
+        ref.path());
+  }
+  // HF's own bf16 gradients beside the reference ones.
+  const std::string& probe_key = ref_keys.begin()->second;
+  if (!o.grad_baseline_suffix.empty()) {
+    if (!ref.find(probe_key + o.grad_baseline_suffix))
+      fail("{}: no tensor '{}'", ref.path(), probe_key + o.grad_baseline_suffix);
+    b.baseline_suffix = o.grad_baseline_suffix;
+  } else if (o.dtype == "bf16") {
+    for (const std::string& path : baseline_candidates(o.attn)) {
+      if (ref.find(probe_key + "_hf_bf16_" + path)) {
+        b.baseline_suffix = "_hf_bf16_" + path;
+        break;
+      }
+    }
+  }
+
+  load_adapter(model, o.adapter_dir);
+  const torch::Device device = model.embed_tokens().device();
+  auto t0 = std::chrono::steady_clock::now();
+  LossResult loss = model.loss(ids.to(device), rec);
+  b.loss_requires_grad = loss.loss.requires_grad();
+  // Without a path to any adapter (the trap) the loss does not require grad, as in HF: there is
+  // nothing to back-propagate and every gradient stays undefined (= zero).
+  if (b.loss_requires_grad) loss.loss.backward();
+  cuda_synchronize();
+  b.forward_backward_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  b.loss = loss.loss.item<double>();
+  if (!ref.find(o.loss_key))
+    fail("{}: no tensor '{}' (the reference loss)", ref.path(), o.loss_key);
+  b.reference_loss = read_scalar(ref, o.loss_key);
+  b.loss_abs_diff = std::abs(b.loss - b.reference_loss);
+  if (!b.baseline_suffix.empty() && ref.find("loss" + b.baseline_suffix)) {
+    b.baseline_loss_abs_diff =
+        std::abs(read_scalar(ref, "loss" + b.baseline_suffix) - b.reference_loss);
+  }
+
+  for (auto& [name, param] : model.lora_parameters()) {
+    auto it = ref_keys.find(name);
+    if (it == ref_keys.end()) {
+      fail("{}: gradient '{}{}{}' is missing (the adapter has this tensor)", ref.path(),
+           b.reference_prefix, name, kGradSuffix);
+    }
+    const std::vector<int64_t> shape = param->sizes().vec();
+    Tensor want = read_shaped(ref, it->second, shape);
+    Tensor got = param->grad().defined() ? param->grad().to(torch::kCPU, torch::kDouble)
+                                         : torch::zeros_like(want);
+    GradTensorError e;
+    e.name = name;
+    e.reference_norm = want.norm().item<double>();
+    e.tprobe_norm = got.norm().item<double>();
+    e.diff_norm = (got - want).norm().item<double>();
+    e.rel_l2_error = rel(e.diff_norm, e.reference_norm);
+    e.zero_reference = e.reference_norm == 0;
+    e.zero_tprobe = e.tprobe_norm == 0;
+    if (!b.baseline_suffix.empty()) {
+      Tensor base = read_shaped(ref, it->second + b.baseline_suffix, shape);
+      e.baseline_diff_norm = (base - want).norm().item<double>();
+      e.baseline_rel_l2 = rel(*e.baseline_diff_norm, e.reference_norm);
+    }
+    b.tensors.push_back(e);
+    ref_keys.erase(it);
+  }
+  for (const auto& [name, key] : ref_keys) {  // LoRA tensors HF has and tprobe's model does not
+    GradTensorError e;
+    e.name = name;
+    e.in_tprobe = false;
+    e.reference_norm = read_tensor(ref, key, torch::kDouble, torch::kCPU).norm().item<double>();
+    e.diff_norm = e.reference_norm;
+    e.rel_l2_error = rel(e.diff_norm, e.reference_norm);
+    e.zero_reference = e.reference_norm == 0;
+    e.zero_tprobe = true;
+    b.tensors.push_back(e);
+  }
+  judge_backward(b, o.dtype);
+  return b;
+}
+
 }  // namespace
 
-double parity_tolerance(const std::string& dtype) { return dtype == "bf16" ? 5e-2 : 1e-4; }
+double parity_tolerance(const std::string& dtype) {
+  return dtype == "bf16" ? kBf16FallbackTolerance : kFp32Tolerance;
+}
+
+VerdictRule verdict_rule(const std::string& dtype, std::optional<double> baseline_rel_l2) {
+  if (dtype != "bf16") return {"fixed_fp32", kFp32Tolerance};
+  if (baseline_rel_l2 && std::isfinite(*baseline_rel_l2)) {
+    return {"relative_to_hf_bf16",
+            std::max(kBf16RelativeFactor * *baseline_rel_l2, kFp32Tolerance)};
+  }
+  return {"fixed_bf16_fallback", kBf16FallbackTolerance};
+}
+
+std::vector<std::string> baseline_candidates(AttnImpl attn) {
+  std::vector<std::string> out{attn == AttnImpl::kEager ? "eager" : "sdpa"};
+  for (const char* path : {"sdpa", "eager"}) {
+    if (out.front() != path) out.emplace_back(path);
+  }
+  return out;
+}
+
+void judge_backward(BackwardParity& b, const std::string& dtype) {
+  b.modules.clear();
+  b.zero_one_side.clear();
+  b.zero_both.clear();
+  b.worst_tensor.clear();
+  b.worst_tensor_rel_l2 = 0;
+  double sq_diff = 0, sq_ref = 0, sq_base = 0;
+  bool all_baseline = !b.tensors.empty();
+  std::map<std::string, size_t> module_index;
+  for (const GradTensorError& t : b.tensors) {
+    if (t.zero_tprobe != t.zero_reference) {
+      b.zero_one_side.push_back(t.name + (t.in_tprobe ? "" : " (no such tensor in tprobe)"));
+    } else if (t.zero_tprobe && t.in_tprobe) {
+      b.zero_both.push_back(t.name);
+    }
+    if (!t.in_tprobe) continue;  // its zero reference gradient has nothing to compare with
+    sq_diff += t.diff_norm * t.diff_norm;
+    sq_ref += t.reference_norm * t.reference_norm;
+    if (t.baseline_diff_norm) {
+      sq_base += *t.baseline_diff_norm * *t.baseline_diff_norm;
+    } else {
+      all_baseline = false;
+    }
+    if (b.worst_tensor.empty() || !(t.rel_l2_error <= b.worst_tensor_rel_l2)) {
+      b.worst_tensor = t.name;
+      b.worst_tensor_rel_l2 = t.rel_l2_error;
+    }
+    auto [module, is_a] = module_of(t.name);
+    auto [it, fresh] = module_index.emplace(module, b.modules.size());
+    if (fresh) b.modules.push_back({module, 0, 0, std::nullopt, std::nullopt});
+    GradModuleError& m = b.modules[it->second];
+    (is_a ? m.a_rel_l2 : m.b_rel_l2) = t.rel_l2_error;
+    (is_a ? m.a_baseline : m.b_baseline) = t.baseline_rel_l2;
+  }
+  b.global_rel_l2 = sq_diff == 0 ? 0.0 : rel(std::sqrt(sq_diff), std::sqrt(sq_ref));
+  b.baseline_global_rel_l2.reset();
+  b.baseline_worst_module_rel_l2.reset();
+  if (all_baseline)
+    b.baseline_global_rel_l2 = sq_base == 0 ? 0.0 : rel(std::sqrt(sq_base), std::sqrt(sq_ref));
+  b.worst_module.clear();
+  b.worst_module_rel_l2 = 0;
+  double base_worst = 0;
+  for (const GradModuleError& m : b.modules) {
+    const double worst = std::max(m.a_rel_l2, m.b_rel_l2);
+    if (b.worst_module.empty() || !(worst <= b.worst_module_rel_l2)) {
+      b.worst_module = m.module;
+      b.worst_module_rel_l2 = std::isnan(m.a_rel_l2) || std::isnan(m.b_rel_l2)
+                                  ? std::numeric_limits<double>::quiet_NaN()
+                                  : worst;
+    }
+    base_worst = std::max({base_worst, m.a_baseline.value_or(0), m.b_baseline.value_or(0)});
+  }
+  if (all_baseline) b.baseline_worst_module_rel_l2 = base_worst;
+
+  b.worst_module_tolerance.reset();
+  b.worst_tensor_tolerance.reset();
+  bool ok = std::isfinite(b.global_rel_l2) && b.zero_one_side.empty() && !b.modules.empty();
+  if (dtype == "bf16") {
+    b.verdict = verdict_rule(dtype, b.baseline_global_rel_l2);
+    ok = ok && b.global_rel_l2 <= b.verdict.tolerance;
+    if (b.baseline_worst_module_rel_l2) {
+      b.worst_module_tolerance =
+          std::max(kBf16RelativeFactor * *b.baseline_worst_module_rel_l2, kFp32Tolerance);
+      ok = ok && b.worst_module_rel_l2 <= *b.worst_module_tolerance;
+    }
+  } else {
+    b.verdict = verdict_rule(dtype, std::nullopt);
+    b.worst_tensor_tolerance = kFp32Tolerance;
+    ok = ok && b.global_rel_l2 <= b.verdict.tolerance && b.worst_tensor_rel_l2 <= kFp32Tolerance &&
+         b.loss_abs_diff <= kFp32Tolerance * std::max(1.0, std::abs(b.reference_loss));
+  }
+  b.within_tolerance = ok;
+}
 
 ParityResult run_parity(const ParityOptions& o) {
   if (o.dtype != "fp32" && o.dtype != "bf16")
     fail_usage("--dtype '{}': expected fp32 or bf16", o.dtype);
   if (o.device != "cpu" && o.device != "cuda")
     fail_usage("--device '{}': expected cpu or cuda", o.device);
+  if (o.backward && o.adapter_dir.empty())
+    fail_usage("backward parity needs a PEFT adapter directory (--adapter)");
+  if (o.backward && !o.dump_hidden_path.empty())
+    fail_usage("--dump-hidden is a forward diagnostic; it does not combine with --backward");
+  if ((o.gradient_checkpointing || !o.input_grads) && !o.backward)
+    fail_usage("gradient checkpointing and input grads only matter for --backward");
   std::string why;
   if (!attn_available(o.attn, &why)) fail("attention path {}: {}", core::to_string(o.attn), why);
   if (o.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || o.device != "cuda")) {
@@ -57,20 +307,26 @@ ParityResult run_parity(const ParityOptions& o) {
   mo.attn = o.attn;
   mo.moe = o.moe;
   mo.ce_chunk = o.ce_chunk;
+  mo.gradient_checkpointing = o.gradient_checkpointing;
+  mo.input_requires_grad = o.input_grads;
   Gemma4Model model = load_model(ckpt, mo);
 
   core::SafetensorsFile ref = core::SafetensorsFile::open(o.reference_path);
   Tensor ids = read_tensor(ref, "input_ids", torch::kLong, torch::kCPU);
   if (ids.dim() != 2)
     fail("{}: input_ids must be [batch, seq], has {} dims", o.reference_path, ids.dim());
-  Tensor want = read_tensor(ref, o.logits_key, torch::kDouble, torch::kCPU);
   const int64_t vocab = ckpt.config().vocab_size;
-  if (want.sizes().vec() != std::vector<int64_t>{ids.size(0), ids.size(1), vocab}) {
-    fail("{}: '{}' has shape [{}], expected [{}, {}, {}]", o.reference_path, o.logits_key,
-         fmt::join(want.sizes().vec(), ", "), ids.size(0), ids.size(1), vocab);
-  }
   if (ids.min().item<int64_t>() < 0 || ids.max().item<int64_t>() >= vocab) {
     fail("{}: input_ids outside [0, {})", o.reference_path, vocab);
+  }
+  if (ref.find("attention_mask")) {
+    Tensor mask = read_tensor(ref, "attention_mask", torch::kLong, torch::kCPU);
+    if (mask.sizes() != ids.sizes() || mask.ne(1).any().item<bool>()) {
+      fail(
+          "{}: attention_mask masks positions (a padded batch); tprobe's parity runs unpadded "
+          "batches only",
+          o.reference_path);
+    }
   }
 
   ParityResult r;
@@ -79,6 +335,29 @@ ParityResult run_parity(const ParityOptions& o) {
   r.vocab = vocab;
   r.text_prefix = ckpt.text_prefix();
   r.tensors_loaded = static_cast<int64_t>(model.parameters().size());
+  if (o.backward) {
+    r.logits_compared = false;
+    ForwardRecord rec;
+    r.backward = backward_parity(model, ref, ids, o, &rec);
+    const BackwardParity& b = *r.backward;
+    r.loss = b.loss;
+    r.reference_loss = b.reference_loss;
+    r.loss_abs_diff = b.loss_abs_diff;
+    r.verdict_rule = b.verdict.rule;
+    r.tolerance_rel_l2 = b.verdict.tolerance;
+    r.within_tolerance = b.within_tolerance;
+    r.attn_sliding = rec.attn_sliding;
+    r.attn_full = rec.attn_full;
+    r.moe = rec.moe;
+    return r;
+  }
+
+  Tensor want = read_tensor(ref, o.logits_key, torch::kDouble, torch::kCPU);
+  if (want.sizes().vec() != std::vector<int64_t>{ids.size(0), ids.size(1), vocab}) {
+    fail("{}: '{}' has shape [{}], expected [{}, {}, {}]", o.reference_path, o.logits_key,
+         fmt::join(want.sizes().vec(), ", "), ids.size(0), ids.size(1), vocab);
+  }
+  if (!o.adapter_dir.empty()) load_adapter(model, o.adapter_dir);
   torch::NoGradGuard no_grad;
   ForwardRecord rec;
   auto t0 = std::chrono::steady_clock::now();
@@ -106,10 +385,21 @@ ParityResult run_parity(const ParityOptions& o) {
   r.max_abs_error = r.error.max_abs_error;
   r.rel_l2_error = r.error.rel_l2_error;
   r.argmax_agreement_ratio = r.error.argmax_agreement_ratio;
-  if (!o.baseline_key.empty()) {
-    Tensor base = read_tensor(ref, o.baseline_key, torch::kDouble, torch::kCPU);
+  // HF's own bf16 run of the same logits: named, or for bf16 found by the attention path.
+  r.baseline_key = o.baseline_key;
+  if (r.baseline_key.empty() && o.dtype == "bf16") {
+    for (const std::string& path : baseline_candidates(o.attn)) {
+      const std::string key = o.logits_key + "_hf_bf16_" + path;
+      if (ref.find(key)) {
+        r.baseline_key = key;
+        break;
+      }
+    }
+  }
+  if (!r.baseline_key.empty()) {
+    Tensor base = read_tensor(ref, r.baseline_key, torch::kDouble, torch::kCPU);
     if (base.sizes() != want.sizes()) {
-      fail("{}: '{}' has shape [{}], '{}' has [{}]", o.reference_path, o.baseline_key,
+      fail("{}: '{}' has shape [{}], '{}' has [{}]", o.reference_path, r.baseline_key,
            fmt::join(base.sizes().vec(), ", "), o.logits_key, fmt::join(want.sizes().vec(), ", "));
     }
     r.baseline = logits_error(base, want);
@@ -119,7 +409,10 @@ ParityResult run_parity(const ParityOptions& o) {
     r.reference_loss = read_tensor(ref, o.loss_key, torch::kDouble, torch::kCPU).item<double>();
     r.loss_abs_diff = std::abs(r.loss - *r.reference_loss);
   }
-  r.tolerance_rel_l2 = parity_tolerance(o.dtype);
+  const VerdictRule rule = verdict_rule(
+      o.dtype, r.baseline ? std::optional<double>(r.baseline->rel_l2_error) : std::nullopt);
+  r.verdict_rule = rule.rule;
+  r.tolerance_rel_l2 = rule.tolerance;
   r.within_tolerance = std::isfinite(r.rel_l2_error) && r.rel_l2_error <= r.tolerance_rel_l2;
   return r;
 }

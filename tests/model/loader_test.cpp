@@ -216,6 +216,20 @@ TEST(Adapter, MissingTensorOrBadConfigIsAnError) {
       dir.str() + "/adapter_config.json",
       R"({"peft_type":"LORA","r":2,"lora_alpha":4,"target_modules":"q_proj|v_proj"})");
   EXPECT_THROW(load_adapter(m2, dir.str()), Error);  // regex targets unsupported
+  for (const char* variant : {R"("use_dora":true)", R"("use_rslora":true)",
+                              R"("alpha_pattern":{"q_proj":16})"}) {
+    Gemma4Model m3 = source_model();
+    core::write_file_atomic(
+        dir.str() + "/adapter_config.json",
+        std::string(R"({"peft_type":"LORA","r":2,"lora_alpha":4,"target_modules":["q_proj"],)") +
+            variant + "}");
+    try {
+      load_adapter(m3, dir.str());
+      ADD_FAILURE() << variant << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("adapter_config.json"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Views over a parity result (no libtorch): the evidence results and the stdout table.
+// Views over a parity result (no libtorch): the evidence results and the stdout tables.
 #pragma once
 
 #include "tprobe/core/base/evidence.hpp"
@@ -8,6 +8,9 @@
 namespace tprobe::model {
 
 core::Json to_json(const ParityResult& result, const ParityOptions& options);
+// The summary: logits errors, or with --backward the loss and the LoRA gradients' errors.
 core::Table parity_table(const ParityResult& result, const ParityOptions& options);
+// Backward: each LoRA module's lora_A and lora_B relative L2 (and HF bf16's beside them).
+core::Table parity_module_table(const BackwardParity& backward);
 
 }  // namespace tprobe::model

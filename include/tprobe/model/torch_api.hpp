@@ -13,7 +13,7 @@ namespace tprobe::model {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 2;
+inline constexpr int kTorchApiVersion = 3;  // 2: mask check/backends; 3: parity backward
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header, implement it in tprobe_model, add a member here and one line
