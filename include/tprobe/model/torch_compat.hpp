@@ -24,10 +24,15 @@ std::vector<core::SdpaBackend> sdpa_backends();
 //               mask where HF materialises one (sliding layers once S >= window), repeated KV
 //               heads with a mask, scale 1.0. libtorch >= 2.0.
 //  kFlashWindow CUDA builds: sliding layers on the variable-length flash kernel with
-//               window_size_left (no mask), head_dim > 256 on is_causal SDPA (memory-efficient).
-enum class AttnImpl { kEager, kSdpa, kFlashWindow };
+//               window_size_left (no mask); head_dim > 256 (which no fused kernel accepts) on the
+//               blockwise-GEMM attention (blockwise_attention.hpp). TPROBE_FLASH_WINDOW_GLOBAL=sdpa
+//               in the environment puts those back on is_causal SDPA (memory-efficient kernels),
+//               for before/after measurements; the resolved string says which ran.
+//  kBlockwise   every layer on the blockwise-GEMM attention (window included); any libtorch,
+//               device and float dtype — the way to run that path on the CPU.
+enum class AttnImpl { kEager, kSdpa, kFlashWindow, kBlockwise };
 const char* to_string(AttnImpl impl);
-// "eager" / "sdpa" / "flash-window"; throws UsageError naming the value otherwise.
+// "eager" / "sdpa" / "flash-window" / "blockwise"; throws UsageError naming the value otherwise.
 AttnImpl parse_attn(const std::string& name);
 // Whether the linked libtorch can run `impl`; when not, `why` says why.
 bool attn_available(AttnImpl impl, std::string* why);
