@@ -9,6 +9,8 @@
 
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/model/gemma4.hpp"
 
 using namespace tprobe;
@@ -37,14 +39,14 @@ int main(int argc, char** argv) {
     model::ModelOptions o;
     o.dtype = torch::kBFloat16;
     o.device = device == "cuda" ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU);
-    o.attn = model::parse_attn(attn);
+    o.attn = core::attention_path_from_name(attn, "--attn");
     o.moe = model::parse_moe(moe);
     o.gradient_checkpointing = true;
     o.ce_chunk = ce_chunk;
     auto t0 = std::chrono::steady_clock::now();
     auto m = model::Gemma4Model::random(cfg, o, 1);
     model::LoraConfig lora;
-    lora.targets = model::lora_target_names();
+    lora.targets = core::linear_module_names();
     lora.rank = rank;
     lora.alpha = alpha;
     m.add_lora(lora, 2);

@@ -1,8 +1,8 @@
 // `tprobe bucket`: what a bucket-to-pair, shuffle-to-mix sampler buys, swept over bucket size.
 #include "probes/probe.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
-#include "tprobe/core/data/bucket.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/data/bucket_report.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -26,22 +26,19 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
   add_dataset_options(cmd, args->dataset, args->format);
   cmd->add_option("--micro-batch", args->options.micro_batch, "Records per micro-batch")
       ->capture_default_str();
-  cmd->add_option("--accum", args->options.accum,
-                  "Micro-batches per gradient-accumulation window")
+  cmd->add_option("--accum", args->options.accum, "Micro-batches per gradient-accumulation window")
       ->capture_default_str();
   cmd->add_option("--max-seq-len", args->options.max_seq_len,
                   "Truncate records to this many tokens first")
       ->capture_default_str();
-  CLI::Option* sweep_opt = cmd->add_option("--sweep", args->options.sweep,
-                  "Bucket sizes to sweep (records); by default sizes below --micro-batch are "
-                  "raised to it")
-      ->delimiter(',')
-      ->capture_default_str();
+  cmd->add_option("--sweep", args->options.sweep,
+                  "Bucket sizes to sweep (records); default 2,8,32,128,512 with sizes below "
+                  "--micro-batch raised to it")
+      ->delimiter(',');
   cmd->add_option("--seeds", args->options.seeds, "Seeds per bucket size (seed, seed+1, ...)")
       ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "First seed")->capture_default_str();
-  cmd->add_option("--order", args->baseline,
-                  "Baseline loader order: sequential or shuffled")
+  cmd->add_option("--order", args->baseline, "Baseline loader order: sequential or shuffled")
       ->capture_default_str();
   cmd->add_option("--bucket", args->options.bucket,
                   "Bucket size of the chosen (emitted) order; 0: the sweep's best")
@@ -54,11 +51,8 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
   cost->excludes(fit);
   cmd->add_option("--emit-order", args->emit_order,
                   "Write the chosen order as JSONL (micro-batch -> record indices) to PATH");
-  set.add(cmd, [args, sweep_opt](RunContext& ctx) {
+  set.add(cmd, [args](RunContext& ctx) {
     core::BucketOptions& o = args->options;
-    if (sweep_opt->count() == 0) {
-      o.sweep = core::default_sweep(o.micro_batch);
-    }
     o.baseline = core::parse_batch_order(args->baseline);
     core::validate(o);
     if (!args->cost.empty()) o.cost = core::parse_cost(args->cost);
@@ -70,11 +64,7 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
     ctx.evidence.results() = core::to_json(report);
     // The sweep as analysed (ascending, duplicates dropped), not CLI11's default text.
     ctx.evidence.options()["sweep"] = report.options.sweep;
-    if (report.noop_sweep) {
-      ctx.evidence.diagnose(core::Severity::kWarning, "noop_sweep",
-                            "every bucket size produced the same micro-batches: the sweep "
-                            "varied nothing (a sampler that re-sorts inside buckets does this)");
-    }
+    for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
     if (!args->emit_order.empty()) {
       core::write_file_atomic(args->emit_order,
                               core::order_jsonl(ds, report.options, report.chosen_bucket));

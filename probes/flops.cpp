@@ -1,10 +1,10 @@
 // `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
 #include "probes/probe.hpp"
-
-#include "tprobe/core/io/config_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/flops_report.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/io/config_json.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -15,9 +15,9 @@ struct FlopsOptions {
   int64_t batch = 2;
   int64_t width = 16384;
   std::vector<int64_t> lengths;
-  std::string attention = "sdpa-causal";
-  std::vector<std::string> lora_targets = core::lora_target_names();
-  int64_t lora_rank = 64;
+  std::string attn = "sdpa";
+  std::vector<std::string> targets = core::linear_module_names();
+  int64_t rank = 64;
   std::string checkpointing = "on";
   double step_time = 0;  // 0: not given
   double peak_tflops = core::kDefaultPeakTflops;
@@ -29,17 +29,10 @@ core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
   core::FlopsRequest req;
   req.batch = o.batch;
   req.width = o.width;
-  req.lengths = o.lengths;
-  if (!req.lengths.empty() && static_cast<int64_t>(req.lengths.size()) != o.batch) {
-    fail_usage("--lengths has {} values for --batch {}: give one real length per sequence",
-               req.lengths.size(), o.batch);
-  }
-  for (int64_t l : req.lengths) {
-    if (l < 1 || l > o.width) fail_usage("--lengths value {} is outside 1..{} (--width)", l, o.width);
-  }
-  req.path = *core::parse_attention_path(o.attention);
-  if (!(o.lora_targets.size() == 1 && o.lora_targets[0] == "none")) req.lora_targets = o.lora_targets;
-  req.lora_rank = o.lora_rank;
+  req.lengths = o.lengths;  // count_flops checks them against batch and width
+  req.path = *core::parse_attention_path(o.attn);
+  if (!(o.targets.size() == 1 && o.targets[0] == "none")) req.lora_targets = o.targets;
+  req.lora_rank = o.rank;
   req.gradient_checkpointing = o.checkpointing == "on";
   core::FlopsRates rates;
   if (o.step_time > 0) rates.step_time_s = o.step_time;
@@ -57,7 +50,7 @@ void register_flops(CLI::App& app, ProbeSet& set) {
   auto o = std::make_shared<FlopsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "flops", "FLOPs of one LoRA fwd+bwd step per component: intended vs performed, and MFU");
-  std::vector<std::string> targets = core::lora_target_names();
+  std::vector<std::string> targets = core::linear_module_names();
   targets.push_back("none");
   cmd->add_option("--model", o->model, "Embedded model name")
       ->check(CLI::IsMember(core::embedded_model_names()))
@@ -65,22 +58,26 @@ void register_flops(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--config", o->config_path,
                   "A Gemma-4 config.json (multimodal or text-only) instead of --model");
   cmd->add_option("--batch", o->batch, "Sequences per micro-batch")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--width", o->width, "Padded per-sequence width (tokens)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--lengths", o->lengths,
-                  "Real tokens per sequence, right-padded to --width (comma list, one per sequence)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option(
+         "--lengths", o->lengths,
+         "Real tokens per sequence, right-padded to --width (comma list, one per sequence)")
       ->delimiter(',');
-  cmd->add_option("--attention", o->attention,
-                  "Attention path: sdpa-masked, sdpa-causal, flash-window, eager")
+  cmd->add_option("--attn", o->attn,
+                  "Attention path: eager, sdpa, sdpa-masked or flash-window (docs/flops.md)")
       ->check(CLI::IsMember(core::attention_path_names()))
       ->capture_default_str();
-  cmd->add_option("--lora-targets", o->lora_targets, "LoRA target modules (comma list, or none)")
+  cmd->add_option("--targets", o->targets, "LoRA target modules (comma list, or none)")
       ->delimiter(',')
       ->check(CLI::IsMember(targets))
       ->capture_default_str();
-  cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--rank", o->rank, "LoRA rank")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--checkpointing", o->checkpointing,
                   "Gradient checkpointing of every decoder layer: on (recompute forward) or off")
       ->check(CLI::IsMember({"on", "off"}))

@@ -1,6 +1,6 @@
 // `tprobe padding`: padding waste, widths, truncation per source and loss-head memory of a dataset.
 #include "probes/probe.hpp"
-#include "tprobe/core/data/padding.hpp"
+#include "tprobe/core/data/padding_report.hpp"
 
 namespace tprobe::probes {
 namespace {

@@ -1,6 +1,5 @@
 // `tprobe scaling-fit`: fit step time against per-sequence width and say how much is quadratic.
 #include "probes/probe.hpp"
-
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 
@@ -12,7 +11,7 @@ struct ScalingFitOptions {
   std::vector<std::string> csv;
   std::vector<std::string> profiles;
   int64_t batch = 0;  // 0: not given
-  std::string model = "AB";
+  std::string form = "AB";
   std::string samples = "median";
   std::vector<int64_t> at;
   std::string widths_from;
@@ -21,7 +20,8 @@ struct ScalingFitOptions {
 
 core::Outcome run(const ScalingFitOptions& o, RunContext& ctx) {
   if (o.points.empty() && o.csv.empty() && o.profiles.empty()) {
-    fail_usage("scaling-fit needs points: give --point WIDTH:SECONDS, --csv PATH or --profile PATH");
+    fail_usage(
+        "scaling-fit needs points: give --point WIDTH:SECONDS, --csv PATH or --profile PATH");
   }
   core::ScalingFitInput in;
   for (size_t i = 0; i < o.points.size(); ++i) {
@@ -34,7 +34,7 @@ core::Outcome run(const ScalingFitOptions& o, RunContext& ctx) {
     for (auto& p : core::read_points_profile(path, &in.skipped)) in.points.push_back(std::move(p));
   }
   if (o.batch > 0) in.batch = o.batch;
-  in.model = o.model == "auto" ? "auto" : o.model;
+  in.model = o.form;
   in.samples = o.samples == "raw" ? core::SampleMode::kRaw : core::SampleMode::kMedian;
   in.at_widths = o.at;
   in.alpha = o.alpha;
@@ -52,14 +52,16 @@ core::Outcome run(const ScalingFitOptions& o, RunContext& ctx) {
 void register_scaling_fit(CLI::App& app, ProbeSet& set) {
   auto o = std::make_shared<ScalingFitOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "scaling-fit", "Fit step time t(w) = C + A·w + B·w² over per-sequence width; quadratic share");
+      "scaling-fit",
+      "Fit step time t(w) = C + A·w + B·w² over per-sequence width; quadratic share");
   cmd->add_option("--point", o->points, "A measured step: WIDTH:SECONDS (repeat; e.g. 2048:1.776)");
   cmd->add_option("--csv", o->csv, "CSV of width,seconds[,batch] rows (header optional; repeat)");
   cmd->add_option("--profile", o->profiles,
                   "profile evidence file: every ok point and repeat of results.points[] (repeat)");
   cmd->add_option("--batch", o->batch, "Fit the points at this batch (others are dropped)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--model", o->model, "A, AB, AC, ABC, or auto (F-test backward elimination)")
+  cmd->add_option("--form", o->form,
+                  "Fit form: A, AB, AC, ABC, or auto (F-test backward elimination)")
       ->check(CLI::IsMember({"A", "AB", "AC", "ABC", "auto"}))
       ->capture_default_str();
   cmd->add_option("--samples", o->samples,
@@ -69,8 +71,9 @@ void register_scaling_fit(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--at", o->at, "Also predict at these widths (comma list or repeat)")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--widths-from", o->widths_from,
-                  "padding or bucket evidence: weight the quadratic share over its micro-batch widths")
+  cmd->add_option(
+         "--widths-from", o->widths_from,
+         "padding or bucket evidence: weight the quadratic share over its micro-batch widths")
       ->check(CLI::ExistingFile);
   cmd->add_option("--alpha", o->alpha, "Significance level of the F-tests")
       ->check(CLI::Range(1e-6, 0.5))

@@ -14,9 +14,9 @@ run() {
 run env --json "$out/env.json"
 # What the checkpoint holds and what LoRA / 4-bit would touch (embedded 26B-A4B shapes).
 run inspect --model gemma4-26b-a4b --json "$out/inspect.json"
-# The embedded synthetic corpus; truncation at 8,192 as in the post-mortem (domain.md item 8).
+# The embedded synthetic corpus; truncation at 8,192 as in the post-mortem (docs/findings.md#f8).
 run padding --max-seq-len 8192 --json "$out/padding.json"
-# scaling-fit on documented example points: domain.md item 1 (the published post-mortem's three
+# scaling-fit on documented example points: docs/findings.md#f1 (the published post-mortem's three
 # widths at batch 2), not points measured by this job; the quadratic share is also weighted over
 # the micro-batch widths the padding probe just measured.
 run scaling-fit --batch 2 --point 2048:1.776 --point 8192:11.570 --point 16384:35.017 \
@@ -24,7 +24,7 @@ run scaling-fit --batch 2 --point 2048:1.776 --point 8192:11.570 --point 16384:3
 # The sampler sweep, with step time predicted from that fit.
 run bucket --max-seq-len 8192 --scaling-fit "$out/scaling-fit.json" --json "$out/bucket.json" \
   --emit-order "$out/bucket-order.jsonl"
-run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attention sdpa-causal \
+run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attn sdpa \
   --json "$out/flops.json"
 fx=tests/fixtures/gemma4-tiny-hf  # written by Hugging Face transformers (scripts/make_parity_fixture.py)
 run parity --checkpoint "$fx" --reference "$fx/reference.safetensors" --json "$out/parity.json"

@@ -1,12 +1,15 @@
 // The Gemma-4 MoE text decoder, LoRA, per-layer gradient checkpointing and the chunked
-// softcapped cross-entropy (gemma4-architecture.md §2 is the spec; its §5 lists the traps).
+// softcapped cross-entropy (docs/gemma4-model.md is the spec; its #traps section lists what silently differs).
+#include "tprobe/model/gemma4.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
 #include "tprobe/model/attention.hpp"
-#include "tprobe/model/gemma4.hpp"
 
 namespace tprobe::model {
 
@@ -41,10 +44,74 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   return x * c + rotate_half(x) * s;
 }
 
-const std::vector<std::string>& all_targets() {
-  static const std::vector<std::string> names = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                                 "gate_proj", "up_proj", "down_proj"};
-  return names;
+// The member of a decoder layer that holds a linear module.
+Linear* linear_of(DecoderLayer& L, core::TensorRole role) {
+  switch (role) {
+    case core::TensorRole::kQProj:
+      return &L.q_proj;
+    case core::TensorRole::kKProj:
+      return &L.k_proj;
+    case core::TensorRole::kVProj:
+      return &L.v_proj;
+    case core::TensorRole::kOProj:
+      return &L.o_proj;
+    case core::TensorRole::kMlpGateProj:
+      return &L.gate_proj;
+    case core::TensorRole::kMlpUpProj:
+      return &L.up_proj;
+    case core::TensorRole::kMlpDownProj:
+      return &L.down_proj;
+    default:
+      return nullptr;
+  }
+}
+
+// The tensor a checkpoint-layout entry loads into (nullptr: the model holds none, i.e. lm_head,
+// which tprobe always ties to the embedding).
+Tensor* tensor_of(DecoderLayer* L, Tensor* embed, Tensor* final_norm, core::TensorRole role) {
+  using R = core::TensorRole;
+  switch (role) {
+    case R::kEmbedTokens:
+      return embed;
+    case R::kFinalNorm:
+      return final_norm;
+    case R::kLmHead:
+      return nullptr;
+    case R::kQNorm:
+      return &L->q_norm;
+    case R::kKNorm:
+      return &L->k_norm;
+    case R::kInputLayernorm:
+      return &L->input_layernorm;
+    case R::kPostAttentionLayernorm:
+      return &L->post_attention_layernorm;
+    case R::kPreFeedforwardLayernorm:
+      return &L->pre_feedforward_layernorm;
+    case R::kPostFeedforwardLayernorm:
+      return &L->post_feedforward_layernorm;
+    case R::kPostFeedforwardLayernorm1:
+      return &L->post_feedforward_layernorm_1;
+    case R::kPreFeedforwardLayernorm2:
+      return &L->pre_feedforward_layernorm_2;
+    case R::kPostFeedforwardLayernorm2:
+      return &L->post_feedforward_layernorm_2;
+    case R::kRouterProj:
+      return &L->router_proj.weight;
+    case R::kRouterScale:
+      return &L->router_scale;
+    case R::kRouterPerExpertScale:
+      return &L->router_per_expert_scale;
+    case R::kExpertsGateUp:
+      return &L->experts_gate_up;
+    case R::kExpertsDown:
+      return &L->experts_down;
+    case R::kLayerScalar:
+      return &L->layer_scalar;
+    default: {
+      Linear* lin = linear_of(*L, role);
+      return lin ? &lin->weight : nullptr;
+    }
+  }
 }
 
 bool is_target(const LoraConfig& lora, const std::string& name) {
@@ -96,7 +163,7 @@ Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor&
 // hidden state is an input, nothing inside is saved; backward recomputes the layer with grad
 // enabled and back-propagates through it, accumulating into the adapters' .grad directly. If the
 // input does not require grad the output does not either, and the adapters stay inert — the trap
-// of domain item 13 that ModelOptions::input_requires_grad avoids.
+// of docs/findings.md#f13 that ModelOptions::input_requires_grad avoids.
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   // Non-tensor arguments travel as integers: IValue holds no raw pointers. The model outlives
   // every graph built from it.
@@ -186,17 +253,11 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
 
 }  // namespace
 
-std::vector<std::string> lora_target_names() { return all_targets(); }
-
 void validate_lora(const LoraConfig& lora) {
   if (lora.targets.empty()) return;
-  for (const auto& t : lora.targets) {
-    if (std::find(all_targets().begin(), all_targets().end(), t) == all_targets().end()) {
-      fail_usage("--targets: unknown module '{}' (known: {})", t, fmt::join(all_targets(), ","));
-    }
-  }
-  if (lora.rank <= 0) fail_usage("--rank {}: must be positive", lora.rank);
-  if (!(lora.alpha > 0)) fail_usage("--alpha {}: must be positive", lora.alpha);
+  core::check_known_targets(lora.targets, "LoRA targets");
+  if (lora.rank <= 0) fail_usage("LoRA rank {}: must be positive", lora.rank);
+  if (!(lora.alpha > 0)) fail_usage("LoRA alpha {}: must be positive", lora.alpha);
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
@@ -306,34 +367,11 @@ Gemma4Model Gemma4Model::random(const core::ModelConfig& config, const ModelOpti
 
 std::vector<std::pair<std::string, Tensor*>> Gemma4Model::parameters() {
   std::vector<std::pair<std::string, Tensor*>> out;
-  out.emplace_back("embed_tokens.weight", &embed_);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    auto& L = layers_[i];
-    const std::string p = fmt::format("layers.{}.", i);
-    out.emplace_back(p + "self_attn.q_proj.weight", &L.q_proj.weight);
-    out.emplace_back(p + "self_attn.k_proj.weight", &L.k_proj.weight);
-    if (L.geometry.has_v_proj) out.emplace_back(p + "self_attn.v_proj.weight", &L.v_proj.weight);
-    out.emplace_back(p + "self_attn.o_proj.weight", &L.o_proj.weight);
-    out.emplace_back(p + "self_attn.q_norm.weight", &L.q_norm);
-    out.emplace_back(p + "self_attn.k_norm.weight", &L.k_norm);
-    out.emplace_back(p + "input_layernorm.weight", &L.input_layernorm);
-    out.emplace_back(p + "post_attention_layernorm.weight", &L.post_attention_layernorm);
-    out.emplace_back(p + "pre_feedforward_layernorm.weight", &L.pre_feedforward_layernorm);
-    out.emplace_back(p + "post_feedforward_layernorm.weight", &L.post_feedforward_layernorm);
-    out.emplace_back(p + "post_feedforward_layernorm_1.weight", &L.post_feedforward_layernorm_1);
-    out.emplace_back(p + "pre_feedforward_layernorm_2.weight", &L.pre_feedforward_layernorm_2);
-    out.emplace_back(p + "post_feedforward_layernorm_2.weight", &L.post_feedforward_layernorm_2);
-    out.emplace_back(p + "mlp.gate_proj.weight", &L.gate_proj.weight);
-    out.emplace_back(p + "mlp.up_proj.weight", &L.up_proj.weight);
-    out.emplace_back(p + "mlp.down_proj.weight", &L.down_proj.weight);
-    out.emplace_back(p + "router.proj.weight", &L.router_proj.weight);
-    out.emplace_back(p + "router.scale", &L.router_scale);
-    out.emplace_back(p + "router.per_expert_scale", &L.router_per_expert_scale);
-    out.emplace_back(p + "experts.gate_up_proj", &L.experts_gate_up);
-    out.emplace_back(p + "experts.down_proj", &L.experts_down);
-    out.emplace_back(p + "layer_scalar", &L.layer_scalar);
+  for (const core::TextTensor& t : core::text_tensor_layout(config_, "")) {
+    DecoderLayer* L = t.layer >= 0 ? &layers_[static_cast<size_t>(t.layer)] : nullptr;
+    Tensor* slot = tensor_of(L, &embed_, &final_norm_, t.role);
+    if (slot) out.emplace_back(t.meta.name, slot);
   }
-  out.emplace_back("norm.weight", &final_norm_);
   return out;
 }
 
@@ -357,30 +395,23 @@ void Gemma4Model::add_lora(const LoraConfig& lora, uint64_t seed) {
     l.lora_b = torch::zeros({out, lora.rank}, opts).requires_grad_(true);
     l.lora_scale = lora.scale();
   };
-  for (auto& L : layers_) {
-    if (is_target(lora, "q_proj")) attach(L.q_proj);
-    if (is_target(lora, "k_proj")) attach(L.k_proj);
-    if (is_target(lora, "v_proj") && L.geometry.has_v_proj) attach(L.v_proj);
-    if (is_target(lora, "o_proj")) attach(L.o_proj);
-    if (is_target(lora, "gate_proj")) attach(L.gate_proj);
-    if (is_target(lora, "up_proj")) attach(L.up_proj);
-    if (is_target(lora, "down_proj")) attach(L.down_proj);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    for (const core::LinearModule& m :
+         core::layer_linear_modules(config_, static_cast<int64_t>(i))) {
+      if (is_target(lora, m.target)) attach(*linear_of(layers_[i], m.role));
+    }
   }
 }
 
 std::vector<std::pair<std::string, Tensor*>> Gemma4Model::lora_parameters() {
   std::vector<std::pair<std::string, Tensor*>> out;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    auto& L = layers_[i];
-    std::pair<const char*, Linear*> mods[] = {
-        {"self_attn.q_proj", &L.q_proj}, {"self_attn.k_proj", &L.k_proj},
-        {"self_attn.v_proj", &L.v_proj}, {"self_attn.o_proj", &L.o_proj},
-        {"mlp.gate_proj", &L.gate_proj}, {"mlp.up_proj", &L.up_proj},
-        {"mlp.down_proj", &L.down_proj}};
-    for (auto& [name, lin] : mods) {
+    for (const core::LinearModule& m :
+         core::layer_linear_modules(config_, static_cast<int64_t>(i))) {
+      Linear* lin = linear_of(layers_[i], m.role);
       if (!lin->has_lora()) continue;
-      out.emplace_back(fmt::format("layers.{}.{}.lora_A.weight", i, name), &lin->lora_a);
-      out.emplace_back(fmt::format("layers.{}.{}.lora_B.weight", i, name), &lin->lora_b);
+      out.emplace_back(fmt::format("layers.{}.{}.lora_A.weight", i, m.path), &lin->lora_a);
+      out.emplace_back(fmt::format("layers.{}.{}.lora_B.weight", i, m.path), &lin->lora_b);
     }
   }
   return out;
@@ -448,7 +479,7 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   r = r * std::pow(static_cast<double>(H), -0.5);
   // transformers 5.17 takes the router softmax in fp32 (dtype=torch.float32), so the routing
   // weights, their renormalisation, the per-expert scale and (through type promotion) the
-  // weighted sum over k are fp32; gemma4-architecture.md §2.5 describes an older bf16 version.
+  // weighted sum over k are fp32; an older reading of the HF source had it in bf16 (docs/gemma4-model.md#router).
   // Matching this took tprobe's bf16 error from 3x Hugging Face's to HF's level (docs/parity.md).
   const auto router_acc = x.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
   Tensor probs = torch::softmax(linear(L.router_proj, r), -1, router_acc);
@@ -519,7 +550,7 @@ LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record) {
 Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const Tensor& labels,
                                 double softcap, CeMode mode, int64_t chunk) {
   if (mode == CeMode::kChunked) {
-    if (chunk <= 0) fail_usage("--ce-chunk {}: must be positive", chunk);
+    if (chunk <= 0) fail_usage("cross-entropy chunk {}: must be positive", chunk);
     return ChunkedSoftcapCe::apply(hidden, head, labels, softcap, chunk);
   }
   Tensor logits = torch::matmul(hidden, head.t());
@@ -532,26 +563,19 @@ Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const 
 
 ParameterCounts count_parameters(const core::ModelConfig& c, const LoraConfig& lora) {
   ParameterCounts n;
-  const int64_t H = c.hidden_size, E = c.num_experts, I = c.moe_intermediate_size;
-  n.base_parameters = c.vocab_size * H + H;
-  auto lora_on = [&](const char* name, int64_t in, int64_t out) {
-    if (!is_target(lora, name) || lora.rank <= 0) return;
-    n.lora_modules += 1;
-    n.lora_parameters += lora.rank * (in + out);
-  };
+  for (const core::TextTensor& t : core::text_tensor_layout(c, "")) {
+    if (t.role == core::TensorRole::kLayerScalar || t.role == core::TensorRole::kLmHead) continue;
+    int64_t numel = 1;
+    for (int64_t d : t.meta.shape) numel *= d;
+    n.base_parameters += numel;
+  }
+  if (lora.rank <= 0) return n;
   for (int64_t i = 0; i < c.num_layers; ++i) {
-    const auto g = c.layer(i);
-    const int64_t q = c.num_attention_heads * g.head_dim, kv = g.num_kv_heads * g.head_dim;
-    n.base_parameters += q * H + kv * H + (g.has_v_proj ? kv * H : 0) + H * q + 2 * g.head_dim;
-    n.base_parameters += 7 * H + 3 * c.intermediate_size * H;
-    n.base_parameters += E * H + H + E + E * 2 * I * H + E * H * I;
-    lora_on("q_proj", H, q);
-    lora_on("k_proj", H, kv);
-    if (g.has_v_proj) lora_on("v_proj", H, kv);
-    lora_on("o_proj", q, H);
-    lora_on("gate_proj", H, c.intermediate_size);
-    lora_on("up_proj", H, c.intermediate_size);
-    lora_on("down_proj", c.intermediate_size, H);
+    for (const core::LinearModule& m : core::layer_linear_modules(c, i)) {
+      if (!is_target(lora, m.target)) continue;
+      n.lora_modules += 1;
+      n.lora_parameters += lora.rank * (m.in_features + m.out_features);
+    }
   }
   return n;
 }

@@ -44,7 +44,7 @@ ParityResult run_parity(const ParityOptions& o) {
   if (o.device != "cpu" && o.device != "cuda")
     fail_usage("--device '{}': expected cpu or cuda", o.device);
   std::string why;
-  if (!attn_available(o.attn, &why)) fail("--attn {}: {}", to_string(o.attn), why);
+  if (!attn_available(o.attn, &why)) fail("attention path {}: {}", core::to_string(o.attn), why);
   if (o.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || o.device != "cuda")) {
     fail("--moe grouped_mm needs a CUDA device and libtorch >= 2.8");
   }

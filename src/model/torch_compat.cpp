@@ -55,40 +55,19 @@ std::vector<core::SdpaBackend> sdpa_backends() {
   return out;
 }
 
-const char* to_string(AttnImpl impl) {
-  switch (impl) {
-    case AttnImpl::kEager:
-      return "eager";
-    case AttnImpl::kSdpa:
-      return "sdpa";
-    case AttnImpl::kFlashWindow:
-      return "flash-window";
-    case AttnImpl::kBlockwise:
-      return "blockwise";
-  }
-  return "?";
-}
-
-AttnImpl parse_attn(const std::string& name) {
-  if (name == "eager") return AttnImpl::kEager;
-  if (name == "sdpa") return AttnImpl::kSdpa;
-  if (name == "flash-window") return AttnImpl::kFlashWindow;
-  if (name == "blockwise") return AttnImpl::kBlockwise;
-  fail_usage("--attn '{}': expected eager, sdpa, flash-window or blockwise", name);
-}
-
-bool attn_available(AttnImpl impl, std::string* why) {
-  switch (impl) {
-    case AttnImpl::kEager:
-    case AttnImpl::kBlockwise:
+bool attn_available(core::AttentionPath path, std::string* why) {
+  switch (path) {
+    case core::AttentionPath::kEager:
+    case core::AttentionPath::kBlockwise:
       return true;
-    case AttnImpl::kSdpa:
+    case core::AttentionPath::kSdpa:
+    case core::AttentionPath::kSdpaMasked:
       if (has_sdpa()) return true;
       if (why)
         *why =
             "libtorch " + torch_version() + " has no scaled_dot_product_attention (needs >= 2.0)";
       return false;
-    case AttnImpl::kFlashWindow:
+    case core::AttentionPath::kFlashWindow:
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
       return true;
 #else
@@ -97,16 +76,6 @@ bool attn_available(AttnImpl impl, std::string* why) {
 #endif
   }
   return false;
-}
-
-const char* to_string(MoeDispatch dispatch) {
-  return dispatch == MoeDispatch::kGroupedMm ? "grouped_mm" : "loop";
-}
-
-MoeDispatch parse_moe(const std::string& name) {
-  if (name == "loop") return MoeDispatch::kLoop;
-  if (name == "grouped_mm") return MoeDispatch::kGroupedMm;
-  fail_usage("--moe '{}': expected loop or grouped_mm", name);
 }
 
 bool has_grouped_mm() {
@@ -231,6 +200,16 @@ torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k,
 }
 
 #if TPROBE_TORCH_AT_LEAST(2, 0)
+// An explicit bool mask on every layer, as a harness that builds its own mask does.
+torch::Tensor sdpa_masked_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                    const torch::Tensor& v, int64_t window, std::string* resolved) {
+  const int64_t n_rep = q.size(1) / k.size(1);
+  if (resolved) *resolved = "sdpa(bool_mask,repeat_kv)";
+  torch::Tensor mask = causal_bool_mask(q.size(2), window, q.device());
+  return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask, 0.0,
+                                          false, 1.0);
+}
+
 // HF sdpa_attention_forward for a text-only forward with no padding and no cache: the mask is
 // dropped (is_causal) on full layers and on sliding layers while S < window; otherwise a bool
 // mask is materialised, which forces repeat-kv. GQA without a mask uses enable_gqa only for
@@ -252,10 +231,7 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
     return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
                                             causal, 1.0);
   }
-  if (resolved) *resolved = "sdpa(bool_mask,repeat_kv)";
-  torch::Tensor mask = causal_bool_mask(seq, window, q.device());
-  return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask, 0.0,
-                                          false, 1.0);
+  return sdpa_masked_attention(q, k, v, window, resolved);
 }
 #endif
 
@@ -327,29 +303,35 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
 
 }  // namespace
 
-torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k,
+torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const torch::Tensor& k,
                         const torch::Tensor& v, int64_t window, std::string* resolved) {
-  switch (impl) {
-    case AttnImpl::kEager:
+  switch (path) {
+    case core::AttentionPath::kEager:
       if (resolved) *resolved = "eager";
       return eager_attention(q, k, v, window);
-    case AttnImpl::kSdpa:
+    case core::AttentionPath::kSdpa:
 #if TPROBE_TORCH_AT_LEAST(2, 0)
       return sdpa_attention(q, k, v, window, resolved);
 #else
       break;
 #endif
-    case AttnImpl::kFlashWindow:
+    case core::AttentionPath::kSdpaMasked:
+#if TPROBE_TORCH_AT_LEAST(2, 0)
+      return sdpa_masked_attention(q, k, v, window, resolved);
+#else
+      break;
+#endif
+    case core::AttentionPath::kFlashWindow:
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
       if (q.is_cuda()) return flash_window_attention(q, k, v, window, resolved);
 #endif
       break;
-    case AttnImpl::kBlockwise:
+    case core::AttentionPath::kBlockwise:
       return blockwise_gemm_attention(q, k, v, window, resolved);
   }
   std::string why = "not supported on this device";
-  attn_available(impl, &why);
-  fail("attention '{}' cannot run here: {}", to_string(impl), why);
+  attn_available(path, &why);
+  fail("attention path '{}' cannot run here: {}", core::to_string(path), why);
 }
 
 }  // namespace tprobe::model

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <string>
 
-#include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/data/bucket_report.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/data/padding.hpp"
+#include "tprobe/core/data/padding_report.hpp"
 
 namespace {
 double since(std::chrono::steady_clock::time_point t0) {

@@ -1,6 +1,8 @@
 // End-to-end: --help, --version, env, the evidence envelope and exit codes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -18,12 +20,56 @@ TEST(Cli, HelpListsEverySubcommand) {
   }
 }
 
-TEST(Cli, VersionNamesToolShaAndLibtorch) {
+TEST(Cli, VersionNamesToolAndSha) {
   RunResult r = run_tprobe({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("tprobe "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("git "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("libtorch "), std::string::npos) << r.out;
+}
+
+// Sets an environment variable for the child processes of one test.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  const char* name_;
+};
+
+TEST(Cli, CoreProbesRunWithoutTheTorchModule) {
+  // With the module pointed at nothing, a probe that needs no model must still run: it never
+  // tries to load libtorch (docs/ARCHITECTURE.md, libtorch on demand).
+  ScopedEnv env("TPROBE_TORCH_MODULE", "/nonexistent/libtprobe_torch.so");
+  std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"padding", "--json", dir + "/p.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json doc = json::parse(read_text(dir + "/p.json"));
+  EXPECT_EQ(doc["environment"]["torch"]["loaded"], false);
+  EXPECT_EQ(doc["environment"]["torch"]["version"], "");
+}
+
+TEST(Cli, TorchProbeWithoutTheModuleIsAClearError) {
+  ScopedEnv env("TPROBE_TORCH_MODULE", "/nonexistent/libtprobe_torch.so");
+  std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"parity", "--checkpoint", dir, "--reference", dir + "/r.safetensors",
+                            "--json", dir + "/p.json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("/nonexistent/libtprobe_torch.so: not found"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  // env reports why instead of failing.
+  r = run_tprobe({"env", "--json", dir + "/e.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json doc = json::parse(read_text(dir + "/e.json"));
+  EXPECT_EQ(doc["environment"]["torch"]["loaded"], false);
+  EXPECT_NE(doc["environment"]["torch"]["not_loaded_reason"].get<std::string>().find("not found"),
+            std::string::npos);
+}
+
+TEST(Cli, TorchProbesLoadTheModule) {
+  std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"env", "--json", dir + "/e.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  json doc = json::parse(read_text(dir + "/e.json"));
+  EXPECT_EQ(doc["environment"]["torch"]["loaded"], true);
+  EXPECT_FALSE(doc["environment"]["torch"]["version"].get<std::string>().empty());
 }
 
 TEST(Cli, NoSubcommandIsUsageError) {

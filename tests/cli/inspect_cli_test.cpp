@@ -30,7 +30,7 @@ int64_t block_params(const json& doc, const std::string& block) {
   return -1;
 }
 
-// The numbers of domain.md items 11-12, whichever source they come from.
+// The numbers of docs/findings.md#f11–f12, whichever source they come from.
 void expect_published(const json& doc) {
   const json& r = doc["results"];
   EXPECT_EQ(r["lora"]["modules"], 205);

@@ -78,7 +78,7 @@ TEST(ScalingFitCli, DomainPointsGiveTheEvidenceKeys) {
 }
 
 TEST(ScalingFitCli, TooFewWidthsIsRefusedWithExit3AndEvidence) {
-  JsonRun run = run_json({"scaling-fit", "--point", "2048:1.776", "--model", "ABC"});
+  JsonRun run = run_json({"scaling-fit", "--point", "2048:1.776", "--form", "ABC"});
   EXPECT_EQ(run.r.exit_code, 3);
   ASSERT_TRUE(run.written);
   EXPECT_EQ(run.doc["status"]["outcome"], "no");
@@ -91,7 +91,7 @@ TEST(ScalingFitCli, TooFewWidthsIsRefusedWithExit3AndEvidence) {
 }
 
 TEST(ScalingFitCli, LinearModelStillWritesBAsZeroAndNoC) {
-  JsonRun run = run_json(with({"scaling-fit", "--model", "A"}, kDomainPoints));
+  JsonRun run = run_json(with({"scaling-fit", "--form", "A"}, kDomainPoints));
   ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
   EXPECT_EQ(run.doc["results"]["coefficients"]["b_s_per_token2"], 0.0);
   EXPECT_FALSE(run.doc["results"]["coefficients"].contains("c_s"));
@@ -99,7 +99,7 @@ TEST(ScalingFitCli, LinearModelStillWritesBAsZeroAndNoC) {
 }
 
 TEST(ScalingFitCli, AutoWithThreeWidthsIsRefused) {
-  JsonRun run = run_json(with({"scaling-fit", "--model", "auto"}, kDomainPoints));
+  JsonRun run = run_json(with({"scaling-fit", "--form", "auto"}, kDomainPoints));
   EXPECT_EQ(run.r.exit_code, 3);
   EXPECT_EQ(run.doc["status"]["diagnostics"][0]["code"], "auto_refused");
   EXPECT_NE(run.doc["results"]["refusal"].get<std::string>().find("at least 4 distinct widths"),
@@ -117,7 +117,7 @@ TEST(ScalingFitCli, ExactFitHasNoErrorBars) {
 
 TEST(ScalingFitCli, AutoChoosesABWhenThereIsNoFixedTerm) {
   // t = 7e-4·w + 9e-8·w² with ±3 ms of alternating noise at six widths.
-  std::vector<std::string> args = {"scaling-fit", "--model", "auto"};
+  std::vector<std::string> args = {"scaling-fit", "--form", "auto"};
   int i = 0;
   for (double w : {1024.0, 2048.0, 4096.0, 8192.0, 12288.0, 16384.0}) {
     double t = 7e-4 * w + 9e-8 * w * w + (i++ % 2 ? 0.003 : -0.003);
@@ -166,7 +166,7 @@ TEST(ScalingFitCli, WidthsFromWeightsTheShare) {
   const json& w = run.doc["results"]["widths_from"];
   EXPECT_EQ(w["micro_batches"], 4);
   EXPECT_EQ(w["key"], "results.width_histogram");
-  // Two 2048s, one 8192, one 16384 under A = 6.8715e-4, B = 8.8509e-8 (domain.md item 1).
+  // Two 2048s, one 8192, one 16384 under A = 6.8715e-4, B = 8.8509e-8 (docs/findings.md#f1).
   const double a = 6.8715e-4, b = 8.8509e-8;
   double quad = 0, tot = 0;
   for (double x : {2048.0, 2048.0, 8192.0, 16384.0}) {
@@ -226,7 +226,7 @@ TEST(ScalingFitCli, BadInputsHaveTheirExitCodes) {
 
   EXPECT_EQ(run_tprobe({"scaling-fit"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"scaling-fit", "--point", "2048"}).exit_code, 2);
-  EXPECT_EQ(run_tprobe({"scaling-fit", "--point", "1:1", "--model", "ABCD"}).exit_code, 2);
+  EXPECT_EQ(run_tprobe({"scaling-fit", "--point", "1:1", "--form", "ABCD"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"scaling-fit", "--point", "1:1", "--samples", "mean"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"scaling-fit", "--point", "1:1", "--batch", "0"}).exit_code, 2);
 }
@@ -239,7 +239,7 @@ TEST(FlopsCli, DefaultRunGivesConsistentEvidence) {
   EXPECT_EQ(res["model"], "gemma4-26b-a4b");
   EXPECT_EQ(res["batch"], 2);
   EXPECT_EQ(res["width"], 16384);
-  EXPECT_EQ(res["attention_path"], "sdpa-causal");
+  EXPECT_EQ(res["attention_path"], "sdpa");
   EXPECT_EQ(res["lora"]["modules"], 205);
   EXPECT_EQ(res["lora"]["trainable_params"], 74342400);
   double intended = 0, performed = 0;
@@ -285,7 +285,7 @@ TEST(FlopsCli, ConfigJsonGivesTheSameCountAsTheEmbeddedModel) {
 TEST(FlopsCli, PaddingAndPathsChangePerformedWork) {
   JsonRun causal = run_json({"flops"});
   JsonRun padded = run_json({"flops", "--lengths", "16384,8192"});
-  JsonRun window = run_json({"flops", "--attention", "flash-window", "--lora-targets", "none"});
+  JsonRun window = run_json({"flops", "--attn", "flash-window", "--targets", "none"});
   ASSERT_EQ(causal.r.exit_code, 0);
   ASSERT_EQ(padded.r.exit_code, 0) << padded.r.err;
   ASSERT_EQ(window.r.exit_code, 0) << window.r.err;
@@ -301,8 +301,8 @@ TEST(FlopsCli, PaddingAndPathsChangePerformedWork) {
 TEST(FlopsCli, BadOptionsAreUsageErrors) {
   EXPECT_EQ(run_tprobe({"flops", "--lengths", "5"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"flops", "--lengths", "20000,5"}).exit_code, 2);
-  EXPECT_EQ(run_tprobe({"flops", "--attention", "flash"}).exit_code, 2);
-  EXPECT_EQ(run_tprobe({"flops", "--lora-targets", "qproj"}).exit_code, 2);
+  EXPECT_EQ(run_tprobe({"flops", "--attn", "flash"}).exit_code, 2);
+  EXPECT_EQ(run_tprobe({"flops", "--targets", "qproj"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"flops", "--model", "gemma5"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"flops", "--step-time", "-1"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"flops", "--checkpointing", "maybe"}).exit_code, 2);

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "test_paths.hpp"
-#include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/data/bucket_report.hpp"
 #include "test_datasets.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/rng.hpp"
@@ -168,7 +168,7 @@ TEST(Bucket, MeasureOrderHandWorked) {
 }
 
 TEST(Bucket, CostModelReproducesThePostMortemFit) {
-  // domain.md item 1: A = 6.8715e-4, B = 8.8509e-8 fit 2x2048 at 1.776 s, 2x16384 at 35.017 s.
+  // docs/findings.md#f1: A = 6.8715e-4, B = 8.8509e-8 fit 2x2048 at 1.776 s, 2x16384 at 35.017 s.
   CostModel c = parse_cost("6.8715e-4,8.8509e-8");
   EXPECT_NEAR(c.seconds(2048), 1.776, 0.003);
   EXPECT_NEAR(c.seconds(8192), 11.570, 0.003);
@@ -360,8 +360,11 @@ TEST(Bucket, NonsenseOptionsAreUsageErrors) {
   o.micro_batch = 0;
   EXPECT_THROW(analyze_bucket(ds, o), UsageError);
   o = BucketOptions{};
-  o.micro_batch = 4;  // default sweep starts at 2
+  o.micro_batch = 4;
+  o.sweep = {2, 8};  // a bucket smaller than the micro-batch
   EXPECT_THROW(analyze_bucket(ds, o), UsageError);
+  o.sweep.clear();  // none given: the default sweep, raised to the micro-batch
+  EXPECT_EQ(analyze_bucket(ds, o).options.sweep, default_sweep(4));
   o = BucketOptions{};
   o.bucket = 1;
   EXPECT_THROW(analyze_bucket(ds, o), UsageError);

@@ -5,13 +5,18 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <algorithm>
 #include <fstream>
+#include <map>
+
+#include <fmt/format.h>
 
 #include "support/synthetic_checkpoint.hpp"
 #include "test_paths.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -66,6 +71,42 @@ TEST(Gemma4Tensors, Layout26bHasPublishedCountsAndShapes) {
   EXPECT_EQ(shape.count("lm_head.weight"), 0u);
   EXPECT_EQ(expected_text_tensors(embedded_model("gemma4-26b-a4b"), "model.")[0].name,
             "model.embed_tokens.weight");
+}
+
+TEST(Gemma4Tensors, LayoutOrderRolesAndLinearModules) {
+  const ModelConfig c = embedded_model("gemma4-26b-a4b");
+  std::vector<TextTensor> layout = text_tensor_layout(c, "");
+  // HF's named_parameters order: embedding first, final norm last.
+  EXPECT_EQ(layout.front().meta.name, "embed_tokens.weight");
+  EXPECT_EQ(layout.front().role, TensorRole::kEmbedTokens);
+  EXPECT_EQ(layout.back().meta.name, "norm.weight");
+  EXPECT_EQ(layout.back().role, TensorRole::kFinalNorm);
+  EXPECT_EQ(layout.back().layer, -1);
+  for (const auto& t : layout) {
+    if (t.layer < 0) continue;
+    EXPECT_EQ(t.meta.name.rfind(fmt::format("layers.{}.", t.layer), 0), 0u) << t.meta.name;
+  }
+  // Linear modules: all seven on a sliding layer, no v_proj on a key=value full layer, and
+  // their shapes are the layout's [out, in].
+  std::map<std::string, std::vector<int64_t>> shape;
+  for (const auto& t : layout) shape[t.meta.name] = t.meta.shape;
+  for (int64_t layer : {0, 5}) {
+    std::vector<std::string> names;
+    for (const LinearModule& m : layer_linear_modules(c, layer)) {
+      names.push_back(m.target);
+      EXPECT_EQ(shape[fmt::format("layers.{}.{}.weight", layer, m.path)],
+                (std::vector<int64_t>{m.out_features, m.in_features}))
+          << m.path;
+    }
+    std::vector<std::string> want = linear_module_names();
+    if (layer == 5) want.erase(std::find(want.begin(), want.end(), "v_proj"));
+    EXPECT_EQ(names, want) << "layer " << layer;
+  }
+  EXPECT_EQ(default_lora_targets(), "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj");
+  // An untied head is listed last, outside the prefix.
+  ModelConfig untied = c;
+  untied.tie_word_embeddings = false;
+  EXPECT_EQ(text_tensor_layout(untied).back().meta.name, "lm_head.weight");
 }
 
 TEST(Gemma4Tensors, DetectPrefix) {

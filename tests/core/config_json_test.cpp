@@ -11,7 +11,7 @@
 namespace tprobe::core {
 namespace {
 
-// The text_config of google/gemma-4-26B-A4B as gemma4-architecture.md §1.1 lists it (flat form).
+// The text_config of google/gemma-4-26B-A4B as docs/gemma4-model.md#config lists it (flat form).
 const char* k26bTextConfig = R"({
   "model_type": "gemma4_text", "hidden_size": 2816, "num_hidden_layers": 30,
   "intermediate_size": 2112, "num_attention_heads": 16, "num_key_value_heads": 8,

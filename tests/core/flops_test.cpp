@@ -1,4 +1,4 @@
-// FLOP accounting: domain.md item 5 and item 12 from the shapes, a tiny model by hand, invariants.
+// FLOP accounting: docs/findings.md#f5 and #f12 from the shapes, a tiny model by hand, invariants.
 #include "tprobe/core/cost/flops.hpp"
 
 #include <gtest/gtest.h>
@@ -25,7 +25,7 @@ TEST(Flops, PairCounts) {
   EXPECT_EQ(window_pairs(16, 0), causal_pairs(16));
 }
 
-// domain.md item 5: a dense masked kernel on the 25 sliding layers at 2×16,384 computes every
+// docs/findings.md#f5: a dense masked kernel on the 25 sliding layers at 2×16,384 computes every
 // one of the n² pairs where the window needs Σ min(q+1, 1024); 4 passes (forward, recompute
 // forward, backward = 2 forwards); scores + values cost 2·2·Hq·Dh = 4·16·256 per pair.
 TEST(Flops, DenseSlidingExcessDomainItem5) {
@@ -41,7 +41,7 @@ TEST(Flops, DenseSlidingExcessDomainItem5) {
   const double excess = attention(r, true, "sliding_attention") -
                         attention(r, false, "sliding_attention");
   EXPECT_DOUBLE_EQ(excess, expected);
-  EXPECT_NEAR(excess / 8.2e14, 1.0, 0.01);  // domain.md: ≈ 8.2e14
+  EXPECT_NEAR(excess / 8.2e14, 1.0, 0.01);  // docs/flops.md works it out: 8.26e14
   // flash-window computes exactly the window: no excess on the sliding layers.
   req.path = AttentionPath::kFlashWindow;
   FlopsReport fw = count_flops(embedded_model("gemma4-26b-a4b"), req);
@@ -49,14 +49,14 @@ TEST(Flops, DenseSlidingExcessDomainItem5) {
                    attention(fw, false, "sliding_attention"));
 }
 
-// domain.md item 5/6: right-padding one row makes the full-attention mask explicit, so the 5
+// docs/findings.md#f5–f6: right-padding one row makes the full-attention mask explicit, so the 5
 // global layers (Hq 16, Dh 512) compute all n² pairs of both sequences in all 4 passes.
 TEST(Flops, PaddedGlobalLayersLoseTheCausalSkip) {
   const double n = 16384;
   FlopsRequest req;
   req.batch = 2;
   req.width = 16384;
-  req.path = AttentionPath::kSdpaCausal;
+  req.path = AttentionPath::kSdpa;
   FlopsReport unpadded = count_flops(embedded_model("gemma4-26b-a4b"), req);
   req.lengths = {16384, 8192};
   FlopsReport padded = count_flops(embedded_model("gemma4-26b-a4b"), req);
@@ -77,7 +77,7 @@ TEST(Flops, PaddedGlobalLayersLoseTheCausalSkip) {
                    5.0 * 4 * per_pair * (n * (n + 1) / 2 + 8192.0 * 8193 / 2));
 }
 
-// domain.md item 12: r64 on q,k,v,o,gate,up,down gives 205 modules and 74,342,400 parameters.
+// docs/findings.md#f12: r64 on q,k,v,o,gate,up,down gives 205 modules and 74,342,400 parameters.
 TEST(Flops, LoraModulesMatchDomainItem12) {
   FlopsRequest req;
   req.lora_targets = kAllTargets;
@@ -125,7 +125,7 @@ TEST(Flops, TinyModelByHand) {
   EXPECT_EQ(r.sum(false, "q_proj", "")[1], fwd("q_proj", ""));
   EXPECT_EQ(r.sum(false, "attn_scores", "")[1], 2 * fwd("attn_scores", ""));
   EXPECT_EQ(r.sum(false, "q_proj", "")[2], 0.0);
-  // Width below the window and no padding: sdpa-causal performs exactly the intended work.
+  // Width below the window and no padding: sdpa performs exactly the intended work.
   EXPECT_EQ(total(r.performed_total), total(r.intended_total));
 }
 
@@ -133,7 +133,7 @@ TEST(Flops, TinyModelSlidingWindowAndLoraByHand) {
   FlopsRequest req;
   req.batch = 1;
   req.width = 16;  // twice the window of 8
-  req.path = AttentionPath::kSdpaCausal;
+  req.path = AttentionPath::kSdpa;
   req.lora_targets = {"q_proj", "down_proj"};
   req.lora_rank = 2;
   FlopsReport r = count_flops(embedded_model("gemma4-tiny"), req);
@@ -151,7 +151,7 @@ TEST(Flops, TinyModelSlidingWindowAndLoraByHand) {
 
 TEST(Flops, InvariantsOnRandomRequests) {
   std::mt19937 rng(11);
-  const auto paths = {AttentionPath::kSdpaMasked, AttentionPath::kSdpaCausal,
+  const auto paths = {AttentionPath::kSdpaMasked, AttentionPath::kSdpa,
                       AttentionPath::kFlashWindow, AttentionPath::kEager};
   for (int iter = 0; iter < 200; ++iter) {
     FlopsRequest req;
@@ -190,7 +190,7 @@ TEST(Flops, InvariantsOnRandomRequests) {
 }
 
 TEST(Flops, PerformedIsAboutTwiceIntendedOnTheDenseMaskedPath) {
-  // domain.md item 5: "the work actually performed was ~2× the intended" at 2×16,384.
+  // docs/findings.md#f5: "the work actually performed was ~2× the intended" at 2×16,384.
   FlopsRequest req;
   req.lora_targets = kAllTargets;
   req.path = AttentionPath::kSdpaMasked;
@@ -226,6 +226,14 @@ TEST(Flops, MfuAndParsing) {
   EXPECT_DOUBLE_EQ(mfu(7.9e14, 4.0, 790), 0.25);
   EXPECT_EQ(parse_attention_path("flash-window"), AttentionPath::kFlashWindow);
   EXPECT_FALSE(parse_attention_path("flash").has_value());
+  EXPECT_FALSE(parse_attention_path("sdpa-causal").has_value());  // the old flops spelling
+  try {
+    attention_path_from_name("flash", "--attn");
+    ADD_FAILURE() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--attn 'flash'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sdpa-masked"), std::string::npos) << e.what();
+  }
   for (const auto& name : attention_path_names()) {
     EXPECT_EQ(to_string(*parse_attention_path(name)), name);
   }

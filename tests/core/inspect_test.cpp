@@ -18,7 +18,7 @@
 namespace tprobe::core {
 namespace {
 
-// Hand-worked 26B-A4B numbers (gemma4-architecture.md §3 shapes, H = 2816).
+// Hand-worked 26B-A4B numbers (docs/gemma4-model.md#checkpoint-tensors shapes, H = 2816).
 // LoRA r64, params per module = 64 * (in + out):
 //   sliding q 64*(2816+4096)=442,368  k,v 64*(2816+2048)=311,296  o 442,368 -> 1,507,328 x 25
 //   full    q 64*(2816+8192)=704,512  k 64*(2816+1024)=245,760    o 704,512 -> 1,654,784 x 5
@@ -37,7 +37,7 @@ constexpr int64_t kFullLayer = (8192 + 1024) * 2816LL + 2816LL * 8192 + 2 * 512 
                                128LL * 2816 * 704;
 constexpr int64_t kTextParams = 262144LL * 2816 + 2816 + 25 * kSlidingLayer + 5 * kFullLayer;
 
-std::vector<std::string> seven() { return parse_target_list(kDefaultLoraTargets); }
+std::vector<std::string> seven() { return parse_target_list(default_lora_targets()); }
 
 void expect_published_lora(const ModelConfig& c, const std::vector<TensorMeta>& ts,
                            const std::string& prefix) {
@@ -200,7 +200,7 @@ TEST(Inspect, MemoryEstimateHandWorked) {
   EXPECT_EQ(m.rows[0].bytes, 1000u);
   EXPECT_EQ(m.rows[1].bytes, 160u);
   EXPECT_EQ(m.rows[2].bytes, 30ull * 8192 * 2816 * 2);
-  // Naive CE at 1 x 8192: 2.1 G logits x 14 B = 28 GiB (domain.md item 9: ~28-30 GiB).
+  // Naive CE at 1 x 8192: 2.1 G logits x 14 B = 28 GiB (docs/findings.md#f9: ~28-30 GiB).
   EXPECT_EQ(m.rows[3].bytes, 8192ull * 262144 * 14);
   EXPECT_EQ(m.rows[3].bytes, 28ull << 30);
   EXPECT_EQ(m.rows[4].bytes, 1024ull * 262144 * 14);

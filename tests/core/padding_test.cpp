@@ -3,7 +3,7 @@
 
 #include "test_datasets.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/data/padding.hpp"
+#include "tprobe/core/data/padding_report.hpp"
 #include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {
@@ -95,7 +95,7 @@ TEST(Padding, HandWorkedDataset) {
 }
 
 TEST(Padding, NaiveCeMatchesThePostMortemLossHead) {
-  // domain.md item 9: one 8,192-token row at vocab 262,144 = 2.1 G logits, ~28 GiB naive CE.
+  // docs/findings.md#f9: one 8,192-token row at vocab 262,144 = 2.1 G logits, ~28 GiB naive CE.
   LossHead h = loss_head(262144, 4096, 1, 8192);
   EXPECT_EQ(h.widest_logits, 2147483648LL);
   EXPECT_EQ(h.naive_ce_transient_bytes, 28LL << 30);

@@ -1,4 +1,4 @@
-// scaling fit: domain.md item 1, exact fits worked by hand, noisy recovery, refusals, readers.
+// scaling fit: docs/findings.md#f1, exact fits worked by hand, noisy recovery, refusals, readers.
 #include "tprobe/core/cost/scaling_fit.hpp"
 
 #include <gtest/gtest.h>
@@ -28,11 +28,11 @@ std::vector<FitPoint> pts(std::vector<std::pair<double, double>> v) {
   return out;
 }
 
-// domain.md item 1: the three published points, model AB.
+// docs/findings.md#f1: the three published points, model AB.
 TEST(ScalingFit, ReproducesDomainItem1) {
   ModelFit f = fit_model(pts({{2048, 1.776}, {8192, 11.570}, {16384, 35.017}}), FitModel::kAB);
   ASSERT_TRUE(f.determined) << f.refusal;
-  // domain.md quotes A = 6.8715e-4 and B = 8.8509e-8: four digits after the point.
+  // docs/findings.md#f1 quotes A = 6.8715e-4 and B = 8.8509e-8: four digits after the point.
   EXPECT_EQ(fmt::format("{:.4e}", f.a.value), "6.8715e-04");
   EXPECT_EQ(fmt::format("{:.4e}", f.b.value), "8.8509e-08");
   ASSERT_EQ(f.per_point.size(), 3u);

@@ -27,7 +27,7 @@ ModelOptions fp64_options() {
 
 LoraConfig all_targets_lora() {
   LoraConfig l;
-  l.targets = lora_target_names();
+  l.targets = core::linear_module_names();
   l.rank = 4;
   l.alpha = 8;
   return l;
@@ -115,7 +115,7 @@ TEST(Attention, EagerMatchesLoopReferenceWithWindowShorterThanSequence) {
          v = torch::randn({2, 2, 11, 8}, o);
   for (int64_t window : {0, 4}) {
     std::string resolved;
-    Tensor got = attention(AttnImpl::kEager, q, k, v, window, &resolved);
+    Tensor got = attention(core::AttentionPath::kEager, q, k, v, window, &resolved);
     EXPECT_EQ(resolved, "eager");
     EXPECT_LT(max_abs_diff(got, reference_attention(q, k, v, window)), 1e-12)
         << "window " << window;
@@ -124,14 +124,14 @@ TEST(Attention, EagerMatchesLoopReferenceWithWindowShorterThanSequence) {
 
 TEST(Attention, SdpaMatchesEagerInFp64) {
   std::string why;
-  if (!attn_available(AttnImpl::kSdpa, &why)) GTEST_SKIP() << why;
+  if (!attn_available(core::AttentionPath::kSdpa, &why)) GTEST_SKIP() << why;
   torch::manual_seed(4);
   auto o = torch::TensorOptions().dtype(torch::kDouble);
   Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o),
          v = torch::randn({2, 2, 11, 8}, o);
   for (int64_t window : {0, 4, 16}) {
     std::string resolved;
-    Tensor got = attention(AttnImpl::kSdpa, q, k, v, window, &resolved);
+    Tensor got = attention(core::AttentionPath::kSdpa, q, k, v, window, &resolved);
     EXPECT_LT(max_abs_diff(got, reference_attention(q, k, v, window)), 1e-12) << resolved;
     // HF materialises the sliding mask only once S >= window.
     EXPECT_EQ(resolved.find("bool_mask") != std::string::npos, window == 4) << resolved;
@@ -169,7 +169,7 @@ TEST(ChunkedCe, EqualsNaiveInValueAndGradient) {
 }
 
 TEST(Counts, Gemma26bA4bMatchesDomainFigures) {
-  // domain.md item 12 and the H200 table: 25,233,141,760 text parameters; q,k,v,o,gate,up,down
+  // docs/findings.md#f12 and the H200 table: 25,233,141,760 text parameters; q,k,v,o,gate,up,down
   // at r64 → 205 modules (v only on the 25 sliding layers), 74,342,400 trainable.
   LoraConfig l = all_targets_lora();
   l.rank = 64;

@@ -14,8 +14,9 @@ std::vector<core::TensorMeta> synthetic_tensors(const core::ModelConfig& config,
   std::string prefix = options.multimodal ? core::kMultimodalTextPrefix : core::kTextOnlyPrefix;
   std::vector<core::TensorMeta> out = core::expected_text_tensors(config, prefix);
   if (options.vision_tower) {
-    // Shapes of the 26B's vision tower as gemma4-architecture.md §1.1/§3 describe it (hidden
-    // 1152, intermediate 4304, 27 layers, head_dim 72); the key list is derived from code there.
+    // Shapes of the 26B's vision tower as its published vision_config gives them (hidden 1152,
+    // intermediate 4304, 27 layers, head_dim 72); the key names follow HF's conversion code, not
+    // a file listing. Only the text decoder's tensors matter to tprobe (docs/gemma4-model.md).
     const core::DType bf = core::DType::kBF16;
     const int64_t w = 1152, inter = 4304;
     out.push_back({"model.vision_tower.patch_embedder.input_proj.weight", bf, {w, 3 * 16 * 16}});

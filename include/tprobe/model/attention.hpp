@@ -15,7 +15,7 @@ namespace tprobe::model {
 // head h reads kv head h / (Hq/Hkv)); causal, plus a sliding window of `window` keys including
 // the query itself when window > 0 (allowed(q,k) ⇔ k ≤ q ∧ k > q − window). Scale 1.0.
 // Returns [B, Hq, S, D]; `resolved` receives what actually ran, e.g. "sdpa(is_causal,gqa)".
-torch::Tensor attention(AttnImpl impl, const torch::Tensor& q, const torch::Tensor& k,
+torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const torch::Tensor& k,
                         const torch::Tensor& v, int64_t window, std::string* resolved);
 
 // HF's repeat_kv: [B, Hkv, S, D] -> [B, Hkv*n_rep, S, D], each kv head repeated n_rep times in

@@ -1,4 +1,4 @@
-// The Gemma-4 text decoder (MoE) in libtorch, op for op as docs/../gemma4-architecture.md §2
+// The Gemma-4 text decoder (MoE) in libtorch, op for op as docs/gemma4-model.md
 // describes Hugging Face's, with LoRA adapters, per-layer gradient checkpointing and a
 // sequence-chunked softcapped cross-entropy.
 #pragma once
@@ -16,7 +16,7 @@
 namespace tprobe::model {
 
 // LoRA as PEFT applies it: y = x·Wᵀ + (alpha/rank)·(x·Aᵀ)·Bᵀ, dropout 0, on every nn.Linear
-// whose module name (q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj) is listed.
+// whose module name (core::layer_linear_modules: q/k/v/o_proj, gate/up/down_proj) is listed.
 // The fused 3-D expert tensors are not nn.Linear modules and never receive adapters (domain
 // item 11), exactly as with PEFT.
 struct LoraConfig {
@@ -26,9 +26,8 @@ struct LoraConfig {
   double scale() const { return rank > 0 ? alpha / static_cast<double>(rank) : 0.0; }
 };
 
-// Names PEFT accepts as target_modules for this model.
-std::vector<std::string> lora_target_names();
-// Throws UsageError for an unknown target or a non-positive rank.
+// Throws UsageError for an unknown target (the known ones: core::linear_module_names()) or a
+// non-positive rank or alpha.
 void validate_lora(const LoraConfig& lora);
 
 enum class CeMode { kChunked, kNaive };
@@ -36,11 +35,11 @@ enum class CeMode { kChunked, kNaive };
 struct ModelOptions {
   torch::Dtype dtype = torch::kFloat32;
   torch::Device device = torch::kCPU;
-  AttnImpl attn = AttnImpl::kEager;  // sliding and full layers alike
+  core::AttentionPath attn = core::AttentionPath::kEager;  // sliding and full layers alike
   MoeDispatch moe = MoeDispatch::kLoop;
   bool gradient_checkpointing = false;
   // HF's enable_input_require_grads: the embedding output requires grad so that a checkpointed
-  // block whose base is frozen still carries gradients into its adapters (domain item 13).
+  // block whose base is frozen still carries gradients into its adapters (docs/findings.md#f13).
   // false reproduces the inert-adapter trap; only tests turn it off.
   bool input_requires_grad = true;
   CeMode ce = CeMode::kChunked;
@@ -169,7 +168,7 @@ struct ParameterCounts {
 };
 ParameterCounts count_parameters(const core::ModelConfig& config, const LoraConfig& lora);
 
-// lora_B tensors whose gradient is undefined or all zero after a backward (domain item 13):
+// lora_B tensors whose gradient is undefined or all zero after a backward (docs/findings.md#f13):
 // empty = every adapter learns.
 std::vector<std::string> inert_lora_b(Gemma4Model& model);
 

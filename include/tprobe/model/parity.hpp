@@ -22,7 +22,7 @@ struct ParityOptions {
   std::string baseline_key;
   std::string dtype = "fp32";  // fp32 | bf16
   std::string device = "cpu";  // cpu | cuda
-  AttnImpl attn = AttnImpl::kEager;
+  core::AttentionPath attn = core::AttentionPath::kEager;
   MoeDispatch moe = MoeDispatch::kLoop;
   int64_t ce_chunk = 4096;
   // Diagnostics: write the embedding output and every layer's output (fp32) to this safetensors.

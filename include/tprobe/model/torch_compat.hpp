@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tprobe/core/base/environment.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
 
 namespace tprobe::model {
 
@@ -18,24 +19,15 @@ bool has_sdpa();
 // The SDPA backends the linked libtorch was built with and whether each is globally enabled.
 std::vector<core::SdpaBackend> sdpa_backends();
 
-// Attention implementations tprobe can run (chosen per layer type):
-//  kEager       explicit additive mask, repeated KV heads, fp32 softmax (HF "eager"); any libtorch.
-//  kSdpa        the calls HF's sdpa path makes: is_causal when HF drops the mask, an explicit bool
-//               mask where HF materialises one (sliding layers once S >= window), repeated KV
-//               heads with a mask, scale 1.0. libtorch >= 2.0.
-//  kFlashWindow CUDA builds: sliding layers on the variable-length flash kernel with
-//               window_size_left (no mask); head_dim > 256 (which no fused kernel accepts) on the
-//               blockwise-GEMM attention (blockwise_attention.hpp). TPROBE_FLASH_WINDOW_GLOBAL=sdpa
-//               in the environment puts those back on is_causal SDPA (memory-efficient kernels),
-//               for before/after measurements; the resolved string says which ran.
-//  kBlockwise   every layer on the blockwise-GEMM attention (window included); any libtorch,
-//               device and float dtype — the way to run that path on the CPU.
-enum class AttnImpl { kEager, kSdpa, kFlashWindow, kBlockwise };
-const char* to_string(AttnImpl impl);
-// "eager" / "sdpa" / "flash-window" / "blockwise"; throws UsageError naming the value otherwise.
-AttnImpl parse_attn(const std::string& name);
-// Whether the linked libtorch can run `impl`; when not, `why` says why.
-bool attn_available(AttnImpl impl, std::string* why);
+// Whether the linked libtorch can run attention path `path` (core/gemma4/attention_path.hpp says
+// what each is); when not, `why` says why.
+bool attn_available(core::AttentionPath path, std::string* why);
+
+// Until probes/parity.cpp uses core::AttentionPath directly: the old model-side spellings.
+using AttnImpl = core::AttentionPath;
+inline core::AttentionPath parse_attn(const std::string& name) {
+  return core::attention_path_from_name(name, "--attn");
+}
 
 // MoE expert dispatch: a per-expert GEMM loop (any libtorch), or one grouped GEMM call per
 // projection where the linked libtorch has at::_grouped_mm (CUDA, >= 2.8).

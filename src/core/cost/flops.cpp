@@ -1,13 +1,15 @@
 // Counts matrix-multiply FLOPs per component, layer type and pass; conventions in docs/flops.md.
 #include "tprobe/core/cost/flops.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -17,58 +19,12 @@ namespace {
 // under 0.5 % of the head GEMM; every other elementwise op (norms, RoPE, GELU) is not counted.
 constexpr double kLossFlopsPerLogit = 6;
 
-struct LinearShape {
-  int64_t in = 0;
-  int64_t out = 0;
-  bool present = true;
-};
-
-// Module shapes of one decoder layer, by HF module name.
-std::map<std::string, LinearShape> layer_linears(const ModelConfig& c, const LayerGeometry& g) {
-  const int64_t h = c.hidden_size;
-  const int64_t q = c.num_attention_heads * g.head_dim;
-  const int64_t kv = g.num_kv_heads * g.head_dim;
-  std::map<std::string, LinearShape> m;
-  m["q_proj"] = {h, q, true};
-  m["k_proj"] = {h, kv, true};
-  m["v_proj"] = {h, kv, g.has_v_proj};
-  m["o_proj"] = {q, h, true};
-  const bool dense = c.intermediate_size > 0;
-  m["gate_proj"] = {h, c.intermediate_size, dense};
-  m["up_proj"] = {h, c.intermediate_size, dense};
-  m["down_proj"] = {c.intermediate_size, h, dense};
-  return m;
+// Forward FLOPs of one token through a linear module.
+double linear_flops(const LinearModule& m) {
+  return 2.0 * static_cast<double>(m.in_features) * static_cast<double>(m.out_features);
 }
-
-double linear_flops(const LinearShape& s) { return s.present ? 2.0 * s.in * s.out : 0.0; }
 
 }  // namespace
-
-const char* to_string(AttentionPath path) {
-  switch (path) {
-    case AttentionPath::kSdpaMasked: return "sdpa-masked";
-    case AttentionPath::kSdpaCausal: return "sdpa-causal";
-    case AttentionPath::kFlashWindow: return "flash-window";
-    case AttentionPath::kEager: return "eager";
-  }
-  return "?";
-}
-
-std::vector<std::string> attention_path_names() {
-  return {"sdpa-masked", "sdpa-causal", "flash-window", "eager"};
-}
-
-std::optional<AttentionPath> parse_attention_path(std::string_view text) {
-  for (auto p : {AttentionPath::kSdpaMasked, AttentionPath::kSdpaCausal,
-                 AttentionPath::kFlashWindow, AttentionPath::kEager}) {
-    if (text == to_string(p)) return p;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> lora_target_names() {
-  return {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
-}
 
 double total(const PassFlops& f) { return f[0] + f[1] + f[2]; }
 
@@ -100,37 +56,36 @@ PassFlops FlopsReport::sum(bool performed, std::string_view component,
 }
 
 FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
-  if (req.batch < 1) fail("flops: batch {} is not a positive integer", req.batch);
-  if (req.width < 1) fail("flops: width {} is not a positive integer", req.width);
+  if (req.batch < 1) fail_usage("flops: batch {} is not a positive integer", req.batch);
+  if (req.width < 1) fail_usage("flops: width {} is not a positive integer", req.width);
   FlopsReport rep;
   rep.request = req;
   rep.model = c.name;
   std::vector<int64_t> lengths = req.lengths;
   if (lengths.empty()) lengths.assign(static_cast<size_t>(req.batch), req.width);
   if (static_cast<int64_t>(lengths.size()) != req.batch) {
-    fail("flops: {} lengths given for batch {}; give one real length per sequence",
-         lengths.size(), req.batch);
+    fail_usage("flops: {} lengths given for batch {}; give one real length per sequence",
+               lengths.size(), req.batch);
   }
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] < 1 || lengths[i] > req.width) {
-      fail("flops: length {} of sequence {} is outside 1..{} (the width)", lengths[i], i,
-           req.width);
+      fail_usage("flops: length {} of sequence {} is outside 1..{} (the width)", lengths[i], i,
+                 req.width);
     }
   }
   rep.request.lengths = lengths;
   std::set<std::string> targets;
-  const auto known = lora_target_names();
+  check_known_targets(req.lora_targets, "flops");
+  const std::vector<std::string> known = linear_module_names();
   for (const auto& t : req.lora_targets) {
-    if (std::find(known.begin(), known.end(), t) == known.end()) {
-      fail("flops: unknown LoRA target '{}'; known targets are {}", t, fmt::join(known, ", "));
-    }
-    if (!targets.insert(t).second) fail("flops: LoRA target '{}' given twice", t);
+    if (!targets.insert(t).second) fail_usage("flops: LoRA target '{}' given twice", t);
   }
   if (!targets.empty() && req.lora_rank < 1) {
-    fail("flops: LoRA rank {} is not a positive integer", req.lora_rank);
+    fail_usage("flops: LoRA rank {} is not a positive integer", req.lora_rank);
   }
   if (c.num_layers != static_cast<int64_t>(c.layer_types.size())) {
-    fail("model '{}': num_layers {} but {} layer_types", c.name, c.num_layers, c.layer_types.size());
+    fail("model '{}': num_layers {} but {} layer_types", c.name, c.num_layers,
+         c.layer_types.size());
   }
 
   const double n = static_cast<double>(req.width);
@@ -148,7 +103,7 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
     rep.pairs_intended_sliding += window_pairs(l, c.sliding_window);
     rep.pairs_intended_full += causal_pairs(l);
   }
-  // Performed: what each path computes (gemma4-architecture.md §4.2 for HF's is_causal rules).
+  // Performed: what each path computes (docs/gemma4-model.md#attention for HF's is_causal rules).
   const double dense = batch * n * n;
   const double causal = batch * causal_pairs(req.width);
   switch (req.path) {
@@ -157,7 +112,7 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
       rep.pairs_performed_sliding = dense;
       rep.pairs_performed_full = dense;
       break;
-    case AttentionPath::kSdpaCausal:
+    case AttentionPath::kSdpa:
       rep.pairs_performed_full = rep.padded ? dense : causal;
       rep.pairs_performed_sliding =
           (rep.padded || (c.sliding_window > 0 && req.width >= c.sliding_window)) ? dense : causal;
@@ -165,6 +120,11 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
     case AttentionPath::kFlashWindow:
       rep.pairs_performed_full = rep.padded ? dense : causal;
       rep.pairs_performed_sliding = rep.pairs_intended_sliding;  // varlen: real tokens, window only
+      break;
+    case AttentionPath::kBlockwise:
+      // Counted like the causal kernels: the block-row granularity (block/n more) is left out.
+      rep.pairs_performed_full = rep.padded ? dense : causal;
+      rep.pairs_performed_sliding = rep.padded ? dense : rep.pairs_intended_sliding;
       break;
   }
 
@@ -213,17 +173,18 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
       const double pp = sliding ? rep.pairs_performed_sliding : rep.pairs_performed_full;
       add("attn_scores", type, 2 * hd * pi, 2 * hd * pp, 2);
       add("attn_values", type, 2 * hd * pi, 2 * hd * pp, 2);
-      auto lin = layer_linears(c, g);
-      for (const char* name : {"q_proj", "k_proj", "v_proj", "o_proj"}) {
-        if (!lin[name].present) continue;
-        double f = linear_flops(lin[name]);
-        add(name, type, f * real, f * padded, 1);
+      const std::vector<LinearModule> lin = layer_linear_modules(c, i);
+      double dense_mlp = 0;
+      for (const LinearModule& m : lin) {
+        if (m.role == TensorRole::kMlpGateProj || m.role == TensorRole::kMlpUpProj ||
+            m.role == TensorRole::kMlpDownProj) {
+          dense_mlp += linear_flops(m);
+        } else {
+          const double f = linear_flops(m);
+          add(m.target, type, f * real, f * padded, 1);
+        }
       }
-      if (c.intermediate_size > 0) {
-        double f = linear_flops(lin["gate_proj"]) + linear_flops(lin["up_proj"]) +
-                   linear_flops(lin["down_proj"]);
-        add("dense_mlp", type, f * real, f * padded, 1);
-      }
+      if (c.intermediate_size > 0) add("dense_mlp", type, dense_mlp * real, dense_mlp * padded, 1);
       if (c.enable_moe_block && c.num_experts > 0) {
         double fr = 2 * h * static_cast<double>(c.num_experts);
         add("router", type, fr * real, fr * padded, 1);
@@ -234,12 +195,13 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
       }
       if (!targets.empty()) {
         double f = 0;
-        for (auto& [name, mods] : lora) {
-          const LinearShape& s = lin[name];
-          if (!s.present) continue;
-          mods.modules += 1;
-          mods.trainable_params += req.lora_rank * (s.in + s.out);
-          f += 2.0 * static_cast<double>(req.lora_rank) * static_cast<double>(s.in + s.out);
+        for (const LinearModule& m : lin) {
+          auto it = lora.find(m.target);
+          if (it == lora.end()) continue;
+          const int64_t in_out = m.in_features + m.out_features;
+          it->second.modules += 1;
+          it->second.trainable_params += req.lora_rank * in_out;
+          f += 2.0 * static_cast<double>(req.lora_rank) * static_cast<double>(in_out);
         }
         add("lora", type, f * real, f * padded, 2);
       }

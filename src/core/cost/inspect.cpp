@@ -1,4 +1,4 @@
-// Block table, linear-only 4-bit estimate, LoRA plan and memory budget: data and their views.
+// `inspect` analysis: block table, linear-only 4-bit estimate, LoRA plan, memory budget, checks.
 #include "tprobe/core/cost/inspect.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +8,7 @@
 
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/table.hpp"
 
 namespace tprobe::core {
 
@@ -21,7 +22,6 @@ constexpr Block kAllBlocks[] = {Block::kExperts,     Block::kAttention, Block::k
                                 Block::kRouterNorms, Block::kEmbedding, Block::kLmHead,
                                 Block::kNonText,     Block::kBuffers,   Block::kOther};
 
-double ratio(double part, double whole) { return whole > 0 ? part / whole : 0.0; }
 
 }  // namespace
 
@@ -190,208 +190,6 @@ MemoryEstimate estimate_memory(const ModelConfig& c, const MemoryInputs& in) {
   return m;
 }
 
-Json to_json(const BlockSummary& s) {
-  Json rows = Json::array();
-  for (const auto& r : s.rows) {
-    rows.push_back({{"block", to_string(r.block)},
-                    {"label", block_label(r.block)},
-                    {"tensors", r.tensors},
-                    {"params", r.params},
-                    {"counted_in_total_params", r.block != Block::kBuffers},
-                    {"bytes", r.bytes},
-                    {"params_share_ratio", r.block == Block::kBuffers
-                                               ? 0.0
-                                               : ratio(static_cast<double>(r.params),
-                                                       static_cast<double>(s.total_params))},
-                    {"bytes_share_ratio",
-                     ratio(static_cast<double>(r.bytes), static_cast<double>(s.total_bytes))}});
-  }
-  return rows;
-}
-
-Json to_json(const QuantizationEstimate& q) {
-  return {{"scheme", "linear_only_4bit"},
-          {"description",
-           "replaces only 2-D linear weights (nn.Linear walk); 3-D fused experts, "
-           "embeddings, norms and lm_head stay as stored"},
-          {"bits_per_param", q.bits_per_param},
-          {"block_size", q.block_size},
-          {"absmax_bytes", q.absmax_bytes},
-          {"quantized_tensors", q.quantized_tensors},
-          {"quantized_params", q.quantized_params},
-          {"quantized_bytes_before", q.quantized_bytes_before},
-          {"quantized_bytes_after", q.quantized_bytes_after},
-          {"untouched_params", q.untouched_params},
-          {"untouched_bytes", q.untouched_bytes},
-          {"untouched_expert_params", q.untouched_expert_params},
-          {"untouched_expert_bytes", q.untouched_expert_bytes},
-          {"untouched_params_ratio",
-           ratio(static_cast<double>(q.untouched_params), static_cast<double>(q.total_params))},
-          {"untouched_expert_params_ratio", ratio(static_cast<double>(q.untouched_expert_params),
-                                                  static_cast<double>(q.total_params))},
-          {"total_params", q.total_params},
-          {"bytes_before", q.bytes_before},
-          {"bytes_after", q.bytes_after},
-          {"saved_bytes", q.bytes_before - q.bytes_after},
-          {"saved_ratio", ratio(static_cast<double>(q.bytes_before - q.bytes_after),
-                                static_cast<double>(q.bytes_before))}};
-}
-
-Json to_json(const LoraPlan& p) {
-  Json per_target = Json::array();
-  for (const auto& s : p.per_target) {
-    per_target.push_back({{"target", s.target},
-                          {"modules", s.modules},
-                          {"sliding_modules", s.sliding_modules},
-                          {"full_modules", s.full_modules},
-                          {"trainable_params", s.trainable_params},
-                          {"absent_layers", s.absent_layers}});
-  }
-  Json missing = Json::array();
-  for (const auto& m : p.missing) {
-    missing.push_back({{"target", m.target},
-                       {"layers", m.layers},
-                       {"layer_types", m.layer_types},
-                       {"message", m.message}});
-  }
-  Json modules = Json::array();
-  for (const auto& m : p.modules) {
-    modules.push_back({{"name", m.name},
-                       {"target", m.target},
-                       {"layer", m.layer},
-                       {"layer_type", to_string(m.layer_type)},
-                       {"in_features", m.in_features},
-                       {"out_features", m.out_features},
-                       {"params", m.params}});
-  }
-  return {{"targets", p.targets},
-          {"rank", p.rank},
-          {"modules", static_cast<int64_t>(p.modules.size())},
-          {"trainable_params", p.trainable_params},
-          {"modules_by_layer_type",
-           {{"sliding_attention", p.sliding_modules}, {"full_attention", p.full_modules}}},
-          {"per_target", per_target},
-          {"missing", missing},
-          {"module_list", modules}};
-}
-
-Json to_json(const MemoryEstimate& m) {
-  Json rows = Json::array();
-  for (const auto& r : m.rows) {
-    rows.push_back({{"key", r.key}, {"label", r.label}, {"bytes", r.bytes}, {"basis", r.basis}});
-  }
-  Json out = {{"is_estimate", true},
-              {"measured_by", "tprobe profile"},
-              {"batch", m.inputs.batch},
-              {"width", m.inputs.width},
-              {"ce_chunk_tokens", m.inputs.ce_chunk_tokens},
-              {"rows", rows}};
-  for (const auto& r : m.rows) out[r.key] = r.bytes;
-  out["total_naive_ce_bytes"] = m.total_naive_ce_bytes;
-  out["total_chunked_ce_bytes"] = m.total_chunked_ce_bytes;
-  out["excludes"] =
-      "the recomputed layer's working set (MoE routing buffers), allocator "
-      "fragmentation, CUDA context";
-  return out;
-}
-
-Table blocks_table(const BlockSummary& s) {
-  Table t("Parameters by block");
-  t.column("block", Align::kLeft)
-      .column("tensors")
-      .column("params")
-      .column("bytes")
-      .column("share");
-  for (const auto& r : s.rows) {
-    t.row({block_label(r.block), format_count(r.tensors), format_count(r.params),
-           format_bytes(static_cast<double>(r.bytes)),
-           r.block == Block::kBuffers
-               ? std::string("buffer")
-               : format_percent(
-                     ratio(static_cast<double>(r.params), static_cast<double>(s.total_params)))});
-  }
-  t.separator();
-  t.row({"total parameters", "", format_count(s.total_params),
-         format_bytes(static_cast<double>(s.total_bytes)),
-         format_percent(s.total_params > 0 ? 1.0 : 0.0)});
-  if (s.text_params != s.total_params) {
-    t.row({"text decoder parameters", "", format_count(s.text_params),
-           format_bytes(static_cast<double>(s.text_bytes)),
-           format_percent(
-               ratio(static_cast<double>(s.text_params), static_cast<double>(s.total_params)))});
-  }
-  return t;
-}
-
-Table quantization_table(const QuantizationEstimate& q) {
-  Table t("Linear-only 4-bit quantization (what an nn.Linear walk replaces)");
-  t.column("part", Align::kLeft)
-      .column("params")
-      .column("share")
-      .column("bytes now")
-      .column("bytes after");
-  const double total = static_cast<double>(q.total_params);
-  t.row({"linear weights -> 4-bit", format_count(q.quantized_params),
-         format_percent(ratio(static_cast<double>(q.quantized_params), total)),
-         format_bytes(static_cast<double>(q.quantized_bytes_before)),
-         format_bytes(static_cast<double>(q.quantized_bytes_after))});
-  t.row({"fused 3-D experts, untouched", format_count(q.untouched_expert_params),
-         format_percent(ratio(static_cast<double>(q.untouched_expert_params), total)),
-         format_bytes(static_cast<double>(q.untouched_expert_bytes)),
-         format_bytes(static_cast<double>(q.untouched_expert_bytes))});
-  const int64_t other = q.untouched_params - q.untouched_expert_params;
-  const uint64_t other_bytes = q.untouched_bytes - q.untouched_expert_bytes;
-  t.row({"embeddings, norms, buffers, untouched", format_count(other),
-         format_percent(ratio(static_cast<double>(other), total)),
-         format_bytes(static_cast<double>(other_bytes)),
-         format_bytes(static_cast<double>(other_bytes))});
-  t.separator();
-  t.row({"model", format_count(q.total_params), format_percent(total > 0 ? 1.0 : 0.0),
-         format_bytes(static_cast<double>(q.bytes_before)),
-         format_bytes(static_cast<double>(q.bytes_after))});
-  t.note(fmt::format("saves {} of {} ({}); {} of the parameters stay in their stored dtype",
-                     format_bytes(static_cast<double>(q.bytes_before - q.bytes_after)),
-                     format_bytes(static_cast<double>(q.bytes_before)),
-                     format_percent(ratio(static_cast<double>(q.bytes_before - q.bytes_after),
-                                          static_cast<double>(q.bytes_before))),
-                     format_percent(ratio(static_cast<double>(q.untouched_params), total))));
-  t.note("4-bit = NF4-style 0.5 B/param + one fp32 absmax per 64 weights");
-  return t;
-}
-
-Table lora_table(const LoraPlan& p) {
-  Table t(fmt::format("LoRA targets at rank {}", p.rank));
-  t.column("target", Align::kLeft)
-      .column("sliding")
-      .column("full")
-      .column("modules")
-      .column("trainable params");
-  for (const auto& s : p.per_target) {
-    t.row({s.target, format_count(s.sliding_modules), format_count(s.full_modules),
-           format_count(s.modules), format_count(s.trainable_params)});
-  }
-  t.separator();
-  t.row({"total", format_count(p.sliding_modules), format_count(p.full_modules),
-         format_count(static_cast<int64_t>(p.modules.size())), format_count(p.trainable_params)});
-  return t;
-}
-
-Table memory_table(const MemoryEstimate& m) {
-  Table t(fmt::format("Memory budget ESTIMATE at batch {} x width {} (tprobe profile measures it)",
-                      m.inputs.batch, m.inputs.width));
-  t.column("item", Align::kLeft).column("bytes").column("basis", Align::kLeft);
-  for (const auto& r : m.rows) {
-    t.row({r.label, format_bytes(static_cast<double>(r.bytes)), r.basis});
-  }
-  t.separator();
-  t.row({"total with naive CE", format_bytes(static_cast<double>(m.total_naive_ce_bytes)), ""});
-  t.row({"total with chunked CE", format_bytes(static_cast<double>(m.total_chunked_ce_bytes)), ""});
-  t.note(
-      "a lower bound: excludes the recomputed layer's working set (MoE routing buffers), "
-      "allocator fragmentation and the CUDA context");
-  return t;
-}
-
 std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors) {
   std::map<std::string, DtypeRow> by_name;
   for (const auto& t : tensors) {
@@ -406,75 +204,52 @@ std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors) {
   return out;
 }
 
-Json config_summary_json(const ModelConfig& c) {
-  Json layers = Json::array();
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    LayerGeometry g = c.layer(i);
-    layers.push_back({{"layer", i},
-                      {"type", to_string(g.type)},
-                      {"head_dim", g.head_dim},
-                      {"num_kv_heads", g.num_kv_heads},
-                      {"has_v_proj", g.has_v_proj}});
+InspectReport analyze_inspect(const InspectInput& in) {
+  InspectReport r;
+  r.config = in.config;
+  r.prefix = in.prefix;
+  r.checkpoint = in.checkpoint;
+  r.embedded_name = in.embedded_name;
+  r.tensor_count = static_cast<int64_t>(in.tensors.size());
+  if (in.checkpoint) {
+    r.disagreements = cross_check(in.config, in.tensors, in.prefix);
+    for (const auto& w : in.checkpoint->warnings()) {
+      r.diagnostics.push_back({Severity::kWarning, "checkpoint_index", w});
+    }
+    const auto& defaulted = in.checkpoint->config_info().defaulted_fields;
+    if (!defaulted.empty()) {
+      r.diagnostics.push_back(
+          {Severity::kInfo, "config_defaults",
+           fmt::format("config.json left {} field(s) to Hugging Face defaults: {}",
+                       defaulted.size(), fmt::join(defaulted, ", "))});
+    }
   }
-  return {{"name", c.name},
-          {"hidden_size", c.hidden_size},
-          {"num_layers", c.num_layers},
-          {"sliding_layers", c.count_layers(LayerType::kSliding)},
-          {"full_layers", c.count_layers(LayerType::kFull)},
-          {"num_attention_heads", c.num_attention_heads},
-          {"intermediate_size", c.intermediate_size},
-          {"num_experts", c.num_experts},
-          {"top_k_experts", c.top_k_experts},
-          {"moe_intermediate_size", c.moe_intermediate_size},
-          {"vocab_size", c.vocab_size},
-          {"attention_k_eq_v", c.attention_k_eq_v},
-          {"sliding_window", c.sliding_window},
-          {"dtype", c.dtype},
-          {"layers", layers}};
-}
-
-Json checkpoint_source_json(const Checkpoint& ck) {
-  Json files = Json::array();
-  for (std::size_t i = 0; i < ck.file_count(); ++i) {
-    const SafetensorsFile& f = ck.file(i);
-    files.push_back({{"path", f.path()},
-                     {"tensors", f.tensors().size()},
-                     {"file_bytes", f.file_size()},
-                     {"header_bytes", f.header_size()}});
+  r.blocks = summarize_blocks(in.tensors, in.prefix);
+  r.quantization = estimate_linear_only_4bit(in.tensors, in.prefix);
+  r.lora = plan_lora(in.config, in.tensors, in.prefix, in.targets, in.rank);
+  MemoryInputs mem = in.memory;
+  mem.weight_bytes = r.blocks.text_bytes;
+  mem.trainable_params = r.lora.trainable_params;
+  r.memory = estimate_memory(in.config, mem);
+  // Dtypes present, so an unsupported one (F8, I64, ...) is visible rather than a crash later.
+  r.dtypes = tally_dtypes(in.tensors);
+  for (const auto& d : r.dtypes) {
+    if (d.supported) continue;
+    r.diagnostics.push_back({Severity::kWarning, "unsupported_dtype",
+                             fmt::format("{} tensor(s) are {}, which tprobe cannot compute with "
+                                         "(BF16, F16, F32 only)",
+                                         d.tensors, d.dtype)});
   }
-  return {{"kind", "checkpoint"},
-          {"dir", ck.dir()},
-          {"sharded", ck.sharded()},
-          {"text_prefix", ck.text_prefix()},
-          {"tensors", ck.tensor_count()},
-          {"files", files},
-          {"config_defaulted_fields", ck.config_info().defaulted_fields},
-          {"per_layer_config_form", ck.config_info().per_layer_config_form},
-          {"warnings", ck.warnings()}};
-}
-
-Json to_json(const std::vector<DtypeRow>& rows) {
-  Json out = Json::array();
-  for (const auto& r : rows) {
-    out.push_back(
-        {{"dtype", r.dtype}, {"tensors", r.tensors}, {"bytes", r.bytes}, {"supported", r.supported}});
+  for (const auto& m : r.lora.missing) {
+    r.diagnostics.push_back({Severity::kWarning, "lora_target_absent", m.message});
   }
-  return out;
-}
-
-Json to_json(const std::vector<Disagreement>& disagreements) {
-  Json out = Json::array();
-  for (const auto& d : disagreements) {
-    out.push_back({{"tensor", d.tensor}, {"field", d.field}, {"message", d.message}});
+  if (!r.disagreements.empty()) {
+    r.diagnostics.push_back({Severity::kError, "config_checkpoint_disagree",
+                             fmt::format("{} disagreement(s) between config.json and the tensors",
+                                         r.disagreements.size())});
+    r.outcome = Outcome::kNo;
   }
-  return out;
-}
-
-Table disagreements_table(const std::vector<Disagreement>& disagreements) {
-  Table t("Config vs checkpoint: disagreements");
-  t.column("tensor", Align::kLeft).column("field", Align::kLeft).column("message", Align::kLeft);
-  for (const auto& d : disagreements) t.row({d.tensor, d.field, d.message});
-  return t;
+  return r;
 }
 
 }  // namespace tprobe::core

@@ -46,7 +46,7 @@ ScalingFitReport analyze_scaling(ScalingFitInput input) {
   const bool is_auto = input.model == "auto";
   std::optional<FitModel> requested = parse_fit_model(input.model);
   if (!is_auto && !requested) {
-    fail_usage("--model '{}' is not one of A, AB, AC, ABC, auto", input.model);
+    fail_usage("fit form '{}' is not one of A, AB, AC, ABC, auto", input.model);
   }
   for (int64_t w : input.at_widths) {
     if (w < 1) fail_usage("--at {} is not a positive width", w);

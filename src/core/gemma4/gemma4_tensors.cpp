@@ -59,49 +59,120 @@ int64_t layer_of(const std::string& local, std::string* rest) {
 
 }  // namespace
 
-std::vector<TensorMeta> expected_text_tensors(const ModelConfig& c, const std::string& prefix) {
+namespace {
+
+// The linear modules of a layer, in HF order: PEFT target name, module path, role.
+struct LinearSpec {
+  const char* target;
+  const char* path;
+  TensorRole role;
+};
+constexpr LinearSpec kLinearSpecs[] = {
+    {"q_proj", "self_attn.q_proj", TensorRole::kQProj},
+    {"k_proj", "self_attn.k_proj", TensorRole::kKProj},
+    {"v_proj", "self_attn.v_proj", TensorRole::kVProj},
+    {"o_proj", "self_attn.o_proj", TensorRole::kOProj},
+    {"gate_proj", "mlp.gate_proj", TensorRole::kMlpGateProj},
+    {"up_proj", "mlp.up_proj", TensorRole::kMlpUpProj},
+    {"down_proj", "mlp.down_proj", TensorRole::kMlpDownProj},
+};
+
+// [out, in] of a linear module on a layer; {0, 0} when the layer does not have it.
+std::pair<int64_t, int64_t> linear_shape(const ModelConfig& c, const LayerGeometry& g,
+                                         TensorRole role) {
+  const int64_t h = c.hidden_size;
+  const int64_t q_rows = c.num_attention_heads * g.head_dim;
+  const int64_t kv_rows = g.num_kv_heads * g.head_dim;
+  switch (role) {
+    case TensorRole::kQProj:
+      return {q_rows, h};
+    case TensorRole::kKProj:
+      return {kv_rows, h};
+    case TensorRole::kVProj:
+      return g.has_v_proj ? std::pair<int64_t, int64_t>{kv_rows, h}
+                          : std::pair<int64_t, int64_t>{0, 0};
+    case TensorRole::kOProj:
+      return {h, q_rows};
+    case TensorRole::kMlpGateProj:
+    case TensorRole::kMlpUpProj:
+      return {c.intermediate_size, h};
+    case TensorRole::kMlpDownProj:
+      return {h, c.intermediate_size};
+    default:
+      return {0, 0};
+  }
+}
+
+}  // namespace
+
+std::vector<TextTensor> text_tensor_layout(const ModelConfig& c, const std::string& prefix) {
   auto dtype = dtype_from_torch_name(c.dtype);
   if (!dtype) fail("model '{}': dtype '{}' is not bfloat16, float16 or float32", c.name, c.dtype);
-  std::vector<TensorMeta> out;
-  auto add = [&](std::string name, std::vector<int64_t> shape) {
-    out.push_back({std::move(name), *dtype, std::move(shape)});
+  std::vector<TextTensor> out;
+  int64_t layer = -1;
+  auto add = [&](std::string name, TensorRole role, std::vector<int64_t> shape) {
+    out.push_back({{std::move(name), *dtype, std::move(shape)}, role, layer});
   };
   const int64_t h = c.hidden_size;
-  add(prefix + "embed_tokens.weight", {c.vocab_size, h});
-  add(prefix + "norm.weight", {h});
-  if (!c.tie_word_embeddings) add("lm_head.weight", {c.vocab_size, h});
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const LayerGeometry g = c.layer(i);
-    const std::string p = fmt::format("{}layers.{}.", prefix, i);
-    const int64_t q_rows = c.num_attention_heads * g.head_dim;
-    const int64_t kv_rows = g.num_kv_heads * g.head_dim;
-    add(p + "self_attn.q_proj.weight", {q_rows, h});
-    add(p + "self_attn.k_proj.weight", {kv_rows, h});
-    if (g.has_v_proj) add(p + "self_attn.v_proj.weight", {kv_rows, h});
-    add(p + "self_attn.o_proj.weight", {h, q_rows});
-    add(p + "self_attn.q_norm.weight", {g.head_dim});
-    add(p + "self_attn.k_norm.weight", {g.head_dim});
-    add(p + "input_layernorm.weight", {h});
-    add(p + "post_attention_layernorm.weight", {h});
-    add(p + "pre_feedforward_layernorm.weight", {h});
-    add(p + "post_feedforward_layernorm.weight", {h});
+  add(prefix + "embed_tokens.weight", TensorRole::kEmbedTokens, {c.vocab_size, h});
+  for (layer = 0; layer < c.num_layers; ++layer) {
+    const LayerGeometry g = c.layer(layer);
+    const std::string p = fmt::format("{}layers.{}.", prefix, layer);
+    auto add_linear = [&](const LinearSpec& s) {
+      auto [rows, cols] = linear_shape(c, g, s.role);
+      if (s.role == TensorRole::kVProj && !g.has_v_proj) return;
+      add(p + s.path + ".weight", s.role, {rows, cols});
+    };
+    for (int i = 0; i < 4; ++i) add_linear(kLinearSpecs[i]);  // q, k, v, o
+    add(p + "self_attn.q_norm.weight", TensorRole::kQNorm, {g.head_dim});
+    add(p + "self_attn.k_norm.weight", TensorRole::kKNorm, {g.head_dim});
+    add(p + "input_layernorm.weight", TensorRole::kInputLayernorm, {h});
+    add(p + "post_attention_layernorm.weight", TensorRole::kPostAttentionLayernorm, {h});
+    add(p + "pre_feedforward_layernorm.weight", TensorRole::kPreFeedforwardLayernorm, {h});
+    add(p + "post_feedforward_layernorm.weight", TensorRole::kPostFeedforwardLayernorm, {h});
     if (c.enable_moe_block) {
-      add(p + "post_feedforward_layernorm_1.weight", {h});
-      add(p + "pre_feedforward_layernorm_2.weight", {h});
-      add(p + "post_feedforward_layernorm_2.weight", {h});
+      add(p + "post_feedforward_layernorm_1.weight", TensorRole::kPostFeedforwardLayernorm1, {h});
+      add(p + "pre_feedforward_layernorm_2.weight", TensorRole::kPreFeedforwardLayernorm2, {h});
+      add(p + "post_feedforward_layernorm_2.weight", TensorRole::kPostFeedforwardLayernorm2, {h});
     }
-    add(p + "mlp.gate_proj.weight", {c.intermediate_size, h});
-    add(p + "mlp.up_proj.weight", {c.intermediate_size, h});
-    add(p + "mlp.down_proj.weight", {h, c.intermediate_size});
+    for (int i = 4; i < 7; ++i) add_linear(kLinearSpecs[i]);  // gate, up, down
     if (c.enable_moe_block) {
-      add(p + "router.proj.weight", {c.num_experts, h});
-      add(p + "router.scale", {h});
-      add(p + "router.per_expert_scale", {c.num_experts});
-      add(p + "experts.gate_up_proj", {c.num_experts, 2 * c.moe_intermediate_size, h});
-      add(p + "experts.down_proj", {c.num_experts, h, c.moe_intermediate_size});
+      add(p + "router.proj.weight", TensorRole::kRouterProj, {c.num_experts, h});
+      add(p + "router.scale", TensorRole::kRouterScale, {h});
+      add(p + "router.per_expert_scale", TensorRole::kRouterPerExpertScale, {c.num_experts});
+      add(p + "experts.gate_up_proj", TensorRole::kExpertsGateUp,
+          {c.num_experts, 2 * c.moe_intermediate_size, h});
+      add(p + "experts.down_proj", TensorRole::kExpertsDown,
+          {c.num_experts, h, c.moe_intermediate_size});
     }
-    add(p + "layer_scalar", {1});
+    add(p + "layer_scalar", TensorRole::kLayerScalar, {1});
   }
+  layer = -1;
+  add(prefix + "norm.weight", TensorRole::kFinalNorm, {h});
+  if (!c.tie_word_embeddings) add("lm_head.weight", TensorRole::kLmHead, {c.vocab_size, h});
+  return out;
+}
+
+std::vector<TensorMeta> expected_text_tensors(const ModelConfig& c, const std::string& prefix) {
+  std::vector<TensorMeta> out;
+  for (auto& t : text_tensor_layout(c, prefix)) out.push_back(std::move(t.meta));
+  return out;
+}
+
+std::vector<LinearModule> layer_linear_modules(const ModelConfig& c, int64_t layer) {
+  const LayerGeometry g = c.layer(layer);
+  std::vector<LinearModule> out;
+  for (const LinearSpec& s : kLinearSpecs) {
+    auto [rows, cols] = linear_shape(c, g, s.role);
+    if (rows <= 0 || cols <= 0) continue;
+    out.push_back({s.target, s.path, s.role, cols, rows});
+  }
+  return out;
+}
+
+std::vector<std::string> linear_module_names() {
+  std::vector<std::string> out;
+  for (const LinearSpec& s : kLinearSpecs) out.emplace_back(s.target);
   return out;
 }
 

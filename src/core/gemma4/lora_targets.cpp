@@ -20,12 +20,7 @@ bool matches(const std::string& module, const std::string& target) {
   return module == target || ends_with(module, "." + target);
 }
 
-std::string trim(const std::string& s) {
-  std::size_t b = s.find_first_not_of(" \t");
-  if (b == std::string::npos) return "";
-  std::size_t e = s.find_last_not_of(" \t");
-  return s.substr(b, e - b + 1);
-}
+std::string trim(const std::string& s) { return std::string(detail::trim(s)); }
 
 // "<prefix>layers.12.rest" -> 12; -1 otherwise.
 int64_t layer_index(const std::string& name, const std::string& prefix, std::string* rest) {
@@ -48,14 +43,27 @@ std::string join_layers(const std::vector<int64_t>& layers) {
 
 }  // namespace
 
-std::vector<std::string> parse_target_list(const std::string& csv) {
+std::string default_lora_targets() {
+  return fmt::format("{}", fmt::join(linear_module_names(), ","));
+}
+
+void check_known_targets(const std::vector<std::string>& targets, const std::string& what) {
+  const std::vector<std::string> known = linear_module_names();
+  for (const auto& t : targets) {
+    if (std::find(known.begin(), known.end(), t) == known.end()) {
+      fail_usage("{}: unknown LoRA target '{}' (known: {})", what, t, fmt::join(known, ","));
+    }
+  }
+}
+
+std::vector<std::string> parse_target_list(const std::string& csv, const std::string& what) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (true) {
     std::size_t comma = csv.find(',', start);
     std::string item =
         trim(csv.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (item.empty()) fail_usage("--targets '{}': empty entry in the target list", csv);
+    if (item.empty()) fail_usage("{} '{}': empty entry in the target list", what, csv);
     if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -66,8 +74,8 @@ std::vector<std::string> parse_target_list(const std::string& csv) {
 LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& tensors,
                    const std::string& prefix, const std::vector<std::string>& targets,
                    int64_t rank) {
-  if (rank <= 0) fail_usage("--rank {}: must be positive", rank);
-  if (targets.empty()) fail_usage("--targets: the target list is empty");
+  if (rank <= 0) fail_usage("LoRA rank {}: must be positive", rank);
+  if (targets.empty()) fail_usage("the LoRA target list is empty");
   LoraPlan plan;
   plan.rank = rank;
   plan.targets = targets;

@@ -45,7 +45,7 @@ int64_t ModelConfig::count_layers(LayerType type) const {
 namespace {
 
 ModelConfig gemma4_26b_a4b() {
-  // Values from gemma4-architecture.md §1.1 (the published text_config of google/gemma-4-26B-A4B).
+  // Values from docs/gemma4-model.md#config (the published text_config of google/gemma-4-26B-A4B).
   ModelConfig c;
   c.name = "gemma4-26b-a4b";
   c.hidden_size = 2816;

@@ -170,7 +170,7 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
   Fields f(*text, prefix, source, &info.defaulted_fields);
   check_model_type(f, "gemma4_text", "gemma4");
 
-  // Defaults are Gemma4TextConfig's (gemma4-architecture.md §1.1).
+  // Defaults are Gemma4TextConfig's (docs/gemma4-model.md#config).
   c.hidden_size = f.positive("hidden_size", 2304);
   c.num_layers = f.positive("num_hidden_layers", 30);
   c.intermediate_size = f.positive("intermediate_size", 9216);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/rng.hpp"
 
@@ -21,11 +22,7 @@ namespace {
 
 constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;  // a "line" beyond this is not text
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
+using detail::trim;
 
 // Quoted in messages, cut so a binary line cannot flood the terminal.
 std::string quote(std::string_view s) {
@@ -493,7 +490,7 @@ struct SyntheticSource {
   std::vector<std::pair<int64_t, int64_t>> knots;
 };
 
-// Tuned so the corpus looks like the post-mortem's (domain.md item 7-8): mean length ~2.6k,
+// Tuned so the corpus looks like the post-mortem's (docs/findings.md#f7–f8): mean length ~2.6k,
 // 142..16,384, and everything above 8,192 tokens in the two dialogue sources (46 % and 96 % of
 // their records), with a point mass at the 16,384 cap as a tokenizer limit leaves it.
 const std::vector<SyntheticSource>& synthetic_sources() {

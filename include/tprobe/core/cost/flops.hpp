@@ -8,30 +8,19 @@
 #include <string_view>
 #include <vector>
 
+#include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::core {
 
-// How attention is computed; decides what "performed" means (docs/flops.md has the table).
-enum class AttentionPath {
-  kSdpaMasked,   // every layer gets an explicit mask: a dense n×n kernel on every layer
-  kSdpaCausal,   // HF sdpa: is_causal skip where HF takes it (no padding; sliding only below W)
-  kFlashWindow,  // sliding layers on windowed varlen flash; full layers as kSdpaCausal
-  kEager,        // scores materialised in full on every layer
-};
-
-const char* to_string(AttentionPath path);  // "sdpa-masked", ...
-std::optional<AttentionPath> parse_attention_path(std::string_view text);
-std::vector<std::string> attention_path_names();
-
-// LoRA targets understood by the counter (HF module names of the decoder layer).
-std::vector<std::string> lora_target_names();
+// The attention path (core/gemma4/attention_path.hpp) decides what "performed" means
+// (docs/flops.md has the table).
 
 struct FlopsRequest {
   int64_t batch = 2;
-  int64_t width = 16384;           // padded per-sequence width n
-  std::vector<int64_t> lengths;    // real tokens per sequence (right-padded); empty: all = width
-  AttentionPath path = AttentionPath::kSdpaCausal;
+  int64_t width = 16384;         // padded per-sequence width n
+  std::vector<int64_t> lengths;  // real tokens per sequence (right-padded); empty: all = width
+  AttentionPath path = AttentionPath::kSdpa;
   std::vector<std::string> lora_targets;  // e.g. q_proj,k_proj,...; empty: no adapters
   int64_t lora_rank = 64;
   bool gradient_checkpointing = true;
@@ -55,7 +44,7 @@ struct FlopsRow {
 
 struct LoraModules {
   std::string target;
-  int64_t modules = 0;       // layers that have this module
+  int64_t modules = 0;  // layers that have this module
   int64_t trainable_params = 0;
 };
 

@@ -10,7 +10,7 @@
 
 namespace tprobe::core {
 
-// The measured H200 bf16 dense GEMM rate (domain.md), the roofline tprobe's MFU figures use.
+// The measured H200 bf16 dense GEMM rate (docs/findings.md#h200), the roofline tprobe's MFU figures use.
 inline constexpr double kDefaultPeakTflops = 790.0;
 
 struct FlopsRates {

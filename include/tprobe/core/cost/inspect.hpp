@@ -1,5 +1,6 @@
-// `tprobe inspect` analysis: parameters and bytes by block, the linear-only 4-bit trap, and the
-// memory budget estimate. Plain inputs (tensor metadata, a config), plain outputs.
+// `tprobe inspect` analysis: parameters and bytes by block, the linear-only 4-bit trap, LoRA
+// targets, the memory budget estimate and the config check. Plain inputs, a plain report; the
+// views are in inspect_report.hpp.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,6 @@
 #include "tprobe/core/gemma4/lora_targets.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/io/safetensors.hpp"
-#include "tprobe/core/base/table.hpp"
 
 namespace tprobe::core {
 
@@ -110,7 +110,6 @@ struct MemoryEstimate {
 // working set (MoE routing buffers), allocator fragmentation, CUDA context.
 MemoryEstimate estimate_memory(const ModelConfig& config, const MemoryInputs& inputs);
 
-// Views.
 // Tensors and bytes per stored dtype; `supported` is false for dtypes tprobe cannot compute with.
 struct DtypeRow {
   std::string dtype;
@@ -120,22 +119,35 @@ struct DtypeRow {
 };
 std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors);
 
-// The resolved geometry of every layer, for the evidence (results.config).
-Json config_summary_json(const ModelConfig& config);
-// Where the tensors came from (results.source): files, prefix, index warnings, config defaults.
-Json checkpoint_source_json(const Checkpoint& checkpoint);
+// Everything `tprobe inspect` reads: a checkpoint's headers, or an embedded config's layout.
+struct InspectInput {
+  ModelConfig config;
+  std::vector<TensorMeta> tensors;
+  std::string prefix = kMultimodalTextPrefix;
+  const Checkpoint* checkpoint = nullptr;  // the source of `tensors`; nullptr: embedded config
+  std::string embedded_name;               // when checkpoint is nullptr
+  std::vector<std::string> targets;        // LoRA targets (unknown names are reported missing)
+  int64_t rank = 64;
+  MemoryInputs memory;  // batch, width, ce_chunk_tokens; weights and trainable are filled in
+};
 
-Json to_json(const std::vector<DtypeRow>& rows);
-Json to_json(const std::vector<Disagreement>& disagreements);
-Table disagreements_table(const std::vector<Disagreement>& disagreements);
+struct InspectReport {
+  ModelConfig config;
+  std::string prefix;
+  const Checkpoint* checkpoint = nullptr;  // borrowed from the input: must outlive the report
+  std::string embedded_name;
+  int64_t tensor_count = 0;
+  std::vector<Disagreement> disagreements;  // config vs tensors (checkpoints only)
+  BlockSummary blocks;
+  QuantizationEstimate quantization;
+  LoraPlan lora;
+  MemoryEstimate memory;
+  std::vector<DtypeRow> dtypes;
+  std::vector<Diagnostic> diagnostics;  // index warnings, defaults, dtypes, absent targets
+  Outcome outcome = Outcome::kOk;       // kNo when config.json disagrees with the tensors
+};
 
-Json to_json(const BlockSummary& summary);
-Json to_json(const QuantizationEstimate& q);
-Json to_json(const LoraPlan& plan);
-Json to_json(const MemoryEstimate& m);
-Table blocks_table(const BlockSummary& summary);
-Table quantization_table(const QuantizationEstimate& q);
-Table lora_table(const LoraPlan& plan);
-Table memory_table(const MemoryEstimate& m);
+// Throws UsageError for a non-positive rank or an empty target list.
+InspectReport analyze_inspect(const InspectInput& input);
 
 }  // namespace tprobe::core

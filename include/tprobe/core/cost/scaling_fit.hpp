@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tprobe/core/io/fit_points.hpp"
+
 namespace tprobe::core {
 
 // The nested family of models; A is always present (a step does at least linear work).
@@ -18,14 +20,6 @@ std::optional<FitModel> parse_fit_model(std::string_view text);
 int parameter_count(FitModel model);
 bool has_quadratic(FitModel model);
 bool has_constant(FitModel model);
-
-// One measured step. `batch` is 0 when the input did not say.
-struct FitPoint {
-  double width = 0;    // per-sequence width w, tokens
-  double seconds = 0;  // step time
-  int64_t batch = 0;
-  std::string origin;  // where it came from, for messages: "--point 2", "a.csv:3", "p.json points[1]"
-};
 
 struct Coefficient {
   double value = 0;
@@ -96,7 +90,7 @@ struct FTest {
 
 FTest f_test(const ModelFit& reduced, const ModelFit& full, double alpha);
 
-// `--model auto`: backward elimination from ABC by F-tests at level alpha (docs/scaling-fit.md
+// The auto fit form (`--form auto`): backward elimination from ABC by F-tests at level alpha (docs/scaling-fit.md
 // says why F and not AIC). Needs ABC to leave a residual degree of freedom over distinct widths.
 struct ModelSelection {
   bool possible = false;
@@ -130,26 +124,6 @@ double regularized_incomplete_beta(double a, double b, double x);
 // ascending); origins are joined.
 std::vector<FitPoint> median_per_width(const std::vector<FitPoint>& points);
 
-// A micro-batch width distribution from a padding or bucket evidence file.
-struct WidthCount {
-  int64_t width = 0;
-  int64_t count = 0;
-};
-
-struct WidthDistribution {
-  std::string path;
-  std::string probe;  // "padding" or "bucket"
-  std::string key;    // the results key it came from
-  std::vector<WidthCount> widths;  // ascending, counts > 0
-  std::optional<int64_t> micro_batch;  // invocation.options["micro-batch"] when recorded
-  int64_t micro_batches() const;
-};
-
-// Accepted shapes (first found wins): results.micro_batch_widths (one width per micro-batch, as
-// `tprobe padding` writes it), results.width_histogram ([{width, count}] objects; a compact form
-// no probe writes yet). Throws tprobe::Error naming the file and key.
-WidthDistribution read_width_distribution(const std::string& path);
-
 struct WeightedShare {
   int64_t micro_batches = 0;
   double predicted_total_s = 0;   // Σ t(w) over the micro-batches
@@ -159,17 +133,6 @@ struct WeightedShare {
 };
 
 WeightedShare weighted_quadratic_share(const ModelFit& fit, const WidthDistribution& widths);
-
-// Readers. Each throws tprobe::Error naming the file and line (or JSON path) at fault.
-// CSV: header optional; columns width,seconds[,batch]; '#' comments and blank lines skipped.
-std::vector<FitPoint> read_points_csv(const std::string& path);
-
-// profile evidence: results.points[] of {batch, width, outcome, samples_s[]}; only outcome "ok"
-// points are used. `skipped` receives one line per point that was not ("width 32768: oom").
-std::vector<FitPoint> read_points_profile(const std::string& path, std::vector<std::string>* skipped);
-
-// "W:S" as given to --point.
-FitPoint parse_point(std::string_view text, const std::string& origin);
 
 // A fit is at one batch. With `batch` set, points of another batch are dropped (one line each
 // in `dropped`) and points without a batch are taken to be at it. Without it, the points must

@@ -1,4 +1,5 @@
 // The bucket-to-pair, shuffle-to-mix sampler, its sweep over bucket size, and the cost model.
+// Views are in bucket_report.hpp.
 #pragma once
 
 #include <cstdint>
@@ -31,14 +32,6 @@ CostModel parse_cost(const std::string& text);
 CostModel cost_from_scaling_fit(const std::string& path);
 CostModel cost_from_scaling_fit_json(const Json& doc, const std::string& path);
 
-// Micro-batches in the order a trainer consumes them: micro-batch i holds
-// records[starts[i] .. starts[i+1]).
-struct MicroBatchOrder {
-  std::vector<uint32_t> records;
-  std::vector<uint64_t> starts;  // micro_batches() + 1 entries
-  std::size_t micro_batches() const { return starts.empty() ? 0 : starts.size() - 1; }
-};
-
 // Record indices sorted by (length, index): the sampler's first step.
 std::vector<uint32_t> sort_by_length(const std::vector<int64_t>& lengths);
 
@@ -49,10 +42,6 @@ std::vector<uint32_t> sort_by_length(const std::vector<int64_t>& lengths);
 // re-sort would make every bucket size produce the same micro-batches (the no-op-sweep trap).
 MicroBatchOrder bucket_order(const std::vector<uint32_t>& sorted, int64_t bucket,
                              int64_t micro_batch, uint64_t seed);
-
-// A plain loader: record_order() cut into consecutive micro-batches.
-MicroBatchOrder plain_order(std::size_t records, int64_t micro_batch, BatchOrder order,
-                            uint64_t seed);
 
 // What one order costs. Windows are `accum` consecutive micro-batches (the last may be short).
 struct OrderMetrics {
@@ -87,7 +76,7 @@ struct BucketOptions {
   int64_t micro_batch = 2;
   int64_t accum = 8;
   int64_t max_seq_len = 16384;
-  std::vector<int64_t> sweep = {2, 8, 32, 128, 512};
+  std::vector<int64_t> sweep;  // empty: default_sweep(micro_batch)
   int64_t seeds = 3;
   uint64_t seed = 0;
   BatchOrder baseline = BatchOrder::kSequential;
@@ -96,8 +85,8 @@ struct BucketOptions {
 };
 void validate(const BucketOptions& options);
 
-// The sweep when --sweep is not given: 2, 8, 32, 128, 512, with sizes below the micro-batch
-// replaced by the micro-batch itself (so `--micro-batch 4` alone sweeps 4, 8, 32, 128, 512).
+// The sweep when none is given: 2, 8, 32, 128, 512, with sizes below the micro-batch replaced by
+// the micro-batch itself (so micro-batch 4 alone sweeps 4, 8, 32, 128, 512).
 std::vector<int64_t> default_sweep(int64_t micro_batch);
 
 // Mean over seeds, and the spread (max - min).
@@ -129,19 +118,14 @@ struct BucketReport {
   SourceBreakdown breakdown;
   SweepRow baseline;
   std::vector<SweepRow> sweep;
-  bool noop_sweep = false;
+  bool noop_sweep = false;  // with a `noop_sweep` warning in diagnostics
   int64_t chosen_bucket = 0;
   OrderMetrics chosen;  // chosen bucket, first seed: the order --emit-order writes
   std::vector<int64_t> chosen_widths;  // per micro-batch of that order, in order (raw data)
+  std::vector<Diagnostic> diagnostics;
 };
 
+// options.sweep empty: default_sweep(options.micro_batch); the report holds the sweep as analysed
+// (ascending, duplicates dropped).
 BucketReport analyze_bucket(const LengthDataset& dataset, const BucketOptions& options);
-Json to_json(const BucketReport& report);
-std::string render(const BucketReport& report);
-
-// The chosen order as JSONL: a header line (schema, dataset, parameters, seed), then one line
-// per micro-batch {"micro_batch": i, "window": i / accum, "width": w, "records": [...]}.
-std::string order_jsonl(const LengthDataset& dataset, const BucketOptions& options,
-                        int64_t bucket);
-
 }  // namespace tprobe::core

@@ -1,4 +1,5 @@
 // Padding analysis of a length dataset: waste, widths, truncation per source, loss-head memory.
+// Views are in padding_report.hpp.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,23 @@ std::vector<int64_t> truncate_lengths(const std::vector<int64_t>& lengths, int64
 // Record indices in the order a plain loader feeds them: file order, or a seeded Fisher-Yates
 // permutation of it.
 std::vector<uint32_t> record_order(std::size_t records, BatchOrder order, uint64_t seed);
+
+// Micro-batches in the order a trainer consumes them: micro-batch i holds
+// records[starts[i] .. starts[i+1]).
+struct MicroBatchOrder {
+  std::vector<uint32_t> records;
+  std::vector<uint64_t> starts;  // micro_batches() + 1 entries
+  std::size_t micro_batches() const { return starts.empty() ? 0 : starts.size() - 1; }
+};
+
+// A plain loader: record_order() cut into consecutive micro-batches of `micro_batch` records
+// (the last one may be short).
+MicroBatchOrder plain_order(std::size_t records, int64_t micro_batch, BatchOrder order,
+                            uint64_t seed);
+
+// The padded width of every micro-batch: its longest member's length in `lengths`.
+std::vector<int64_t> micro_batch_widths(const MicroBatchOrder& order,
+                                        const std::vector<int64_t>& lengths);
 
 // Per data source (and, in `total`, the whole dataset). Token counts are exact integers so rows
 // sum to the total.
@@ -61,7 +79,7 @@ struct HistogramBin {
 };
 std::vector<HistogramBin> log2_histogram(const std::vector<int64_t>& lengths);
 
-// Loss-head memory (domain.md item 9). Naive CE keeps, per logit: the bf16 logits (2 bytes), the
+// Loss-head memory (docs/findings.md#f9). Naive CE keeps, per logit: the bf16 logits (2 bytes), the
 // fp32 upcast (4), the fp32 input saved for the softcap tanh's backward (4) and the fp32
 // softmax / its gradient (4): kNaiveCeBytesPerLogit = 14. One 8,192-token row at vocab 262,144
 // is 2.1 G logits, 28 GiB.
@@ -111,15 +129,4 @@ struct PaddingReport {
 };
 
 PaddingReport analyze_padding(const LengthDataset& dataset, const PaddingOptions& options);
-Json to_json(const PaddingReport& report);
-std::string render(const PaddingReport& report);  // the tables and the histogram, for stdout
-
-// JSON shape of one source row / the truncation block, shared with the bucket probe.
-Json to_json(const SourceStats& stats, bool with_padding);
-Json truncation_json(const SourceBreakdown& breakdown, int64_t max_seq_len);
-// The dataset block both probes start their results with: `dataset {name, format, records,
-// sources}`, `records`, `dataset_tokens`, `real_tokens`.
-void put_dataset_json(Json& j, const std::string& name, const std::string& format,
-                      const SourceBreakdown& breakdown);
-
 }  // namespace tprobe::core

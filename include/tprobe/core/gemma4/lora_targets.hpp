@@ -6,17 +6,25 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::core {
 
-// The seven projections the post-mortem adapted (domain.md item 12).
-inline constexpr const char* kDefaultLoraTargets =
-    "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj";
+// The LoRA target names tprobe knows are the decoder layer's linear modules,
+// linear_module_names() in gemma4_tensors.hpp. All seven are the default, as the post-mortem
+// adapted them (docs/findings.md#lora-targets): "q_proj,k_proj,v_proj,o_proj,gate_proj,...".
+std::string default_lora_targets();
 
-// "q_proj, k_proj" -> {"q_proj", "k_proj"}; throws UsageError on an empty list or entry.
-std::vector<std::string> parse_target_list(const std::string& csv);
+// "q_proj, k_proj" -> {"q_proj", "k_proj"} (duplicates dropped); throws UsageError naming
+// `what` (the user-facing name of the list, e.g. "--targets") on an empty list or entry.
+std::vector<std::string> parse_target_list(const std::string& csv,
+                                           const std::string& what = "target list");
+
+// Throws UsageError naming `what` for a target that is not a linear-module name.
+void check_known_targets(const std::vector<std::string>& targets,
+                         const std::string& what = "target list");
 
 // One adapted linear module: A is [rank, in], B is [out, rank].
 struct LoraModule {

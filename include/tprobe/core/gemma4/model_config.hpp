@@ -20,7 +20,7 @@ struct RopeParams {
   double partial_rotary_factor = 1.0;  // only used by kProportional
 };
 
-// Per-layer overrides as HF's per_layer_config carries them (gemma4-architecture.md §1.2).
+// Per-layer overrides as HF's per_layer_config carries them (docs/gemma4-model.md#config).
 struct LayerOverride {
   std::optional<int64_t> head_dim;
   std::optional<int64_t> num_key_value_heads;

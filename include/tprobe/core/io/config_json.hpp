@@ -27,7 +27,7 @@ struct ConfigJson {
 };
 
 // Parses a config.json document (multimodal with "text_config", or text-only). `source` names the
-// file in messages and becomes config.name. Rules (docs/inspect.md, gemma4-architecture.md §1):
+// file in messages and becomes config.name. Rules (docs/inspect.md, docs/gemma4-model.md#config):
 // - absent fields take the Hugging Face default and are listed in info.defaulted_fields, except
 //   `hidden_size_per_layer_input`: HF defaults it to 256 (per-layer input embeddings ON), which
 //   tprobe does not implement, so a missing key is refused with a message naming the field;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU-host session for issue 6: build (cuda preset), write the HF fixtures, parity checks,
+# One GPU-host session (it produced docs/parity.md's numbers and the first step table): build (cuda preset), write the HF fixtures, parity checks,
 # tprobe step benchmark and the HF+PEFT step benchmark, sequentially on one GPU. Logs to $OUT.
 set -u
 export PYTHONUNBUFFERED=1

@@ -1,0 +1,34 @@
+// Views of an InspectReport: the evidence `results` and the tables `tprobe inspect` prints.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/cost/inspect.hpp"
+
+namespace tprobe::core {
+
+Json to_json(const InspectReport& report);
+std::string render(const InspectReport& report);  // header line and every table, for stdout
+
+// The resolved geometry of every layer, for the evidence (results.config).
+Json config_summary_json(const ModelConfig& config);
+// Where the tensors came from (results.source): files, prefix, index warnings, config defaults.
+Json checkpoint_source_json(const Checkpoint& checkpoint);
+
+Json to_json(const std::vector<DtypeRow>& rows);
+Json to_json(const std::vector<Disagreement>& disagreements);
+Table disagreements_table(const std::vector<Disagreement>& disagreements);
+
+Json to_json(const BlockSummary& summary);
+Json to_json(const QuantizationEstimate& q);
+Json to_json(const LoraPlan& plan);
+Json to_json(const MemoryEstimate& m);
+Table blocks_table(const BlockSummary& summary);
+Table quantization_table(const QuantizationEstimate& q);
+Table lora_table(const LoraPlan& plan);
+Table memory_table(const MemoryEstimate& m);
+
+}  // namespace tprobe::core

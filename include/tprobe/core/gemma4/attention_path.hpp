@@ -1,0 +1,38 @@
+// The attention paths a Gemma-4 LoRA step can take: one name for each, shared by the FLOP counter
+// (what "performed" means) and the libtorch engine (which kernels it calls).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tprobe::core {
+
+// Every layer is causal; sliding layers also see only the last `sliding_window` keys.
+//  kEager        HF "eager": scores materialised in full with an additive mask, repeated KV
+//                heads, fp32 softmax. Performs the dense n×n product on every layer.
+//  kSdpa         HF "sdpa" as transformers 5.17 calls it: is_causal (no mask) on full layers and
+//                on sliding layers while the sequence is shorter than the window, an explicit
+//                bool mask (with repeated KV heads) where HF materialises one. Needs libtorch >= 2.
+//  kSdpaMasked   SDPA with an explicit bool mask on every layer, as a harness that builds its own
+//                mask does: a dense n×n kernel everywhere (no flash, no causal skip).
+//  kFlashWindow  sliding layers on the variable-length flash kernel with a left window (no mask);
+//                full layers (head_dim 512, which no fused kernel takes) on the blockwise-GEMM
+//                attention, skipping at block-row granularity (docs/global-attention.md;
+//                TPROBE_FLASH_WINDOW_GLOBAL=sdpa puts them back on is_causal SDPA). CUDA builds of
+//                libtorch >= 2.5, bf16/fp16 only.
+//  kBlockwise    every layer on the blockwise-GEMM attention (windowed on sliding layers): causal
+//                skip at block-row granularity, the window's keys only. Any device and dtype.
+enum class AttentionPath { kEager, kSdpa, kSdpaMasked, kFlashWindow, kBlockwise };
+
+// "eager", "sdpa", "sdpa-masked", "flash-window", "blockwise"
+const char* to_string(AttentionPath path);
+std::optional<AttentionPath> parse_attention_path(std::string_view text);
+// The same, throwing UsageError that names `what` (the user-facing name, e.g. "--attn") and the
+// known names for anything else.
+AttentionPath attention_path_from_name(std::string_view text, std::string_view what);
+// The names above, in enum order (for CLI checks and help text).
+std::vector<std::string> attention_path_names();
+
+}  // namespace tprobe::core

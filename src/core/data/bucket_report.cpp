@@ -1,0 +1,189 @@
+// Views of a BucketReport: the evidence `results`, the sweep table and the emitted order.
+#include "tprobe/core/data/bucket_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
+
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/data/padding_report.hpp"
+
+namespace tprobe::core {
+
+namespace {
+
+Json stat_json(const SeedStat& s) { return {{"mean", s.mean}, {"min", s.min}, {"max", s.max}}; }
+
+Json metrics_json(const OrderMetrics& m) {
+  Json j;
+  j["micro_batches"] = m.micro_batches;
+  j["real_tokens"] = m.real_tokens;
+  j["padded_tokens"] = m.padded_tokens;
+  j["waste_ratio"] = m.waste_ratio;
+  j["zero_pad_micro_batches"] = m.zero_pad_micro_batches;
+  j["zero_pad_share"] = m.zero_pad_share;
+  j["windows"] = m.windows;
+  j["sources_per_window"] = {{"mean", m.sources_per_window_mean},
+                             {"min", m.sources_per_window_min},
+                             {"p10", m.sources_per_window_p10}};
+  j["predicted_time_s"] = m.predicted_time_s ? Json(*m.predicted_time_s) : Json(nullptr);
+  return j;
+}
+
+Json row_json(const SweepRow& row, bool baseline) {
+  Json j;
+  if (!baseline) j["bucket"] = row.bucket;
+  j["waste_ratio"] = row.waste_ratio.mean;
+  j["padded_tokens"] = row.padded_tokens.mean;
+  j["zero_pad_share"] = row.zero_pad_share.mean;
+  j["sources_per_window"] = {
+      {"mean", row.spw_mean.mean}, {"min", row.spw_min}, {"p10", row.spw_p10.mean}};
+  j["predicted_time_s"] = row.predicted_time_s ? Json(row.predicted_time_s->mean) : Json(nullptr);
+  if (!baseline) j["saving_ratio"] = row.saving_ratio ? Json(*row.saving_ratio) : Json(nullptr);
+  Json spread;
+  spread["waste_ratio"] = stat_json(row.waste_ratio);
+  spread["padded_tokens"] = stat_json(row.padded_tokens);
+  spread["zero_pad_share"] = stat_json(row.zero_pad_share);
+  spread["sources_per_window_mean"] = stat_json(row.spw_mean);
+  spread["sources_per_window_p10"] = stat_json(row.spw_p10);
+  spread["predicted_time_s"] =
+      row.predicted_time_s ? stat_json(*row.predicted_time_s) : Json(nullptr);
+  j["over_seeds"] = std::move(spread);
+  j["micro_batch_set_fingerprint"] = fmt::format("{:016x}", row.fingerprint);
+  Json per = Json::array();
+  for (std::size_t k = 0; k < row.per_seed.size(); ++k) {
+    Json m = metrics_json(row.per_seed[k]);
+    Json withseed;
+    withseed["seed"] = row.seeds[k];
+    for (auto it = m.begin(); it != m.end(); ++it) withseed[it.key()] = it.value();
+    per.push_back(std::move(withseed));
+  }
+  j["per_seed"] = std::move(per);
+  return j;
+}
+
+}  // namespace
+
+Json to_json(const BucketReport& r) {
+  const auto& o = r.options;
+  Json j;
+  put_dataset_json(j, r.dataset, r.format, r.breakdown);
+  j["padded_tokens"] = r.chosen.padded_tokens;
+  j["waste_ratio"] = r.chosen.waste_ratio;
+  j["chosen"] = {{"bucket", r.chosen_bucket}, {"seed", o.seed}};
+  j["micro_batch_widths"] = r.chosen_widths;
+  const Json chosen = metrics_json(r.chosen);
+  for (auto it = chosen.begin(); it != chosen.end(); ++it) j["chosen"][it.key()] = it.value();
+  j["truncation"] = truncation_json(r.breakdown, o.max_seq_len);
+  Json per = Json::array();
+  for (const auto& s : r.breakdown.sources) per.push_back(to_json(s, false));
+  j["per_source"] = std::move(per);
+  if (o.cost) {
+    j["cost_model"] = {
+        {"a_s_per_token", o.cost->a_s_per_token},
+        {"b_s_per_token2", o.cost->b_s_per_token2},
+        {"c_s", o.cost->c_s},
+        {"origin", o.cost->origin},
+        {"formula", "t(w) = c_s + a_s_per_token*w + b_s_per_token2*w^2 per micro-batch"}};
+  } else {
+    j["cost_model"] = nullptr;
+  }
+  Json base = row_json(r.baseline, true);
+  Json baseline;
+  baseline["order"] = to_string(o.baseline);
+  for (auto it = base.begin(); it != base.end(); ++it) baseline[it.key()] = it.value();
+  j["baseline"] = std::move(baseline);
+  Json sweep = Json::array();
+  for (const auto& row : r.sweep) sweep.push_back(row_json(row, false));
+  j["sweep"] = std::move(sweep);
+  j["noop_sweep"] = r.noop_sweep;
+  return j;
+}
+
+std::string render(const BucketReport& r) {
+  const auto& o = r.options;
+  Table t(
+      fmt::format("bucket: {} ({} records), micro-batch {}, accum {}, max_seq_len {}, "
+                  "{} seed{} from {}",
+                  r.dataset, format_count(r.breakdown.total.records), o.micro_batch, o.accum,
+                  format_count(o.max_seq_len), o.seeds, o.seeds == 1 ? "" : "s", o.seed));
+  t.column("order", Align::kLeft)
+      .column("waste")
+      .column("±")
+      .column("padded tokens")
+      .column("zero-pad mb")
+      .column("src/window mean")
+      .column("min")
+      .column("p10")
+      .column("predicted time")
+      .column("saving");
+  auto add = [&](const SweepRow& row, const std::string& label) {
+    t.row({label, format_percent(row.waste_ratio.mean),
+           format_percent((row.waste_ratio.max - row.waste_ratio.min) / 2, 2),
+           format_count(static_cast<int64_t>(std::llround(row.padded_tokens.mean))),
+           format_percent(row.zero_pad_share.mean), fmt::format("{:.2f}", row.spw_mean.mean),
+           fmt::format("{}", row.spw_min), fmt::format("{:.1f}", row.spw_p10.mean),
+           row.predicted_time_s ? format_seconds(row.predicted_time_s->mean) : "-",
+           row.saving_ratio ? format_percent(*row.saving_ratio) : "-"});
+  };
+  add(r.baseline, fmt::format("baseline ({})", to_string(o.baseline)));
+  t.separator();
+  for (const auto& row : r.sweep) {
+    add(row, fmt::format("bucket {}{}", row.bucket, row.bucket == r.chosen_bucket ? " *" : ""));
+  }
+  t.note(
+      fmt::format("± is half the spread (max - min) of the waste over seeds; * marks the chosen "
+                  "order (bucket {}, seed {}).",
+                  r.chosen_bucket, o.seed));
+  if (o.cost) {
+    t.note(fmt::format("predicted time: sum over micro-batches of {} + {}*w + {}*w^2 s (from {}).",
+                       format_sci(o.cost->c_s), format_sci(o.cost->a_s_per_token),
+                       format_sci(o.cost->b_s_per_token2), o.cost->origin));
+  } else {
+    t.note("predicted time: give --cost A,B[,C] or --scaling-fit PATH.");
+  }
+  std::string out = t.render();
+  if (r.noop_sweep) {
+    out +=
+        "\n!!! NO-OP SWEEP: every bucket size produced the same micro-batches; the sweep "
+        "measured nothing (docs/bucket.md).\n";
+  }
+  return out;
+}
+
+std::string order_jsonl(const LengthDataset& ds, const BucketOptions& o, int64_t bucket) {
+  const std::vector<int64_t> eff = truncate_lengths(ds.lengths, o.max_seq_len);
+  const MicroBatchOrder ord = bucket_order(sort_by_length(eff), bucket, o.micro_batch, o.seed);
+  Json header;
+  header["schema"] = "tprobe.bucket-order";
+  header["version"] = 1;
+  header["dataset"] = ds.name;
+  header["records"] = ds.records();
+  header["micro_batches"] = ord.micro_batches();
+  header["micro_batch"] = o.micro_batch;
+  header["accum"] = o.accum;
+  header["bucket"] = bucket;
+  header["seed"] = o.seed;
+  header["max_seq_len"] = o.max_seq_len;
+  header["sampler"] =
+      "sort by (truncated length, index); buckets of `bucket` records; "
+      "Fisher-Yates in each bucket; micro-batches; global Fisher-Yates";
+  header["rng"] = "xoshiro256** seeded through splitmix64";
+  header["record_index"] = "0-based position of the record in the dataset";
+  fmt::memory_buffer buf;
+  fmt::format_to(std::back_inserter(buf), "{}\n", header.dump());
+  const std::vector<int64_t> widths = micro_batch_widths(ord, eff);
+  for (std::size_t i = 0; i < ord.micro_batches(); ++i) {
+    fmt::format_to(std::back_inserter(buf),
+                   "{{\"micro_batch\":{},\"window\":{},\"width\":{},\"records\":[", i,
+                   i / static_cast<std::size_t>(o.accum), widths[i]);
+    for (uint64_t k = ord.starts[i]; k < ord.starts[i + 1]; ++k) {
+      fmt::format_to(std::back_inserter(buf), k == ord.starts[i] ? "{}" : ",{}", ord.records[k]);
+    }
+    fmt::format_to(std::back_inserter(buf), "]}}\n");
+  }
+  return fmt::to_string(buf);
+}
+
+}  // namespace tprobe::core

@@ -1,0 +1,218 @@
+// Views of a PaddingReport: the evidence `results` and the tables `tprobe padding` prints.
+#include "tprobe/core/data/padding_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/math_util.hpp"
+#include "tprobe/core/base/table.hpp"
+
+namespace tprobe::core {
+
+namespace {
+
+using detail::ratio;
+
+std::string source_label(const std::string& name) { return name.empty() ? "(none)" : name; }
+
+std::string bar(int64_t value, int64_t max, int width) {
+  if (max <= 0 || value <= 0) return "";
+  int64_t n = (value * width + max - 1) / max;  // any non-empty bin shows at least one mark
+  return std::string(static_cast<std::size_t>(n), '#');
+}
+
+}  // namespace
+
+Json to_json(const SourceStats& s, bool with_padding) {
+  Json j;
+  j["source"] = s.name.empty() ? Json(nullptr) : Json(s.name);
+  j["records"] = s.records;
+  j["dataset_tokens"] = s.dataset_tokens;
+  j["real_tokens"] = s.real_tokens;
+  j["max_length"] = s.max_length;
+  j["truncated_records"] = s.truncated_records;
+  j["truncated_tokens"] = s.truncated_tokens;
+  if (with_padding) j["pad_tokens"] = s.pad_tokens;
+  return j;
+}
+
+namespace {
+
+Json truncation_row(const SourceStats& s) {
+  Json j;
+  j["source"] = s.name.empty() ? Json(nullptr) : Json(s.name);
+  j["records"] = s.records;
+  j["dataset_tokens"] = s.dataset_tokens;
+  j["truncated_records"] = s.truncated_records;
+  j["truncated_tokens"] = s.truncated_tokens;
+  j["records_ratio"] = ratio(s.truncated_records, s.records);
+  j["tokens_ratio"] = ratio(s.truncated_tokens, s.dataset_tokens);
+  return j;
+}
+
+Json summary_json(const LengthSummary& s) {
+  return {{"min", s.min}, {"mean", s.mean}, {"max", s.max},
+          {"p50", s.p50}, {"p90", s.p90},   {"p99", s.p99}};
+}
+}  // namespace
+
+Json truncation_json(const SourceBreakdown& b, int64_t max_seq_len) {
+  Json j;
+  j["max_seq_len"] = max_seq_len;
+  j["truncated_records"] = b.total.truncated_records;
+  j["truncated_tokens"] = b.total.truncated_tokens;
+  j["records_ratio"] = ratio(b.total.truncated_records, b.total.records);
+  j["tokens_ratio"] = ratio(b.total.truncated_tokens, b.total.dataset_tokens);
+  Json rows = Json::array();
+  for (const auto& s : b.sources) rows.push_back(truncation_row(s));
+  j["per_source"] = std::move(rows);
+  return j;
+}
+
+void put_dataset_json(Json& j, const std::string& name, const std::string& format,
+                      const SourceBreakdown& breakdown) {
+  j["dataset"] = {{"name", name},
+                  {"format", format},
+                  {"records", breakdown.total.records},
+                  {"sources", breakdown.sources.size()}};
+  j["records"] = breakdown.total.records;
+  j["dataset_tokens"] = breakdown.total.dataset_tokens;
+  j["real_tokens"] = breakdown.total.real_tokens;
+}
+
+Json to_json(const PaddingReport& r) {
+  Json j;
+  put_dataset_json(j, r.dataset, r.format, r.breakdown);
+  j["padded_tokens"] = r.padded_tokens;
+  j["pad_tokens"] = r.pad_tokens;
+  j["waste_ratio"] = r.waste_ratio;
+  j["micro_batches"] = r.micro_batches;
+  j["lengths"] = summary_json(r.lengths);
+  Json width = summary_json(r.width);
+  width["at_max_count"] = r.at_max_width;
+  j["width"] = std::move(width);
+  j["truncation"] = truncation_json(r.breakdown, r.options.max_seq_len);
+  Json per = Json::array();
+  for (const auto& s : r.breakdown.sources) per.push_back(to_json(s, true));
+  j["per_source"] = std::move(per);
+  const LossHead& h = r.loss;
+  j["loss_head"] = {
+      {"vocab", h.vocab},
+      {"ce_chunk_tokens", h.ce_chunk},
+      {"chunk_logits", h.chunk_logits},
+      {"chunk_logits_bf16_bytes", h.chunk_logits_bf16_bytes},
+      {"chunk_logits_fp32_bytes", h.chunk_logits_fp32_bytes},
+      {"chunk_ce_transient_bytes", h.chunk_ce_transient_bytes},
+      {"widest_micro_batch",
+       {{"rows", h.widest_rows}, {"width", h.widest_width}, {"tokens", h.widest_tokens}}},
+      {"widest_logits", h.widest_logits},
+      {"naive_ce_transient_bytes", h.naive_ce_transient_bytes},
+      {"naive_ce_bytes_per_logit", kNaiveCeBytesPerLogit},
+      {"naive_ce_formula",
+       "tokens * vocab * (2 bf16 logits + 4 fp32 upcast + 4 saved softcap input + 4 "
+       "softmax/grad)"}};
+  Json hist = Json::array();
+  for (const auto& b : r.histogram) {
+    hist.push_back({{"lo", b.lo}, {"hi", b.hi}, {"records", b.records}, {"tokens", b.tokens}});
+  }
+  j["histogram"] = std::move(hist);
+  j["micro_batch_widths"] = r.widths;
+  j["micro_batch_rows"] = r.rows;
+  return j;
+}
+
+std::string render(const PaddingReport& r) {
+  const auto& o = r.options;
+  const auto& t = r.breakdown.total;
+  std::string out;
+  Table summary(fmt::format(
+      "padding: {} ({}), micro-batch {}, {} order{}, max_seq_len {}", r.dataset, r.format,
+      o.micro_batch, to_string(o.order),
+      o.order == BatchOrder::kShuffled ? fmt::format(" (seed {})", o.seed) : std::string(),
+      format_count(o.max_seq_len)));
+  summary.column("", Align::kLeft).column("value");
+  summary.row({"records", format_count(t.records)});
+  summary.row({"sources", format_count(static_cast<int64_t>(r.breakdown.sources.size()))});
+  summary.row({"dataset tokens", format_count(t.dataset_tokens)});
+  summary.row(
+      {"length min / mean / max", fmt::format("{} / {:.0f} / {}", format_count(r.lengths.min),
+                                              r.lengths.mean, format_count(r.lengths.max))});
+  summary.row({"length p50 / p90 / p99",
+               fmt::format("{} / {} / {}", format_count(r.lengths.p50), format_count(r.lengths.p90),
+                           format_count(r.lengths.p99))});
+  summary.separator();
+  summary.row({"real tokens (after truncation)", format_count(t.real_tokens)});
+  summary.row({"micro-batches", format_count(r.micro_batches)});
+  summary.row({"padded tokens", format_count(r.padded_tokens)});
+  summary.row({"padding tokens", format_count(r.pad_tokens)});
+  summary.row({"padding waste", format_percent(r.waste_ratio)});
+  summary.row(
+      {"width p50 / p90 / p99", fmt::format("{} / {} / {}", format_count(r.width.p50),
+                                            format_count(r.width.p90), format_count(r.width.p99))});
+  summary.row({"micro-batches at max width",
+               fmt::format("{} at {}", format_count(r.at_max_width), format_count(r.width.max))});
+  summary.separator();
+  summary.row(
+      {"truncated samples", fmt::format("{} ({})", format_count(t.truncated_records),
+                                        format_percent(ratio(t.truncated_records, t.records)))});
+  summary.row({"truncated tokens",
+               fmt::format("{} ({})", format_count(t.truncated_tokens),
+                           format_percent(ratio(t.truncated_tokens, t.dataset_tokens)))});
+  out += summary.render() + "\n";
+
+  Table src("per source (truncation: share of the source's own samples / tokens)");
+  src.column("source", Align::kLeft)
+      .column("records")
+      .column("tokens")
+      .column("token share")
+      .column("max len")
+      .column("pad tokens")
+      .column("trunc samples")
+      .column("trunc tokens");
+  auto add = [&](const SourceStats& s, const std::string& label) {
+    src.row({label, format_count(s.records), format_count(s.dataset_tokens),
+             format_percent(ratio(s.dataset_tokens, t.dataset_tokens)), format_count(s.max_length),
+             format_count(s.pad_tokens),
+             fmt::format("{} ({})", format_count(s.truncated_records),
+                         format_percent(ratio(s.truncated_records, s.records))),
+             fmt::format("{} ({})", format_count(s.truncated_tokens),
+                         format_percent(ratio(s.truncated_tokens, s.dataset_tokens)))});
+  };
+  for (const auto& s : r.breakdown.sources) add(s, source_label(s.name));
+  src.separator();
+  add(t, "total");
+  out += src.render() + "\n";
+
+  Table hist("length histogram (log2 bins, before truncation)");
+  hist.column("length", Align::kLeft).column("records").column("tokens").column("", Align::kLeft);
+  int64_t most = 0;
+  for (const auto& b : r.histogram) most = std::max(most, b.records);
+  for (const auto& b : r.histogram) {
+    hist.row({fmt::format("[{}, {})", format_count(b.lo), format_count(b.hi)),
+              format_count(b.records), format_count(b.tokens), bar(b.records, most, 40)});
+  }
+  out += hist.render() + "\n";
+
+  const LossHead& h = r.loss;
+  Table loss(fmt::format("loss head: vocab {}, CE chunk {} tokens", format_count(h.vocab),
+                         format_count(h.ce_chunk)));
+  loss.column("", Align::kLeft).column("value");
+  loss.row(
+      {"logits per CE chunk, bf16", format_bytes(static_cast<double>(h.chunk_logits_bf16_bytes))});
+  loss.row({"logits per CE chunk, fp32 upcast",
+            format_bytes(static_cast<double>(h.chunk_logits_fp32_bytes))});
+  loss.row({"widest micro-batch",
+            fmt::format("{} x {} = {} tokens", h.widest_rows, format_count(h.widest_width),
+                        format_count(h.widest_tokens))});
+  loss.row({"naive (unchunked) CE transient",
+            format_bytes(static_cast<double>(h.naive_ce_transient_bytes))});
+  loss.note(
+      fmt::format("naive CE = tokens x vocab x {} bytes (bf16 logits 2 + fp32 upcast 4 + "
+                  "saved softcap input 4 + softmax/grad 4)",
+                  kNaiveCeBytesPerLogit));
+  out += loss.render();
+  return out;
+}
+
+}  // namespace tprobe::core

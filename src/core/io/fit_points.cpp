@@ -1,0 +1,252 @@
+// Readers of measured step times (--point text, CSV, profile evidence) and of micro-batch width
+// distributions (padding/bucket evidence) for the scaling fit.
+#include "tprobe/core/io/fit_points.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include "base/string_util.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/evidence.hpp"
+
+namespace tprobe::core {
+namespace {
+
+std::string trim(std::string_view s) { return std::string(detail::trim(s)); }
+
+// Strict numeric parsing: the whole field, finite.
+std::optional<double> parse_double(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// A positive integer no larger than 2^31 (a width or batch, not a count of everything).
+std::optional<int64_t> parse_positive_int(const std::string& s) {
+  if (s.empty() || s.size() > 10) return std::nullopt;
+  for (char ch : s) {
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return std::nullopt;
+  }
+  int64_t v = std::stoll(s);
+  if (v < 1 || v > (int64_t{1} << 31)) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = line.find(sep, start);
+    out.push_back(trim(std::string_view(line).substr(start, pos - start)));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t WidthDistribution::micro_batches() const {
+  int64_t n = 0;
+  for (const auto& w : widths) n += w.count;
+  return n;
+}
+
+WidthDistribution read_width_distribution(const std::string& path) {
+  Json doc = read_evidence_file(path, "");
+  WidthDistribution d;
+  d.path = path;
+  const std::string name = doc["schema"]["name"].get<std::string>();
+  if (name != "tprobe.padding" && name != "tprobe.bucket") {
+    fail("'{}' holds '{}' evidence; --widths-from reads tprobe.padding or tprobe.bucket evidence",
+         path, name);
+  }
+  d.probe = name.substr(7);
+  const Json& res = doc["results"];
+  std::map<int64_t, int64_t> counts;
+  auto width_of = [&](const Json& v, const std::string& where) -> int64_t {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+      fail("'{}': {} is not a positive integer width", path, where);
+    }
+    return v.get<int64_t>();
+  };
+  if (res.contains("micro_batch_widths")) {
+    d.key = "results.micro_batch_widths";
+    const Json& a = res["micro_batch_widths"];
+    if (!a.is_array()) fail("'{}': results.micro_batch_widths is not an array", path);
+    for (size_t i = 0; i < a.size(); ++i) {
+      counts[width_of(a[i], fmt::format("results.micro_batch_widths[{}]", i))] += 1;
+    }
+  } else if (res.contains("width_histogram")) {
+    d.key = "results.width_histogram";
+    const Json& a = res["width_histogram"];
+    if (!a.is_array()) fail("'{}': results.width_histogram is not an array", path);
+    for (size_t i = 0; i < a.size(); ++i) {
+      const Json& e = a[i];
+      std::string where = fmt::format("results.width_histogram[{}]", i);
+      if (!e.is_object() || !e.contains("width") || !e.contains("count")) {
+        fail("'{}': {} is not an object with width and count", path, where);
+      }
+      int64_t w = width_of(e["width"], where + ".width");
+      if (!e["count"].is_number_integer() || e["count"].get<int64_t>() < 0) {
+        fail("'{}': {}.count is not a non-negative integer", path, where);
+      }
+      counts[w] += e["count"].get<int64_t>();
+    }
+  } else {
+    fail(
+        "'{}' ({} evidence) has no micro-batch width distribution: looked for "
+        "results.micro_batch_widths and results.width_histogram (`tprobe padding --json` "
+        "writes the first)",
+        path, name);
+  }
+  for (const auto& [w, n] : counts) {
+    if (n > 0) d.widths.push_back({w, n});
+  }
+  if (d.widths.empty()) fail("'{}': {} holds no micro-batches", path, d.key);
+  const Json& inv = doc.contains("invocation") ? doc["invocation"] : Json();
+  if (inv.is_object() && inv.contains("options") && inv["options"].is_object() &&
+      inv["options"].contains("micro-batch") && inv["options"]["micro-batch"].is_number_integer()) {
+    d.micro_batch = inv["options"]["micro-batch"].get<int64_t>();
+  }
+  return d;
+}
+
+FitPoint parse_point(std::string_view text, const std::string& origin) {
+  std::string s(text);
+  size_t colon = s.find(':');
+  if (colon == std::string::npos) {
+    fail_usage("{}: '{}' is not WIDTH:SECONDS (e.g. 2048:1.776)", origin, s);
+  }
+  auto w = parse_positive_int(trim(s.substr(0, colon)));
+  auto t = parse_double(trim(s.substr(colon + 1)));
+  if (!w) fail_usage("{}: width '{}' is not a positive integer", origin, s.substr(0, colon));
+  if (!t || *t <= 0)
+    fail_usage("{}: seconds '{}' is not a positive number", origin, s.substr(colon + 1));
+  FitPoint p;
+  p.width = static_cast<double>(*w);
+  p.seconds = *t;
+  p.origin = origin;
+  return p;
+}
+
+std::vector<FitPoint> read_points_csv(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open points file '{}'", path);
+  std::vector<FitPoint> out;
+  std::string line;
+  int64_t lineno = 0;
+  size_t columns = 0;  // fixed by the header or the first data row
+  bool seen_row = false;
+  constexpr size_t kMaxLine = 4096;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.size() > kMaxLine) fail("{}:{}: line longer than {} bytes", path, lineno, kMaxLine);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::string t = trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    std::vector<std::string> f = split(t, ',');
+    if (!seen_row && !parse_double(f[0])) {
+      // A header: it must name the columns this reader understands, in order.
+      bool ok = (f.size() == 2 || f.size() == 3) && f[0] == "width" && f[1] == "seconds" &&
+                (f.size() == 2 || f[2] == "batch");
+      if (!ok) {
+        fail("{}:{}: header '{}' is not 'width,seconds' or 'width,seconds,batch'", path, lineno, t);
+      }
+      columns = f.size();
+      seen_row = true;
+      continue;
+    }
+    seen_row = true;
+    if (f.size() != 2 && f.size() != 3) {
+      fail("{}:{}: expected width,seconds[,batch] (2 or 3 fields), got {}", path, lineno, f.size());
+    }
+    if (columns != 0 && f.size() != columns) {
+      fail("{}:{}: {} fields where earlier rows have {}", path, lineno, f.size(), columns);
+    }
+    columns = f.size();
+    FitPoint p;
+    auto w = parse_positive_int(f[0]);
+    if (!w) fail("{}:{}: width '{}' is not a positive integer", path, lineno, f[0]);
+    auto s = parse_double(f[1]);
+    if (!s || *s <= 0) fail("{}:{}: seconds '{}' is not a positive number", path, lineno, f[1]);
+    p.width = static_cast<double>(*w);
+    p.seconds = *s;
+    if (f.size() == 3) {
+      auto b = parse_positive_int(f[2]);
+      if (!b) fail("{}:{}: batch '{}' is not a positive integer", path, lineno, f[2]);
+      p.batch = *b;
+    }
+    p.origin = fmt::format("{}:{}", path, lineno);
+    out.push_back(std::move(p));
+  }
+  if (in.bad()) fail("error reading points file '{}'", path);
+  if (out.empty()) fail("points file '{}' has no data rows", path);
+  return out;
+}
+
+std::vector<FitPoint> read_points_profile(const std::string& path,
+                                          std::vector<std::string>* skipped) {
+  Json doc = read_evidence_file(path, "profile");
+  const Json& res = doc["results"];
+  if (!res.contains("points") || !res["points"].is_array()) {
+    fail("'{}': results.points is missing or not an array", path);
+  }
+  const Json& pts = res["points"];
+  std::vector<FitPoint> out;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const Json& p = pts[i];
+    std::string where = fmt::format("results.points[{}]", i);
+    if (!p.is_object()) fail("'{}': {} is not an object", path, where);
+    auto int_field = [&](const char* key) {
+      if (!p.contains(key) || !p[key].is_number_integer() || p[key].get<int64_t>() < 1) {
+        fail("'{}': {}.{} is missing or not a positive integer", path, where, key);
+      }
+      return p[key].get<int64_t>();
+    };
+    int64_t batch = int_field("batch");
+    int64_t width = int_field("width");
+    if (!p.contains("outcome") || !p["outcome"].is_string()) {
+      fail("'{}': {}.outcome is missing or not a string", path, where);
+    }
+    std::string outcome = p["outcome"].get<std::string>();
+    if (outcome != "ok") {
+      if (skipped) {
+        std::string msg = p.contains("message") && p["message"].is_string()
+                              ? ": " + p["message"].get<std::string>()
+                              : "";
+        skipped->push_back(fmt::format("{} {} (batch {}, width {}): {}{}", path, where, batch,
+                                       width, outcome, msg));
+      }
+      continue;
+    }
+    if (!p.contains("samples_s") || !p["samples_s"].is_array() || p["samples_s"].empty()) {
+      fail("'{}': {}.samples_s is missing, not an array, or empty", path, where);
+    }
+    const Json& samples = p["samples_s"];
+    for (size_t k = 0; k < samples.size(); ++k) {
+      const Json& s = samples[k];
+      if (!s.is_number() || !std::isfinite(s.get<double>()) || s.get<double>() <= 0) {
+        fail("'{}': {}.samples_s[{}] is not a positive number", path, where, k);
+      }
+      FitPoint fp;
+      fp.width = static_cast<double>(width);
+      fp.seconds = s.get<double>();
+      fp.batch = batch;
+      fp.origin = fmt::format("{} {}.samples_s[{}]", path, where, k);
+      out.push_back(std::move(fp));
+    }
+  }
+  return out;
+}
+
+}  // namespace tprobe::core
