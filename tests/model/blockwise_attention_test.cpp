@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
@@ -293,7 +294,7 @@ TEST(BlockwiseAttention, ModelLogitsAndLoraGradientsMatchEager) {
     o.gradient_checkpointing = true;
     auto m = Gemma4Model::random(cfg, o, 41);
     LoraConfig l;
-    l.targets = lora_target_names();
+    l.targets = core::linear_module_names();
     l.rank = 4;
     l.alpha = 8;
     m.add_lora(l, 42);
