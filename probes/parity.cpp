@@ -130,8 +130,9 @@ void register_parity(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--attn", cli->attn,
-                  "Attention path: eager, sdpa (libtorch >= 2) or flash-window (CUDA)")
-      ->check(CLI::IsMember({"eager", "sdpa", "flash-window"}))
+                  "Attention path: eager, sdpa (libtorch >= 2), flash-window (CUDA) or "
+                  "blockwise (GEMMs, any device)")
+      ->check(CLI::IsMember({"eager", "sdpa", "flash-window", "blockwise"}))
       ->capture_default_str();
   cmd->add_option("--device", cli->device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))

@@ -31,9 +31,9 @@ step() {  # name timeout args...
   echo "$name rc $?" | tee -a "$LOG"
 }
 # Smaller width first: its evidence comes back even if the wide run is cut off.
-step backends-4096 20 --width 4096 --batch 2 --backends --warmup 1 --repeats 5
-step backends-16384 50 --width 16384 --batch 1 --backends --warmup 1 --repeats 3
-step materialised-cuda 8 --width 16384 --lengths 16384,8192 --materialise --device cuda
+step backends-4096 40 --width 4096 --batch 2 --backends --warmup 1 --repeats 5
+step backends-16384 70 --width 16384 --batch 1 --backends --warmup 1 --repeats 3
+step materialised-cuda 20 --width 16384 --lengths 16384,8192 --materialise --device cuda
 step geometry 5 --width 16384 --lengths 16384,8192
 say summary
 python3 - "$D" <<'PY' 2>&1 | tee "$D/summary.txt"

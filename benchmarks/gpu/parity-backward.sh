@@ -29,7 +29,7 @@ cp "$REF/summary.json" "$D/hf-summary.json" 2>/dev/null
 run() {  # name, then tprobe parity arguments
   local name=$1
   shift
-  timeout 11 $TP parity --checkpoint "$MID" --adapter "$REF/peft_adapter" \
+  timeout 25 $TP parity --checkpoint "$MID" --adapter "$REF/peft_adapter" \
     --reference "$REF/backward.safetensors" --backward --device cuda "$@" \
     --json "$D/$name.json" >"$D/$name.txt" 2>&1
   echo "$name exit $?" | tee -a "$LOG"

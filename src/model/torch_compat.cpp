@@ -8,9 +8,12 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <cstdlib>
+
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/model/attention.hpp"
+#include "tprobe/model/blockwise_attention.hpp"
 
 #if TPROBE_HAS_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -61,6 +64,7 @@ std::vector<core::SdpaBackend> sdpa_backends() {
 bool attn_available(core::AttentionPath path, std::string* why) {
   switch (path) {
     case core::AttentionPath::kEager:
+    case core::AttentionPath::kBlockwise:
       return true;
     case core::AttentionPath::kSdpa:
     case core::AttentionPath::kSdpaMasked:
@@ -98,6 +102,24 @@ torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b,
   (void)offs;
   fail("grouped GEMM is not available in libtorch {}", torch_version());
 #endif
+}
+
+bool has_bmm_fp32_out(const torch::Tensor& like) {
+#if TPROBE_TORCH_AT_LEAST(2, 9)
+  return like.is_cuda();
+#else
+  (void)like;
+  return false;
+#endif
+}
+
+torch::Tensor bmm_fp32_out(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto t = a.scalar_type();
+  if (t == torch::kFloat || t == torch::kDouble) return at::bmm(a, b);
+#if TPROBE_TORCH_AT_LEAST(2, 9)
+  if (a.is_cuda()) return at::bmm(a, b, torch::kFloat);
+#endif
+  return at::bmm(a, b).to(torch::kFloat);
 }
 
 void cuda_synchronize() {
@@ -219,11 +241,35 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
 }
 #endif
 
+// The blockwise-GEMM path with the default block, and what ran: "blockwise_gemm(block=512)",
+// plus ",window=W" on windowed layers and ",scores=rounded" where the scores GEMM cannot write fp32.
+torch::Tensor blockwise_gemm_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                       const torch::Tensor& v, int64_t window,
+                                       std::string* resolved) {
+  BlockwiseAttentionOptions o;
+  o.window = window;
+  if (resolved) {
+    const bool reduced = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
+    *resolved = fmt::format("blockwise_gemm(block={}{}{})", o.block,
+                            window > 0 ? fmt::format(",window={}", window) : std::string(),
+                            reduced && !has_bmm_fp32_out(q) ? ",scores=rounded" : "");
+  }
+  return blockwise_attention(q, k, v, o);
+}
+
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
+// TPROBE_FLASH_WINDOW_GLOBAL=sdpa: the pre-blockwise path for head_dim > 256, for A/B runs.
+bool flash_window_global_on_sdpa() {
+  const char* e = std::getenv("TPROBE_FLASH_WINDOW_GLOBAL");
+  if (e == nullptr || *e == '\0' || std::string(e) == "blockwise") return false;
+  if (std::string(e) == "sdpa") return true;
+  fail("TPROBE_FLASH_WINDOW_GLOBAL='{}': expected blockwise or sdpa", e);
+}
+
 // Sliding layers: the variable-length flash kernel over packed rows [B·S, H, D] with cumulative
 // sequence lengths and window_size_left = window − 1 (k ≥ q − (W − 1) ⇔ k > q − W), no mask.
-// GQA is native to flash. head_dim > 256 (flash refuses it): is_causal SDPA, i.e. the
-// memory-efficient kernel, with repeated KV heads as HF does there.
+// GQA is native to flash. head_dim > 256 (flash and cuDNN refuse it): the blockwise-GEMM path,
+// or (TPROBE_FLASH_WINDOW_GLOBAL=sdpa) is_causal SDPA on repeated KV heads as HF does there.
 torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor& k,
                                      const torch::Tensor& v, int64_t window,
                                      std::string* resolved) {
@@ -233,6 +279,9 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
     fail(
         "flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
         "--dtype bf16, or sdpa/eager for fp32");
+  }
+  if (dim > 256 && !flash_window_global_on_sdpa()) {
+    return blockwise_gemm_attention(q, k, v, window, resolved);
   }
   if (dim > 256) {
     if (resolved) *resolved = "sdpa(is_causal,repeat_kv) head_dim>256";
@@ -283,6 +332,8 @@ torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const 
       if (q.is_cuda()) return flash_window_attention(q, k, v, window, resolved);
 #endif
       break;
+    case core::AttentionPath::kBlockwise:
+      return blockwise_gemm_attention(q, k, v, window, resolved);
   }
   std::string why = "not supported on this device";
   attn_available(path, &why);

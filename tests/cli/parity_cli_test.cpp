@@ -70,6 +70,21 @@ TEST(ParityCli, AlsoMatchesHuggingFaceSdpaLogits) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+TEST(ParityCli, BlockwiseAttentionMatchesHuggingFaceInFp32) {
+  // Every layer on the blockwise-GEMM path (what flash-window runs for head_dim > 256 on CUDA),
+  // windowed on the sliding layers: the same logits as HF eager within fp32 rounding.
+  std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference, "--attn",
+                            "blockwise", "--json", dir + "/p.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json doc = json::parse(read_text(dir + "/p.json"));
+  EXPECT_LE(doc["results"]["rel_l2_error"].get<double>(), 1e-5) << r.out;
+  EXPECT_EQ(doc["results"]["attn_full"].get<std::string>().rfind("blockwise_gemm(block=", 0), 0u)
+      << doc["results"]["attn_full"];
+  EXPECT_NE(doc["results"]["attn_sliding"].get<std::string>().find(",window="), std::string::npos)
+      << doc["results"]["attn_sliding"];
+}
+
 TEST(ParityCli, Bf16StaysCloseToTheFp32Reference) {
   // transformers 5.17 routes in fp32 (router softmax dtype=float32, fp32 weighted expert sum).
   // With the bf16 router of older versions this error was 3.1e-2 here; with HF's it is 1.3e-2.

@@ -69,6 +69,12 @@ class KernelNames {
   bool running_ = false;
   std::string why_not_;
 };
+// a [N, M, K] · b [N, K, P] as float32 (fp64 inputs stay fp64). For bf16/fp16 inputs the GEMM
+// accumulates in fp32 and, where libtorch has bmm's out_dtype (CUDA, >= 2.9), writes fp32
+// without rounding the product to the input dtype; elsewhere the product is rounded and then
+// widened (has_bmm_fp32_out() says which). The blockwise attention's scores go through here.
+torch::Tensor bmm_fp32_out(const torch::Tensor& a, const torch::Tensor& b);
+bool has_bmm_fp32_out(const torch::Tensor& like);
 
 // a [M, K] with rows sorted by group, b [G, K, N], `offs` int32 [G] the cumulative row end of each
 // group: out[rows of g] = a[rows of g] · b[g]. Only call when has_grouped_mm().

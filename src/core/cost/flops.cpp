@@ -121,6 +121,11 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
       rep.pairs_performed_full = rep.padded ? dense : causal;
       rep.pairs_performed_sliding = rep.pairs_intended_sliding;  // varlen: real tokens, window only
       break;
+    case AttentionPath::kBlockwise:
+      // Counted like the causal kernels: the block-row granularity (block/n more) is left out.
+      rep.pairs_performed_full = rep.padded ? dense : causal;
+      rep.pairs_performed_sliding = rep.padded ? dense : rep.pairs_intended_sliding;
+      break;
   }
 
   const double recompute = req.gradient_checkpointing ? 1.0 : 0.0;

@@ -9,7 +9,8 @@ namespace tprobe::core {
 
 namespace {
 constexpr AttentionPath kAll[] = {AttentionPath::kEager, AttentionPath::kSdpa,
-                                  AttentionPath::kSdpaMasked, AttentionPath::kFlashWindow};
+                                  AttentionPath::kSdpaMasked, AttentionPath::kFlashWindow,
+                                  AttentionPath::kBlockwise};
 }  // namespace
 
 const char* to_string(AttentionPath path) {
@@ -22,6 +23,8 @@ const char* to_string(AttentionPath path) {
       return "sdpa-masked";
     case AttentionPath::kFlashWindow:
       return "flash-window";
+    case AttentionPath::kBlockwise:
+      return "blockwise";
   }
   return "?";
 }

@@ -18,10 +18,16 @@ namespace tprobe::core {
 //  kSdpaMasked   SDPA with an explicit bool mask on every layer, as a harness that builds its own
 //                mask does: a dense n×n kernel everywhere (no flash, no causal skip).
 //  kFlashWindow  sliding layers on the variable-length flash kernel with a left window (no mask);
-//                full layers as kSdpa. CUDA builds of libtorch >= 2.5, bf16/fp16 only.
-enum class AttentionPath { kEager, kSdpa, kSdpaMasked, kFlashWindow };
+//                full layers (head_dim 512, which no fused kernel takes) on the blockwise-GEMM
+//                attention, skipping at block-row granularity (docs/global-attention.md;
+//                TPROBE_FLASH_WINDOW_GLOBAL=sdpa puts them back on is_causal SDPA). CUDA builds of
+//                libtorch >= 2.5, bf16/fp16 only.
+//  kBlockwise    every layer on the blockwise-GEMM attention (windowed on sliding layers): causal
+//                skip at block-row granularity, the window's keys only. Any device and dtype.
+enum class AttentionPath { kEager, kSdpa, kSdpaMasked, kFlashWindow, kBlockwise };
 
-const char* to_string(AttentionPath path);  // "eager", "sdpa", "sdpa-masked", "flash-window"
+// "eager", "sdpa", "sdpa-masked", "flash-window", "blockwise"
+const char* to_string(AttentionPath path);
 std::optional<AttentionPath> parse_attention_path(std::string_view text);
 // The same, throwing UsageError that names `what` (the user-facing name, e.g. "--attn") and the
 // known names for anything else.
