@@ -52,6 +52,7 @@ void register_flops(CLI::App& app, ProbeSet& set);
 void register_inspect(CLI::App& app, ProbeSet& set);
 void register_padding(CLI::App& app, ProbeSet& set);
 void register_bucket(CLI::App& app, ProbeSet& set);
+void register_profile(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
 // The full environment block (core + libtorch + CUPTI facts).

@@ -11,6 +11,7 @@ void register_all(CLI::App& app, ProbeSet& set) {
   register_scaling_fit(app, set);
   register_flops(app, set);
   register_parity(app, set);
+  register_profile(app, set);
 }
 
 }  // namespace tprobe::probes

@@ -28,6 +28,10 @@ run flops --model gemma4-26b-a4b --batch 2 --width 16384 --attention sdpa-causal
   --json "$out/flops.json"
 fx=tests/fixtures/gemma4-tiny-hf  # written by Hugging Face transformers (scripts/make_parity_fixture.py)
 run parity --checkpoint "$fx" --reference "$fx/reference.safetensors" --json "$out/parity.json"
+# The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs and the
+# scaling fit over three widths, plus the standard padded point; no kernel table on the CPU.
+run profile --device cpu --model gemma4-tiny --dtype fp32 --widths 64,128,256 --pad-fraction 0.5 \
+  --rank 8 --alpha 16 --ce-chunk 256 --json "$out/profile.json"
 echo
 echo "evidence files written to $out/:"
 ls -1 "$out"

@@ -1,0 +1,184 @@
+// `tprobe profile`'s computation: the sweep through the step runner with a kernel source attached,
+// then FLOPs, MFUs, the scaling fit and the per-point trace summaries (docs/profile.md).
+#include "tprobe/model/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "tprobe/core/base/atomic_file.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/cupti/kernel_source.hpp"
+
+namespace tprobe::model {
+
+core::AttentionPath flops_path(AttnImpl impl) {
+  switch (impl) {
+    case AttnImpl::kEager:
+      return core::AttentionPath::kEager;
+    case AttnImpl::kSdpa:
+      return core::AttentionPath::kSdpaCausal;
+    case AttnImpl::kFlashWindow:
+      return core::AttentionPath::kFlashWindow;
+  }
+  return core::AttentionPath::kSdpaCausal;
+}
+
+namespace {
+
+PointTrace summarize(cupti::TraceCapture capture) {
+  PointTrace t;
+  t.captured = !capture.refused;
+  t.records = static_cast<int64_t>(capture.records.size());
+  t.dropped_records = capture.dropped_records;
+  t.untagged_records = capture.untagged_records;
+  t.problems = capture.problems;
+  int64_t first = INT64_MAX, last = INT64_MIN, sum = 0;
+  for (const auto& r : capture.records) {
+    first = std::min(first, r.start_ns);
+    last = std::max(last, r.end_ns);
+    if (r.kind == core::ActivityKind::kKernel) {
+      ++t.kernels;
+      sum += r.duration_ns();
+    }
+  }
+  t.kernel_sum_s = static_cast<double>(sum) * 1e-9;
+  t.span_s = t.records > 0 ? static_cast<double>(last - first) * 1e-9 : 0.0;
+  t.phase_rows = cupti::to_json(cupti::phase_rows(capture.records));
+  t.records_list = std::move(capture.records);
+  return t;
+}
+
+}  // namespace
+
+ProfileReport run_profile(const ProfileRequest& request,
+                          const std::function<void(const PointResult&)>& on_point) {
+  ProfileReport rep;
+  StepSpec spec = request.spec;
+  std::unique_ptr<cupti::KernelSource> source;
+  if (!request.trace) {
+    rep.kernel_table_reason = "tracing was turned off (--trace off)";
+  } else if (!request.replay_trace.empty()) {
+    source = cupti::make_replay_source(request.replay_trace);
+  } else if (spec.device == "cuda") {
+    source = cupti::make_cupti_source();
+  } else {
+    rep.kernel_table_reason =
+        "not supported on the CPU: CUPTI records GPU activity only (timings and memory are "
+        "measured all the same)";
+  }
+  if (source) {
+    std::string why;
+    if (source->usable(&why)) {
+      spec.tracer = source.get();
+      rep.trace_source = source->name();
+      rep.kernel_table_supported = true;
+    } else {
+      rep.kernel_table_reason = "CUPTI is not usable: " + why;
+      source.reset();
+    }
+  }
+
+  bool raw_written = false;
+  rep.steps = run_steps(spec, [&](const PointResult& p) {
+    PointTrace t;
+    if (source && p.traced) {
+      if (!raw_written && !request.raw_trace_path.empty()) {
+        core::write_file_atomic(request.raw_trace_path,
+                                cupti::to_json(source->raw()).dump() + "\n");
+        raw_written = true;
+      }
+      cupti::TraceCapture c = source->take();
+      if (c.refused && rep.kernel_table_supported) {
+        rep.kernel_table_supported = false;
+        rep.kernel_table_reason = "CUPTI refused the subscription: " + c.refusal;
+        rep.diagnostics.push_back({core::Severity::kError, "cupti_refused",
+                                   "kernel table missing: " + c.refusal +
+                                       "; step timings are still measured (untraced steps)"});
+      }
+      t = summarize(std::move(c));
+      if (t.dropped_records > 0) {
+        rep.diagnostics.push_back(
+            {core::Severity::kWarning, "cupti_dropped_records",
+             fmt::format("{}x{}: CUPTI dropped {} records (buffers full): the kernel table of this "
+                         "point is incomplete",
+                         p.point.batch, p.point.width, t.dropped_records)});
+      }
+    } else if (source && !p.trace_message.empty()) {
+      source->take();
+      t.problems.push_back("traced step failed: " + p.trace_message);
+    }
+    rep.traces.push_back(std::move(t));
+    if (on_point) on_point(p);
+  });
+
+  // Peak for the MFUs.
+  if (request.peak_tflops) {
+    rep.peak_tflops = *request.peak_tflops;
+    rep.peak_source = "given (--peak-tflops)";
+  } else if (spec.device == "cuda") {
+    try {
+      rep.peak_tflops = measure_gemm_tflops(8192, 20);
+      rep.peak_source = "measured: one bf16 GEMM 8192x8192x8192, 20 repeats, CUDA events";
+    } catch (const std::exception& e) {
+      rep.peak_source = std::string("not measured: ") + e.what();
+    }
+  } else {
+    rep.peak_source = "none: no GEMM peak is measured on the CPU; give --peak-tflops for MFUs";
+  }
+
+  // FLOPs per point.
+  rep.flops_path = flops_path(spec.attn);
+  for (const auto& p : rep.steps.points) {
+    core::FlopsRequest fr;
+    fr.batch = p.point.batch;
+    fr.width = p.point.width;
+    fr.lengths = p.point.lengths;
+    fr.path = rep.flops_path;
+    fr.lora_targets = spec.lora_targets;
+    fr.lora_rank = spec.lora_rank;
+    fr.gradient_checkpointing = spec.gradient_checkpointing;
+    core::FlopsReport f = core::count_flops(rep.steps.config, fr);
+    PointCost c;
+    c.intended_flops = core::total(f.intended_total);
+    c.performed_flops = core::total(f.performed_total);
+    if (rep.peak_tflops && p.outcome == PointOutcome::kOk && !p.step_s.empty()) {
+      const double t = sample_stats(p.step_s).median;
+      c.intended_mfu = core::mfu(c.intended_flops, t, *rep.peak_tflops);
+      c.performed_mfu = core::mfu(c.performed_flops, t, *rep.peak_tflops);
+    }
+    rep.costs.push_back(c);
+  }
+
+  // Scaling fit over the unpadded points, as scaling-fit would read them from the evidence.
+  core::ScalingFitInput in;
+  std::set<int64_t> widths;
+  for (const auto& p : rep.steps.points) {
+    if (p.point.padded()) continue;
+    if (p.outcome != PointOutcome::kOk) {
+      in.skipped.push_back(fmt::format("width {}: {}", p.point.width, to_string(p.outcome)));
+      continue;
+    }
+    widths.insert(p.point.width);
+    for (size_t i = 0; i < p.step_s.size(); ++i) {
+      in.points.push_back({static_cast<double>(p.point.width), p.step_s[i], p.point.batch,
+                           fmt::format("{}x{} repeat {}", p.point.batch, p.point.width, i + 1)});
+    }
+  }
+  std::set<int64_t> batches;
+  for (const auto& fp : in.points) batches.insert(fp.batch);
+  if (widths.size() >= 3 && batches.size() == 1) {
+    in.model = "AB";
+    in.at_widths.assign(widths.begin(), widths.end());
+    rep.fit = core::analyze_scaling(in);
+  } else if (batches.size() > 1) {
+    rep.fit_note = "no scaling fit: the points are at different batches";
+  } else {
+    rep.fit_note = fmt::format(
+        "no scaling fit: {} distinct measured width(s); the fit needs 3 or more", widths.size());
+  }
+  return rep;
+}
+
+}  // namespace tprobe::model
