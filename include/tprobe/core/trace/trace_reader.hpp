@@ -1,0 +1,91 @@
+// Streaming reader of torch.profiler / Kineto Chrome traces (.json, .json.gz): device rows become
+// core::KernelRecord and go into the kernel table; host rows are kept only as far as the
+// key_averages()-style double count, the forward/backward split and the steps need them.
+// Memory is bounded by the distinct kernel names and the events kept, never by the file size
+// (nlohmann SAX, no document tree). docs/kernels.md: what is read and what is checked.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tprobe/core/trace/kernel_table.hpp"
+
+namespace tprobe::core {
+
+struct TraceStepRange {
+  int64_t step = 0;  // N of ProfilerStep#N
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
+// What a careful reader of this trace should know before trusting its table.
+struct TraceHealth {
+  int64_t zero_duration = 0;      // device rows with dur == 0
+  int64_t negative_duration = 0;  // device rows with dur < 0 (kept out of the table)
+  int64_t stream_overlaps = 0;    // consecutive device rows on one stream that overlap
+  int64_t stream_overlap_ns = 0;
+  int64_t out_of_range = 0;           // device rows outside the host events' span (±1 s)
+  int64_t past_trace_end = 0;         // device rows ending after the last host event ended
+  int64_t unmatched_begin = 0;        // "B" events with no "E": the trace ended mid-event
+  int64_t skipped_events = 0;         // device-category events missing ts/dur/name (not counted)
+  std::vector<std::string> messages;  // Kineto warnings / INFO records, as written (first 20)
+};
+
+// What key_averages() would report if a user summed every row's self device time: each kernel
+// once as its own device row, once more in the innermost host op that launched it, plus the
+// gpu_user_annotation ranges. Labelled as the trap in every view, never as a total.
+struct DoubleCount {
+  int64_t device_rows_ns = 0;      // kernel/memcpy/memset rows: the real total
+  int64_t host_attributed_ns = 0;  // the same rows again, through their launching host op
+  int64_t annotation_ns = 0;       // gpu_user_annotation rows (ProfilerStep#N etc. on device)
+  int64_t linked_rows = 0;         // device rows whose launch was found in a host op
+  int64_t unlinked_rows = 0;       // no correlation, or no enclosing op
+  int64_t flows = 0;               // ac2g flow events seen
+  int64_t key_averages_style_ns() const { return device_rows_ns + host_attributed_ns; }
+  double ratio() const {  // key_averages-style / real total
+    return device_rows_ns > 0 ? double(key_averages_style_ns()) / double(device_rows_ns) : 0.0;
+  }
+};
+
+struct TraceSummary {
+  std::string source;  // path or the buffer's label
+  bool gzip = false;
+  int64_t uncompressed_bytes = 0;
+  int64_t events = 0;                         // traceEvents entries
+  std::map<std::string, int64_t> categories;  // "cat" -> count, as spelled in the trace
+  int64_t base_time_ns = 0;                   // baseTimeNanoseconds, 0 if absent
+  std::vector<DeviceProperties> devices;      // deviceProperties
+  std::vector<TraceStepRange> steps;          // ProfilerStep#N ranges, ascending N
+  int64_t rank = -1, world_size = -1;         // distributedInfo, -1 if absent
+  std::string schema_version;                 // schemaVersion, as written
+  TraceHealth health;
+  DoubleCount double_count;
+};
+
+struct TraceResult {
+  TraceSummary summary;
+  KernelTable table;
+};
+
+// Reads a trace file (gzip detected by its magic bytes, not the suffix). Throws tprobe::Error
+// naming the file and, for JSON problems, the byte offset; a selection with no device rows is an
+// error too (exit 1, docs/kernels.md).
+TraceResult read_trace_file(const std::string& path, const KernelTableOptions& options = {});
+// The same from bytes already in memory (tests, fuzzing). `label` names it in messages.
+TraceResult read_trace_buffer(std::string_view bytes, const std::string& label,
+                              const KernelTableOptions& options = {});
+
+// The per-rank traces of a directory (*.json, *.json.gz, *.pt.trace.json[.gz]), sorted by rank
+// (distributedInfo.rank, else file name order). Throws when none is found or one is bad.
+struct RankTrace {
+  std::string path;
+  int64_t rank = -1;
+  TraceResult result;
+};
+std::vector<RankTrace> read_trace_directory(const std::string& dir,
+                                            const KernelTableOptions& options = {});
+
+}  // namespace tprobe::core
