@@ -8,7 +8,7 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
-#include "tprobe/model/gemma4.hpp"
+#include "tprobe/core/cost/flops.hpp"
 #include "tprobe/model/step_report.hpp"
 #include "tprobe/model/step_runner.hpp"
 
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   model::StepSpec spec;
   spec.model = "gemma4-26b-a4b";
   spec.device = "cuda";
-  spec.lora_targets = model::lora_target_names();
+  spec.lora_targets = core::lora_target_names();
   spec.warmup = 1;
   spec.repeats = 2;
   std::string attn = "sdpa", moe = "loop", json_path;

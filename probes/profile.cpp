@@ -5,13 +5,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/model/gemma4.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -20,7 +21,7 @@ struct ProfileOptions {
   std::string checkpoint;
   std::string model = "gemma4-26b-a4b";
   bool random_init = false;
-  std::vector<std::string> targets = model::lora_target_names();
+  std::vector<std::string> targets = core::lora_target_names();
   int64_t rank = 64;
   double alpha = 128;
   std::string checkpointing = "on";
@@ -141,7 +142,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       "profile",
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
       "CUPTI phase table");
-  std::vector<std::string> targets = model::lora_target_names();
+  std::vector<std::string> targets = core::lora_target_names();
   targets.push_back("none");
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Checkpoint directory (config.json + safetensors)");

@@ -1,13 +1,13 @@
 // The CUPTI activity source: concurrent-kernel, memcpy, memset and external-correlation records
 // into core::KernelRecord at once; buffers of a few MB, forced flush, dropped-record count, and a
 // refused subscription reported, never an empty table passed off as a result.
-#include <cxxabi.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <mutex>
 
 #include "tprobe/config.hpp"
+#include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
 
 #if TPROBE_HAS_CUPTI
@@ -32,16 +32,6 @@ std::string result_text(CUptiResult rc) {
   const char* text = nullptr;
   cuptiGetResultString(rc, &text);
   return text ? text : fmt::format("CUPTI error {}", static_cast<int>(rc));
-}
-
-std::string demangle(const char* name) {
-  if (!name) return "?";
-  int status = 0;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  if (status != 0 || !out) return name;
-  std::string s(out);
-  std::free(out);
-  return s;
 }
 
 // CUPTI's buffer callbacks are plain functions on its own thread: one process-wide collector.
@@ -87,7 +77,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
         const auto* k = reinterpret_cast<const KernelActivity*>(record);
         r.kind = core::ActivityKind::kKernel;
-        r.name = demangle(k->name);
+        r.name = core::demangle(k->name ? k->name : "?");
         r.start_ns = rel(k->start, c.origin_ns);
         r.end_ns = rel(k->end, c.origin_ns);
         r.device = static_cast<int32_t>(k->deviceId);

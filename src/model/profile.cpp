@@ -5,11 +5,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
+#include "tprobe/model/runtime_info.hpp"
 
 namespace tprobe::model {
 
@@ -27,7 +30,8 @@ core::AttentionPath flops_path(AttnImpl impl) {
 
 namespace {
 
-PointTrace summarize(cupti::TraceCapture capture) {
+PointTrace summarize(cupti::TraceCapture capture,
+                     const std::vector<core::DeviceProperties>& devices) {
   PointTrace t;
   t.captured = !capture.refused;
   t.records = static_cast<int64_t>(capture.records.size());
@@ -46,7 +50,16 @@ PointTrace summarize(cupti::TraceCapture capture) {
   t.kernel_sum_s = static_cast<double>(sum) * 1e-9;
   t.span_s = t.records > 0 ? static_cast<double>(last - first) * 1e-9 : 0.0;
   t.phase_rows = cupti::to_json(cupti::phase_rows(capture.records));
-  t.records_list = std::move(capture.records);
+  if (!capture.records.empty()) {
+    try {
+      t.table = core::build_kernel_table(capture.records, devices);
+      for (const auto& c : t.table->categories) {
+        if (c.category == core::KernelCategory::kAttention) t.attention_share = c.share_ratio;
+      }
+    } catch (const std::exception& e) {
+      t.problems.push_back(std::string("kernel table: ") + e.what());
+    }
+  }
   return t;
 }
 
@@ -80,6 +93,23 @@ ProfileReport run_profile(const ProfileRequest& request,
     }
   }
 
+  if (source) {
+    core::Environment env;
+    describe_torch(env);
+    if (env.cuda_usable) {
+      core::DeviceProperties d;
+      d.id = 0;
+      d.name = env.device_name;
+      int major = 0, minor = 0;
+      if (std::sscanf(env.compute_capability.c_str(), "%d.%d", &major, &minor) == 2) {
+        d.compute_major = major;
+        d.compute_minor = minor;
+      }
+      d.total_memory_bytes = env.device_memory_bytes;
+      d.multiprocessors = env.multiprocessors;
+      rep.devices.push_back(d);
+    }
+  }
   bool raw_written = false;
   rep.steps = run_steps(spec, [&](const PointResult& p) {
     PointTrace t;
@@ -97,7 +127,7 @@ ProfileReport run_profile(const ProfileRequest& request,
                                    "kernel table missing: " + c.refusal +
                                        "; step timings are still measured (untraced steps)"});
       }
-      t = summarize(std::move(c));
+      t = summarize(std::move(c), rep.devices);
       if (t.dropped_records > 0) {
         rep.diagnostics.push_back(
             {core::Severity::kWarning, "cupti_dropped_records",

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "tprobe/core/cost/scaling_fit_report.hpp"
+#include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/model/profile.hpp"
 
 namespace tprobe::model {
@@ -21,6 +22,8 @@ core::Json trace_json(const PointTrace& t, bool supported) {
   j["kernel_sum_s"] = t.kernel_sum_s;
   j["span_s"] = t.span_s;
   j["by_phase_part"] = t.phase_rows.is_null() ? core::Json::array() : t.phase_rows;
+  j["attention_share_ratio"] = opt(t.attention_share);
+  j["kernel_table"] = t.table ? core::to_json(*t.table) : core::Json(nullptr);
   j["problems"] = t.problems;
   return j;
 }
@@ -52,7 +55,24 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   out["flops_attention_path"] = core::to_string(rep.flops_path);
   out["scaling_fit"] = rep.fit ? core::to_json(*rep.fit) : core::Json(nullptr);
   out["scaling_fit_note"] = rep.fit_note.empty() ? core::Json(nullptr) : core::Json(rep.fit_note);
-  out["kernel_table"] = {
+  // results.kernel_table: the kernels table of the widest unpadded traced point, in the shape
+  // `tprobe kernels` writes (docs/kernels.md), so that kernels can hold it against a trace.
+  const PointTrace* widest = nullptr;
+  const PointResult* widest_point = nullptr;
+  for (size_t i = 0; i < rep.steps.points.size(); ++i) {
+    const auto& p = rep.steps.points[i];
+    if (p.point.padded() || !rep.traces[i].table) continue;
+    if (!widest_point || p.point.width > widest_point->point.width) {
+      widest = &rep.traces[i];
+      widest_point = &p;
+    }
+  }
+  out["kernel_table"] = widest ? core::to_json(*widest->table) : core::Json(nullptr);
+  out["kernel_table_point"] =
+      widest_point
+          ? core::Json({{"batch", widest_point->point.batch}, {"width", widest_point->point.width}})
+          : core::Json(nullptr);
+  out["kernel_trace_status"] = {
       {"supported", rep.kernel_table_supported},
       {"reason",
        rep.kernel_table_reason.empty() ? core::Json(nullptr) : core::Json(rep.kernel_table_reason)},
@@ -137,8 +157,30 @@ std::vector<core::Table> profile_tables(const ProfileReport& rep) {
     out.push_back(std::move(none));
   }
 
+  const PointTrace* widest = nullptr;
+  for (size_t i = 0; i < rep.steps.points.size(); ++i) {
+    const auto& p = rep.steps.points[i];
+    if (p.point.padded() || !rep.traces[i].table) continue;
+    widest = &rep.traces[i];  // points are in width order as given; the last traced one wins
+  }
+  if (widest) {
+    for (auto& t : core::kernel_table_tables(*widest->table, 15)) out.push_back(std::move(t));
+  }
+
   if (rep.fit) {
     for (auto& t : core::scaling_fit_tables(*rep.fit)) out.push_back(std::move(t));
+    // domain item 2's two independent methods side by side
+    core::Table two("quadratic share (scaling fit) vs attention share (kernel table)");
+    two.column("batch").column("width").column("fit: B*w^2 / t(w)").column("table: attention");
+    for (size_t i = 0; i < rep.steps.points.size(); ++i) {
+      const auto& p = rep.steps.points[i];
+      if (p.point.padded() || p.outcome != PointOutcome::kOk || !rep.fit->fit) continue;
+      const double q = rep.fit->fit->at(static_cast<double>(p.point.width)).quadratic_share;
+      const auto& a = rep.traces[i].attention_share;
+      two.row({std::to_string(p.point.batch), core::format_count(p.point.width),
+               core::format_percent(q), a ? core::format_percent(*a) : std::string("-")});
+    }
+    out.push_back(std::move(two));
   } else {
     core::Table none("scaling fit");
     none.column("status", core::Align::kLeft);

@@ -51,8 +51,9 @@ TEST(ProfileCli, CpuSweepWritesEvidenceScalingFitReads) {
   EXPECT_EQ(pad["real_tokens"], 48);
   EXPECT_EQ(pad["loss_targets"], 31 + 15);
   EXPECT_LT(pad["intended_flops"].get<double>(), res["points"][2]["intended_flops"].get<double>());
-  EXPECT_EQ(res["kernel_table"]["supported"], false);
-  EXPECT_NE(res["kernel_table"]["reason"].get<std::string>().find("CPU"), std::string::npos);
+  EXPECT_EQ(res["kernel_trace_status"]["supported"], false);
+  EXPECT_NE(res["kernel_trace_status"]["reason"].get<std::string>().find("CPU"), std::string::npos);
+  EXPECT_TRUE(res["kernel_table"].is_null());
   EXPECT_FALSE(res["scaling_fit"].is_null());
   EXPECT_EQ(res["scaling_fit"]["model"], "AB");
   EXPECT_EQ(res["provenance"]["attn_requested"], "eager");  // libtorch 1.13: no sdpa
@@ -71,18 +72,24 @@ TEST(ProfileCli, ReplayedTraceGivesThePhaseTable) {
   const std::string dir = make_temp_dir();
   const std::string path = dir + "/profile.json";
   auto args = base_args(path);
-  args[11] = "16,24";  // two widths: no fit, and it says why
+  args[12] = "16,24";  // two widths: no fit, and it says why
   args.insert(args.end(), {"--replay-trace", kReplay, "--peak-tflops", "1"});
   RunResult r = run_tprobe(args);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json ev = json::parse(read_text(path));
   const json& res = ev["results"];
-  EXPECT_EQ(res["kernel_table"]["supported"], true);
+  EXPECT_EQ(res["kernel_trace_status"]["supported"], true);
+  // the kernels table of the widest point, in kernels' own shape
+  ASSERT_TRUE(res["kernel_table"].is_object());
+  EXPECT_EQ(res["kernel_table_point"]["width"], 24);
   const json& kt = res["points"][0]["kernel_trace"];
   EXPECT_EQ(kt["records"], 8);
   EXPECT_EQ(kt["dropped_records"], 3);
   EXPECT_EQ(kt["untagged_records"], 1);
   EXPECT_EQ(kt["by_phase_part"].size(), 6u);
+  // flash_fwd (4 us) and fmha_cutlassB (12 us) of 20 us kernel time + 0.5 us memcpy/memset
+  EXPECT_GT(kt["attention_share_ratio"].get<double>(), 0.7);
+  EXPECT_LE(kt["attention_share_ratio"].get<double>(), 0.8);
   EXPECT_FALSE(res["points"][0]["intended_mfu_ratio"].is_null());
   EXPECT_TRUE(res["scaling_fit"].is_null());
   EXPECT_NE(res["scaling_fit_note"].get<std::string>().find("2 distinct"), std::string::npos);

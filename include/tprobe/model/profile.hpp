@@ -11,6 +11,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
+#include "tprobe/core/trace/kernel_table.hpp"
 #include "tprobe/model/step_report.hpp"
 #include "tprobe/model/step_runner.hpp"
 
@@ -30,8 +31,9 @@ struct PointTrace {
   int64_t dropped_records = 0, untagged_records = 0;
   double kernel_sum_s = 0;  // Σ kernel durations
   double span_s = 0;        // first start to last end (device wall of the traced step)
-  std::vector<core::KernelRecord> records_list;
-  core::Json phase_rows;  // cupti::to_json(phase_rows)
+  core::Json phase_rows;    // cupti::to_json(phase_rows)
+  std::optional<core::KernelTable> table;  // the kernels table over the traced step's records
+  std::optional<double> attention_share;   // the table's attention category / Σ device time
   std::vector<std::string> problems;
 };
 
@@ -52,6 +54,7 @@ struct ProfileReport {
   bool kernel_table_supported = false;
   std::string kernel_table_reason;  // why not (CPU, no CUPTI, refused, --trace off)
   std::string trace_source;         // what recorded
+  std::vector<core::DeviceProperties> devices;
   std::vector<core::Diagnostic> diagnostics;
 };
 
