@@ -42,6 +42,7 @@ struct ProfileOptions {
   std::string raw_trace;
   std::string replay_trace;
   uint64_t seed = 1;
+  int64_t table_width = 0;
 };
 
 core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
@@ -101,6 +102,7 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   req.raw_trace_path = o.raw_trace;
   req.replay_trace = o.replay_trace;
   if (o.peak_tflops > 0) req.peak_tflops = o.peak_tflops;
+  req.table_width = o.table_width;
 
   const bool tty = ctx.out.rdbuf() == std::cout.rdbuf() && isatty(STDOUT_FILENO);
   model::ProfileReport rep = model::run_profile(req, [&](const model::PointResult& p) {
@@ -218,6 +220,9 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "(tprobe.raw_trace JSON; replayable)");
   cmd->add_option("--replay-trace", o->replay_trace,
                   "Attribute a recorded raw trace instead of running CUPTI (tests, CPU)");
+  cmd->add_option("--table-width", o->table_width,
+                  "Whose kernel table is results.kernel_table and printed (default: the widest)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "Seed of the random weights and inputs")
       ->capture_default_str();
   set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });

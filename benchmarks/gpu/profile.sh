@@ -19,34 +19,40 @@ say start
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$LOG"
 git rev-parse HEAD 2>/dev/null | tee -a "$LOG"
 
-COMMON=(--model gemma4-26b-a4b --random-init --device cuda --dtype bf16 --batch 2
+COMMON=(--model gemma4-26b-a4b --random-init --device cuda --dtype bf16 --batch 2 --table-width 2048
         --widths 2048,8192,16384 --pad-fraction 0.5 --moe grouped_mm --checkpointing on
         --ce chunked --ce-chunk 4096 --rank 64 --alpha 128 --warmup 1 --repeats 1)
 
 say tprobe profile sdpa
-timeout 140 $T profile "${COMMON[@]}" --attn sdpa --raw-trace "$D/raw-trace-sdpa-2048.json" \
+timeout 135 $T profile "${COMMON[@]}" --attn sdpa --raw-trace "$D/raw-trace-sdpa-2048.json" \
   --json "$D/profile-sdpa.json" >"$D/profile-sdpa.txt" 2>&1
 echo "exit $? (sdpa)" | tee -a "$LOG"
 grep -E " ok| oom| error|peak|refused|dropped" "$D/profile-sdpa.txt" | head -20 | tee -a "$LOG"
 
 say tprobe profile flash-window
-timeout 120 $T profile "${COMMON[@]}" --attn flash-window --json "$D/profile-flash-window.json" \
+timeout 110 $T profile "${COMMON[@]}" --attn flash-window --json "$D/profile-flash-window.json" \
   >"$D/profile-flash-window.txt" 2>&1
 echo "exit $? (flash-window)" | tee -a "$LOG"
 grep -E " ok| oom| error|peak|refused|dropped" "$D/profile-flash-window.txt" | head -20 | tee -a "$LOG"
 
 say scaling-fit from the profile evidence
 for a in sdpa flash-window; do
-  [ -f "$D/profile-$a.json" ] && timeout 10 $T scaling-fit --profile "$D/profile-$a.json" \
+  [ -f "$D/profile-$a.json" ] && timeout 5 $T scaling-fit --profile "$D/profile-$a.json" \
     --json "$D/fit-$a.json" >"$D/fit-$a.txt" 2>&1; echo "scaling-fit exit $? ($a)" | tee -a "$LOG"
 done
 
 say hf step sdpa
-timeout 115 python3 benchmarks/hf_lora_step.py --attn sdpa --seq 2048 8192 16384 --reps 1 \
+timeout 110 python3 benchmarks/hf_lora_step.py --attn sdpa --seq 2048 8192 16384 --reps 1 \
   --pad-fraction 0.5 --trace-out "$D/hf-trace-2048.json" --json "$D/hf-sdpa.json" \
   >"$D/hf-sdpa.txt" 2>&1
 echo "exit $? (hf)" | tee -a "$LOG"
 grep -E "HF " "$D/hf-sdpa.txt" | tee -a "$LOG"
+
+if $T kernels --help >/dev/null 2>&1 && [ -f "$D/hf-trace-2048.json" ] && [ -f "$D/profile-sdpa.json" ]; then
+  say kernels: HF torch.profiler trace vs tprobe CUPTI table at 2x2048
+  timeout 20 $T kernels "$D/hf-trace-2048.json" "$D/profile-sdpa.json" --json "$D/kernels-hf-vs-tprobe.json" \
+    >"$D/kernels-hf-vs-tprobe.txt" 2>&1; echo "kernels exit $?" | tee -a "$LOG"
+fi
 
 say summary
 python3 - "$D" <<'PY' 2>&1 | tee -a "$LOG"

@@ -143,6 +143,16 @@ ProfileReport run_profile(const ProfileRequest& request,
     if (on_point) on_point(p);
   });
 
+  for (size_t i = 0; i < rep.steps.points.size(); ++i) {
+    const auto& p = rep.steps.points[i];
+    if (p.point.padded() || !rep.traces[i].table) continue;
+    const bool wanted = request.table_width > 0 ? p.point.width == request.table_width
+                                                : (!rep.table_point ||
+                                                   p.point.width >
+                                                       rep.steps.points[*rep.table_point].point.width);
+    if (wanted) rep.table_point = i;
+  }
+
   // Peak for the MFUs.
   if (request.peak_tflops) {
     rep.peak_tflops = *request.peak_tflops;

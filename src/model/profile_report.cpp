@@ -55,23 +55,16 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   out["flops_attention_path"] = core::to_string(rep.flops_path);
   out["scaling_fit"] = rep.fit ? core::to_json(*rep.fit) : core::Json(nullptr);
   out["scaling_fit_note"] = rep.fit_note.empty() ? core::Json(nullptr) : core::Json(rep.fit_note);
-  // results.kernel_table: the kernels table of the widest unpadded traced point, in the shape
-  // `tprobe kernels` writes (docs/kernels.md), so that kernels can hold it against a trace.
-  const PointTrace* widest = nullptr;
-  const PointResult* widest_point = nullptr;
-  for (size_t i = 0; i < rep.steps.points.size(); ++i) {
-    const auto& p = rep.steps.points[i];
-    if (p.point.padded() || !rep.traces[i].table) continue;
-    if (!widest_point || p.point.width > widest_point->point.width) {
-      widest = &rep.traces[i];
-      widest_point = &p;
-    }
+  // results.kernel_table: the kernels table of one traced point (--table-width, default the
+  // widest), in the shape `tprobe kernels` writes (docs/kernels.md), so kernels can re-read it.
+  if (rep.table_point) {
+    const PointResult& tp = rep.steps.points[*rep.table_point];
+    out["kernel_table"] = core::to_json(*rep.traces[*rep.table_point].table);
+    out["kernel_table_point"] = {{"batch", tp.point.batch}, {"width", tp.point.width}};
+  } else {
+    out["kernel_table"] = nullptr;
+    out["kernel_table_point"] = nullptr;
   }
-  out["kernel_table"] = widest ? core::to_json(*widest->table) : core::Json(nullptr);
-  out["kernel_table_point"] =
-      widest_point
-          ? core::Json({{"batch", widest_point->point.batch}, {"width", widest_point->point.width}})
-          : core::Json(nullptr);
   out["kernel_trace_status"] = {
       {"supported", rep.kernel_table_supported},
       {"reason",
@@ -157,14 +150,9 @@ std::vector<core::Table> profile_tables(const ProfileReport& rep) {
     out.push_back(std::move(none));
   }
 
-  const PointTrace* widest = nullptr;
-  for (size_t i = 0; i < rep.steps.points.size(); ++i) {
-    const auto& p = rep.steps.points[i];
-    if (p.point.padded() || !rep.traces[i].table) continue;
-    widest = &rep.traces[i];  // points are in width order as given; the last traced one wins
-  }
-  if (widest) {
-    for (auto& t : core::kernel_table_tables(*widest->table, 15)) out.push_back(std::move(t));
+  if (rep.table_point) {
+    for (auto& t : core::kernel_table_tables(*rep.traces[*rep.table_point].table, 15))
+      out.push_back(std::move(t));
   }
 
   if (rep.fit) {

@@ -23,6 +23,7 @@ struct ProfileRequest {
   std::string replay_trace;           // a raw trace file to replay instead of CUPTI (tests)
   std::string raw_trace_path;         // write what the source recorded (all points) here
   std::optional<double> peak_tflops;  // given: no GEMM measurement
+  int64_t table_width = 0;  // whose kernel table is results.kernel_table (0: the widest point)
 };
 
 struct PointTrace {
@@ -55,6 +56,8 @@ struct ProfileReport {
   std::string kernel_table_reason;  // why not (CPU, no CUPTI, refused, --trace off)
   std::string trace_source;         // what recorded
   std::vector<core::DeviceProperties> devices;
+  // Index into steps.points of the unpadded traced point whose table is results.kernel_table.
+  std::optional<size_t> table_point;
   std::vector<core::Diagnostic> diagnostics;
 };
 
