@@ -16,6 +16,7 @@ Usage: hf_lora_step.py --attn sdpa --seq 2048 8192 [--pad-fraction 0.5] [--profi
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -170,9 +171,10 @@ def main():
             model.zero_grad(set_to_none=True)
             torch.cuda.empty_cache()
         out["widths"].append(w)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=2)
+        if a.json:  # after every point, so a timeout keeps what was measured
+            with open(a.json + ".tmp", "w") as f:
+                json.dump(out, f, indent=2)
+            os.replace(a.json + ".tmp", a.json)
 
 
 if __name__ == "__main__":

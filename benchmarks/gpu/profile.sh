@@ -42,7 +42,7 @@ for a in sdpa flash-window; do
 done
 
 say hf step sdpa
-timeout 110 python3 benchmarks/hf_lora_step.py --attn sdpa --seq 2048 8192 16384 --reps 1 \
+timeout 115 python3 benchmarks/hf_lora_step.py --attn sdpa --seq 2048 8192 16384 --reps 1 \
   --pad-fraction 0.5 --trace-out "$D/hf-trace-2048.json" --json "$D/hf-sdpa.json" \
   >"$D/hf-sdpa.txt" 2>&1
 echo "exit $? (hf)" | tee -a "$LOG"
