@@ -10,7 +10,7 @@ void register_env(CLI::App& app, ProbeSet& set) {
     ctx.out << core::environment_table(ctx.environment).render();
     ctx.evidence.results() = core::to_json(ctx.environment);
     return core::Outcome::kOk;
-  });
+  }, Needs::kTorchIfAvailable);
 }
 
 }  // namespace tprobe::probes

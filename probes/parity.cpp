@@ -1,5 +1,6 @@
 // `tprobe parity`: does tprobe's forward compute what Hugging Face computes for this checkpoint?
 #include "tprobe/model/parity_report.hpp"
+#include "tprobe/model/torch_api.hpp"
 
 #include <fmt/format.h>
 
@@ -37,7 +38,7 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.ce_chunk = cli.ce_chunk;
   o.dump_hidden_path = cli.dump_hidden;
   if (cli.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", cli.ce_chunk);
-  model::ParityResult r = model::run_parity(o);
+  model::ParityResult r = model::torch_api().run_parity(o);
 
   ctx.environment.attn_requested = cli.attn;
   ctx.environment.attn_resolved = fmt::format("sliding: {}; full: {}", r.attn_sliding, r.attn_full);
@@ -91,7 +92,7 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--dump-hidden", cli->dump_hidden,
                   "Diagnostics: write the embedding output and each layer's output (fp32) to this "
                   "safetensors file, to find where two implementations part");
-  set.add(cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); });
+  set.add(cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); }, Needs::kTorch);
 }
 
 }  // namespace tprobe::probes

@@ -24,16 +24,22 @@ struct RunContext {
 
 using RunFn = std::function<core::Outcome(RunContext&)>;
 
+// What a probe needs loaded before it runs. kCore probes never load libtorch; kTorch probes load
+// the torch module first (an error if it cannot be loaded); kTorchIfAvailable (env) records why
+// it could not be loaded instead of failing.
+enum class Needs { kCore, kTorch, kTorchIfAvailable };
+
 struct Probe {
   CLI::App* command = nullptr;
   RunFn run;
+  Needs needs = Needs::kCore;
   std::string json_path;  // --json PATH, added to every probe
 };
 
 class ProbeSet {
  public:
   // Adds --json to `command` and remembers how to run it.
-  void add(CLI::App* command, RunFn run);
+  void add(CLI::App* command, RunFn run, Needs needs = Needs::kCore);
   // Runs whichever subcommand was parsed; returns the process exit code.
   int run_parsed(const std::vector<std::string>& argv, std::ostream& out) const;
 
@@ -55,7 +61,8 @@ void register_bucket(CLI::App& app, ProbeSet& set);
 void register_profile(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
-// The full environment block (core + libtorch + CUPTI facts).
-core::Environment collect_environment();
+// The environment block: core facts, plus the libtorch / CUDA / CUPTI facts when `needs` asks for
+// the torch module.
+core::Environment collect_environment(Needs needs);
 
 }  // namespace tprobe::probes

@@ -4,8 +4,7 @@
 #include <cstdlib>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/cupti/cupti_info.hpp"
-#include "tprobe/model/runtime_info.hpp"
+#include "tprobe/model/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -67,10 +66,17 @@ core::Json resolved_options(const CLI::App& command) {
 
 }  // namespace
 
-core::Environment collect_environment() {
+core::Environment collect_environment(Needs needs) {
   core::Environment env = core::base_environment();
-  model::describe_torch(env);
-  cupti::describe_cupti(env);
+  if (needs == Needs::kCore) return env;
+  try {
+    model::torch_api().describe(env);
+    env.torch_loaded = true;
+    env.torch_module = model::torch_module_path();
+  } catch (const Error& e) {
+    if (needs == Needs::kTorch) throw;
+    env.torch_not_loaded_reason = e.what();
+  }
   return env;
 }
 
@@ -83,10 +89,11 @@ void add_dataset_options(CLI::App* command, std::string& dataset, std::string& f
   command->add_option("--format", format, "auto, jsonl, csv or text")->capture_default_str();
 }
 
-void ProbeSet::add(CLI::App* command, RunFn run) {
+void ProbeSet::add(CLI::App* command, RunFn run, Needs needs) {
   auto probe = std::make_unique<Probe>();
   probe->command = command;
   probe->run = std::move(run);
+  probe->needs = needs;
   command->add_option("--json", probe->json_path,
                       "Write the evidence file (JSON) to PATH, atomically");
   probes_.push_back(std::move(probe));
@@ -97,7 +104,7 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
     if (!probe->command->parsed()) continue;
     core::Evidence evidence(probe->command->get_name(), argv);
     evidence.options() = resolved_options(*probe->command);
-    core::Environment env = collect_environment();
+    core::Environment env = collect_environment(probe->needs);
     RunContext ctx{evidence, env, out};
     core::Outcome outcome = probe->run(ctx);
     evidence.set_outcome(outcome);

@@ -13,6 +13,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/model/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -59,17 +60,8 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   s.gradient_checkpointing = o.checkpointing == "on";
   s.ce_chunked = o.ce == "chunked";
   s.ce_chunk = o.ce_chunk;
-  if (o.attn.empty()) {
-    std::string why;
-    s.attn = model::attn_available(model::AttnImpl::kSdpa, &why) ? model::AttnImpl::kSdpa
-                                                                 : model::AttnImpl::kEager;
-    if (s.attn == model::AttnImpl::kEager) {
-      ctx.evidence.diagnose(core::Severity::kInfo, "attn_default_eager",
-                            "no --attn given and sdpa is unavailable (" + why + "): eager");
-    }
-  } else {
-    s.attn = model::parse_attn(o.attn);
-  }
+  req.attn_default = o.attn.empty();
+  if (!o.attn.empty()) s.attn = model::parse_attn(o.attn);
   s.moe = model::parse_moe(o.moe);
   s.dtype = o.dtype;
   s.device = o.device;
@@ -105,12 +97,12 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   req.table_width = o.table_width;
 
   const bool tty = ctx.out.rdbuf() == std::cout.rdbuf() && isatty(STDOUT_FILENO);
-  model::ProfileReport rep = model::run_profile(req, [&](const model::PointResult& p) {
+  model::ProfileReport rep = model::torch_api().run_profile(req, [&](const model::PointResult& p) {
     if (tty) ctx.out << "\r\033[K";
     ctx.out << model::point_line(p) << std::endl;
   });
 
-  ctx.environment.attn_requested = model::to_string(s.attn);
+  ctx.environment.attn_requested = o.attn.empty() ? "default" : o.attn;
   if (const auto& pts = rep.steps.points; !pts.empty()) {
     for (const auto& p : pts) {
       if (p.outcome != model::PointOutcome::kOk) continue;
@@ -225,7 +217,8 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->seed, "Seed of the random weights and inputs")
       ->capture_default_str();
-  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+  set.add(
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kTorch);
 }
 
 }  // namespace tprobe::probes

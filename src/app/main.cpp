@@ -4,13 +4,13 @@
 #include "probes/probe.hpp"
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/model/torch_compat.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tprobe: where a LoRA MoE training step's time and memory go"};
-  app.set_version_flag("--version", std::string("tprobe ") + TPROBE_VERSION + " (git " +
-                                        TPROBE_GIT_SHA + ", libtorch " +
-                                        tprobe::model::torch_version() + ")");
+  // No libtorch version here: the binary loads libtorch only for the probes that need it
+  // (`tprobe env` reports it).
+  app.set_version_flag("--version",
+                       std::string("tprobe ") + TPROBE_VERSION + " (git " + TPROBE_GIT_SHA + ")");
   app.require_subcommand(1);
   tprobe::probes::ProbeSet probes;
   tprobe::probes::register_all(app, probes);

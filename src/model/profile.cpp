@@ -69,6 +69,16 @@ ProfileReport run_profile(const ProfileRequest& request,
                           const std::function<void(const PointResult&)>& on_point) {
   ProfileReport rep;
   StepSpec spec = request.spec;
+  if (request.attn_default) {
+    std::string why;
+    spec.attn = attn_available(AttnImpl::kSdpa, &why) ? AttnImpl::kSdpa : AttnImpl::kEager;
+    if (spec.attn == AttnImpl::kEager) {
+      rep.diagnostics.push_back(
+          {core::Severity::kInfo, "attn_default_eager",
+           "no attention path given and sdpa is unavailable (" + why + "): eager"});
+    }
+  }
+  rep.attn = spec.attn;
   std::unique_ptr<cupti::KernelSource> source;
   if (!request.trace) {
     rep.kernel_table_reason = "tracing was turned off (--trace off)";
@@ -146,10 +156,10 @@ ProfileReport run_profile(const ProfileRequest& request,
   for (size_t i = 0; i < rep.steps.points.size(); ++i) {
     const auto& p = rep.steps.points[i];
     if (p.point.padded() || !rep.traces[i].table) continue;
-    const bool wanted = request.table_width > 0 ? p.point.width == request.table_width
-                                                : (!rep.table_point ||
-                                                   p.point.width >
-                                                       rep.steps.points[*rep.table_point].point.width);
+    const bool wanted =
+        request.table_width > 0
+            ? p.point.width == request.table_width
+            : (!rep.table_point || p.point.width > rep.steps.points[*rep.table_point].point.width);
     if (wanted) rep.table_point = i;
   }
 

@@ -75,7 +75,8 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   const StepSpec& s = req.spec;
   const PointResult* ok = first_ok(rep.steps);
   core::Json prov;
-  prov["attn_requested"] = to_string(s.attn);
+  prov["attn_requested"] = req.attn_default ? core::Json(nullptr) : core::Json(to_string(s.attn));
+  prov["attn_path"] = to_string(rep.attn);
   prov["attn_resolved"] = {{"sliding_attention", ok ? core::Json(ok->attn_sliding) : nullptr},
                            {"full_attention", ok ? core::Json(ok->attn_full) : nullptr}};
   prov["moe_dispatch"] = to_string(s.moe);

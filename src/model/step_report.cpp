@@ -7,6 +7,32 @@
 
 namespace tprobe::model {
 
+bool StepPoint::padded() const {
+  for (int64_t l : lengths) {
+    if (l < width) return true;
+  }
+  return false;
+}
+
+int64_t StepPoint::real_tokens() const {
+  if (lengths.empty()) return batch * width;
+  int64_t n = 0;
+  for (int64_t l : lengths) n += l;
+  return n;
+}
+
+const char* to_string(PointOutcome outcome) {
+  switch (outcome) {
+    case PointOutcome::kOk:
+      return "ok";
+    case PointOutcome::kOom:
+      return "oom";
+    case PointOutcome::kError:
+      return "error";
+  }
+  return "?";
+}
+
 SampleStats sample_stats(const std::vector<double>& samples) {
   SampleStats s;
   if (samples.empty()) return s;

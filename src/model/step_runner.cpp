@@ -23,32 +23,6 @@ namespace tprobe::model {
 
 using torch::Tensor;
 
-bool StepPoint::padded() const {
-  for (int64_t l : lengths) {
-    if (l < width) return true;
-  }
-  return false;
-}
-
-int64_t StepPoint::real_tokens() const {
-  if (lengths.empty()) return batch * width;
-  int64_t n = 0;
-  for (int64_t l : lengths) n += l;
-  return n;
-}
-
-const char* to_string(PointOutcome outcome) {
-  switch (outcome) {
-    case PointOutcome::kOk:
-      return "ok";
-    case PointOutcome::kOom:
-      return "oom";
-    case PointOutcome::kError:
-      return "error";
-  }
-  return "?";
-}
-
 std::optional<int64_t> parse_oom_bytes(const std::string& message) {
   static const std::regex re(R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|KiB|MiB|GiB|TiB))");
   std::smatch m;

@@ -52,25 +52,6 @@ std::vector<core::SdpaBackend> sdpa_backends() {
   return out;
 }
 
-const char* to_string(AttnImpl impl) {
-  switch (impl) {
-    case AttnImpl::kEager:
-      return "eager";
-    case AttnImpl::kSdpa:
-      return "sdpa";
-    case AttnImpl::kFlashWindow:
-      return "flash-window";
-  }
-  return "?";
-}
-
-AttnImpl parse_attn(const std::string& name) {
-  if (name == "eager") return AttnImpl::kEager;
-  if (name == "sdpa") return AttnImpl::kSdpa;
-  if (name == "flash-window") return AttnImpl::kFlashWindow;
-  fail_usage("--attn '{}': expected eager, sdpa or flash-window", name);
-}
-
 bool attn_available(AttnImpl impl, std::string* why) {
   switch (impl) {
     case AttnImpl::kEager:
@@ -90,16 +71,6 @@ bool attn_available(AttnImpl impl, std::string* why) {
 #endif
   }
   return false;
-}
-
-const char* to_string(MoeDispatch dispatch) {
-  return dispatch == MoeDispatch::kGroupedMm ? "grouped_mm" : "loop";
-}
-
-MoeDispatch parse_moe(const std::string& name) {
-  if (name == "loop") return MoeDispatch::kLoop;
-  if (name == "grouped_mm") return MoeDispatch::kGroupedMm;
-  fail_usage("--moe '{}': expected loop or grouped_mm", name);
 }
 
 bool has_grouped_mm() {

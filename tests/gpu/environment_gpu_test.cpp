@@ -7,7 +7,7 @@ namespace tprobe {
 namespace {
 
 TEST(GpuEnvironment, DeviceFactsAreFilled) {
-  core::Environment env = probes::collect_environment();
+  core::Environment env = probes::collect_environment(probes::Needs::kTorch);
   if (!env.cuda_usable) GTEST_SKIP() << "no CUDA device: " << env.cuda_unusable_reason;
   EXPECT_GE(env.device_count, 1);
   EXPECT_FALSE(env.device_name.empty());

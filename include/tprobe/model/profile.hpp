@@ -24,6 +24,9 @@ struct ProfileRequest {
   std::string raw_trace_path;         // write what the source recorded (all points) here
   std::optional<double> peak_tflops;  // given: no GEMM measurement
   int64_t table_width = 0;  // whose kernel table is results.kernel_table (0: the widest point)
+  // spec.attn was not chosen: sdpa where the linked libtorch has it, else eager (said in a
+  // diagnostic). The probe cannot ask itself: libtorch lives in the module.
+  bool attn_default = false;
 };
 
 struct PointTrace {
@@ -45,8 +48,9 @@ struct PointCost {
 
 struct ProfileReport {
   StepReport steps;
-  std::vector<PointCost> costs;    // one per steps.points entry
-  std::vector<PointTrace> traces;  // one per steps.points entry
+  AttnImpl attn = AttnImpl::kEager;  // what the sweep ran (the request's, or the default's choice)
+  std::vector<PointCost> costs;      // one per steps.points entry
+  std::vector<PointTrace> traces;    // one per steps.points entry
   std::optional<double> peak_tflops;
   std::string peak_source;  // "measured: bf16 GEMM 8192^3 ×20", "--peak-tflops", or why none
   core::AttentionPath flops_path = core::AttentionPath::kSdpaCausal;

@@ -38,7 +38,11 @@ Json to_json(const Environment& env) {
   j["git_sha"] = env.git_sha;
   j["compiler"] = env.compiler;
   j["host"] = env.host;
-  j["torch"] = {{"version", env.torch_version}, {"cuda_build", env.torch_cuda_build}};
+  j["torch"] = {{"loaded", env.torch_loaded},
+                {"module", env.torch_module},
+                {"not_loaded_reason", env.torch_not_loaded_reason},
+                {"version", env.torch_version},
+                {"cuda_build", env.torch_cuda_build}};
   j["cuda"] = {{"usable", env.cuda_usable},
                {"unusable_reason", env.cuda_unusable_reason},
                {"runtime_version", env.cuda_runtime_version},
@@ -65,6 +69,12 @@ Table environment_table(const Environment& env) {
   t.row({"tprobe", fmt::format("{} ({})", env.tool_version, env.git_sha)});
   t.row({"compiler", env.compiler});
   t.row({"host", env.host});
+  if (!env.torch_loaded) {
+    t.row({"libtorch", env.torch_not_loaded_reason.empty()
+                           ? "not loaded (this probe does not use it)"
+                           : "not loaded: " + env.torch_not_loaded_reason});
+    return t;
+  }
   t.row({"libtorch", fmt::format("{}{}", env.torch_version,
                                  env.torch_cuda_build ? " (CUDA build)" : " (CPU-only build)")});
   t.row({"CUDA usable", env.cuda_usable ? "yes" : "no: " + env.cuda_unusable_reason});

@@ -25,7 +25,12 @@ struct Environment {
   std::string compiler;
   std::string host;
 
-  std::string torch_version;          // libtorch the binary was built against and runs with
+  // libtorch is loaded only by the probes that need it (docs/ARCHITECTURE.md); the fields below
+  // it are empty when it was not.
+  bool torch_loaded = false;
+  std::string torch_module;           // path of the loaded libtprobe_torch.so
+  std::string torch_not_loaded_reason;  // why not, when a probe asked for it and it failed
+  std::string torch_version;          // libtorch the module was built against and runs with
   bool torch_cuda_build = false;      // libtorch compiled with CUDA
   bool cuda_usable = false;
   std::string cuda_unusable_reason;   // set when !cuda_usable

@@ -1,0 +1,38 @@
+// The torch-backed work, reached without linking libtorch: the `tprobe` binary loads the module
+// libtprobe_torch.so (tprobe_model + tprobe_cupti) on first use, so the probes that need no model
+// (padding, bucket, scaling-fit, kernels, ...) never pay libtorch's start-up (docs/ARCHITECTURE.md).
+#pragma once
+
+#include <string>
+
+#include "tprobe/core/base/environment.hpp"
+#include "tprobe/model/parity.hpp"
+#include "tprobe/model/profile.hpp"
+
+namespace tprobe::model {
+
+// Bumped whenever a member is added, removed or changes signature: the loader refuses a module
+// built from another version of this header.
+inline constexpr int kTorchApiVersion = 2;
+
+// Plain function pointers over torch-free structs. To add torch-backed work: declare its options
+// and result in a torch-free header, implement it in tprobe_model, add a member here and one line
+// in src/model/torch_module.cpp, and bump kTorchApiVersion.
+struct TorchApi {
+  int version = 0;
+  // The libtorch, CUDA device, SDPA backend and CUPTI fields of the environment block.
+  void (*describe)(core::Environment& env) = nullptr;
+  ParityResult (*run_parity)(const ParityOptions& options) = nullptr;
+  ProfileReport (*run_profile)(const ProfileRequest& request,
+                               const std::function<void(const PointResult&)>& on_point) = nullptr;
+};
+
+// Loads the module on first call (thread-safe) and returns its table. Looks, in order, at
+// $TPROBE_TORCH_MODULE, libtprobe_torch.so beside the running executable, and the build tree's
+// copy. Throws tprobe::Error saying where it looked and what dlopen answered.
+const TorchApi& torch_api();
+
+// Where the module was loaded from ("" before the first successful torch_api()).
+std::string torch_module_path();
+
+}  // namespace tprobe::model

@@ -1,0 +1,93 @@
+// Finds and loads libtprobe_torch.so on demand (no libtorch in this file or its library).
+#include "tprobe/model/torch_api.hpp"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::model {
+namespace {
+
+constexpr const char* kModuleName = "libtprobe_torch.so";
+constexpr const char* kEntryPoint = "tprobe_torch_api";
+
+std::string executable_dir() {
+  std::vector<char> buf(4096);
+  ssize_t n = ::readlink("/proc/self/exe", buf.data(), buf.size() - 1);
+  if (n <= 0) return "";
+  std::string path(buf.data(), static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "" : path.substr(0, slash);
+}
+
+bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
+
+struct Loaded {
+  const TorchApi* api = nullptr;
+  std::string path;
+};
+
+Loaded load() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("TPROBE_TORCH_MODULE"); env && *env) candidates.push_back(env);
+  if (std::string dir = executable_dir(); !dir.empty()) candidates.push_back(dir + "/" + kModuleName);
+#ifdef TPROBE_TORCH_MODULE_BUILD_PATH
+  candidates.push_back(TPROBE_TORCH_MODULE_BUILD_PATH);
+#endif
+  std::string tried;
+  for (const std::string& path : candidates) {
+    if (!readable(path)) {
+      tried += "\n  " + path + ": not found";
+      continue;
+    }
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* why = ::dlerror();
+      tried += "\n  " + path + ": " + (why ? why : "dlopen failed");
+      continue;
+    }
+    using Entry = const TorchApi* (*)();
+    auto entry = reinterpret_cast<Entry>(::dlsym(handle, kEntryPoint));
+    if (!entry) {
+      tried += "\n  " + path + ": no symbol " + kEntryPoint;
+      continue;
+    }
+    const TorchApi* api = entry();
+    if (!api || api->version != kTorchApiVersion) {
+      tried += fmt::format("\n  {}: module API version {} (this binary expects {}): rebuild both",
+                           path, api ? api->version : -1, kTorchApiVersion);
+      continue;
+    }
+    return {api, path};
+  }
+  fail("this probe needs libtorch, but the torch module could not be loaded (set "
+       "TPROBE_TORCH_MODULE to its path, or rebuild):{}",
+       tried);
+}
+
+std::once_flag g_once;
+Loaded g_loaded;
+std::string g_error;
+
+}  // namespace
+
+const TorchApi& torch_api() {
+  std::call_once(g_once, [] {
+    try {
+      g_loaded = load();
+    } catch (const Error& e) {
+      g_error = e.what();
+    }
+  });
+  if (!g_loaded.api) fail("{}", g_error);
+  return *g_loaded.api;
+}
+
+std::string torch_module_path() { return g_loaded.path; }
+
+}  // namespace tprobe::model
