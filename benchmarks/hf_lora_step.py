@@ -6,10 +6,17 @@ bf16, LoRA r64 (alpha 128, dropout 0) on q,k,v,o,gate,up,down, reentrant gradien
 with enable_input_require_grads, and a sequence-chunked softcapped CE (per-chunk checkpoint, so
 the 262,144-wide logits are never whole). Batch 2, one warm-up then --reps timed steps per width.
 
-Usage: hf_lora_step.py --attn sdpa --seq 2048 8192 [--profile] [--json OUT]
+--pad-fraction F adds one padded point at the widest width: the last row keeps (1 - F) of its
+tokens, the rest is right-padding passed as attention_mask (HF then builds explicit padding
+masks on every layer) and ignored by the loss (labels -100). --trace-out PATH writes a
+torch.profiler (Kineto) trace of one step at the first width, for `tprobe kernels`.
+
+Usage: hf_lora_step.py --attn sdpa --seq 2048 8192 [--pad-fraction 0.5] [--profile]
+                       [--trace-out T.json] [--json OUT]
 """
 import argparse
 import json
+import os
 import time
 
 import torch
@@ -58,6 +65,9 @@ def main():
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--chunk", type=int, default=4096)
     ap.add_argument("--profile", action="store_true", help="kernel table of one step at the first width")
+    ap.add_argument("--pad-fraction", type=float, default=None,
+                    help="add a padded point at the widest width, last row padded by this fraction")
+    ap.add_argument("--trace-out", help="torch.profiler trace of one step at the first width")
     ap.add_argument("--json")
     a = ap.parse_args()
     import transformers
@@ -89,34 +99,58 @@ def main():
            "frozen_parameters": total, "transformers": transformers.__version__,
            "peft": peft.__version__, "torch": torch.__version__, "widths": []}
 
-    def step(ids):
+    def step(ids, lengths=None):
         labels = torch.full_like(ids, -100)
         labels[:, :-1] = ids[:, 1:]
-        hidden = decoder(input_ids=ids, use_cache=False).last_hidden_state
+        mask = None
+        if lengths is not None:
+            pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
+            real = pos < torch.tensor(lengths, device=ids.device).unsqueeze(1)
+            mask = real.long()
+            # a row of L real tokens has L - 1 targets: positions L - 1 and later carry no label
+            labels[pos >= (torch.tensor(lengths, device=ids.device).unsqueeze(1) - 1)] = -100
+        hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
         loss = chunked_ce(hidden, weight, labels, 30.0, a.chunk)
         loss.backward()
         model.zero_grad(set_to_none=True)
         return loss
 
-    for i, seq in enumerate(a.seq):
+    points = [(seq, None) for seq in a.seq]
+    if a.pad_fraction is not None:
+        widest = max(a.seq)
+        lengths = [widest] * a.batch
+        lengths[-1] = max(2, round(widest * (1.0 - a.pad_fraction)))
+        points.append((widest, lengths))
+    for i, (seq, lengths) in enumerate(points):
         g = torch.Generator(device="cuda").manual_seed(seq)
         ids = torch.randint(0, cfg.vocab_size, (a.batch, seq), device="cuda", generator=g)
-        w = {"batch": a.batch, "seq": seq}
+        if lengths is not None:
+            for b, n in enumerate(lengths):
+                ids[b, n:] = cfg.pad_token_id if cfg.pad_token_id is not None else 0
+        w = {"batch": a.batch, "seq": seq, "lengths": lengths}
         try:
             torch.cuda.reset_peak_memory_stats()
             times = []
             for r in range(a.reps + 1):
                 torch.cuda.synchronize()
                 s = time.time()
-                loss = step(ids)
+                loss = step(ids, lengths)
                 torch.cuda.synchronize()
                 if r > 0:
                     times.append(time.time() - s)
             w.update(outcome="ok", step_s=times, best_step_s=min(times), loss=loss.item(),
                      peak_allocated_bytes=torch.cuda.max_memory_allocated(),
                      peak_reserved_bytes=torch.cuda.max_memory_reserved())
-            print(f"HF {a.attn} {a.batch}x{seq}: best {min(times):.3f} s, "
+            tag = f" lengths {lengths}" if lengths else ""
+            print(f"HF {a.attn} {a.batch}x{seq}{tag}: best {min(times):.3f} s, "
                   f"peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+            if a.trace_out and i == 0:
+                from torch.profiler import profile, ProfilerActivity
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                    step(ids)
+                    torch.cuda.synchronize()
+                prof.export_chrome_trace(a.trace_out)
+                print(f"HF trace of one {a.batch}x{seq} step: {a.trace_out}")
             if a.profile and i == 0:
                 from torch.profiler import profile, ProfilerActivity
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -137,9 +171,10 @@ def main():
             model.zero_grad(set_to_none=True)
             torch.cuda.empty_cache()
         out["widths"].append(w)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=2)
+        if a.json:  # after every point, so a timeout keeps what was measured
+            with open(a.json + ".tmp", "w") as f:
+                json.dump(out, f, indent=2)
+            os.replace(a.json + ".tmp", a.json)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ void register_mask(CLI::App& app, ProbeSet& set);
 void register_lora_gate(CLI::App& app, ProbeSet& set);
 void register_report(CLI::App& app, ProbeSet& set);
 void register_suite(CLI::App& app, ProbeSet& set);
+void register_profile(CLI::App& app, ProbeSet& set);
 void register_all(CLI::App& app, ProbeSet& set);
 
 // The environment block: core facts, plus the libtorch / CUDA / CUPTI facts when `needs` asks for

@@ -16,6 +16,7 @@ void register_all(CLI::App& app, ProbeSet& set) {
   register_kernels(app, set);
   register_lora_gate(app, set);
   register_report(app, set);
+  register_profile(app, set);
 }
 
 }  // namespace tprobe::probes

@@ -62,6 +62,13 @@ const std::vector<Step>& steps() {
        {"parity", "--checkpoint", "{fixtures}/gemma4-tiny-hf", "--reference",
         "{fixtures}/gemma4-tiny-hf/reference.safetensors"},
        "gemma4-tiny-hf/reference.safetensors"},
+      // The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs and
+      // the scaling fit over three widths, plus the standard padded point; no kernel table on the
+      // CPU (said so in the evidence).
+      {"profile",
+       {"profile", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
+        "64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16", "--ce-chunk",
+        "256"}},
       // A real torch.profiler trace of an HF + PEFT LoRA step (H200), warm-up step left out.
       {"kernels",
        {"kernels", "{fixtures}/traces/hf-sdpa-2x256.json.gz", "--skip-first", "1", "--top", "15"},

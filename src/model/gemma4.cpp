@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <memory>
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
@@ -168,27 +169,37 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   // Non-tensor arguments travel as integers: IValue holds no raw pointers. The model outlives
   // every graph built from it.
   static Tensor forward(torch::autograd::AutogradContext* ctx, Tensor x, int64_t model_address,
-                        int64_t index, int64_t record_address) {
+                        int64_t index, int64_t record_address, std::vector<int64_t> lengths) {
     ctx->save_for_backward({x});
     ctx->saved_data["model"] = model_address;
     ctx->saved_data["index"] = index;
+    ctx->saved_data["lengths"] = lengths;
     const auto* model = reinterpret_cast<const Gemma4Model*>(model_address);
     return model->layer_forward(static_cast<size_t>(index), x,
-                                reinterpret_cast<ForwardRecord*>(record_address));
+                                reinterpret_cast<ForwardRecord*>(record_address), lengths);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_out) {
     const auto* model = reinterpret_cast<const Gemma4Model*>(ctx->saved_data["model"].toInt());
     const int64_t index = ctx->saved_data["index"].toInt();
+    const std::vector<int64_t> lengths = ctx->saved_data["lengths"].toIntVector();
     Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
     Tensor y;
     {
       torch::AutoGradMode enable(true);
-      y = model->layer_forward(static_cast<size_t>(index), x, nullptr);
+      y = model->layer_forward(static_cast<size_t>(index), x, nullptr, lengths,
+                               StepPhase::kBackward);
     }
-    torch::autograd::backward({y}, {grad_out[0]});
-    return {x.grad(), Tensor(), Tensor(), Tensor()};
+    {
+      // The layer's own backward kernels: tagged by layer type, not split further (autograd
+      // runs them in one call).
+      const bool full = model->config().layer(index).type == core::LayerType::kFull;
+      ObserverScope scope(model->options().observer, StepPhase::kBackward,
+                          full ? StepPart::kFullAttention : StepPart::kSlidingAttention);
+      torch::autograd::backward({y}, {grad_out[0]});
+    }
+    return {x.grad(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -200,7 +211,7 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
   }
 
   static Tensor forward(torch::autograd::AutogradContext* ctx, Tensor hidden, Tensor head,
-                        Tensor labels, double softcap, int64_t chunk) {
+                        Tensor labels, double softcap, int64_t chunk, int64_t observer_address) {
     const int64_t n = hidden.size(0);
     Tensor valid = labels.ne(kIgnoreIndex);
     const int64_t count = valid.sum().item<int64_t>();
@@ -219,6 +230,7 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
     ctx->saved_data["softcap"] = softcap;
     ctx->saved_data["chunk"] = chunk;
     ctx->saved_data["count"] = count;
+    ctx->saved_data["observer"] = observer_address;
     return total / static_cast<double>(count);
   }
 
@@ -229,6 +241,8 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
     const double softcap = ctx->saved_data["softcap"].toDouble();
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const int64_t count = ctx->saved_data["count"].toInt();
+    ObserverScope scope(reinterpret_cast<StepObserver*>(ctx->saved_data["observer"].toInt()),
+                        StepPhase::kLoss, StepPart::kLossHead);
     Tensor scale = grad_out[0] / static_cast<double>(count);
     const int64_t n = hidden.size(0);
     Tensor grad_hidden = torch::empty_like(hidden);
@@ -247,7 +261,7 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
       capped.reset();
       grad_hidden.narrow(0, s, len).copy_(torch::matmul(g.to(hidden.scalar_type()), head));
     }
-    return {grad_hidden, Tensor(), Tensor(), Tensor(), Tensor()};
+    return {grad_hidden, Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -435,7 +449,8 @@ int64_t Gemma4Model::count_lora_modules() const {
   return static_cast<int64_t>(const_cast<Gemma4Model*>(this)->lora_parameters().size() / 2);
 }
 
-Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* record) const {
+Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* record,
+                                  const std::vector<int64_t>& lengths, StepPhase phase) const {
   const auto& c = config_;
   const DecoderLayer& L = layers_[index];
   const auto& g = L.geometry;
@@ -443,7 +458,11 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   const int64_t B = x.size(0), S = x.size(1), H = x.size(2);
   const int64_t Hq = c.num_attention_heads, Hkv = g.num_kv_heads, D = g.head_dim;
 
+  StepObserver* observer = options_.observer;
   // attention block (§2.3)
+  auto attn_scope = std::make_unique<ObserverScope>(
+      observer, phase,
+      g.type == core::LayerType::kFull ? StepPart::kFullAttention : StepPart::kSlidingAttention);
   Tensor residual = x;
   Tensor h = rms_norm(x, L.input_layernorm, eps);
   const auto& rope = g.type == core::LayerType::kFull ? c.rope_full : c.rope_sliding;
@@ -458,7 +477,7 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   Tensor v = rms_norm(v_raw, Tensor(), eps).transpose(1, 2);
   const int64_t window = g.type == core::LayerType::kSliding ? c.sliding_window : 0;
   std::string resolved;
-  Tensor attn = attention(options_.attn, q, k, v, window, &resolved);
+  Tensor attn = attention(options_.attn, q, k, v, window, &resolved, lengths);
   if (record) {
     std::string& slot = g.type == core::LayerType::kFull ? record->attn_full : record->attn_sliding;
     if (slot.empty()) slot = resolved;
@@ -466,12 +485,18 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   attn = attn.transpose(1, 2).reshape({B, S, Hq * D});
   h = rms_norm(linear(L.o_proj, attn), L.post_attention_layernorm, eps);
   Tensor xs = residual + h;
+  attn_scope.reset();
 
   // feed-forward block (§2.7): dense MLP and MoE side by side
   residual = xs;
-  Tensor d = rms_norm(residual, L.pre_feedforward_layernorm, eps);
-  d = linear(L.down_proj, gelu_tanh(linear(L.gate_proj, d)) * linear(L.up_proj, d));
-  d = rms_norm(d, L.post_feedforward_layernorm_1, eps);
+  Tensor d;
+  {
+    ObserverScope scope(observer, phase, StepPart::kDenseMlp);
+    d = rms_norm(residual, L.pre_feedforward_layernorm, eps);
+    d = linear(L.down_proj, gelu_tanh(linear(L.gate_proj, d)) * linear(L.up_proj, d));
+    d = rms_norm(d, L.post_feedforward_layernorm_1, eps);
+  }
+  auto experts_scope = std::make_unique<ObserverScope>(observer, phase, StepPart::kExperts);
 
   Tensor flat = residual.reshape({B * S, H});
   Tensor r = rms_norm(flat, Tensor(), eps);
@@ -490,28 +515,39 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   m = experts_forward(L, m, idx, w, options_.moe);
   if (record && record->moe.empty()) record->moe = to_string(options_.moe);
   m = rms_norm(m, L.post_feedforward_layernorm_2, eps).view({B, S, H});
+  experts_scope.reset();
   h = rms_norm(d + m, L.post_feedforward_layernorm, eps);
   return (residual + h) * L.layer_scalar;
 }
 
-Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record) {
+Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record,
+                               const std::vector<int64_t>& lengths) {
   const bool checkpoint = options_.gradient_checkpointing && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (checkpoint) {
       x = CheckpointedLayer::apply(x, reinterpret_cast<int64_t>(this), static_cast<int64_t>(i),
-                                   reinterpret_cast<int64_t>(record));
+                                   reinterpret_cast<int64_t>(record), lengths);
     } else {
       if (i == 0 && record && record->layer_outputs)
         record->layer_outputs->push_back(x.detach().clone());
-      x = layer_forward(i, x, record);
+      x = layer_forward(i, x, record, lengths);
       if (record && record->layer_outputs) record->layer_outputs->push_back(x.detach().clone());
     }
   }
   return x;
 }
 
-Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record) {
+Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record,
+                                  const std::vector<int64_t>& lengths) {
   if (input_ids.dim() != 2) fail("input_ids must be [batch, seq], got {} dims", input_ids.dim());
+  if (!lengths.empty()) {
+    if (static_cast<int64_t>(lengths.size()) != input_ids.size(0))
+      fail("{} lengths for a batch of {} rows", lengths.size(), input_ids.size(0));
+    for (int64_t l : lengths) {
+      if (l < 1 || l > input_ids.size(1))
+        fail("row length {} is outside 1..{} (the width)", l, input_ids.size(1));
+    }
+  }
   Tensor scale = torch::scalar_tensor(std::sqrt(static_cast<double>(config_.hidden_size)),
                                       torch::TensorOptions().dtype(torch::kFloat))
                      .to(embed_.scalar_type())
@@ -520,12 +556,13 @@ Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record
   if (options_.input_requires_grad && torch::GradMode::is_enabled() && !lora_.targets.empty()) {
     x.requires_grad_(true);
   }
-  x = run_layers(x, record);
+  x = run_layers(x, record, lengths);
   return rms_norm(x, final_norm_, config_.rms_norm_eps);
 }
 
-Tensor Gemma4Model::logits(const Tensor& input_ids, ForwardRecord* record) {
-  Tensor h = hidden_states(input_ids, record);
+Tensor Gemma4Model::logits(const Tensor& input_ids, ForwardRecord* record,
+                           const std::vector<int64_t>& lengths) {
+  Tensor h = hidden_states(input_ids, record, lengths);
   Tensor logits = torch::matmul(h, embed_.t());
   if (config_.final_logit_softcapping) {
     const double cap = *config_.final_logit_softcapping;
@@ -534,24 +571,45 @@ Tensor Gemma4Model::logits(const Tensor& input_ids, ForwardRecord* record) {
   return logits;
 }
 
-LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record) {
-  Tensor h = hidden_states(input_ids, record);
+LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record,
+                             const std::vector<int64_t>& lengths) {
+  Tensor h;
+  {
+    ObserverScope scope(options_.observer, StepPhase::kForward, StepPart::kOther);
+    h = hidden_states(input_ids, record, lengths);
+  }
+  return head_loss(h, input_ids, lengths);
+}
+
+LossResult Gemma4Model::head_loss(const Tensor& h, const Tensor& input_ids,
+                                  const std::vector<int64_t>& lengths) {
+  ObserverScope scope(options_.observer, StepPhase::kLoss, StepPart::kLossHead);
   Tensor ids = input_ids.to(h.device());
   Tensor labels = torch::full_like(ids, kIgnoreIndex);
   labels.narrow(1, 0, ids.size(1) - 1).copy_(ids.narrow(1, 1, ids.size(1) - 1));
+  if (has_padding(lengths, ids.size(1))) {
+    // Row b predicts tokens 1..L_b-1 from positions 0..L_b-2; everything from L_b-1 on is ignored.
+    Tensor pos = torch::arange(ids.size(1), ids.options()).unsqueeze(0);
+    Tensor len = torch::tensor(lengths, torch::TensorOptions().dtype(torch::kLong))
+                     .to(ids.device())
+                     .unsqueeze(1);
+    labels.masked_fill_(pos.ge(len - 1), kIgnoreIndex);
+  }
   LossResult out;
   out.num_targets = labels.ne(kIgnoreIndex).sum().item<int64_t>();
   out.loss = softcapped_cross_entropy(h.reshape({-1, h.size(2)}), embed_, labels.reshape({-1}),
                                       config_.final_logit_softcapping.value_or(0.0), options_.ce,
-                                      options_.ce_chunk);
+                                      options_.ce_chunk, options_.observer);
   return out;
 }
 
 Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const Tensor& labels,
-                                double softcap, CeMode mode, int64_t chunk) {
+                                double softcap, CeMode mode, int64_t chunk,
+                                StepObserver* observer) {
   if (mode == CeMode::kChunked) {
     if (chunk <= 0) fail_usage("cross-entropy chunk {}: must be positive", chunk);
-    return ChunkedSoftcapCe::apply(hidden, head, labels, softcap, chunk);
+    return ChunkedSoftcapCe::apply(hidden, head, labels, softcap, chunk,
+                                   reinterpret_cast<int64_t>(observer));
   }
   Tensor logits = torch::matmul(hidden, head.t());
   if (softcap > 0) logits = torch::tanh(logits / softcap) * softcap;

@@ -152,6 +152,21 @@ int64_t cuda_peak_reserved_bytes() {
   return 0;
 }
 
+int64_t cuda_allocated_bytes() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].current;
+  }
+#endif
+  return 0;
+}
+
+void cuda_empty_cache() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
 torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
   if (n_rep == 1) return x;
   auto s = x.sizes();
@@ -169,16 +184,47 @@ torch::Tensor causal_bool_mask(int64_t seq_len, int64_t window, const torch::Dev
   return allowed.view({1, 1, seq_len, seq_len});
 }
 
+bool has_padding(const std::vector<int64_t>& lengths, int64_t seq_len) {
+  for (int64_t l : lengths) {
+    if (l < seq_len) return true;
+  }
+  return false;
+}
+
+torch::Tensor padded_bool_mask(int64_t seq_len, int64_t window, const std::vector<int64_t>& lengths,
+                               const torch::Device& device) {
+  torch::Tensor allowed = causal_bool_mask(seq_len, window, device);  // [1, 1, S, S]
+  torch::Tensor len = torch::tensor(lengths, torch::TensorOptions().dtype(torch::kLong))
+                          .to(device)
+                          .view({-1, 1, 1, 1});
+  torch::Tensor k = torch::arange(seq_len, torch::TensorOptions().dtype(torch::kLong).device(device))
+                        .view({1, 1, 1, seq_len});
+  return allowed.logical_and(k.lt(len));  // [B, 1, S, S]
+}
+
 namespace {
 
+void check_lengths(const torch::Tensor& q, const std::vector<int64_t>& lengths) {
+  if (lengths.empty()) return;
+  if (static_cast<int64_t>(lengths.size()) != q.size(0)) {
+    fail("attention: {} lengths for a batch of {}", lengths.size(), q.size(0));
+  }
+  for (int64_t l : lengths) {
+    if (l < 1 || l > q.size(2)) fail("attention: length {} outside 1..{}", l, q.size(2));
+  }
+}
+
 torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, int64_t window) {
+                              const torch::Tensor& v, int64_t window,
+                              const std::vector<int64_t>& lengths) {
   const int64_t n_rep = q.size(1) / k.size(1);
   torch::Tensor kr = repeat_kv(k, n_rep);
   torch::Tensor vr = repeat_kv(v, n_rep);
   torch::Tensor scores = torch::matmul(q, kr.transpose(2, 3));  // scaling = 1.0
   // HF's eager mask: 0 where allowed, finfo(dtype).min elsewhere, added to the scores.
-  torch::Tensor allowed = causal_bool_mask(q.size(2), window, q.device());
+  torch::Tensor allowed = has_padding(lengths, q.size(2))
+                              ? padded_bool_mask(q.size(2), window, lengths, q.device())
+                              : causal_bool_mask(q.size(2), window, q.device());
   double min_value = 0;
   switch (q.scalar_type()) {
     case torch::kFloat:
@@ -220,10 +266,23 @@ torch::Tensor sdpa_masked_attention(const torch::Tensor& q, const torch::Tensor&
 // dropped (is_causal) on full layers and on sliding layers while S < window; otherwise a bool
 // mask is materialised, which forces repeat-kv. GQA without a mask uses enable_gqa only for
 // head_dim <= 256 (HF PR #46960: enable_gqa at 512 fell back to the math kernel).
+// With padding HF always materialises the mask (padding_mask and-ed in), on full layers too:
+// the global layers lose is_causal.
 torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             int64_t window, std::string* resolved) {
+                             int64_t window, std::string* resolved,
+                             const std::vector<int64_t>& lengths) {
   const int64_t seq = q.size(2);
   const int64_t n_rep = q.size(1) / k.size(1);
+  if (has_padding(lengths, seq)) {
+    if (resolved) *resolved = "sdpa(bool_mask,padding,repeat_kv)";
+    torch::Tensor mask = padded_bool_mask(seq, window, lengths, q.device());
+    // A padded query whose whole window is padding has no key: some SDPA kernels return NaN for
+    // such a row, and a NaN value row poisons real queries through 0·NaN. HF (without torch's
+    // fix) lets those rows attend everywhere; so does tprobe — only padded outputs change.
+    if (window > 0) mask = mask.logical_or(mask.any(-1, true).logical_not());
+    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask,
+                                            0.0, false, 1.0);
+  }
   const bool mask_skipped = window <= 0 || seq < window;
   if (mask_skipped) {
     const bool causal = seq > 1;
@@ -245,9 +304,11 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
 // plus ",window=W" on windowed layers and ",scores=rounded" where the scores GEMM cannot write fp32.
 torch::Tensor blockwise_gemm_attention(const torch::Tensor& q, const torch::Tensor& k,
                                        const torch::Tensor& v, int64_t window,
-                                       std::string* resolved) {
+                                       std::string* resolved,
+                                       const std::vector<int64_t>& lengths) {
   BlockwiseAttentionOptions o;
   o.window = window;
+  if (has_padding(lengths, q.size(2))) o.lengths = lengths;
   if (resolved) {
     const bool reduced = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
     *resolved = fmt::format("blockwise_gemm(block={}{}{})", o.block,
@@ -270,9 +331,12 @@ bool flash_window_global_on_sdpa() {
 // sequence lengths and window_size_left = window − 1 (k ≥ q − (W − 1) ⇔ k > q − W), no mask.
 // GQA is native to flash. head_dim > 256 (flash and cuDNN refuse it): the blockwise-GEMM path,
 // or (TPROBE_FLASH_WINDOW_GLOBAL=sdpa) is_causal SDPA on repeated KV heads as HF does there.
+// Right padding: the varlen kernel packs only the real tokens (cum_seq from the lengths; padded
+// positions cost nothing and come back as zeros). On the head_dim > 256 layers is_causal stays
+// exact for every real token (a real query only sees keys before it, all real), so no mask.
 torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                     const torch::Tensor& v, int64_t window,
-                                     std::string* resolved) {
+                                     const torch::Tensor& v, int64_t window, std::string* resolved,
+                                     const std::vector<int64_t>& lengths) {
   const int64_t batch = q.size(0), seq = q.size(2), dim = q.size(3);
   const int64_t n_rep = q.size(1) / k.size(1);
   if (q.scalar_type() != torch::kBFloat16 && q.scalar_type() != torch::kHalf) {
@@ -280,22 +344,52 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
         "flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
         "--dtype bf16, or sdpa/eager for fp32");
   }
+  const bool padded = has_padding(lengths, seq);
   if (dim > 256 && !flash_window_global_on_sdpa()) {
-    return blockwise_gemm_attention(q, k, v, window, resolved);
+    return blockwise_gemm_attention(q, k, v, window, resolved, lengths);
   }
   if (dim > 256) {
-    if (resolved) *resolved = "sdpa(is_causal,repeat_kv) head_dim>256";
+    if (resolved) {
+      *resolved = padded ? "sdpa(is_causal,repeat_kv) head_dim>256, right padding exact"
+                         : "sdpa(is_causal,repeat_kv) head_dim>256";
+    }
     return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
                                             true, 1.0);
+  }
+  c10::optional<int64_t> left;
+  if (window > 0) left = window - 1;
+  c10::optional<int64_t> right = 0;
+  if (padded) {
+    std::vector<int64_t> rows;
+    std::vector<int32_t> cum = {0};
+    int64_t max_len = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < lengths[b]; ++t) rows.push_back(b * seq + t);
+      cum.push_back(cum.back() + static_cast<int32_t>(lengths[b]));
+      max_len = std::max(max_len, lengths[b]);
+    }
+    torch::Tensor index = torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(q.device());
+    torch::Tensor cum_t = torch::tensor(cum, torch::TensorOptions().dtype(torch::kInt)).to(q.device());
+    auto pack_real = [&](const torch::Tensor& t) {
+      return t.transpose(1, 2).reshape({batch * seq, t.size(1), dim}).index_select(0, index);
+    };
+    auto out = at::_flash_attention_forward(pack_real(q), pack_real(k), pack_real(v), cum_t, cum_t,
+                                            max_len, max_len, 0.0, /*is_causal=*/true,
+                                            /*return_debug_mask=*/false, 1.0,
+                                            window > 0 ? left : c10::optional<int64_t>(), right);
+    torch::Tensor full = torch::zeros({batch * seq, q.size(1), dim}, q.options())
+                             .index_copy(0, index, std::get<0>(out));
+    if (resolved) {
+      *resolved = window > 0 ? fmt::format("flash_varlen(window_left={},padding)", window - 1)
+                             : "flash_varlen(causal,padding)";
+    }
+    return full.view({batch, seq, q.size(1), dim}).transpose(1, 2);
   }
   auto pack = [&](const torch::Tensor& t) {
     return t.transpose(1, 2).reshape({batch * seq, t.size(1), dim});
   };
   torch::Tensor cum = torch::arange(0, (batch + 1) * seq, seq,
                                     torch::TensorOptions().dtype(torch::kInt).device(q.device()));
-  c10::optional<int64_t> left;
-  if (window > 0) left = window - 1;
-  c10::optional<int64_t> right = 0;
   auto out = at::_flash_attention_forward(pack(q), pack(k), pack(v), cum, cum, seq, seq, 0.0,
                                           /*is_causal=*/true, /*return_debug_mask=*/false, 1.0,
                                           window > 0 ? left : c10::optional<int64_t>(), right);
@@ -310,14 +404,16 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
 }  // namespace
 
 torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const torch::Tensor& k,
-                        const torch::Tensor& v, int64_t window, std::string* resolved) {
+                        const torch::Tensor& v, int64_t window, std::string* resolved,
+                        const std::vector<int64_t>& lengths) {
+  check_lengths(q, lengths);
   switch (path) {
     case core::AttentionPath::kEager:
-      if (resolved) *resolved = "eager";
-      return eager_attention(q, k, v, window);
+      if (resolved) *resolved = has_padding(lengths, q.size(2)) ? "eager(padding)" : "eager";
+      return eager_attention(q, k, v, window, lengths);
     case core::AttentionPath::kSdpa:
 #if TPROBE_TORCH_AT_LEAST(2, 0)
-      return sdpa_attention(q, k, v, window, resolved);
+      return sdpa_attention(q, k, v, window, resolved, lengths);
 #else
       break;
 #endif
@@ -329,11 +425,11 @@ torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const 
 #endif
     case core::AttentionPath::kFlashWindow:
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-      if (q.is_cuda()) return flash_window_attention(q, k, v, window, resolved);
+      if (q.is_cuda()) return flash_window_attention(q, k, v, window, resolved, lengths);
 #endif
       break;
     case core::AttentionPath::kBlockwise:
-      return blockwise_gemm_attention(q, k, v, window, resolved);
+      return blockwise_gemm_attention(q, k, v, window, resolved, lengths);
   }
   std::string why = "not supported on this device";
   attn_available(path, &why);

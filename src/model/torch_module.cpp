@@ -1,6 +1,7 @@
 // The entry point of libtprobe_torch.so: the table of torch-backed work the binary calls.
 #include "tprobe/cupti/cupti_info.hpp"
 #include "tprobe/model/mask_check.hpp"
+#include "tprobe/model/profile.hpp"
 #include "tprobe/model/runtime_info.hpp"
 #include "tprobe/model/torch_api.hpp"
 
@@ -18,6 +19,7 @@ const tprobe::model::TorchApi kApi = [] {
   api.run_parity = &tprobe::model::run_parity;
   api.run_mask_check = &tprobe::model::run_mask_check;
   api.run_mask_backends = &tprobe::model::run_mask_backends;
+  api.run_profile = &tprobe::model::run_profile;
   return api;
 }();
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/model/step_observer.hpp"
 #include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
@@ -44,6 +45,9 @@ struct ModelOptions {
   bool input_requires_grad = true;
   CeMode ce = CeMode::kChunked;
   int64_t ce_chunk = 4096;  // rows (tokens) per CE chunk
+  // Told which phase and part of the model is running (the profile probe's CUPTI tagging);
+  // not owned, may be null.
+  StepObserver* observer = nullptr;
 };
 
 // One nn.Linear (no bias) with an optional LoRA pair.
@@ -120,19 +124,33 @@ class Gemma4Model {
   int64_t count_lora_parameters() const;
   int64_t count_lora_modules() const;
 
+  // `lengths` (all three): real tokens per row, the rest of each row is right-padding; empty =
+  // every row is real to the end. Padding changes the attention masks as Hugging Face's sdpa
+  // masks do (docs/gemma4-engine.md, "Padding"); values at padded positions are not meaningful.
   // Final hidden states [B, S, H] after the final norm.
-  torch::Tensor hidden_states(const torch::Tensor& input_ids, ForwardRecord* record = nullptr);
+  torch::Tensor hidden_states(const torch::Tensor& input_ids, ForwardRecord* record = nullptr,
+                              const std::vector<int64_t>& lengths = {});
   // Softcapped logits [B, S, V] (materialised: for parity and tests, not for training widths).
-  torch::Tensor logits(const torch::Tensor& input_ids, ForwardRecord* record = nullptr);
-  // HF's causal-LM loss: labels = input_ids shifted left, last position ignored, mean over targets.
-  LossResult loss(const torch::Tensor& input_ids, ForwardRecord* record = nullptr);
+  torch::Tensor logits(const torch::Tensor& input_ids, ForwardRecord* record = nullptr,
+                       const std::vector<int64_t>& lengths = {});
+  // HF's causal-LM loss: labels = input_ids shifted left, the last real position of each row and
+  // every padded position ignored, mean over targets.
+  LossResult loss(const torch::Tensor& input_ids, ForwardRecord* record = nullptr,
+                  const std::vector<int64_t>& lengths = {});
+  // The second half of loss(): the tied head and CE on final hidden states (phase loss).
+  LossResult head_loss(const torch::Tensor& hidden, const torch::Tensor& input_ids,
+                       const std::vector<int64_t>& lengths = {});
 
-  // One decoder layer, outside any checkpointing (the checkpoint Function calls this too).
-  torch::Tensor layer_forward(size_t index, const torch::Tensor& x, ForwardRecord* record) const;
+  // One decoder layer, outside any checkpointing (the checkpoint Function calls this too, with
+  // phase kBackward for the recompute).
+  torch::Tensor layer_forward(size_t index, const torch::Tensor& x, ForwardRecord* record,
+                              const std::vector<int64_t>& lengths = {},
+                              StepPhase phase = StepPhase::kForward) const;
 
  private:
   Gemma4Model(core::ModelConfig config, ModelOptions options);
-  torch::Tensor run_layers(torch::Tensor x, ForwardRecord* record);
+  torch::Tensor run_layers(torch::Tensor x, ForwardRecord* record,
+                           const std::vector<int64_t>& lengths);
 
   core::ModelConfig config_;
   ModelOptions options_;
@@ -155,9 +173,10 @@ torch::Tensor rope_inv_freq(const core::RopeParams& rope, int64_t head_dim);
 // Softcapped cross-entropy of hidden [N, H] against the tied head [V, H], mean over labels != -100.
 // kChunked never holds more than `chunk` rows of logits, in forward or backward (recomputed per
 // chunk); kNaive materialises them as HF does.
+// `observer` (may be null) is told when the chunked backward runs (phase loss).
 torch::Tensor softcapped_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& head,
                                        const torch::Tensor& labels, double softcap, CeMode mode,
-                                       int64_t chunk);
+                                       int64_t chunk, StepObserver* observer = nullptr);
 
 // Sizes from the config alone (no tensors): text parameters (layer_scalar excluded, as HF's
 // num_parameters excludes buffers), LoRA modules and LoRA parameters for `lora`.

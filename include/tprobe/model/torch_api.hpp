@@ -8,12 +8,13 @@
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/model/mask_check.hpp"
 #include "tprobe/model/parity.hpp"
+#include "tprobe/model/profile.hpp"
 
 namespace tprobe::model {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 3;  // 2: mask check/backends; 3: parity backward
+inline constexpr int kTorchApiVersion = 4;  // 2: mask; 3: parity backward; 4: profile
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header, implement it in tprobe_model, add a member here and one line
@@ -26,6 +27,8 @@ struct TorchApi {
   // `tprobe mask --materialise` and `--backends` (mask_check.hpp).
   MaskCheckResult (*run_mask_check)(const MaskCheckOptions& options) = nullptr;
   MaskBackendsResult (*run_mask_backends)(const MaskBackendsOptions& options) = nullptr;
+  ProfileReport (*run_profile)(const ProfileRequest& request,
+                               const std::function<void(const PointResult&)>& on_point) = nullptr;
 };
 
 // Loads the module on first call (thread-safe) and returns its table. Looks at

@@ -41,5 +41,8 @@ void cuda_synchronize();
 void cuda_reset_peak_memory();
 int64_t cuda_peak_allocated_bytes();  // caching allocator's peak of allocated bytes
 int64_t cuda_peak_reserved_bytes();
+int64_t cuda_allocated_bytes();  // allocated now
+// Returns cached blocks to the driver (after an OOM, so the next point starts clean).
+void cuda_empty_cache();
 
 }  // namespace tprobe::model

@@ -1,0 +1,79 @@
+// `tprobe profile`'s computation: the step sweep (step_runner), one CUPTI-traced step per point,
+// FLOPs and MFUs, the scaling fit, and the phase / part table. Torch-free interface.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/cost/flops.hpp"
+#include "tprobe/core/cost/scaling_fit_report.hpp"
+#include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/model/step_report.hpp"
+#include "tprobe/model/step_runner.hpp"
+
+namespace tprobe::model {
+
+struct ProfileRequest {
+  StepSpec spec;                      // spec.tracer is set by run_profile
+  bool trace = true;                  // one traced step per point, where a source is usable
+  std::string replay_trace;           // a raw trace file to replay instead of CUPTI (tests)
+  std::string raw_trace_path;         // write what the source recorded (all points) here
+  std::optional<double> peak_tflops;  // given: no GEMM measurement
+  int64_t table_width = 0;  // whose kernel table is results.kernel_table (0: the widest point)
+  // spec.attn was not chosen: sdpa where the linked libtorch has it, else eager (said in a
+  // diagnostic). The probe cannot ask itself: libtorch lives in the module.
+  bool attn_default = false;
+};
+
+struct PointTrace {
+  bool captured = false;
+  int64_t records = 0, kernels = 0;
+  int64_t dropped_records = 0, untagged_records = 0;
+  double kernel_sum_s = 0;  // Σ kernel durations
+  double span_s = 0;        // first start to last end (device wall of the traced step)
+  core::Json phase_rows;    // cupti::to_json(phase_rows)
+  std::optional<core::KernelTable> table;  // the kernels table over the traced step's records
+  std::optional<double> attention_share;   // the table's attention category / Σ device time
+  std::vector<std::string> problems;
+};
+
+struct PointCost {
+  double intended_flops = 0, performed_flops = 0;
+  std::optional<double> intended_mfu, performed_mfu;  // with a peak and a measured step
+};
+
+struct ProfileReport {
+  StepReport steps;
+  AttnImpl attn = AttnImpl::kEager;  // what the sweep ran (the request's, or the default's choice)
+  std::vector<PointCost> costs;      // one per steps.points entry
+  std::vector<PointTrace> traces;    // one per steps.points entry
+  std::optional<double> peak_tflops;
+  std::string peak_source;  // "measured: bf16 GEMM 8192^3 ×20", "--peak-tflops", or why none
+  core::AttentionPath flops_path = core::AttentionPath::kSdpaCausal;
+  std::optional<core::ScalingFitReport> fit;  // with >= 3 distinct unpadded widths
+  std::string fit_note;                       // why there is none
+  bool kernel_table_supported = false;
+  std::string kernel_table_reason;  // why not (CPU, no CUPTI, refused, --trace off)
+  std::string trace_source;         // what recorded
+  std::vector<core::DeviceProperties> devices;
+  // Index into steps.points of the unpadded traced point whose table is results.kernel_table.
+  std::optional<size_t> table_point;
+  std::vector<core::Diagnostic> diagnostics;
+};
+
+// Throws tprobe::Error/UsageError for what run_steps throws; every point failure is a result.
+ProfileReport run_profile(const ProfileRequest& request,
+                          const std::function<void(const PointResult&)>& on_point = {});
+
+// The FLOPs path that matches an engine attention implementation (docs/flops.md's table).
+core::AttentionPath flops_path(AttnImpl impl);
+
+// Views (profile_report.cpp, no libtorch).
+core::Json to_json(const ProfileReport& report, const ProfileRequest& request);
+std::vector<core::Table> profile_tables(const ProfileReport& report);
+
+}  // namespace tprobe::model

@@ -1,0 +1,30 @@
+// Views of a StepReport (no libtorch): the JSON both the profile evidence and step_bench write,
+// the per-point line and the timing table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/model/step_runner.hpp"
+
+namespace tprobe::model {
+
+// Summary of one series of samples (seconds).
+struct SampleStats {
+  double median = 0, min = 0, max = 0;
+  double spread_ratio = 0;  // (max - min) / median
+};
+SampleStats sample_stats(const std::vector<double>& samples);  // all 0 for an empty series
+
+// One point as scaling-fit reads it (batch, width, outcome, samples_s) plus everything else.
+core::Json point_to_json(const PointResult& point);
+// {model, source, ..., points: [unpadded points], padded_points: [points with padding]}:
+// scaling-fit fits `points` (one curve over widths) and never sees a padded point.
+core::Json to_json(const StepReport& report);
+// "2x8192 ok: step 1.234 s (min 1.230, spread 0.4 %), fwd ..., peak 12.3 GiB"
+std::string point_line(const PointResult& point);
+core::Table timing_table(const StepReport& report);
+
+}  // namespace tprobe::model

@@ -1,0 +1,101 @@
+// The measured LoRA training step: build a Gemma-4 model (embedded shapes with random weights, or a
+// checkpoint), attach adapters and time forward, loss and backward at each requested point.
+// Torch-free interface: the profile probe and benchmarks/step_bench.cpp call it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/model/step_observer.hpp"
+#include "tprobe/model/torch_compat.hpp"
+
+namespace tprobe::model {
+
+// One shape to measure: `batch` rows of `width` tokens; `lengths` (one per row, or empty = all
+// real) are the real tokens of each row, the rest right-padding.
+struct StepPoint {
+  int64_t batch = 2;
+  int64_t width = 2048;
+  std::vector<int64_t> lengths;
+  bool padded() const;
+  int64_t real_tokens() const;
+};
+
+struct StepSpec {
+  std::string model = "gemma4-tiny";  // embedded shapes (random init) when checkpoint_dir is empty
+  std::string checkpoint_dir;         // config.json + safetensors: real weights
+  uint64_t seed = 1;
+  std::vector<std::string> lora_targets;  // empty: no adapters (then nothing trains)
+  int64_t lora_rank = 64;
+  double lora_alpha = 128;
+  AttnImpl attn = AttnImpl::kEager;
+  MoeDispatch moe = MoeDispatch::kLoop;
+  bool gradient_checkpointing = true;
+  bool input_requires_grad = true;
+  bool ce_chunked = true;
+  int64_t ce_chunk = 4096;
+  std::string dtype = "bf16";  // bf16 | fp32 | fp64
+  std::string device = "cpu";  // cpu | cuda
+  std::vector<StepPoint> points;
+  int64_t warmup = 1;
+  int64_t repeats = 3;
+  StepTracer* tracer = nullptr;  // not owned; null: no traced step
+};
+
+enum class PointOutcome { kOk, kOom, kError };
+const char* to_string(PointOutcome outcome);  // "ok", "oom", "error"
+
+struct PointResult {
+  StepPoint point;
+  PointOutcome outcome = PointOutcome::kOk;
+  std::string message;                     // why, when not ok
+  std::optional<int64_t> oom_tried_bytes;  // what the failed allocation asked for, when known
+  // One entry per timed repeat (warm-up excluded). CUDA events on a GPU, steady clock on CPU.
+  // forward: embedding + layers + final norm; loss: the CE forward; backward: the whole
+  // backward call (CE backward, layer recompute and backward); step: all three, one interval.
+  std::vector<double> step_s, forward_s, loss_s, backward_s;
+  double loss_value = 0;             // the first timed repeat's loss
+  int64_t loss_targets = 0;          // positions that carried a label
+  int64_t inert_adapters = 0;        // lora_B without a gradient after the first step
+  int64_t peak_allocated_bytes = 0;  // caching allocator, reset at the start of the point
+  int64_t peak_reserved_bytes = 0;
+  std::string attn_sliding, attn_full, moe;  // what ran
+  bool traced = false;                       // the tracer's step ran (its records are the tracer's)
+  double traced_step_s = 0;   // that step's time (same clock), for the overhead check
+  std::string trace_message;  // why the traced step failed, when it did
+};
+
+struct StepReport {
+  core::ModelConfig config;     // what was built
+  std::string model;            // config name
+  std::string source;           // "random init" or the checkpoint directory
+  std::string config_digest;    // hex digest of the model's config facts (core::ModelConfig)
+  std::string device_resolved;  // "cpu" or "cuda:0"
+  std::string dtype;
+  std::string clock;  // "cuda_events" or "steady_clock"
+  double init_s = 0;
+  int64_t base_parameters = 0;
+  int64_t lora_modules = 0;
+  int64_t lora_parameters = 0;
+  int64_t weights_allocated_bytes = 0;  // after init and adapters, before any step
+  std::vector<PointResult> points;
+};
+
+// Throws tprobe::Error (UsageError for bad options) when the model cannot be built; a failing
+// point (OOM included) is a result and the sweep goes on. `on_point` is called as each point
+// finishes.
+StepReport run_steps(const StepSpec& spec,
+                     const std::function<void(const PointResult&)>& on_point = {});
+
+// One large bf16 GEMM (n×n by n×n, `repeats` times after a warm-up) on the CUDA device, timed with
+// events: the peak the MFUs are measured against. Throws when there is no CUDA device.
+double measure_gemm_tflops(int64_t n = 8192, int repeats = 20);
+
+// The byte count in a CUDA OOM message ("Tried to allocate 2.00 GiB"), when present.
+std::optional<int64_t> parse_oom_bytes(const std::string& message);
+
+}  // namespace tprobe::model

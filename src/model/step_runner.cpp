@@ -1,0 +1,319 @@
+// The measured LoRA step (step_runner.hpp): model build, per-point warm-up, timed repeats with
+// forward / loss / backward split, peak memory, OOM as a result, and one optional traced step.
+#include "tprobe/model/step_runner.hpp"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <regex>
+
+#include "tprobe/config.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/model/gemma4.hpp"
+#include "tprobe/model/loader.hpp"
+
+#if TPROBE_HAS_TORCH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#endif
+
+namespace tprobe::model {
+
+using torch::Tensor;
+
+std::optional<int64_t> parse_oom_bytes(const std::string& message) {
+  static const std::regex re(R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|KiB|MiB|GiB|TiB))");
+  std::smatch m;
+  if (!std::regex_search(message, m, re)) return std::nullopt;
+  double v = std::stod(m[1].str());
+  const std::string unit = m[2].str();
+  const double scale = unit == "B"     ? 1.0
+                       : unit == "KiB" ? 1024.0
+                       : unit == "MiB" ? 1048576.0
+                       : unit == "GiB" ? 1073741824.0
+                                       : 1099511627776.0;
+  return static_cast<int64_t>(v * scale);
+}
+
+double measure_gemm_tflops(int64_t n, int repeats) {
+  if (!torch::cuda::is_available()) fail("the GEMM peak needs a CUDA device");
+  auto opts = torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA, 0);
+  torch::NoGradGuard no_grad;
+  Tensor a = torch::randn({n, n}, opts), b = torch::randn({n, n}, opts);
+  Tensor c = torch::matmul(a, b);  // warm-up: cuBLAS picks its kernel here
+  cuda_synchronize();
+#if TPROBE_HAS_TORCH_CUDA
+  at::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+  start.record();
+  for (int i = 0; i < repeats; ++i) torch::matmul_out(c, a, b);
+  stop.record();
+  cuda_synchronize();
+  const double s = start.elapsed_time(stop) / 1e3;
+  return 2.0 * static_cast<double>(n) * n * n * repeats / s / 1e12;
+#else
+  (void)repeats;
+  fail("the GEMM peak needs a CUDA build of libtorch");
+#endif
+}
+
+namespace {
+
+// FNV-1a over the config facts that decide the step's shapes.
+std::string config_digest(const core::ModelConfig& c) {
+  std::string text = fmt::format(
+      "{} {} {} {} {} {} {} {} {} {} {} {} {} {} {}", c.hidden_size, c.num_layers,
+      c.intermediate_size, c.num_attention_heads, c.num_kv_heads, c.head_dim, c.global_head_dim,
+      c.num_global_kv_heads, c.attention_k_eq_v, c.sliding_window, c.vocab_size, c.num_experts,
+      c.top_k_experts, c.moe_intermediate_size, c.final_logit_softcapping.value_or(0.0));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const auto g = c.layer(i);
+    text += fmt::format(" {}:{}:{}:{}", static_cast<int>(g.type), g.head_dim, g.num_kv_heads,
+                        g.has_v_proj);
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : text) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("fnv1a64:{:016x}", h);
+}
+
+torch::Dtype parse_dtype(const std::string& name) {
+  if (name == "bf16") return torch::kBFloat16;
+  if (name == "fp32") return torch::kFloat;
+  if (name == "fp64") return torch::kDouble;
+  fail_usage("dtype '{}': expected bf16, fp32 or fp64", name);
+}
+
+void validate(const StepSpec& s) {
+  if (s.device != "cpu" && s.device != "cuda")
+    fail_usage("device '{}': expected cpu or cuda", s.device);
+  parse_dtype(s.dtype);
+  std::string why;
+  if (!attn_available(s.attn, &why)) fail_usage("attention {}: {}", to_string(s.attn), why);
+  if (s.attn == AttnImpl::kFlashWindow && s.device != "cuda")
+    fail_usage("attention flash-window needs the cuda device");
+  if (s.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || s.device != "cuda"))
+    fail_usage("MoE dispatch grouped_mm needs a CUDA device and libtorch >= 2.8");
+  if (s.device == "cuda" && !torch::cuda::is_available())
+    fail("device cuda: no CUDA device is usable");
+  if (s.warmup < 0) fail_usage("warm-up {}: must be >= 0", s.warmup);
+  if (s.repeats < 1) fail_usage("repeats {}: must be >= 1", s.repeats);
+  if (s.ce_chunked && s.ce_chunk <= 0) fail_usage("CE chunk {}: must be positive", s.ce_chunk);
+  if (s.points.empty()) fail_usage("no points to measure");
+  for (const auto& p : s.points) {
+    if (p.batch < 1) fail_usage("batch {}: must be >= 1", p.batch);
+    if (p.width < 2) fail_usage("width {}: must be >= 2 (a label needs a next token)", p.width);
+    if (!p.lengths.empty()) {
+      if (static_cast<int64_t>(p.lengths.size()) != p.batch)
+        fail_usage("{} lengths for batch {}: give one per row", p.lengths.size(), p.batch);
+      for (int64_t l : p.lengths) {
+        if (l < 2 || l > p.width) fail_usage("length {} is outside 2..{} (the width)", l, p.width);
+      }
+    }
+  }
+}
+
+// Interval marks of one step: CUDA events on the current stream on a GPU, host clock on CPU.
+class StepClock {
+ public:
+  explicit StepClock(bool cuda) : cuda_(cuda) {
+#if TPROBE_HAS_TORCH_CUDA
+    if (cuda_) {
+      for (auto& e : events_) e = std::make_unique<at::cuda::CUDAEvent>(cudaEventDefault);
+    }
+#endif
+  }
+  void mark(int i) {
+#if TPROBE_HAS_TORCH_CUDA
+    if (cuda_) {
+      events_[i]->record();
+      return;
+    }
+#endif
+    host_[i] = std::chrono::steady_clock::now();
+  }
+  // Seconds between marks a and b; call after the step has synchronised.
+  double seconds(int a, int b) const {
+#if TPROBE_HAS_TORCH_CUDA
+    if (cuda_) return events_[a]->elapsed_time(*events_[b]) / 1e3;
+#endif
+    return std::chrono::duration<double>(host_[b] - host_[a]).count();
+  }
+
+ private:
+  bool cuda_;
+  std::chrono::steady_clock::time_point host_[4];
+#if TPROBE_HAS_TORCH_CUDA
+  std::unique_ptr<at::cuda::CUDAEvent> events_[4];
+#endif
+};
+
+struct StepTimes {
+  double step = 0, forward = 0, loss = 0, backward = 0;
+  double loss_value = 0;
+  int64_t targets = 0;
+};
+
+StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>& lengths,
+                   ForwardRecord* rec, bool cuda, StepObserver* observer) {
+  StepClock clock(cuda);
+  cuda_synchronize();
+  clock.mark(0);
+  Tensor h;
+  {
+    ObserverScope scope(observer, StepPhase::kForward, StepPart::kOther);
+    h = m.hidden_states(ids, rec, lengths);
+  }
+  clock.mark(1);
+  LossResult loss = m.head_loss(h, ids, lengths);
+  clock.mark(2);
+  {
+    ObserverScope scope(observer, StepPhase::kBackward, StepPart::kOther);
+    loss.loss.backward();
+  }
+  clock.mark(3);
+  cuda_synchronize();
+  StepTimes t;
+  t.forward = clock.seconds(0, 1);
+  t.loss = clock.seconds(1, 2);
+  t.backward = clock.seconds(2, 3);
+  t.step = clock.seconds(0, 3);
+  t.loss_value = loss.loss.item<double>();
+  t.targets = loss.num_targets;
+  return t;
+}
+
+void clear_grads(Gemma4Model& m) {
+  for (auto& [name, t] : m.lora_parameters()) t->mutable_grad() = Tensor();
+}
+
+bool is_oom(const std::string& what) {
+  return what.find("out of memory") != std::string::npos ||
+         what.find("OutOfMemory") != std::string::npos;
+}
+
+}  // namespace
+
+StepReport run_steps(const StepSpec& spec,
+                     const std::function<void(const PointResult&)>& on_point) {
+  validate(spec);
+  const bool cuda = spec.device == "cuda";
+  ModelOptions mo;
+  mo.dtype = parse_dtype(spec.dtype);
+  mo.device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  mo.attn = spec.attn;
+  mo.moe = spec.moe;
+  mo.gradient_checkpointing = spec.gradient_checkpointing;
+  mo.input_requires_grad = spec.input_requires_grad;
+  mo.ce = spec.ce_chunked ? CeMode::kChunked : CeMode::kNaive;
+  mo.ce_chunk = spec.ce_chunk;
+
+  StepReport report;
+  auto t0 = std::chrono::steady_clock::now();
+  std::optional<Gemma4Model> built;
+  if (spec.checkpoint_dir.empty()) {
+    built.emplace(Gemma4Model::random(core::embedded_model(spec.model), mo, spec.seed));
+    report.source = "random init";
+  } else {
+    built.emplace(load_model(core::Checkpoint::open(spec.checkpoint_dir), mo));
+    report.source = spec.checkpoint_dir;
+  }
+  Gemma4Model& m = *built;
+  if (!spec.lora_targets.empty()) {
+    LoraConfig lora;
+    lora.targets = spec.lora_targets;
+    lora.rank = spec.lora_rank;
+    lora.alpha = spec.lora_alpha;
+    m.add_lora(lora, spec.seed + 1);
+  }
+  cuda_synchronize();
+  report.init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  report.config = m.config();
+  report.model = m.config().name;
+  report.config_digest = config_digest(m.config());
+  report.device_resolved = cuda ? "cuda:0" : "cpu";
+  report.dtype = spec.dtype;
+  report.clock = cuda ? "cuda_events" : "steady_clock";
+  report.base_parameters = m.count_base_parameters();
+  report.lora_modules = m.count_lora_modules();
+  report.lora_parameters = m.count_lora_parameters();
+  report.weights_allocated_bytes = cuda_allocated_bytes();
+
+  for (const StepPoint& point : spec.points) {
+    PointResult r;
+    r.point = point;
+    try {
+      torch::manual_seed(static_cast<uint64_t>(point.width * 1000 + point.batch));
+      Tensor ids = torch::randint(0, m.config().vocab_size, {point.batch, point.width},
+                                  torch::TensorOptions().dtype(torch::kLong));
+      for (size_t b = 0; b < point.lengths.size(); ++b) {
+        ids[static_cast<int64_t>(b)]
+            .narrow(0, point.lengths[b], point.width - point.lengths[b])
+            .fill_(m.config().pad_token_id);
+      }
+      ids = ids.to(mo.device);
+      cuda_reset_peak_memory();
+      ForwardRecord rec;
+      for (int64_t i = 0; i < spec.warmup + spec.repeats; ++i) {
+        StepTimes t = one_step(m, ids, point.lengths, i == 0 ? &rec : nullptr, cuda, nullptr);
+        if (i == 0) r.inert_adapters = static_cast<int64_t>(inert_lora_b(m).size());
+        clear_grads(m);
+        if (i < spec.warmup) continue;
+        if (r.step_s.empty()) {
+          r.loss_value = t.loss_value;
+          r.loss_targets = t.targets;
+        }
+        r.step_s.push_back(t.step);
+        r.forward_s.push_back(t.forward);
+        r.loss_s.push_back(t.loss);
+        r.backward_s.push_back(t.backward);
+      }
+      r.peak_allocated_bytes = cuda_peak_allocated_bytes();
+      r.peak_reserved_bytes = cuda_peak_reserved_bytes();
+      r.attn_sliding = rec.attn_sliding;
+      r.attn_full = rec.attn_full;
+      r.moe = rec.moe;
+      if (spec.tracer) {
+        // A separate step, so that no timed repeat runs under tracing.
+        try {
+          m.options().observer = spec.tracer;
+          spec.tracer->begin();
+          StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);
+          spec.tracer->end();
+          m.options().observer = nullptr;
+          clear_grads(m);
+          r.traced = true;
+          r.traced_step_s = t.step;
+        } catch (const std::exception& e) {
+          m.options().observer = nullptr;
+          spec.tracer->end();
+          clear_grads(m);
+          r.trace_message = e.what();
+        }
+      }
+    } catch (const std::exception& e) {
+      clear_grads(m);
+      std::string what = e.what();
+      if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
+      r.outcome = is_oom(what) ? PointOutcome::kOom : PointOutcome::kError;
+      if (r.outcome == PointOutcome::kOom) r.oom_tried_bytes = parse_oom_bytes(what);
+      r.message = what.substr(0, 600);
+      r.step_s.clear();
+      r.forward_s.clear();
+      r.loss_s.clear();
+      r.backward_s.clear();
+      r.peak_allocated_bytes = cuda_peak_allocated_bytes();
+      r.peak_reserved_bytes = cuda_peak_reserved_bytes();
+      cuda_synchronize();
+      cuda_empty_cache();
+    }
+    if (on_point) on_point(r);
+    report.points.push_back(std::move(r));
+  }
+  return report;
+}
+
+}  // namespace tprobe::model

@@ -1,0 +1,125 @@
+// End-to-end `tprobe profile` on the CPU (gemma4-tiny, random weights): the sweep, the padded
+// point, evidence that scaling-fit reads, the kernel table refused on the CPU and attributed from
+// a replayed raw trace, and usage errors.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "run_tprobe.hpp"
+
+namespace tprobe::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kReplay = std::string(TPROBE_FIXTURES_DIR) + "/raw_trace_small.json";
+
+std::vector<std::string> base_args(const std::string& json_path) {
+  return {"profile", "--device",  "cpu",     "--model", "gemma4-tiny", "--dtype",  "fp32",
+          "--rank",  "4",         "--alpha", "8",       "--widths",    "16,24,32", "--ce-chunk",
+          "16",      "--repeats", "2",       "--json",  json_path};
+}
+
+TEST(ProfileCli, CpuSweepWritesEvidenceScalingFitReads) {
+  const std::string dir = make_temp_dir();
+  const std::string path = dir + "/profile.json";
+  auto args = base_args(path);
+  args.insert(args.end(), {"--pad-fraction", "0.5"});
+  RunResult r = run_tprobe(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  // one line per point as it finishes, then the tables
+  EXPECT_NE(r.out.find("2x16 ok: step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2x32 (lengths 32,16) ok"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not available: not supported on the CPU"), std::string::npos) << r.out;
+
+  json ev = json::parse(read_text(path));
+  EXPECT_EQ(ev["schema"]["name"], "tprobe.profile");
+  const json& res = ev["results"];
+  ASSERT_EQ(res["points"].size(), 3u);
+  ASSERT_EQ(res["padded_points"].size(), 1u);
+  for (const auto& p : res["points"]) {
+    EXPECT_EQ(p["outcome"], "ok");
+    EXPECT_EQ(p["batch"], 2);
+    EXPECT_EQ(p["samples_s"].size(), 2u);
+    EXPECT_EQ(p["forward_samples_s"].size(), 2u);
+    EXPECT_GT(p["performed_flops"].get<double>(), 0);
+    EXPECT_TRUE(p["intended_mfu_ratio"].is_null());  // no peak on the CPU without --peak-tflops
+    EXPECT_EQ(p["inert_adapters"], 0);
+  }
+  const json& pad = res["padded_points"][0];
+  EXPECT_EQ(pad["lengths"], json::array({32, 16}));
+  EXPECT_EQ(pad["real_tokens"], 48);
+  EXPECT_EQ(pad["loss_targets"], 31 + 15);
+  EXPECT_LT(pad["intended_flops"].get<double>(), res["points"][2]["intended_flops"].get<double>());
+  EXPECT_EQ(res["kernel_trace_status"]["supported"], false);
+  EXPECT_NE(res["kernel_trace_status"]["reason"].get<std::string>().find("CPU"), std::string::npos);
+  EXPECT_TRUE(res["kernel_table"].is_null());
+  EXPECT_FALSE(res["scaling_fit"].is_null());
+  EXPECT_EQ(res["scaling_fit"]["model"], "AB");
+  EXPECT_TRUE(res["provenance"]["attn_requested"].is_null());  // not given
+  EXPECT_EQ(res["provenance"]["attn_path"], "eager");          // libtorch 1.13: no sdpa
+  EXPECT_EQ(res["provenance"]["ce_mode"], "chunked");
+  EXPECT_EQ(res["provenance"]["config_digest"].get<std::string>().rfind("fnv1a64:", 0), 0u);
+
+  // scaling-fit reads the evidence as its documented input; the padded point is not a width.
+  RunResult fit = run_tprobe({"scaling-fit", "--profile", path, "--json", dir + "/fit.json"});
+  ASSERT_EQ(fit.exit_code, 0) << fit.out << fit.err;
+  json fj = json::parse(read_text(dir + "/fit.json"));
+  EXPECT_EQ(fj["results"]["distinct_widths"], 3);
+  EXPECT_EQ(fj["results"]["input_points"].size(), 6u);
+}
+
+TEST(ProfileCli, ReplayedTraceGivesThePhaseTable) {
+  const std::string dir = make_temp_dir();
+  const std::string path = dir + "/profile.json";
+  auto args = base_args(path);
+  args[12] = "16,24";  // two widths: no fit, and it says why
+  args.insert(args.end(), {"--replay-trace", kReplay, "--peak-tflops", "1"});
+  RunResult r = run_tprobe(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json ev = json::parse(read_text(path));
+  const json& res = ev["results"];
+  EXPECT_EQ(res["kernel_trace_status"]["supported"], true);
+  // the kernels table of the widest point, in kernels' own shape
+  ASSERT_TRUE(res["kernel_table"].is_object());
+  EXPECT_EQ(res["kernel_table_point"]["width"], 24);
+  const json& kt = res["points"][0]["kernel_trace"];
+  EXPECT_EQ(kt["records"], 8);
+  EXPECT_EQ(kt["dropped_records"], 3);
+  EXPECT_EQ(kt["untagged_records"], 1);
+  EXPECT_EQ(kt["by_phase_part"].size(), 6u);
+  // flash_fwd (4 us) and fmha_cutlassB (12 us) of 20 us kernel time + 0.5 us memcpy/memset
+  EXPECT_GT(kt["attention_share_ratio"].get<double>(), 0.7);
+  EXPECT_LE(kt["attention_share_ratio"].get<double>(), 0.8);
+  EXPECT_FALSE(res["points"][0]["intended_mfu_ratio"].is_null());
+  EXPECT_TRUE(res["scaling_fit"].is_null());
+  EXPECT_NE(res["scaling_fit_note"].get<std::string>().find("2 distinct"), std::string::npos);
+  // dropped records are said out loud
+  bool dropped = false;
+  for (const auto& d : ev["status"]["diagnostics"]) dropped |= d["code"] == "cupti_dropped_records";
+  EXPECT_TRUE(dropped);
+  EXPECT_NE(r.out.find("forward"), std::string::npos);
+}
+
+TEST(ProfileCli, BadOptionsAreUsageErrors) {
+  const std::string dir = make_temp_dir();
+  auto args = base_args(dir + "/p.json");
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = args;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return run_tprobe(a);
+  };
+  EXPECT_EQ(with({"--lengths", "10"}).exit_code, 2);    // one length for batch 2
+  EXPECT_EQ(with({"--lengths", "1,16"}).exit_code, 2);  // a row needs 2 tokens for a label
+  EXPECT_EQ(with({"--pad-fraction", "1.5"}).exit_code, 2);
+  EXPECT_EQ(with({"--attn", "flash-window"}).exit_code, 2);  // CPU
+  EXPECT_EQ(with({"--attn", "bogus"}).exit_code, 2);
+  EXPECT_EQ(with({"--repeats", "0"}).exit_code, 2);
+  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  RunResult missing = with({"--replay-trace", dir + "/none.json"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_NE(missing.err.find("none.json"), std::string::npos) << missing.err;
+}
+
+}  // namespace
+}  // namespace tprobe::testing

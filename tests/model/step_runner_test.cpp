@@ -1,0 +1,251 @@
+// Padding as an engine input (checked against each row run alone, fp64) and the step runner on
+// the CPU: points, samples, OOM parsing, bad specs, and the observer's phase/part tags.
+#include "tprobe/model/step_runner.hpp"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <set>
+#include <utility>
+
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/model/attention.hpp"
+#include "tprobe/model/gemma4.hpp"
+#include "tprobe/model/step_report.hpp"
+
+namespace tprobe::model {
+namespace {
+
+using torch::Tensor;
+using torch::indexing::Slice;
+
+Gemma4Model tiny_fp64(bool checkpointing) {
+  ModelOptions o;
+  o.dtype = torch::kDouble;
+  o.ce_chunk = 5;
+  o.gradient_checkpointing = checkpointing;
+  Gemma4Model m = Gemma4Model::random(core::embedded_model("gemma4-tiny"), o, 3);
+  torch::manual_seed(4);
+  torch::NoGradGuard g;
+  for (auto& [name, t] : m.parameters()) {
+    if (t->dim() == 1)
+      t->copy_(torch::rand_like(*t) + 0.5);
+    else
+      t->mul_(5.0);  // wider than HF's init, so that every layer matters to the logits
+  }
+  return m;
+}
+
+Tensor ids(int64_t batch, int64_t seq, uint64_t seed) {
+  torch::manual_seed(seed);
+  return torch::randint(0, 512, {batch, seq}, torch::kLong);
+}
+
+TEST(PaddedMask, HandCheckedRows) {
+  // width 4, window 2, row lengths 4 and 2: row 1's keys 2 and 3 are padding.
+  Tensor m = padded_bool_mask(4, 2, {4, 2}, torch::kCPU);
+  ASSERT_EQ(m.sizes().vec(), (std::vector<int64_t>{2, 1, 4, 4}));
+  // row 0 = causal ∧ window: q3 sees k2, k3 only.
+  EXPECT_EQ(m[0][0][3].to(torch::kLong).sum().item<int64_t>(), 2);
+  EXPECT_TRUE(m[0][0][3][2].item<bool>());
+  // row 1, q3: window allows k2, k3, both padding → nothing; q1 sees k0, k1.
+  EXPECT_EQ(m[1][0][3].to(torch::kLong).sum().item<int64_t>(), 0);
+  EXPECT_EQ(m[1][0][1].to(torch::kLong).sum().item<int64_t>(), 2);
+  EXPECT_TRUE(has_padding({4, 2}, 4));
+  EXPECT_FALSE(has_padding({4, 4}, 4));
+  EXPECT_FALSE(has_padding({}, 4));
+}
+
+// The reference: each row alone, cut to its real length, no padding anywhere. With right padding
+// and a causal (windowed) mask a real token never sees a padded one, so the padded batch must give
+// the same logits at every real position — to fp64 round-off.
+TEST(PaddedBatch, RealPositionsMatchEachRowAloneFp64Eager) {
+  Gemma4Model m = tiny_fp64(false);
+  torch::NoGradGuard g;
+  const int64_t width = 20;  // > sliding window 8: the window is exercised on both rows
+  const std::vector<int64_t> lengths = {20, 11};
+  Tensor x = ids(2, width, 9);
+  Tensor padded = m.logits(x, nullptr, lengths);
+  for (int64_t b = 0; b < 2; ++b) {
+    Tensor alone = m.logits(x.index({Slice(b, b + 1), Slice(0, lengths[b])}));
+    Tensor got = padded.index({Slice(b, b + 1), Slice(0, lengths[b])});
+    EXPECT_LT((got - alone).abs().max().item<double>(), 1e-10) << "row " << b;
+  }
+  // The padding really reached attention: without lengths row 1's real positions see the same
+  // (causal) keys, so only the record tells them apart; check the record names the padding.
+  ForwardRecord rec;
+  m.logits(x, &rec, lengths);
+  EXPECT_EQ(rec.attn_sliding, "eager(padding)");
+  EXPECT_EQ(rec.attn_full, "eager(padding)");
+}
+
+TEST(PaddedBatch, LossCountsOnlyRealTargetsAndGradientsMatchRowsAlone) {
+  const std::vector<int64_t> lengths = {16, 7};
+  Tensor x = ids(2, 16, 11);
+  LoraConfig lora;
+  lora.targets = lora_target_names();
+  lora.rank = 2;
+  lora.alpha = 4;
+
+  Gemma4Model m = tiny_fp64(true);
+  m.add_lora(lora, 5);
+  {
+    torch::NoGradGuard g;  // non-zero B, so that every adapter's gradient depends on the input
+    for (auto& [name, t] : m.lora_parameters()) t->normal_(0.0, 0.3);
+  }
+  LossResult padded = m.loss(x, nullptr, lengths);
+  EXPECT_EQ(padded.num_targets, (16 - 1) + (7 - 1));
+  padded.loss.backward();
+  std::vector<Tensor> g_padded;
+  for (auto& [name, t] : m.lora_parameters()) {
+    g_padded.push_back(t->grad().clone());
+    t->mutable_grad() = Tensor();
+  }
+
+  // Reference: mean over all real targets = Σ_b loss_b · n_b / Σ n_b, rows alone.
+  Tensor total;
+  int64_t n = 0;
+  for (int64_t b = 0; b < 2; ++b) {
+    LossResult r = m.loss(x.index({Slice(b, b + 1), Slice(0, lengths[b])}));
+    Tensor part = r.loss * static_cast<double>(r.num_targets);
+    total = total.defined() ? total + part : part;
+    n += r.num_targets;
+  }
+  Tensor want = total / static_cast<double>(n);
+  EXPECT_NEAR(padded.loss.item<double>(), want.item<double>(), 1e-11);
+  want.backward();
+  size_t i = 0;
+  for (auto& [name, t] : m.lora_parameters()) {
+    EXPECT_LT((t->grad() - g_padded[i]).abs().max().item<double>(), 1e-10) << name;
+    ++i;
+  }
+}
+
+TEST(PaddedBatch, BadLengthsAreRefused) {
+  Gemma4Model m = tiny_fp64(false);
+  torch::NoGradGuard g;
+  Tensor x = ids(2, 8, 1);
+  EXPECT_THROW(m.logits(x, nullptr, {8}), Error);
+  EXPECT_THROW(m.logits(x, nullptr, {8, 0}), Error);
+  EXPECT_THROW(m.logits(x, nullptr, {8, 9}), Error);
+}
+
+// Records what the engine says it is running.
+class RecordingObserver : public StepTracer {
+ public:
+  void begin() override { ++begins; }
+  void end() override { ++ends; }
+  void enter(StepPhase phase, StepPart part) override {
+    seen.insert({to_string(phase), to_string(part)});
+    ++depth;
+    max_depth = std::max(max_depth, depth);
+  }
+  void leave() override { --depth; }
+  std::set<std::pair<std::string, std::string>> seen;
+  int begins = 0, ends = 0, depth = 0, max_depth = 0;
+};
+
+StepSpec tiny_spec() {
+  StepSpec s;
+  s.model = "gemma4-tiny";
+  s.device = "cpu";
+  s.dtype = "fp32";
+  s.lora_targets = lora_target_names();
+  s.lora_rank = 4;
+  s.lora_alpha = 8;
+  s.ce_chunk = 16;
+  s.warmup = 1;
+  s.repeats = 2;
+  s.points = {{2, 16, {}}, {2, 24, {}}, {2, 24, {24, 12}}};
+  return s;
+}
+
+TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
+  StepSpec spec = tiny_spec();
+  RecordingObserver tracer;
+  spec.tracer = &tracer;
+  int calls = 0;
+  StepReport r = run_steps(spec, [&](const PointResult&) { ++calls; });
+  EXPECT_EQ(calls, 3);
+  ASSERT_EQ(r.points.size(), 3u);
+  EXPECT_EQ(r.clock, "steady_clock");
+  EXPECT_EQ(r.lora_modules, count_parameters(core::embedded_model("gemma4-tiny"),
+                                             LoraConfig{lora_target_names(), 4, 8})
+                                .lora_modules);
+  for (const auto& p : r.points) {
+    EXPECT_EQ(p.outcome, PointOutcome::kOk) << p.message;
+    EXPECT_EQ(p.step_s.size(), 2u);
+    EXPECT_EQ(p.forward_s.size(), 2u);
+    for (size_t i = 0; i < p.step_s.size(); ++i) {
+      EXPECT_GT(p.forward_s[i], 0);
+      EXPECT_GT(p.backward_s[i], 0);
+      EXPECT_GE(p.step_s[i], p.forward_s[i] + p.backward_s[i]);
+    }
+    EXPECT_EQ(p.inert_adapters, 0);
+    EXPECT_TRUE(p.traced);
+    EXPECT_EQ(p.moe, "loop");
+  }
+  EXPECT_EQ(r.points[2].loss_targets, 23 + 11);
+  EXPECT_EQ(r.points[2].attn_sliding, "eager(padding)");
+  EXPECT_EQ(tracer.begins, 3);
+  EXPECT_EQ(tracer.ends, 3);
+  EXPECT_EQ(tracer.depth, 0);
+  for (const char* phase : {"forward", "backward"}) {
+    for (const char* part : {"sliding_attention", "full_attention"}) {
+      EXPECT_TRUE(tracer.seen.count({phase, part})) << phase << " " << part;
+    }
+  }
+  // dense MLP and experts are tagged in the forward and in the recompute (backward)
+  for (const char* phase : {"forward", "backward"}) {
+    EXPECT_TRUE(tracer.seen.count({phase, "dense_mlp"})) << phase;
+    EXPECT_TRUE(tracer.seen.count({phase, "experts"})) << phase;
+  }
+  EXPECT_TRUE(tracer.seen.count({"loss", "loss_head"}));
+
+  core::Json j = to_json(r);
+  ASSERT_EQ(j["points"].size(), 2u);
+  ASSERT_EQ(j["padded_points"].size(), 1u);
+  EXPECT_EQ(j["points"][0]["samples_s"].size(), 2u);
+  EXPECT_EQ(j["padded_points"][0]["real_tokens"], 36);
+}
+
+TEST(StepRunner, BadSpecsAreUsageErrors) {
+  auto expect_usage = [](StepSpec s) { EXPECT_THROW(run_steps(s), UsageError); };
+  StepSpec s = tiny_spec();
+  s.points = {};
+  expect_usage(s);
+  s = tiny_spec();
+  s.points = {{2, 16, {16}}};
+  expect_usage(s);
+  s = tiny_spec();
+  s.points = {{2, 16, {16, 17}}};
+  expect_usage(s);
+  s = tiny_spec();
+  s.repeats = 0;
+  expect_usage(s);
+  s = tiny_spec();
+  s.dtype = "int8";
+  expect_usage(s);
+  s = tiny_spec();
+  s.attn = AttnImpl::kFlashWindow;
+  expect_usage(s);
+}
+
+TEST(StepRunner, OomMessageSizeIsParsed) {
+  EXPECT_EQ(parse_oom_bytes("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 139 GiB)"),
+            int64_t{2} * 1073741824);
+  EXPECT_EQ(parse_oom_bytes("Tried to allocate 512.00 MiB"), int64_t{512} * 1048576);
+  EXPECT_EQ(parse_oom_bytes("out of memory"), std::nullopt);
+}
+
+TEST(SampleStats, MedianMinSpread) {
+  SampleStats s = sample_stats({3.0, 1.0, 2.0, 10.0});
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.min, 1.0);
+  EXPECT_DOUBLE_EQ(s.spread_ratio, 9.0 / 2.5);
+  EXPECT_DOUBLE_EQ(sample_stats({}).median, 0.0);
+}
+
+}  // namespace
+}  // namespace tprobe::model
