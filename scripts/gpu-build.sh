@@ -27,7 +27,8 @@ fi
 # TPROBE_BUILD_TARGETS="a b" builds only those targets (a lease is short).
 if [ -n "${TPROBE_BUILD_TARGETS:-}" ]; then
   for t in $TPROBE_BUILD_TARGETS; do targets+=(--target "$t"); done
-  cmake --build build/cuda -j "$(nproc)" "${targets[@]}"
+  cmake --build build/cuda -j "$(nproc)" "${targets[@]}" ${TPROBE_BUILD_KEEP_GOING:+-- -k 0}
 else
-  cmake --build build/cuda -j "$(nproc)"
+  # TPROBE_BUILD_KEEP_GOING=1: build every target that compiles, to see all errors of one lease.
+  cmake --build build/cuda -j "$(nproc)" ${TPROBE_BUILD_KEEP_GOING:+-- -k 0}
 fi
