@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/flops.hpp"
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   model::StepSpec spec;
   spec.model = "gemma4-26b-a4b";
   spec.device = "cuda";
-  spec.lora_targets = core::lora_target_names();
+  spec.lora_targets = core::linear_module_names();
   spec.warmup = 1;
   spec.repeats = 2;
   std::string attn = "sdpa", moe = "loop", json_path;

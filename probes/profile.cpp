@@ -1,5 +1,6 @@
 // `tprobe profile`: the measured LoRA step — time, memory, FLOPs/MFU, scaling fit and the CUPTI
 // phase table of tprobe's own step, per point of batch × widths (docs/profile.md).
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/model/profile.hpp"
 
 #include <fmt/format.h>
@@ -22,7 +23,7 @@ struct ProfileOptions {
   std::string checkpoint;
   std::string model = "gemma4-26b-a4b";
   bool random_init = false;
-  std::vector<std::string> targets = core::lora_target_names();
+  std::vector<std::string> targets = core::linear_module_names();
   int64_t rank = 64;
   double alpha = 128;
   std::string checkpointing = "on";
@@ -136,7 +137,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       "profile",
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
       "CUPTI phase table");
-  std::vector<std::string> targets = core::lora_target_names();
+  std::vector<std::string> targets = core::linear_module_names();
   targets.push_back("none");
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Checkpoint directory (config.json + safetensors)");

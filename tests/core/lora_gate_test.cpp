@@ -1,6 +1,7 @@
 // lora-gate: the adapter reader (naming forms, dtypes, shards, broken inputs) and the gate's
 // verdicts and module-count check, on adapters written here with known contents.
 #include "tprobe/core/adapter/lora_gate.hpp"
+#include "tprobe/core/gemma4/lora_targets.hpp"
 
 #include <gtest/gtest.h>
 
@@ -88,7 +89,7 @@ struct Form {
 // `b_value` says for a module), shaped from the base's linear layers.
 std::vector<Stored> adapter_tensors(
     const GateBase& base, const Form& f, const std::function<float(const LoraModule&)>& b_value,
-    const std::vector<std::string>& targets = parse_target_list(kDefaultLoraTargets)) {
+    const std::vector<std::string>& targets = parse_target_list(default_lora_targets())) {
   LoraPlan plan = plan_lora(base.config, base.tensors, base.prefix, targets, f.rank);
   std::vector<Stored> out;
   for (const auto& m : plan.modules) {

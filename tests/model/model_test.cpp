@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/model/attention.hpp"

@@ -1,5 +1,6 @@
 // Padding as an engine input (checked against each row run alone, fp64) and the step runner on
 // the CPU: points, samples, OOM parsing, bad specs, and the observer's phase/part tags.
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/model/step_runner.hpp"
 
 #include <gtest/gtest.h>
@@ -84,7 +85,7 @@ TEST(PaddedBatch, LossCountsOnlyRealTargetsAndGradientsMatchRowsAlone) {
   const std::vector<int64_t> lengths = {16, 7};
   Tensor x = ids(2, 16, 11);
   LoraConfig lora;
-  lora.targets = lora_target_names();
+  lora.targets = core::linear_module_names();
   lora.rank = 2;
   lora.alpha = 4;
 
@@ -151,7 +152,7 @@ StepSpec tiny_spec() {
   s.model = "gemma4-tiny";
   s.device = "cpu";
   s.dtype = "fp32";
-  s.lora_targets = lora_target_names();
+  s.lora_targets = core::linear_module_names();
   s.lora_rank = 4;
   s.lora_alpha = 8;
   s.ce_chunk = 16;
@@ -171,7 +172,7 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   ASSERT_EQ(r.points.size(), 3u);
   EXPECT_EQ(r.clock, "steady_clock");
   EXPECT_EQ(r.lora_modules, count_parameters(core::embedded_model("gemma4-tiny"),
-                                             LoraConfig{lora_target_names(), 4, 8})
+                                             LoraConfig{core::linear_module_names(), 4, 8})
                                 .lora_modules);
   for (const auto& p : r.points) {
     EXPECT_EQ(p.outcome, PointOutcome::kOk) << p.message;

@@ -53,7 +53,7 @@ struct ProfileReport {
   std::vector<PointTrace> traces;    // one per steps.points entry
   std::optional<double> peak_tflops;
   std::string peak_source;  // "measured: bf16 GEMM 8192^3 ×20", "--peak-tflops", or why none
-  core::AttentionPath flops_path = core::AttentionPath::kSdpaCausal;
+  core::AttentionPath flops_path = core::AttentionPath::kSdpa;
   std::optional<core::ScalingFitReport> fit;  // with >= 3 distinct unpadded widths
   std::string fit_note;                       // why there is none
   bool kernel_table_supported = false;
