@@ -56,19 +56,19 @@ void rewrite(const std::string& from, const std::string& to, const Rename& renam
 
 std::string same(const std::string& n) { return n; }
 
-struct Run {
+struct BackwardRun {
   RunResult r;
   json res;
 };
 
-Run backward(const std::vector<std::string>& extra, const std::string& ref = kBackward,
+BackwardRun backward(const std::vector<std::string>& extra, const std::string& ref = kBackward,
              const std::string& adapter = kAdapter) {
   std::string dir = make_temp_dir();
   std::vector<std::string> args = {"parity", "--checkpoint", kFixture, "--adapter",
                                    adapter,  "--reference",  ref,      "--backward",
                                    "--json", dir + "/p.json"};
   args.insert(args.end(), extra.begin(), extra.end());
-  Run run;
+  BackwardRun run;
   run.r = run_tprobe(args);
   if (file_exists(dir + "/p.json")) run.res = json::parse(read_text(dir + "/p.json"))["results"];
   return run;
@@ -81,7 +81,7 @@ int count_zero_references(const json& b) {
 }
 
 TEST(ParityBackwardCli, Fp32LoraGradientsMatchHuggingFacePeft) {
-  Run run = backward({"--ce-chunk", "7"});
+  BackwardRun run = backward({"--ce-chunk", "7"});
   ASSERT_EQ(run.r.exit_code, 0) << run.r.out << run.r.err;
   const json& b = run.res["backward"];
   EXPECT_EQ(run.res["mode"], "backward");
@@ -102,18 +102,18 @@ TEST(ParityBackwardCli, Fp32LoraGradientsMatchHuggingFacePeft) {
 }
 
 TEST(ParityBackwardCli, GradientCheckpointingGivesHfsCheckpointedGradients) {
-  Run run = backward({"--gradient-checkpointing"}, kBackwardCkpt);
+  BackwardRun run = backward({"--gradient-checkpointing"}, kBackwardCkpt);
   ASSERT_EQ(run.r.exit_code, 0) << run.r.out << run.r.err;
   EXPECT_TRUE(run.res["backward"]["gradient_checkpointing"].get<bool>());
   EXPECT_LE(run.res["backward"]["worst_tensor_rel_l2"].get<double>(), 1e-4);
   // and the same against the reference without checkpointing (HF gives identical gradients)
-  Run cross = backward({"--gradient-checkpointing"}, kBackward);
+  BackwardRun cross = backward({"--gradient-checkpointing"}, kBackward);
   EXPECT_EQ(cross.r.exit_code, 0) << cross.r.out;
 }
 
 TEST(ParityBackwardCli, InputGradsOffUnderCheckpointingShowsWhatHfShows) {
   // HF with reentrant checkpointing and no input grads: nothing reaches an adapter.
-  Run trap = backward({"--gradient-checkpointing", "--no-input-grads"}, kBackwardTrap);
+  BackwardRun trap = backward({"--gradient-checkpointing", "--no-input-grads"}, kBackwardTrap);
   ASSERT_EQ(trap.r.exit_code, 0) << trap.r.out << trap.r.err;
   const json& b = trap.res["backward"];
   EXPECT_FALSE(b["loss_requires_grad"].get<bool>());
@@ -121,7 +121,7 @@ TEST(ParityBackwardCli, InputGradsOffUnderCheckpointingShowsWhatHfShows) {
   EXPECT_NE(trap.r.out.find("no gradient reaches any adapter"), std::string::npos) << trap.r.out;
   // Against a healthy reference the same settings are the inert-adapter signature: exit 3,
   // every zero gradient named.
-  Run inert = backward({"--gradient-checkpointing", "--no-input-grads"}, kBackward);
+  BackwardRun inert = backward({"--gradient-checkpointing", "--no-input-grads"}, kBackward);
   EXPECT_EQ(inert.r.exit_code, 3) << inert.r.out;
   EXPECT_EQ(inert.res["backward"]["zero_one_side"].size(), 80u);
   EXPECT_NE(inert.r.out.find("zero on one side: layers.0.self_attn.q_proj.lora_A.weight"),
@@ -137,7 +137,7 @@ TEST(ParityBackwardCli, MultimodalPrefixOnAdapterAndReference) {
   write_text(dir + "/adapter_config.json", read_text(kAdapter + "/adapter_config.json"));
   rewrite(kAdapter + "/adapter_model.safetensors", dir + "/adapter_model.safetensors", to_mm);
   rewrite(kBackward, dir + "/ref.safetensors", to_mm);
-  Run run = backward({}, dir + "/ref.safetensors", dir);
+  BackwardRun run = backward({}, dir + "/ref.safetensors", dir);
   ASSERT_EQ(run.r.exit_code, 0) << run.r.out << run.r.err;
   EXPECT_EQ(run.res["backward"]["reference_prefix"], kMultimodalPrefix);
 }
@@ -149,7 +149,7 @@ TEST(ParityBackwardCli, OneGradientOffOrZeroIsNamedAndExitsThree) {
     if (n == target)
       for (float& x : v) x *= 1.01f;
   });
-  Run off = backward({}, dir + "/off.safetensors");
+  BackwardRun off = backward({}, dir + "/off.safetensors");
   EXPECT_EQ(off.r.exit_code, 3) << off.r.out;
   EXPECT_EQ(off.res["backward"]["worst_tensor"], "layers.4.mlp.down_proj.lora_A.weight");
   EXPECT_EQ(off.res["backward"]["worst_module"], "layers.4.mlp.down_proj");
@@ -158,14 +158,14 @@ TEST(ParityBackwardCli, OneGradientOffOrZeroIsNamedAndExitsThree) {
   rewrite(kBackward, dir + "/zero.safetensors", same, [&](const std::string& n, auto& v) {
     if (n == target) std::fill(v.begin(), v.end(), 0.0f);
   });
-  Run zero = backward({}, dir + "/zero.safetensors");
+  BackwardRun zero = backward({}, dir + "/zero.safetensors");
   EXPECT_EQ(zero.r.exit_code, 3) << zero.r.out;
   ASSERT_EQ(zero.res["backward"]["zero_one_side"].size(), 1u);
   EXPECT_EQ(zero.res["backward"]["zero_one_side"][0], "layers.4.mlp.down_proj.lora_A.weight");
 }
 
 TEST(ParityBackwardCli, Bf16IsJudgedAgainstHfsOwnBf16Gradients) {
-  Run run = backward({"--dtype", "bf16"});
+  BackwardRun run = backward({"--dtype", "bf16"});
   const json& b = run.res["backward"];
   ASSERT_FALSE(b.is_null()) << run.r.out << run.r.err;
   EXPECT_EQ(b["verdict_rule"], "relative_to_hf_bf16");
@@ -180,7 +180,7 @@ TEST(ParityBackwardCli, Bf16IsJudgedAgainstHfsOwnBf16Gradients) {
   rewrite(kBackward, dir + "/fp32only.safetensors", [](const std::string& n) {
     return n.find("_hf_bf16_") == std::string::npos ? n : std::string();
   });
-  Run fallback = backward({"--dtype", "bf16"}, dir + "/fp32only.safetensors");
+  BackwardRun fallback = backward({"--dtype", "bf16"}, dir + "/fp32only.safetensors");
   EXPECT_EQ(fallback.res["backward"]["verdict_rule"], "fixed_bf16_fallback") << fallback.r.out;
   EXPECT_EQ(fallback.res["backward"]["tolerance_global_rel_l2"].get<double>(), 5e-2);
 }
@@ -195,7 +195,7 @@ TEST(ParityBackwardCli, BadInputsGiveTheirExitCodes) {
                   kFixture + "/reference.safetensors", "--gradient-checkpointing"});
   EXPECT_EQ(forward_only.exit_code, 2) << forward_only.err;
   // A reference of logits only has no gradients to compare: named, exit 1, no evidence.
-  Run logits_only = backward({}, kFixture + "/reference.safetensors");
+  BackwardRun logits_only = backward({}, kFixture + "/reference.safetensors");
   EXPECT_EQ(logits_only.r.exit_code, 1);
   EXPECT_NE(logits_only.r.err.find("no LoRA gradients"), std::string::npos) << logits_only.r.err;
   EXPECT_TRUE(logits_only.res.is_null());
@@ -203,13 +203,13 @@ TEST(ParityBackwardCli, BadInputsGiveTheirExitCodes) {
   const std::string gone = kTextPrefix + "layers.5.mlp.up_proj.lora_B.weight.grad";
   rewrite(kBackward, dir + "/missing.safetensors",
           [&](const std::string& n) { return n == gone ? std::string() : n; });
-  Run missing = backward({}, dir + "/missing.safetensors");
+  BackwardRun missing = backward({}, dir + "/missing.safetensors");
   EXPECT_EQ(missing.r.exit_code, 1);
   EXPECT_NE(missing.r.err.find(gone), std::string::npos) << missing.r.err;
   // The adapter saved before any step (PEFT's lora_B = 0) is a different adapter: its
   // gradients are not the reference's, and its lora_A gradients are all zero (the trap of
   // testing with an untrained adapter).
-  Run init = backward({}, kBackward, kAdapterInit);
+  BackwardRun init = backward({}, kBackward, kAdapterInit);
   EXPECT_EQ(init.r.exit_code, 3) << init.r.out;
   EXPECT_GE(init.res["backward"]["zero_one_side"].size(), 40u);
 }
