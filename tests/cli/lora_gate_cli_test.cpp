@@ -104,7 +104,7 @@ TEST(LoraGateCli, BadInputsExitOneOrTwo) {
 }
 
 // Adapters saved by PEFT itself on the GPU host (scripts/make_parity_fixture.py's companion):
-// each directory's name says what it should be (peft-*-real, peft-*-inert).
+// peft-*-init was saved before any optimizer step (lora_B = 0: inert), peft-*-step1 after one.
 TEST(LoraGateCli, PeftSavedAdapters) {
   DIR* d = ::opendir(kAdapters.c_str());
   ASSERT_NE(d, nullptr);
@@ -112,7 +112,7 @@ TEST(LoraGateCli, PeftSavedAdapters) {
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     if (n.rfind("peft-", 0) != 0) continue;
-    const bool inert = n.find("inert") != std::string::npos;
+    const bool inert = n.find("init") != std::string::npos;
     json j = gate(n, inert ? 3 : 0);
     EXPECT_EQ(j["results"]["verdict"], inert ? "inert" : "real") << n;
     ++seen;

@@ -93,8 +93,13 @@ TEST(ParityCli, Bf16StaysCloseToTheFp32Reference) {
                             "--dtype", "bf16", "--json", dir + "/p.json"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   json doc = json::parse(read_text(dir + "/p.json"));
-  EXPECT_LT(doc["results"]["rel_l2_error"].get<double>(), 2e-2) << r.out;
-  EXPECT_EQ(doc["results"]["tolerance_rel_l2"].get<double>(), 5e-2);
+  // The reference carries HF's own bf16 logits (1.50e-2 from its fp32 here): the verdict is
+  // relative to them, not a fixed bound that depends on this CPU's bf16 arithmetic.
+  const double ours = doc["results"]["rel_l2_error"].get<double>();
+  const double tol = doc["results"]["tolerance_rel_l2"].get<double>();
+  EXPECT_LE(ours, tol) << r.out;
+  EXPECT_GT(ours, 1e-3) << "bf16 cannot be this close to fp32: " << r.out;
+  EXPECT_NEAR(tol, 2 * 1.4972e-2, 1e-4) << r.out;
 }
 
 TEST(ParityCli, LogitsOffByOnePercentExitThree) {

@@ -23,10 +23,11 @@ TEST(SuiteCli, RunsEveryProbeIntoOneFolderWithTheReport) {
   for (const auto& s : steps) {
     ++index;
     const std::string name = s["name"];
-    // One progress line per step: "[ i/N] name".
-    EXPECT_NE(
-        r.out.find(" " + std::to_string(index) + "/" + std::to_string(steps.size()) + "] " + name),
-        std::string::npos)
+    // One progress line per step: "[ i/N] name" (the index right-aligned in two columns).
+    const std::string i = std::to_string(index);
+    EXPECT_NE(r.out.find("[" + std::string(i.size() < 2 ? 1 : 0, ' ') + i + "/" +
+                         std::to_string(steps.size()) + "] " + name),
+              std::string::npos)
         << name << "\n"
         << r.out;
     if (name == "report") continue;

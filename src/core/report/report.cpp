@@ -750,10 +750,12 @@ void kernel_table_figures(Ctx& c, const Json& kt, const std::string& base) {
   std::vector<std::string> fields;
   for (const auto& [label, keys] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"sum of kernel times",
-            {"sum_s", "kernel_sum_s", "totals.sum_s", "sum_ns", "totals.sum_ns"}},
+            {"totals.sum_ns", "sum_s", "kernel_sum_s", "totals.sum_s", "sum_ns"}},
            {"union (busy time)",
-            {"union_s", "kernel_union_s", "totals.union_s", "union_ns", "totals.union_ns"}},
-           {"wall", {"wall_s", "wall_time_s", "totals.wall_s", "wall_ns", "totals.wall_ns"}}}) {
+            {"totals.union_busy_ns", "union_s", "kernel_union_s", "totals.union_s", "union_ns",
+             "totals.union_ns"}},
+           {"wall span", {"totals.span_ns", "wall_s", "wall_time_s", "totals.wall_s", "wall_ns",
+                          "totals.wall_ns"}}}) {
     for (const auto& k : keys) {
       if (auto v = number_at(kt, k)) {
         const double s = ends_with(k, "_ns") ? *v * 1e-9 : *v;
