@@ -1,4 +1,5 @@
 // `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 
 #include "tprobe/core/io/config_json.hpp"
@@ -65,9 +66,9 @@ void register_flops(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--config", o->config_path,
                   "A Gemma-4 config.json (multimodal or text-only) instead of --model");
   cmd->add_option("--batch", o->batch, "Sequences per micro-batch")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   cmd->add_option("--width", o->width, "Padded per-sequence width (tokens)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   cmd->add_option("--lengths", o->lengths,
                   "Real tokens per sequence, right-padded to --width (comma list, one per sequence)")
       ->delimiter(',');
@@ -80,16 +81,16 @@ void register_flops(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember(targets))
       ->capture_default_str();
   cmd->add_option("--lora-rank", o->lora_rank, "LoRA rank")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(positive_number())->capture_default_str();
   cmd->add_option("--checkpointing", o->checkpointing,
                   "Gradient checkpointing of every decoder layer: on (recompute forward) or off")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--step-time", o->step_time, "Measured step time in seconds, for the MFUs")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--peak-tflops", o->peak_tflops,
                   "Peak TFLOP/s for MFU (default: measured H200 bf16 dense GEMM)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
 }

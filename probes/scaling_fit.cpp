@@ -1,4 +1,5 @@
 // `tprobe scaling-fit`: fit step time against per-sequence width and say how much is quadratic.
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 
 #include "tprobe/core/base/error.hpp"
@@ -58,7 +59,7 @@ void register_scaling_fit(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--profile", o->profiles,
                   "profile evidence file: every ok point and repeat of results.points[] (repeat)");
   cmd->add_option("--batch", o->batch, "Fit the points at this batch (others are dropped)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--model", o->model, "A, AB, AC, ABC, or auto (F-test backward elimination)")
       ->check(CLI::IsMember({"A", "AB", "AC", "ABC", "auto"}))
       ->capture_default_str();
@@ -68,7 +69,7 @@ void register_scaling_fit(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_option("--at", o->at, "Also predict at these widths (comma list or repeat)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--widths-from", o->widths_from,
                   "padding or bucket evidence: weight the quadratic share over its micro-batch widths")
       ->check(CLI::ExistingFile);

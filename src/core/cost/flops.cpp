@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/checked_math.hpp"
 #include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
@@ -100,20 +101,22 @@ PassFlops FlopsReport::sum(bool performed, std::string_view component,
 }
 
 FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
-  if (req.batch < 1) fail("flops: batch {} is not a positive integer", req.batch);
-  if (req.width < 1) fail("flops: width {} is not a positive integer", req.width);
+  // The request comes from the command line: nonsense in it is a usage error (exit 2).
+  detail::require_count("--batch", req.batch, detail::kMaxBatch);
+  detail::require_count("--width", req.width, detail::kMaxWidth);
+  detail::mul_or_refuse(req.batch, req.width, "--batch x --width");
   FlopsReport rep;
   rep.request = req;
   rep.model = c.name;
   std::vector<int64_t> lengths = req.lengths;
   if (lengths.empty()) lengths.assign(static_cast<size_t>(req.batch), req.width);
   if (static_cast<int64_t>(lengths.size()) != req.batch) {
-    fail("flops: {} lengths given for batch {}; give one real length per sequence",
+    fail_usage("flops: {} lengths given for batch {}; give one real length per sequence",
          lengths.size(), req.batch);
   }
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] < 1 || lengths[i] > req.width) {
-      fail("flops: length {} of sequence {} is outside 1..{} (the width)", lengths[i], i,
+      fail_usage("flops: length {} of sequence {} is outside 1..{} (the width)", lengths[i], i,
            req.width);
     }
   }
@@ -121,14 +124,18 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
   std::set<std::string> targets;
   const auto known = lora_target_names();
   for (const auto& t : req.lora_targets) {
-    if (std::find(known.begin(), known.end(), t) == known.end()) {
-      fail("flops: unknown LoRA target '{}'; known targets are {}", t, fmt::join(known, ", "));
+    if (t == "none") {
+      fail_usage("flops: LoRA target 'none' means no adapters and cannot be combined with "
+                 "targets ({})",
+                 fmt::join(req.lora_targets, ","));
     }
-    if (!targets.insert(t).second) fail("flops: LoRA target '{}' given twice", t);
+    if (std::find(known.begin(), known.end(), t) == known.end()) {
+      fail_usage("flops: unknown LoRA target '{}'; known targets are {}", t,
+                 fmt::join(known, ", "));
+    }
+    if (!targets.insert(t).second) fail_usage("flops: LoRA target '{}' given twice", t);
   }
-  if (!targets.empty() && req.lora_rank < 1) {
-    fail("flops: LoRA rank {} is not a positive integer", req.lora_rank);
-  }
+  if (!targets.empty()) detail::require_count("--lora-rank", req.lora_rank, detail::kMaxLoraRank);
   if (c.num_layers != static_cast<int64_t>(c.layer_types.size())) {
     fail("model '{}': num_layers {} but {} layer_types", c.name, c.num_layers, c.layer_types.size());
   }

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 
@@ -154,6 +155,16 @@ ModelFit fit_core(const std::vector<FitPoint>& points, FitModel model) {
   column([](double w) { return w; });
   if (has_quadratic(model)) column([](double w) { return w * w; });
   Lsq lsq = least_squares(cols, y);
+  bool finite = true;
+  for (double b : lsq.beta) finite = finite && std::isfinite(b);
+  if (lsq.full_rank && !finite) {
+    // Inputs are range-checked, so this is a numerically hopeless design; a NaN coefficient
+    // must not be reported as a fit.
+    fit.refusal = fmt::format("model {}: the least-squares solution is not finite; the points "
+                              "are numerically degenerate",
+                              to_string(model));
+    return fit;
+  }
   if (!lsq.full_rank) {
     fit.refusal = fmt::format("model {}: the widths do not separate its terms numerically "
                               "(rank-deficient design); use widths further apart",
@@ -244,6 +255,14 @@ std::optional<double> parse_double(const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
+}
+
+// A measured step time tprobe fits: below a nanosecond or above eleven days per step it is a
+// unit mistake or a corrupt file, and near the double limit the sums of squares overflow.
+constexpr double kMinStepSeconds = 1e-9;
+constexpr double kMaxStepSeconds = 1e6;
+bool plausible_seconds(double v) {
+  return std::isfinite(v) && v >= kMinStepSeconds && v <= kMaxStepSeconds;
 }
 
 // A positive integer no larger than 2^31 (a width or batch, not a count of everything).
@@ -507,9 +526,10 @@ WidthDistribution read_width_distribution(const std::string& path) {
   d.probe = name.substr(7);
   const Json& res = doc["results"];
   std::map<int64_t, int64_t> counts;
+  int64_t total = 0;
   auto width_of = [&](const Json& v, const std::string& where) -> int64_t {
-    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
-      fail("'{}': {} is not a positive integer width", path, where);
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > (int64_t{1} << 31)) {
+      fail("'{}': {} is not a positive integer width (at most 2^31)", path, where);
     }
     return v.get<int64_t>();
   };
@@ -534,7 +554,11 @@ WidthDistribution read_width_distribution(const std::string& path) {
       if (!e["count"].is_number_integer() || e["count"].get<int64_t>() < 0) {
         fail("'{}': {}.count is not a non-negative integer", path, where);
       }
-      counts[w] += e["count"].get<int64_t>();
+      int64_t& slot = counts[w];
+      if (__builtin_add_overflow(slot, e["count"].get<int64_t>(), &slot) ||
+          __builtin_add_overflow(total, e["count"].get<int64_t>(), &total)) {
+        fail("'{}': {}.count: the micro-batch counts add up past 2^63", path, where);
+      }
     }
   } else {
     fail("'{}' ({} evidence) has no micro-batch width distribution: looked for "
@@ -574,12 +598,18 @@ FitPoint parse_point(std::string_view text, const std::string& origin) {
   std::string s(text);
   size_t colon = s.find(':');
   if (colon == std::string::npos) {
-    fail_usage("{}: '{}' is not WIDTH:SECONDS (e.g. 2048:1.776)", origin, s);
+    fail_usage("{}: '{}' is not WIDTH:SECONDS (e.g. 2048:1.776)", origin, detail::printable(s));
   }
   auto w = parse_positive_int(trim(s.substr(0, colon)));
   auto t = parse_double(trim(s.substr(colon + 1)));
-  if (!w) fail_usage("{}: width '{}' is not a positive integer", origin, s.substr(0, colon));
-  if (!t || *t <= 0) fail_usage("{}: seconds '{}' is not a positive number", origin, s.substr(colon + 1));
+  if (!w) {
+    fail_usage("{}: width '{}' is not a positive integer", origin,
+               detail::printable(s.substr(0, colon)));
+  }
+  if (!t || !plausible_seconds(*t)) {
+    fail_usage("{}: seconds '{}' is not a step time in [{:g}, {:g}] s", origin,
+               detail::printable(s.substr(colon + 1)), kMinStepSeconds, kMaxStepSeconds);
+  }
   FitPoint p;
   p.width = static_cast<double>(*w);
   p.seconds = *t;
@@ -608,7 +638,8 @@ std::vector<FitPoint> read_points_csv(const std::string& path) {
       bool ok = (f.size() == 2 || f.size() == 3) && f[0] == "width" && f[1] == "seconds" &&
                 (f.size() == 2 || f[2] == "batch");
       if (!ok) {
-        fail("{}:{}: header '{}' is not 'width,seconds' or 'width,seconds,batch'", path, lineno, t);
+        fail("{}:{}: header '{}' is not 'width,seconds' or 'width,seconds,batch'", path, lineno,
+             detail::printable(t));
       }
       columns = f.size();
       seen_row = true;
@@ -624,14 +655,23 @@ std::vector<FitPoint> read_points_csv(const std::string& path) {
     columns = f.size();
     FitPoint p;
     auto w = parse_positive_int(f[0]);
-    if (!w) fail("{}:{}: width '{}' is not a positive integer", path, lineno, f[0]);
+    if (!w) {
+      fail("{}:{}: width '{}' is not a positive integer", path, lineno, detail::printable(f[0]));
+    }
     auto s = parse_double(f[1]);
-    if (!s || *s <= 0) fail("{}:{}: seconds '{}' is not a positive number", path, lineno, f[1]);
+    if (!s || !plausible_seconds(*s)) {
+      fail("{}:{}: seconds '{}' is not a step time in [{:g}, {:g}] s", path, lineno,
+           detail::printable(f[1]),
+           kMinStepSeconds, kMaxStepSeconds);
+    }
     p.width = static_cast<double>(*w);
     p.seconds = *s;
     if (f.size() == 3) {
       auto b = parse_positive_int(f[2]);
-      if (!b) fail("{}:{}: batch '{}' is not a positive integer", path, lineno, f[2]);
+      if (!b) {
+        fail("{}:{}: batch '{}' is not a positive integer", path, lineno,
+             detail::printable(f[2]));
+      }
       p.batch = *b;
     }
     p.origin = fmt::format("{}:{}", path, lineno);
@@ -682,8 +722,9 @@ std::vector<FitPoint> read_points_profile(const std::string& path,
     const Json& samples = p["samples_s"];
     for (size_t k = 0; k < samples.size(); ++k) {
       const Json& s = samples[k];
-      if (!s.is_number() || !std::isfinite(s.get<double>()) || s.get<double>() <= 0) {
-        fail("'{}': {}.samples_s[{}] is not a positive number", path, where, k);
+      if (!s.is_number() || !plausible_seconds(s.get<double>())) {
+        fail("'{}': {}.samples_s[{}] is not a step time in [{:g}, {:g}] s", path, where, k,
+             kMinStepSeconds, kMaxStepSeconds);
       }
       FitPoint fp;
       fp.width = static_cast<double>(width);
