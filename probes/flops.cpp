@@ -1,4 +1,5 @@
 // `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/flops_report.hpp"
@@ -83,10 +84,10 @@ void register_flops(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--step-time", o->step_time, "Measured step time in seconds, for the MFUs")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--peak-tflops", o->peak_tflops,
                   "Peak TFLOP/s for MFU (default: measured H200 bf16 dense GEMM)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
 }

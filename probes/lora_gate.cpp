@@ -57,8 +57,7 @@ void register_lora_gate(CLI::App& app, ProbeSet& set) {
   cmd->add_option(
          "adapter", o->adapter,
          "PEFT adapter directory (adapter_config.json + adapter_model.safetensors or shards)")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+      ->required();  // a missing directory is the reader's error (exit 1), like every input
   cmd->add_option("--model", o->model,
                   "Embedded base model for the expected-module count (default: the adapter "
                   "config's base_model_name_or_path when it names one)")

@@ -1,26 +1,48 @@
 // Drives one probe run: environment, options, run, table, atomic evidence write, exit code.
 #include "probes/probe.hpp"
 
+#include <cerrno>
+#include <cmath>
+#include <csignal>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/model/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
 
-// Options are recorded as the CLI resolved them (defaults included), typed where the text is
-// unambiguously a number or a boolean.
-core::Json typed_value(const std::string& text) {
+// Options are recorded as the CLI resolved them (defaults included), typed where the option
+// takes a number and the text converts exactly: a file named "1e5" stays a string, and a value
+// outside 64 bits (which CLI11 would have refused for an integer option) is kept as its text
+// rather than clamped.
+bool numeric_option(const CLI::Option& opt) {
+  const std::string type = opt.get_type_name();
+  for (const char* prefix : {"INT", "UINT", "FLOAT", "NUMBER"}) {
+    if (type.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+core::Json typed_value(const std::string& text, bool numeric) {
+  if (!numeric || text.empty()) return text;
   if (text == "true") return true;
   if (text == "false") return false;
-  if (!text.empty()) {
-    char* end = nullptr;
-    long long i = std::strtoll(text.c_str(), &end, 10);
-    if (end && *end == '\0') return i;
-    double d = std::strtod(text.c_str(), &end);
-    if (end && *end == '\0') return d;
+  char* end = nullptr;
+  errno = 0;
+  const long long i = std::strtoll(text.c_str(), &end, 10);
+  if (errno == 0 && end && *end == '\0') return i;
+  if (errno == ERANGE && text.front() != '-') {
+    errno = 0;
+    const unsigned long long u = std::strtoull(text.c_str(), &end, 10);
+    if (errno == 0 && end && *end == '\0') return u;
   }
+  errno = 0;
+  const double d = std::strtod(text.c_str(), &end);
+  if (errno == 0 && end && *end == '\0' && std::isfinite(d)) return d;
   return text;
 }
 
@@ -30,6 +52,7 @@ core::Json resolved_options(const CLI::App& command) {
     std::string name = opt->get_single_name();
     if (name.empty() || name == "help") continue;
     std::vector<std::string> values = opt->results();
+    const bool numeric = numeric_option(*opt);
     if (values.empty()) {
       if (opt->get_type_size() == 0) {  // a flag that was not given
         out[name] = false;
@@ -44,20 +67,20 @@ core::Json resolved_options(const CLI::App& command) {
         while (!body.empty() && start <= body.size()) {
           size_t comma = body.find(',', start);
           if (comma == std::string::npos) comma = body.size();
-          list.push_back(typed_value(body.substr(start, comma - start)));
+          list.push_back(typed_value(body.substr(start, comma - start), numeric));
           start = comma + 1;
         }
         out[name] = std::move(list);
         continue;
       }
-      out[name] = def.empty() ? core::Json(nullptr) : typed_value(def);
+      out[name] = def.empty() ? core::Json(nullptr) : typed_value(def, numeric);
     } else if (opt->get_type_size() == 0) {
       out[name] = true;
     } else if (values.size() == 1 && opt->get_expected_max() <= 1) {
-      out[name] = typed_value(values.front());
+      out[name] = typed_value(values.front(), numeric);
     } else {
       core::Json list = core::Json::array();
-      for (const auto& v : values) list.push_back(typed_value(v));
+      for (const auto& v : values) list.push_back(typed_value(v, numeric));
       out[name] = std::move(list);
     }
   }
@@ -106,7 +129,24 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
     evidence.options() = resolved_options(*probe->command);
     core::Environment env = collect_environment(probe->needs);
     RunContext ctx{evidence, env, out};
-    core::Outcome outcome = probe->run(ctx);
+    // SIGINT/SIGTERM from here on: long loops stop at their next poll point and what they
+    // measured is written with outcome "interrupted"; a second signal ends the process at once,
+    // removing unfinished temporary files (core/base/interrupt.hpp).
+    core::install_interrupt_handlers();
+    core::Outcome outcome = core::Outcome::kOk;
+    try {
+      outcome = probe->run(ctx);
+    } catch (const core::Interrupted&) {
+      // A poll point that could not return partial results: the evidence says so, with
+      // whatever the probe had put in results before.
+    }
+    if (core::interrupt_requested()) {
+      outcome = core::Outcome::kInterrupted;
+      evidence.diagnose(core::Severity::kError, "interrupted",
+                        fmt::format("stopped by {}: the results hold only what was measured "
+                                    "before the signal",
+                                    core::interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT"));
+    }
     evidence.set_outcome(outcome);
     evidence.environment() = core::to_json(env);  // after run: probes record attn resolution
     for (const auto& d : evidence.diagnostics()) {
@@ -115,6 +155,7 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
       }
     }
     if (!probe->json_path.empty()) evidence.write(probe->json_path);
+    if (outcome == core::Outcome::kInterrupted) return core::interrupted_exit_code();
     return static_cast<int>(outcome == core::Outcome::kOk ? ExitCode::kOk : ExitCode::kEvidenceNo);
   }
   throw UsageError("no subcommand given: run 'tprobe --help' for the list");

@@ -12,6 +12,7 @@
 
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/model/torch_api.hpp"
@@ -98,6 +99,14 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   req.table_width = o.table_width;
 
   const bool tty = ctx.out.rdbuf() == std::cout.rdbuf() && isatty(STDOUT_FILENO);
+  req.spec.should_stop = [] { return core::interrupt_requested(); };
+  if (tty) {
+    // The live indicator: what is being measured now, replaced by the point's line when done.
+    req.spec.on_start = [&](const model::StepPoint& p) {
+      ctx.out << fmt::format("measuring {}x{}{} ...", p.batch, p.width, p.padded() ? " (padded)" : "")
+              << std::flush;
+    };
+  }
   model::ProfileReport rep = model::torch_api().run_profile(req, [&](const model::PointResult& p) {
     if (tty) ctx.out << "\r\033[K";
     ctx.out << model::point_line(p) << std::endl;
@@ -122,6 +131,10 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
       ctx.evidence.diagnose(core::Severity::kError, "point_error",
                             fmt::format("{}x{}: {}", p.point.batch, p.point.width, p.message));
     }
+  }
+  if (rep.steps.interrupted) {
+    ctx.out << fmt::format("INTERRUPTED: {} of {} points measured before the signal\n",
+                           rep.steps.points.size(), req.spec.points.size());
   }
   ctx.evidence.results() = model::to_json(rep, req);
   ctx.out << "\n";

@@ -1,4 +1,5 @@
 // `tprobe scaling-fit`: fit step time against per-sequence width and say how much is quadratic.
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"

@@ -7,12 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/report/report.hpp"
 
 namespace tprobe::probes {
@@ -141,6 +144,9 @@ int run_child(const std::string& exe, const std::vector<std::string>& args,
     fail("cannot start a child process: {}", std::strerror(errno));
   }
   if (pid == 0) {
+    // Its own process group: a Ctrl-C at the terminal reaches the suite alone, which passes
+    // exactly one signal on (two would make the child exit without writing its evidence).
+    ::setpgid(0, 0);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     ::execv(exe.c_str(), argv.data());
@@ -148,8 +154,16 @@ int run_child(const std::string& exe, const std::vector<std::string>& args,
   }
   ::close(fd);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) fail("waiting for a child process: {}", std::strerror(errno));
+  bool forwarded = false;
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) fail("waiting for a child process: {}", std::strerror(errno));
+    if (!forwarded && core::interrupt_requested()) {
+      ::kill(pid, core::interrupt_signal());
+      forwarded = true;
+    }
+    ::usleep(20 * 1000);
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -172,8 +186,17 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
                            secs >= 0 ? fmt::format("{:.1f} s", secs) : "", where)
             << std::flush;
   };
+  bool interrupted = false;
   for (const Step& s : all) {
     core::Json row = {{"name", s.name}};
+    if (interrupted || core::interrupt_requested()) {
+      interrupted = true;
+      line(s.name, "not run (interrupted)", -1, "");
+      row["state"] = "not_run";
+      row["message"] = "a signal stopped the suite before this step";
+      rows.push_back(row);
+      continue;
+    }
     if (*s.needs && !exists(o.fixtures + "/" + s.needs)) {
       ++skipped;
       const std::string why =
@@ -196,7 +219,10 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::string state;
-    if (code == 0) {
+    if (core::interrupt_requested()) interrupted = true;
+    if (interrupted && code == core::interrupted_exit_code()) {
+      state = "interrupted";
+    } else if (code == 0) {
       state = s.expect_no ? "ok (expected no!)" : "ok";
       if (s.expect_no) ++failed;
     } else if (code == 3) {
@@ -207,15 +233,28 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       ++failed;
     }
     line(s.name, state, secs, code == 0 || code == 3 ? evidence : "see " + log);
-    row["state"] = code == 0 ? "ok" : code == 3 ? "no" : "failed";
+    row["state"] = state == "interrupted" ? "interrupted"
+                   : code == 0          ? "ok"
+                   : code == 3          ? "no"
+                                        : "failed";
     row["exit_code"] = code;
     row["expected_exit_code"] = s.expect_no ? 3 : 0;
     row["wall_time_s"] = secs;
     row["argv"] = args;
-    row["evidence"] = code == 0 || code == 3 ? core::Json(evidence) : core::Json(nullptr);
+    row["evidence"] = code == 0 || code == 3 || state == "interrupted" ? core::Json(evidence)
+                                                                       : core::Json(nullptr);
     row["log"] = log;
     if (*s.why) row["why"] = s.why;
     rows.push_back(row);
+  }
+  if (interrupted) {
+    // No report over a half-run suite: the evidence says which steps ran.
+    ctx.evidence.results() = {{"out", out}, {"fixtures", o.fixtures}, {"steps", rows},
+                              {"failed", failed}, {"said_no", said_no}, {"skipped", skipped}};
+    ctx.out << fmt::format("\nINTERRUPTED: the suite stopped; {}/ holds the evidence of the steps "
+                           "that ran\n",
+                           out);
+    return core::Outcome::kInterrupted;
   }
   // The report over everything just written, next to it.
   const std::string log = out + "/logs/report.txt";

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# README command 2 (and .ci/run): install dependencies, build with -Werror, run every test.
+# README command 2 (and .ci/run): install dependencies, build with -Werror — every torch-free
+# translation unit under AddressSanitizer + UndefinedBehaviorSanitizer (the `asan` preset) — and
+# run every test: unit, CLI, model, report browser test (docs/fuzzing.md says why one build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --test
-scripts/build.sh -DTPROBE_WERROR=ON
-ctest --preset cpu -j "$(nproc)"
+cmake --preset asan -DTPROBE_WERROR=ON "$@" >/dev/null
+cmake --build build/asan -j "$(nproc)"
+ctest --preset asan -j "$(nproc)"

@@ -1,5 +1,6 @@
 // tprobe's entry point: build the CLI, register probes, parse, dispatch, map errors to exit codes.
 #include <iostream>
+#include <string>
 
 #include "probes/probe.hpp"
 #include "tprobe/config.hpp"
@@ -14,6 +15,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tprobe::probes::ProbeSet probes;
   tprobe::probes::register_all(app, probes);
+  if (argc > 1 && argv[1][0] != '-') {
+    // CLI11 answers an unknown first word with "A subcommand is required": name it, and the
+    // subcommands there are.
+    std::string known;
+    bool found = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      found = found || sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::cerr << "tprobe: error: unknown subcommand '" << argv[1] << "'; the subcommands are "
+                << known << " (tprobe --help)\n";
+      return static_cast<int>(tprobe::ExitCode::kUsage);
+    }
+  }
   try {
     app.parse(argc, argv);
     return probes.run_parsed(std::vector<std::string>(argv, argv + argc), std::cout);

@@ -134,9 +134,14 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   std::free(buffer);
 }
 
-const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-                                     CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+// CUPTI writes an external-correlation record for a CUDA runtime or driver API *record*: with
+// only the device kinds enabled, no API records exist and no kernel is ever tagged (every record
+// fell to "backward / other" on the H200). The runtime and driver kinds are enabled for that
+// alone; their records are dropped as they arrive (the default branch above).
+const CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 class CuptiSource : public KernelSource {
  public:

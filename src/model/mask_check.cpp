@@ -70,7 +70,7 @@ MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
   if (mask.size(0) != 1 && mask.size(0) != batch) {
     fail("mask check: mask batch {} for {} lengths", mask.size(0), batch);
   }
-  if (row_block < 1) row_block = 2048;
+  if (row_block < 1) row_block = 512;
   MaskTensorCheck c;
   c.shape = mask.sizes().vec();
   const auto dev = mask.device();
@@ -92,14 +92,16 @@ MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
       torch::Tensor lo = window > 0 ? (i - window + 1).clamp_min(0) : torch::zeros_like(i);
       torch::Tensor hi = i.clamp_max(len - 1);
       torch::Tensor want = (hi - lo + 1).clamp_min(0);
-      torch::Tensor count = m.sum(-1);
-      // Runs of allowed keys: a run starts where a key is allowed and its left neighbour is not.
-      torch::Tensor runs =
-          m.slice(1, 1, s).gt(m.slice(1, 0, s - 1)).sum(-1) + m.select(1, 0).to(torch::kLong);
-      torch::Tensor at_lo = m.gather(1, lo.clamp(0, s - 1).unsqueeze(1)).squeeze(1);
-      torch::Tensor at_hi = m.gather(1, hi.clamp(0, s - 1).unsqueeze(1)).squeeze(1);
-      torch::Tensor good = count.eq(want).logical_and(
-          want.eq(0).logical_or(runs.eq(1).logical_and(at_lo).logical_and(at_hi)));
+      // Three passes over the block's bytes, no wide temporaries: the number of allowed keys,
+      // the first allowed key and the last one. A row is exactly the band [lo, hi] iff it allows
+      // hi - lo + 1 keys, the first at lo and the last at hi (then every key between is allowed).
+      torch::Tensor u = m.view(torch::kByte);  // bool and uint8 share a byte layout
+      torch::Tensor count = u.sum(-1, /*keepdim=*/false, torch::kLong);
+      torch::Tensor first = u.argmax(-1);
+      torch::Tensor last = (s - 1) - u.flip({-1}).argmax(-1);
+      torch::Tensor good = want.eq(0).logical_and(count.eq(0)).logical_or(
+          want.gt(0).logical_and(count.eq(want)).logical_and(first.eq(lo)).logical_and(
+              last.eq(hi)));
       torch::Tensor bad = good.logical_not().nonzero().flatten().to(torch::kCPU);
       c.rows_checked += r1 - r0;
       c.violating_rows += bad.numel();

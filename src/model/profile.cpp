@@ -41,6 +41,15 @@ PointTrace summarize(cupti::TraceCapture capture,
   t.kernel_sum_s = static_cast<double>(sum) * 1e-9;
   t.span_s = t.records > 0 ? static_cast<double>(last - first) * 1e-9 : 0.0;
   t.phase_rows = cupti::to_json(cupti::phase_rows(capture.records));
+  // Only the autograd engine's own launches should lack a phase tag. When most records do, the
+  // tags did not attach (as when CUPTI produced no external-correlation records) and the phase
+  // table would put everything under backward/other: say so instead of showing it as a finding.
+  if (t.records > 0 && 2 * t.untagged_records > t.records) {
+    t.problems.push_back(fmt::format(
+        "{} of {} records carry no phase tag (CUPTI external correlation did not attach): the "
+        "phase table counts them as backward/other and does not split the step",
+        t.untagged_records, t.records));
+  }
   if (!capture.records.empty()) {
     try {
       t.table = core::build_kernel_table(capture.records, devices);

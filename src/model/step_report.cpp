@@ -115,6 +115,7 @@ core::Json to_json(const StepReport& r) {
   out["lora_modules"] = r.lora_modules;
   out["lora_parameters"] = r.lora_parameters;
   out["weights_allocated_bytes"] = r.weights_allocated_bytes;
+  out["interrupted"] = r.interrupted;  // a signal stopped the sweep: later points are missing
   out["points"] = core::Json::array();
   out["padded_points"] = core::Json::array();
   for (const auto& p : r.points) {

@@ -243,6 +243,11 @@ StepReport run_steps(const StepSpec& spec,
   report.weights_allocated_bytes = cuda_allocated_bytes();
 
   for (const StepPoint& point : spec.points) {
+    if (spec.should_stop && spec.should_stop()) {
+      report.interrupted = true;
+      break;
+    }
+    if (spec.on_start) spec.on_start(point);
     PointResult r;
     r.point = point;
     try {
@@ -276,7 +281,7 @@ StepReport run_steps(const StepSpec& spec,
       r.attn_sliding = rec.attn_sliding;
       r.attn_full = rec.attn_full;
       r.moe = rec.moe;
-      if (spec.tracer) {
+      if (spec.tracer && !(spec.should_stop && spec.should_stop())) {
         // A separate step, so that no timed repeat runs under tracing.
         try {
           m.options().observer = spec.tracer;

@@ -176,11 +176,12 @@ torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
 }
 
 torch::Tensor causal_bool_mask(int64_t seq_len, int64_t window, const torch::Device& device) {
-  auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
-  torch::Tensor q = torch::arange(seq_len, opts).unsqueeze(1);
-  torch::Tensor k = torch::arange(seq_len, opts).unsqueeze(0);
-  torch::Tensor allowed = k.le(q);
-  if (window > 0) allowed = allowed.logical_and(k.gt(q - window));
+  // Key k is allowed for query q iff k <= q (lower triangle) and, on sliding layers, k > q - W
+  // (on or above the (W-1)-th subdiagonal): two in-place passes over one bool tensor.
+  torch::Tensor allowed =
+      torch::ones({seq_len, seq_len}, torch::TensorOptions().dtype(torch::kBool).device(device));
+  allowed.tril_(0);
+  if (window > 0) allowed.triu_(-(window - 1));
   return allowed.view({1, 1, seq_len, seq_len});
 }
 

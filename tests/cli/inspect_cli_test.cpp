@@ -149,7 +149,7 @@ TEST(InspectCli, BrokenInputsGiveTheirExitCodesAndNoEvidence) {
   EXPECT_FALSE(file_exists(path));
 
   r = run_tprobe({"inspect", "--model", "gemma4-9000b", "--json", path});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // an option value: a usage error
   EXPECT_NE(r.err.find("gemma4-tiny"), std::string::npos) << r.err;
   r = run_tprobe({"inspect", "--rank", "0", "--json", path});
   EXPECT_EQ(r.exit_code, 2);

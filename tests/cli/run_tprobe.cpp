@@ -1,6 +1,7 @@
 // fork/exec runner for end-to-end CLI tests.
 #include "run_tprobe.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,9 +13,10 @@
 
 namespace tprobe::testing {
 
-RunResult run_tprobe(const std::vector<std::string>& args) {
-  std::string dir = make_temp_dir();
-  std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+namespace {
+
+pid_t start_tprobe(const std::vector<std::string>& args, const std::string& out_path,
+                   const std::string& err_path) {
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
@@ -28,6 +30,10 @@ RunResult run_tprobe(const std::vector<std::string>& args) {
     execv(bin.c_str(), argv.data());
     _exit(127);
   }
+  return pid;
+}
+
+RunResult finish(pid_t pid, const std::string& out_path, const std::string& err_path) {
   int status = 0;
   waitpid(pid, &status, 0);
   RunResult r;
@@ -35,6 +41,23 @@ RunResult run_tprobe(const std::vector<std::string>& args) {
   r.out = read_text(out_path);
   r.err = read_text(err_path);
   return r;
+}
+
+}  // namespace
+
+RunResult run_tprobe(const std::vector<std::string>& args) {
+  std::string dir = make_temp_dir();
+  std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  return finish(start_tprobe(args, out_path, err_path), out_path, err_path);
+}
+
+RunResult run_tprobe_signalled(const std::vector<std::string>& args, double delay_s, int signal) {
+  std::string dir = make_temp_dir();
+  std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  const pid_t pid = start_tprobe(args, out_path, err_path);
+  ::usleep(static_cast<useconds_t>(delay_s * 1e6));
+  ::kill(pid, signal);  // a no-op if it has already exited (it is a zombie until waited for)
+  return finish(pid, out_path, err_path);
 }
 
 std::string make_temp_dir() {

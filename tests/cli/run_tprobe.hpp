@@ -14,6 +14,9 @@ struct RunResult {
 
 RunResult run_tprobe(const std::vector<std::string>& args);
 
+// Runs tprobe and sends it `signal` after `delay_s` seconds (if it is still running then).
+RunResult run_tprobe_signalled(const std::vector<std::string>& args, double delay_s, int signal);
+
 // A fresh empty directory under the test temp dir.
 std::string make_temp_dir();
 std::string read_text(const std::string& path);

@@ -108,17 +108,18 @@ TEST(Lengths, ReadsJsonlWithLengthInputIdsAndSources) {
   EXPECT_EQ(ds.source, (std::vector<uint32_t>{0, 1, 2, 0}));
 }
 
-// The hand-parsed common line and the SAX fallback must agree: key order, spacing, repeated keys
-// (the last wins), escapes and UTF-8 (SAX), and a length-only line.
+// The hand-parsed common line and the SAX fallback must agree: key order, spacing, escapes and
+// UTF-8 (SAX), and a length-only line. Repeated keys are refused (below).
 TEST(Lengths, CommonAndGeneralJsonlLinesAgree) {
-  std::string path = write_file("mixed.jsonl",
-                                "{\"source\":\"x\",\"length\":12}\n"
-                                "{ \"length\" : 7 , \"source\" : \"x\" }\n"
-                                "{\"length\": 5, \"source\": \"a\", \"source\": \"y\"}\n"
-                                "{\"length\": 3, \"source\": \"caf\\u00e9\"}\n"
-                                "{\"length\": 4, \"source\": \"caf\xC3\xA9\"}\n"
-                                "{\"length\": 9, \"length\": 10}\n"
-                                "{\"length\": 2147483647}\n");
+  std::string path = write_file(
+      "mixed.jsonl",
+      "{\"source\":\"x\",\"length\":12}\n"
+      "{ \"length\" : 7 , \"source\" : \"x\" }\n"
+      "{\"length\": 5, \"source\": \"y\"}\n"
+      "{\"length\": 3, \"source\": \"caf\\u00e9\"}\n"
+      "{\"length\": 4, \"source\": \"caf\xC3\xA9\"}\n"
+      "{\"length\": 10}\n"
+      "{\"length\": 2147483647}\n");
   LengthDataset ds = read_lengths(path);
   EXPECT_EQ(ds.lengths, (std::vector<int64_t>{12, 7, 5, 3, 4, 10, 2147483647}));
   EXPECT_EQ(ds.source_names, (std::vector<std::string>{"x", "y", "caf\xC3\xA9", ""}));
@@ -127,6 +128,11 @@ TEST(Lengths, CommonAndGeneralJsonlLinesAgree) {
   expect_error("lead0.jsonl", "{\"length\": 012}\n", "1:", "length");
   expect_error("comma.jsonl", "{\"length\": 1,}\n", "1:", "malformed JSON");
   expect_error("utf8.jsonl", "{\"length\": 1, \"source\": \"\xC3\"}\n", "1:", "malformed JSON");
+  // A repeated field is refused, not resolved to one of its values (the fast path and the SAX
+  // path alike).
+  expect_error("dup.jsonl", "{\"length\": 5, \"source\": \"a\", \"source\": \"y\"}\n", "1:",
+               "key 'source' appears twice");
+  expect_error("dup2.jsonl", "{\"length\": 5, \"length\": 5}\n", "1:", "key 'length' appears twice");
 }
 
 TEST(Lengths, ReadsCsvWithQuotedFieldsAndAnyColumnOrder) {

@@ -373,7 +373,7 @@ TEST(ProfilePoints, BrokenInputs) {
                 .find("results.points[0].samples_s is missing"),
             std::string::npos);
   EXPECT_NE(profile_error(R"({"points":[{"batch":2,"width":8,"outcome":"ok","samples_s":[1,-2]}]})")
-                .find("results.points[0].samples_s[1] is not a positive number"),
+                .find("results.points[0].samples_s[1] is not a step time"),
             std::string::npos);
   EXPECT_NE(profile_error(R"({"points":[{"batch":0,"width":8,"outcome":"ok","samples_s":[1]}]})")
                 .find("batch is missing or not a positive integer"),

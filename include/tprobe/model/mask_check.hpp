@@ -22,7 +22,7 @@ struct MaskCheckOptions {
   bool padded_input = false;     // a padding mask is passed (lengths given on the command line)
   std::vector<MaskCheckLayer> layers;
   std::string device = "cpu";  // cpu | cuda
-  int64_t row_block = 2048;    // query rows verified per step (bounds the temporaries)
+  int64_t row_block = 512;    // query rows verified per step (bounds the temporaries)
 };
 
 // What one bool mask tensor [B or 1, 1, S, S] holds, checked against the reference band: per

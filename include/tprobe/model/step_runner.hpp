@@ -44,6 +44,11 @@ struct StepSpec {
   int64_t warmup = 1;
   int64_t repeats = 3;
   StepTracer* tracer = nullptr;  // not owned; null: no traced step
+  // Asked before each point (and before its traced step): true stops the sweep, and the report
+  // holds the points measured so far with `interrupted` set. The caller's signal flag, passed in
+  // because the module has its own copy of tprobe_core.
+  std::function<bool()> should_stop;
+  std::function<void(const StepPoint&)> on_start;  // as each point starts (a live indicator)
 };
 
 enum class PointOutcome { kOk, kOom, kError };
@@ -83,6 +88,7 @@ struct StepReport {
   int64_t lora_parameters = 0;
   int64_t weights_allocated_bytes = 0;  // after init and adapters, before any step
   std::vector<PointResult> points;
+  bool interrupted = false;  // should_stop said stop: points holds those measured before it
 };
 
 // Throws tprobe::Error (UsageError for bad options) when the model cannot be built; a failing

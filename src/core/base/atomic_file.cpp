@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 
 namespace tprobe::core {
 
@@ -19,6 +20,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   tmp_ = path_ + ".tmp.XXXXXX";
   fd_ = ::mkstemp(tmp_.data());
   if (fd_ < 0) fail("cannot create a temporary file beside '{}': {}", path_, std::strerror(errno));
+  slot_ = register_temporary(tmp_);  // so a second SIGINT/SIGTERM can remove it before exiting
 }
 
 AtomicFile::~AtomicFile() {
@@ -26,6 +28,7 @@ AtomicFile::~AtomicFile() {
     ::close(fd_);
     ::unlink(tmp_.c_str());
   }
+  unregister_temporary(slot_);
 }
 
 void AtomicFile::abort_with(const char* what) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/strict_json.hpp"
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -17,6 +18,7 @@ const char* to_string(Outcome outcome) {
   switch (outcome) {
     case Outcome::kOk: return "ok";
     case Outcome::kNo: return "no";
+    case Outcome::kInterrupted: return "interrupted";
   }
   return "?";
 }
@@ -72,18 +74,18 @@ Json Evidence::to_json() const {
 }
 
 void Evidence::write(const std::string& path) const {
-  write_file_atomic(path, to_json().dump(2) + "\n");
+  // replace: a string that is not UTF-8 (it should have been refused where it was read) must not
+  // make the write throw after the tables have been printed.
+  write_file_atomic(path, to_json().dump(2, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
 Json read_evidence_file(const std::string& path, const std::string& expected_probe) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("cannot open evidence file '{}'", path);
-  Json doc;
-  try {
-    doc = Json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    fail("evidence file '{}' is not valid JSON: {}", path, e.what());
-  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) fail("cannot read evidence file '{}'", path);
+  Json doc = detail::parse_json_strict(buffer.str(), "evidence file '" + path + "'");
   const std::string want = "tprobe." + expected_probe;
   if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_object() ||
       !doc["schema"].contains("name") || !doc["schema"]["name"].is_string()) {

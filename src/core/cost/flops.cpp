@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "base/checked_math.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
@@ -56,8 +57,10 @@ PassFlops FlopsReport::sum(bool performed, std::string_view component,
 }
 
 FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
-  if (req.batch < 1) fail_usage("flops: batch {} is not a positive integer", req.batch);
-  if (req.width < 1) fail_usage("flops: width {} is not a positive integer", req.width);
+  // The request comes from the command line: nonsense in it is a usage error (exit 2).
+  detail::require_count("flops: batch", req.batch, detail::kMaxBatch);
+  detail::require_count("flops: width", req.width, detail::kMaxWidth);
+  detail::mul_or_refuse(req.batch, req.width, "flops: batch x width");
   FlopsReport rep;
   rep.request = req;
   rep.model = c.name;
@@ -75,13 +78,20 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
   }
   rep.request.lengths = lengths;
   std::set<std::string> targets;
+  for (const auto& t : req.lora_targets) {
+    if (t == "none") {
+      fail_usage("flops: LoRA target 'none' means no adapters and cannot be combined with "
+                 "targets ({})",
+                 fmt::join(req.lora_targets, ","));
+    }
+  }
   check_known_targets(req.lora_targets, "flops");
   const std::vector<std::string> known = linear_module_names();
   for (const auto& t : req.lora_targets) {
     if (!targets.insert(t).second) fail_usage("flops: LoRA target '{}' given twice", t);
   }
-  if (!targets.empty() && req.lora_rank < 1) {
-    fail_usage("flops: LoRA rank {} is not a positive integer", req.lora_rank);
+  if (!targets.empty()) {
+    detail::require_count("flops: LoRA rank", req.lora_rank, detail::kMaxLoraRank);
   }
   if (c.num_layers != static_cast<int64_t>(c.layer_types.size())) {
     fail("model '{}': num_layers {} but {} layer_types", c.name, c.num_layers,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "base/checked_math.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/table.hpp"
@@ -163,30 +164,44 @@ QuantizationEstimate estimate_linear_only_4bit(const std::vector<TensorMeta>& te
 MemoryEstimate estimate_memory(const ModelConfig& c, const MemoryInputs& in) {
   auto dt = dtype_from_torch_name(c.dtype);
   if (!dt) fail("model '{}': dtype '{}' is not bfloat16, float16 or float32", c.name, c.dtype);
+  detail::require_count("batch", in.batch, detail::kMaxBatch);
+  detail::require_count("width", in.width, detail::kMaxWidth);
+  detail::require_count("CE chunk", in.ce_chunk_tokens, detail::kMaxWidth);
+  if (in.trainable_params < 0) fail("memory estimate: negative trainable parameter count");
+  // Every product is checked: a wrapped byte count would print as a small, plausible number.
+  using detail::add_or_refuse;
+  using detail::mul_or_refuse;
   const uint64_t act = static_cast<uint64_t>(dtype_size(*dt));
-  const uint64_t tokens = static_cast<uint64_t>(in.batch) * static_cast<uint64_t>(in.width);
+  const uint64_t tokens = mul_or_refuse(static_cast<uint64_t>(in.batch),
+                                        static_cast<uint64_t>(in.width), "batch x width");
   const uint64_t vocab = static_cast<uint64_t>(c.vocab_size);
   const uint64_t per_logit = 3 * act + 8;
   const uint64_t chunk = std::min<uint64_t>(static_cast<uint64_t>(in.ce_chunk_tokens), tokens);
+  const char* what = "memory estimate for batch x width";
   MemoryEstimate m;
   m.inputs = in;
-  const uint64_t adapters = static_cast<uint64_t>(in.trainable_params) * 16;
+  const uint64_t adapters = mul_or_refuse(static_cast<uint64_t>(in.trainable_params), 16, what);
   m.rows.push_back({"weights_bytes", "weights (as stored)", in.weight_bytes,
                     "text-decoder tensors, stored dtype"});
   m.rows.push_back({"adapter_state_bytes", "adapters + grads + AdamW state", adapters,
                     fmt::format("{} params x 16 B (fp32 weight, grad, 2 moments)",
                                 format_count(in.trainable_params))});
+  const uint64_t layer_inputs = mul_or_refuse(
+      mul_or_refuse(static_cast<uint64_t>(c.num_layers), tokens, what),
+      mul_or_refuse(static_cast<uint64_t>(c.hidden_size), act, what), what);
   m.rows.push_back(
-      {"checkpointed_inputs_bytes", "checkpointed layer inputs",
-       static_cast<uint64_t>(c.num_layers) * tokens * static_cast<uint64_t>(c.hidden_size) * act,
+      {"checkpointed_inputs_bytes", "checkpointed layer inputs", layer_inputs,
        fmt::format("{} layers x {} tokens x {} x {} B", c.num_layers, tokens, c.hidden_size, act)});
-  m.rows.push_back({"ce_naive_bytes", "CE transient, naive", tokens * vocab * per_logit,
+  m.rows.push_back({"ce_naive_bytes", "CE transient, naive",
+                    mul_or_refuse(mul_or_refuse(tokens, vocab, what), per_logit, what),
                     fmt::format("{} tokens x {} vocab x {} B", tokens, vocab, per_logit)});
-  m.rows.push_back({"ce_chunked_bytes", "CE transient, chunked", chunk * vocab * per_logit,
+  m.rows.push_back({"ce_chunked_bytes", "CE transient, chunked",
+                    mul_or_refuse(mul_or_refuse(chunk, vocab, what), per_logit, what),
                     fmt::format("{} tokens x {} vocab x {} B", chunk, vocab, per_logit)});
-  const uint64_t base = m.rows[0].bytes + m.rows[1].bytes + m.rows[2].bytes;
-  m.total_naive_ce_bytes = base + m.rows[3].bytes;
-  m.total_chunked_ce_bytes = base + m.rows[4].bytes;
+  const uint64_t base =
+      add_or_refuse(add_or_refuse(m.rows[0].bytes, m.rows[1].bytes, what), m.rows[2].bytes, what);
+  m.total_naive_ce_bytes = add_or_refuse(base, m.rows[3].bytes, what);
+  m.total_chunked_ce_bytes = add_or_refuse(base, m.rows[4].bytes, what);
   return m;
 }
 

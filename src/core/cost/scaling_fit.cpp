@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 
@@ -154,6 +155,16 @@ ModelFit fit_core(const std::vector<FitPoint>& points, FitModel model) {
   column([](double w) { return w; });
   if (has_quadratic(model)) column([](double w) { return w * w; });
   Lsq lsq = least_squares(cols, y);
+  bool finite = true;
+  for (double b : lsq.beta) finite = finite && std::isfinite(b);
+  if (lsq.full_rank && !finite) {
+    // Inputs are range-checked, so this is a numerically hopeless design; a NaN coefficient
+    // must not be reported as a fit.
+    fit.refusal = fmt::format("model {}: the least-squares solution is not finite; the points "
+                              "are numerically degenerate",
+                              to_string(model));
+    return fit;
+  }
   if (!lsq.full_rank) {
     fit.refusal = fmt::format("model {}: the widths do not separate its terms numerically "
                               "(rank-deficient design); use widths further apart",

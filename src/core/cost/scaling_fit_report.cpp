@@ -48,6 +48,10 @@ ScalingFitReport analyze_scaling(ScalingFitInput input) {
   if (!is_auto && !requested) {
     fail_usage("fit form '{}' is not one of A, AB, AC, ABC, auto", input.model);
   }
+  // NaN compares false with both ends of a range check, so test the range the positive way.
+  if (!(input.alpha >= 1e-6 && input.alpha <= 0.5)) {
+    fail_usage("--alpha {}: must be a significance level in [1e-06, 0.5]", input.alpha);
+  }
   for (int64_t w : input.at_widths) {
     if (w < 1) fail_usage("--at {} is not a positive width", w);
   }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/base/rng.hpp"
 #include "base/math_util.hpp"
 
@@ -128,6 +129,13 @@ CostModel cost_from_scaling_fit_json(const Json& doc, const std::string& path) {
     if (!co[key].is_number()) fail("'{}': results.coefficients.{} is not a number", path, key);
     double v = co[key].get<double>();
     if (!std::isfinite(v)) fail("'{}': results.coefficients.{} is not finite", path, key);
+    // A fitted coefficient can come out negative on noisy points; as a cost it would predict
+    // negative time for some widths, so it is refused like a negative --cost.
+    if (v < 0) {
+      fail("'{}': results.coefficients.{} is negative ({:g}); a cost model needs non-negative "
+           "coefficients (refit with another --model, or pass --cost)",
+           path, key, v);
+    }
     return v;
   };
   CostModel c;
@@ -284,20 +292,30 @@ bool is_noop_sweep(const std::vector<uint64_t>& fingerprints) {
                      [&](uint64_t f) { return f == fingerprints.front(); });
 }
 
+// Records per bucket: tprobe indexes records with 32 bits, so a bigger bucket is one bucket.
+constexpr int64_t kMaxBucket = int64_t{1} << 32;
+
 void validate(const BucketOptions& o) {
   if (o.micro_batch < 1) fail_usage("--micro-batch must be at least 1, got {}", o.micro_batch);
   if (o.micro_batch > 65536) fail_usage("--micro-batch {} is above 65,536", o.micro_batch);
   if (o.accum < 1) fail_usage("--accum must be at least 1, got {}", o.accum);
+  if (o.accum > (int64_t{1} << 20)) fail_usage("--accum {} is above 1,048,576", o.accum);
   if (o.max_seq_len < 1) fail_usage("--max-seq-len must be at least 1, got {}", o.max_seq_len);
+  if (o.max_seq_len > kMaxRecordLength) {
+    fail_usage("--max-seq-len {} is above {}", o.max_seq_len, kMaxRecordLength);
+  }
+  if (o.sweep.size() > 1000) fail_usage("--sweep has {} sizes; at most 1,000", o.sweep.size());
   if (o.seeds < 1 || o.seeds > 1000) fail_usage("--seeds must be in [1, 1000], got {}", o.seeds);
   for (int64_t b : o.sweep) {
     if (b < o.micro_batch) {
       fail_usage("--sweep bucket {} is smaller than --micro-batch {}", b, o.micro_batch);
     }
+    if (b > kMaxBucket) fail_usage("--sweep bucket {} is above {}", b, kMaxBucket);
   }
   if (o.bucket != 0 && o.bucket < o.micro_batch) {
     fail_usage("--bucket {} is smaller than --micro-batch {}", o.bucket, o.micro_batch);
   }
+  if (o.bucket > kMaxBucket) fail_usage("--bucket {} is above {}", o.bucket, kMaxBucket);
 }
 
 std::vector<int64_t> default_sweep(int64_t micro_batch) {
@@ -342,6 +360,11 @@ BucketReport analyze_bucket(const LengthDataset& ds, const BucketOptions& option
   }
   std::vector<uint64_t> fingerprints;
   for (int64_t b : o.sweep) {
+    // SIGINT/SIGTERM: stop between bucket sizes; what was measured is reported as such.
+    if (interrupt_requested()) {
+      r.interrupted = true;
+      break;
+    }
     std::vector<OrderMetrics> per_seed;
     uint64_t fp = 0;
     for (uint64_t s : seeds) {
@@ -363,6 +386,7 @@ BucketReport analyze_bucket(const LengthDataset& ds, const BucketOptions& option
                              "every bucket size produced the same micro-batches: the sweep varied "
                              "nothing (a sampler that re-sorts inside buckets does this)"});
   }
+  if (r.sweep.empty()) return r;  // interrupted before the first bucket size: nothing to choose
 
   if (o.bucket != 0) {
     r.chosen_bucket = o.bucket;

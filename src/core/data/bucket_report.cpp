@@ -69,12 +69,21 @@ Json to_json(const BucketReport& r) {
   const auto& o = r.options;
   Json j;
   put_dataset_json(j, r.dataset, r.format, r.breakdown);
-  j["padded_tokens"] = r.chosen.padded_tokens;
-  j["waste_ratio"] = r.chosen.waste_ratio;
-  j["chosen"] = {{"bucket", r.chosen_bucket}, {"seed", o.seed}};
-  j["micro_batch_widths"] = r.chosen_widths;
-  const Json chosen = metrics_json(r.chosen);
-  for (auto it = chosen.begin(); it != chosen.end(); ++it) j["chosen"][it.key()] = it.value();
+  j["interrupted"] = r.interrupted;
+  j["sweep_sizes_measured"] = r.sweep.size();
+  if (r.sweep.empty()) {  // interrupted before the first bucket size: nothing was chosen
+    j["padded_tokens"] = nullptr;
+    j["waste_ratio"] = nullptr;
+    j["chosen"] = nullptr;
+    j["micro_batch_widths"] = Json::array();
+  } else {
+    j["padded_tokens"] = r.chosen.padded_tokens;
+    j["waste_ratio"] = r.chosen.waste_ratio;
+    j["chosen"] = {{"bucket", r.chosen_bucket}, {"seed", o.seed}};
+    j["micro_batch_widths"] = r.chosen_widths;
+    const Json chosen = metrics_json(r.chosen);
+    for (auto it = chosen.begin(); it != chosen.end(); ++it) j["chosen"][it.key()] = it.value();
+  }
   j["truncation"] = truncation_json(r.breakdown, o.max_seq_len);
   Json per = Json::array();
   for (const auto& s : r.breakdown.sources) per.push_back(to_json(s, false));
@@ -144,6 +153,10 @@ std::string render(const BucketReport& r) {
     t.note("predicted time: give --cost A,B[,C] or --scaling-fit PATH.");
   }
   std::string out = t.render();
+  if (r.interrupted) {
+    out += fmt::format("\nINTERRUPTED: {} of {} bucket sizes measured before the signal\n",
+                       r.sweep.size(), o.sweep.size());
+  }
   if (r.noop_sweep) {
     out +=
         "\n!!! NO-OP SWEEP: every bucket size produced the same micro-batches; the sweep "

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "base/checked_math.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 
@@ -74,7 +75,7 @@ std::vector<std::string> parse_target_list(const std::string& csv, const std::st
 LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& tensors,
                    const std::string& prefix, const std::vector<std::string>& targets,
                    int64_t rank) {
-  if (rank <= 0) fail_usage("LoRA rank {}: must be positive", rank);
+  detail::require_count("LoRA rank", rank, detail::kMaxLoraRank);
   if (targets.empty()) fail_usage("the LoRA target list is empty");
   LoraPlan plan;
   plan.rank = rank;
@@ -106,7 +107,8 @@ LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& ten
       m.layer_type = config.layer_types[static_cast<std::size_t>(layer)];
       m.out_features = t->shape[0];
       m.in_features = t->shape[1];
-      m.params = rank * (m.in_features + m.out_features);
+      m.params = detail::mul_or_refuse(rank, m.in_features + m.out_features,
+                                       "LoRA parameters (rank x features)");
       plan.modules.push_back(m);
       layers_hit[target].insert(layer);
       break;  // PEFT adapts a module once, whichever entry matched first
@@ -120,13 +122,14 @@ LoraPlan plan_lora(const ModelConfig& config, const std::vector<TensorMeta>& ten
       if (m.target != target) continue;
       ++s.modules;
       (m.layer_type == LayerType::kFull ? s.full_modules : s.sliding_modules) += 1;
-      s.trainable_params += m.params;
+      s.trainable_params = detail::add_or_refuse(s.trainable_params, m.params, "LoRA parameters");
     }
     const std::set<int64_t>& hit = layers_hit[target];
     for (int64_t i = 0; i < config.num_layers; ++i) {
       if (!hit.count(i)) s.absent_layers.push_back(i);
     }
-    plan.trainable_params += s.trainable_params;
+    plan.trainable_params =
+        detail::add_or_refuse(plan.trainable_params, s.trainable_params, "LoRA parameters");
     plan.sliding_modules += s.sliding_modules;
     plan.full_modules += s.full_modules;
 

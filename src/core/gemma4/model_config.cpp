@@ -115,7 +115,7 @@ std::vector<std::string> embedded_model_names() { return {"gemma4-26b-a4b", "gem
 ModelConfig embedded_model(const std::string& name) {
   if (name == "gemma4-26b-a4b") return gemma4_26b_a4b();
   if (name == "gemma4-tiny") return gemma4_tiny();
-  fail("unknown model '{}': embedded models are {}", name, fmt::join(embedded_model_names(), ", "));
+  fail_usage("unknown model '{}': embedded models are {}", name, fmt::join(embedded_model_names(), ", "));
 }
 
 }  // namespace tprobe::core

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
@@ -28,6 +29,14 @@ std::optional<double> parse_double(const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
+}
+
+// A measured step time tprobe fits: below a nanosecond or above eleven days per step it is a
+// unit mistake or a corrupt file, and near the double limit the sums of squares overflow.
+constexpr double kMinStepSeconds = 1e-9;
+constexpr double kMaxStepSeconds = 1e6;
+bool plausible_seconds(double v) {
+  return std::isfinite(v) && v >= kMinStepSeconds && v <= kMaxStepSeconds;
 }
 
 // A positive integer no larger than 2^31 (a width or batch, not a count of everything).
@@ -125,13 +134,18 @@ FitPoint parse_point(std::string_view text, const std::string& origin) {
   std::string s(text);
   size_t colon = s.find(':');
   if (colon == std::string::npos) {
-    fail_usage("{}: '{}' is not WIDTH:SECONDS (e.g. 2048:1.776)", origin, s);
+    fail_usage("{}: '{}' is not WIDTH:SECONDS (e.g. 2048:1.776)", origin, detail::printable(s));
   }
   auto w = parse_positive_int(trim(s.substr(0, colon)));
   auto t = parse_double(trim(s.substr(colon + 1)));
-  if (!w) fail_usage("{}: width '{}' is not a positive integer", origin, s.substr(0, colon));
-  if (!t || *t <= 0)
-    fail_usage("{}: seconds '{}' is not a positive number", origin, s.substr(colon + 1));
+  if (!w) {
+    fail_usage("{}: width '{}' is not a positive integer", origin,
+               detail::printable(s.substr(0, colon)));
+  }
+  if (!t || !plausible_seconds(*t)) {
+    fail_usage("{}: seconds '{}' is not a step time in [{:g}, {:g}] s", origin,
+               detail::printable(s.substr(colon + 1)), kMinStepSeconds, kMaxStepSeconds);
+  }
   FitPoint p;
   p.width = static_cast<double>(*w);
   p.seconds = *t;

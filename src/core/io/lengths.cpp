@@ -1,6 +1,9 @@
 // Reads token-length datasets (JSONL, CSV, text; plain or gzip) and builds the synthetic corpus.
 #include "tprobe/core/io/lengths.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -10,11 +13,14 @@
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
 #include "base/string_util.hpp"
+#include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/base/rng.hpp"
 
 namespace tprobe::core {
@@ -25,26 +31,41 @@ constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;  // a "line" beyond
 using detail::trim;
 
 // Quoted in messages, cut so a binary line cannot flood the terminal.
-std::string quote(std::string_view s) {
-  constexpr std::size_t kMax = 40;
-  if (s.size() <= kMax) return "'" + std::string(s) + "'";
-  return "'" + std::string(s.substr(0, kMax)) + "...'";
-}
+std::string quote(std::string_view s) { return "'" + detail::printable(s, 40) + "'"; }
 
-// Lines of a plain or gzip file (zlib reads plain files transparently), streamed through a
-// fixed buffer. Counts lines from 1; strips a trailing '\r'.
+// Lines of a plain or gzip file (gzip detected from the magic bytes, members concatenated as
+// gzip allows), streamed through fixed buffers. Counts lines from 1; strips a trailing '\r'.
+// zlib's gzread is not used: it silently ignores bytes after the last gzip member, and a
+// dataset with a second half that is not gzip is a broken file, not a shorter dataset.
 class LineReader {
+  static constexpr std::size_t kBufferBytes = std::size_t{1} << 17;
+
  public:
-  explicit LineReader(const std::string& path) : path_(path), buf_(std::size_t{1} << 16) {
-    errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_ == nullptr) {
-      fail("cannot open dataset '{}': {}", path, errno ? std::strerror(errno) : "out of memory");
+  explicit LineReader(const std::string& path)
+      : path_(path), buf_(kBufferBytes), raw_(kBufferBytes) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) fail("cannot open dataset '{}': {}", path, std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd_);
+      fail("cannot open dataset '{}': it is a directory", path);
     }
-    gzbuffer(file_, 1U << 17);
+    while (raw_end_ < 2 && read_raw()) {
+    }
+    gzip_ = raw_end_ >= 2 && static_cast<unsigned char>(raw_[0]) == 0x1f &&
+            static_cast<unsigned char>(raw_[1]) == 0x8b;
+    if (gzip_) {
+      if (inflateInit2(&z_, 15 + 16) != Z_OK) {
+        ::close(fd_);
+        fail("{}: cannot start gzip decoding (out of memory)", path);
+      }
+      z_.next_in = reinterpret_cast<Bytef*>(raw_.data());
+      z_.avail_in = static_cast<uInt>(raw_end_);
+    }
   }
   ~LineReader() {
-    if (file_ != nullptr) gzclose(file_);
+    if (gzip_) inflateEnd(&z_);
+    if (fd_ >= 0) ::close(fd_);
   }
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -84,29 +105,103 @@ class LineReader {
   }
 
  private:
-  bool refill() {
-    if (eof_) return false;
-    int n = gzread(file_, buf_.data(), static_cast<unsigned>(buf_.size()));
-    int err = Z_OK;
-    const char* msg = gzerror(file_, &err);
-    if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-      // Z_BUF_ERROR here is zlib's "unexpected end of file": a truncated .gz.
-      fail("{}: after line {}: cannot read: {}{}", path_, line_,
-           err == Z_ERRNO ? std::strerror(errno) : msg,
-           err == Z_BUF_ERROR ? " (truncated gzip file?)" : "");
+  // Appends what read() gives to raw_ after raw_end_; false at the end of the file.
+  bool read_raw() {
+    for (;;) {
+      ssize_t n = ::read(fd_, raw_.data() + raw_end_, raw_.size() - raw_end_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail("{}: after line {}: cannot read: {}", path_, line_, std::strerror(errno));
+      raw_total_ += static_cast<uint64_t>(n);
+      raw_end_ += static_cast<std::size_t>(n);
+      return n > 0;
     }
+  }
+
+  bool refill() {
     pos_ = 0;
-    end_ = static_cast<std::size_t>(n);
-    if (n == 0) eof_ = true;
-    return n > 0;
+    end_ = 0;
+    if (!gzip_) {
+      if (raw_end_ > 0) {  // the bytes read to look for the gzip magic
+        std::memcpy(buf_.data(), raw_.data(), raw_end_);
+        end_ = raw_end_;
+        raw_end_ = 0;
+        return true;
+      }
+      for (;;) {
+        ssize_t n = ::read(fd_, buf_.data(), buf_.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail("{}: after line {}: cannot read: {}", path_, line_, std::strerror(errno));
+        end_ = static_cast<std::size_t>(n);
+        return n > 0;
+      }
+    }
+    for (;;) {
+      if (z_.avail_in == 0) {
+        raw_end_ = 0;
+        if (read_raw()) {
+          z_.next_in = reinterpret_cast<Bytef*>(raw_.data());
+          z_.avail_in = static_cast<uInt>(raw_end_);
+        } else if (member_done_) {
+          return false;  // the last member ended exactly at the end of the file
+        } else {
+          fail("{}: after line {}: the gzip stream ends early (truncated gzip file?)", path_,
+               line_);
+        }
+      }
+      if (member_done_) {
+        // More bytes after a complete member: another member, or garbage.
+        const uint64_t at = raw_total_ - z_.avail_in;
+        if (*z_.next_in != 0x1f) fail_trailing(at);
+        inflateReset(&z_);
+        member_done_ = false;
+        member_start_ = at;
+        member_out_ = 0;
+      }
+      z_.next_out = reinterpret_cast<Bytef*>(buf_.data());
+      z_.avail_out = static_cast<uInt>(buf_.size());
+      const int ret = inflate(&z_, Z_NO_FLUSH);
+      const std::size_t produced = buf_.size() - z_.avail_out;
+      member_out_ += produced;
+      if (ret == Z_STREAM_END) {
+        member_done_ = true;
+      } else if (ret == Z_DATA_ERROR && member_start_ > 0 && member_out_ == 0) {
+        fail_trailing(member_start_);
+      } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+        fail("{}: after line {}: corrupt gzip data: {}", path_, line_,
+             z_.msg != nullptr ? z_.msg : "inflate failed");
+      }
+      if (produced > 0) {
+        end_ = produced;
+        return true;
+      }
+    }
+  }
+
+  [[noreturn]] void fail_trailing(uint64_t at) const {
+    fail("{}: {} bytes of data that are not gzip follow the gzip stream at byte {} (a damaged "
+         "or concatenated file?)",
+         path_, file_size_from(at), at);
+  }
+  // Bytes from `at` to the end of the file, for the trailing-garbage message.
+  uint64_t file_size_from(uint64_t at) const {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) < at) return 0;
+    return static_cast<uint64_t>(st.st_size) - at;
   }
 
   std::string path_;
-  gzFile file_ = nullptr;
-  std::vector<char> buf_;
+  int fd_ = -1;
+  bool gzip_ = false;
+  z_stream z_{};
+  std::vector<char> buf_;  // decoded bytes
+  std::vector<char> raw_;  // file bytes (gzip input)
+  std::size_t raw_end_ = 0;
+  uint64_t raw_total_ = 0;     // file bytes read so far
+  bool member_done_ = false;   // the current gzip member has ended
+  uint64_t member_start_ = 0;  // file offset of the current member
+  uint64_t member_out_ = 0;    // bytes the current member decoded to
   std::size_t pos_ = 0;
   std::size_t end_ = 0;
-  bool eof_ = false;
   int64_t line_ = 0;
 };
 
@@ -123,6 +218,11 @@ class Builder {
     auto it = ids_.find(std::string(source));
     uint32_t id = 0;
     if (it == ids_.end()) {
+      // Evidence files are JSON: a name that is not UTF-8 could not be written after the
+      // analysis ran (JSONL strings are checked by the JSON parser; CSV fields are raw bytes).
+      if (!detail::is_valid_utf8(source)) {
+        fail("{}:{}: source name {} is not valid UTF-8", path_, line, quote(source));
+      }
       id = static_cast<uint32_t>(ds_.source_names.size());
       ds_.source_names.emplace_back(source);
       ids_.emplace(std::string(source), id);
@@ -242,11 +342,17 @@ class JsonRecordSax {
     return true;
   }
   bool key(json::string_t& k) {
-    if (depth_ == 1) key_ = k;
+    if (depth_ == 1) {
+      // A repeated field would make the record mean two things (nlohmann keeps one silently).
+      if (!keys_.insert(k).second) {
+        return set_error(fmt::format("key {} appears twice in the record", quote(k)));
+      }
+      key_ = k;
+    }
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    if (error.empty()) error = fmt::format("malformed JSON: {}", e.what());
+    if (error.empty()) error = fmt::format("malformed JSON: {}", detail::printable(e.what(), 200));
     return false;
   }
 
@@ -289,6 +395,7 @@ class JsonRecordSax {
   int depth_ = 0;
   bool in_ids_ = false;
   std::string key_;
+  std::unordered_set<std::string> keys_;  // top-level keys seen
 };
 
 // The common line, {"length": N, "source": "S"} in any key order and spacing, parsed by hand: a
@@ -329,6 +436,7 @@ bool parse_simple_jsonl(const std::string& text, int64_t& length, std::string& s
     ++p;
     ws();
     if (key == "length") {
+      if (have_length) return false;  // repeated: the SAX parser refuses it with a message
       const char* digits = p;
       while (p < end && *p >= '0' && *p <= '9') ++p;
       const auto n = static_cast<std::size_t>(p - digits);
@@ -339,7 +447,7 @@ bool parse_simple_jsonl(const std::string& text, int64_t& length, std::string& s
       length = v;
       have_length = true;
     } else if (key == "source") {
-      if (!plain_string(src)) return false;
+      if (have_source || !plain_string(src)) return false;
       have_source = true;
     } else {
       return false;
@@ -531,6 +639,7 @@ LengthDataset read_lengths(const std::string& path, LengthFormat format) {
     if (reader.line_number() == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
     if (blank(line)) continue;
     const int64_t n = reader.line_number();
+    if ((n & 0xffff) == 0) throw_if_interrupted();  // a 10^7-line file takes seconds
     if (format == LengthFormat::kAuto) format = sniff(line);
     switch (format) {
       case LengthFormat::kJsonl:

@@ -29,6 +29,7 @@ class AtomicFile {
   std::string path_;
   std::string tmp_;
   int fd_ = -1;
+  int slot_ = -1;  // interrupt.hpp's registry of temporaries
 };
 
 // Writes `contents` to `path` through an AtomicFile.

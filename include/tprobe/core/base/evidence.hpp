@@ -14,8 +14,9 @@ using Json = nlohmann::ordered_json;
 inline constexpr int kEvidenceSchemaVersion = 1;
 
 // ok: the probe ran and the evidence supports the claim; no: it ran and the evidence says no
-// (exit 3). Errors never produce an evidence file, so there is no "error" outcome.
-enum class Outcome { kOk, kNo };
+// (exit 3); interrupted: SIGINT/SIGTERM stopped it and the results hold what was measured before
+// (exit 130/143). Errors never produce an evidence file, so there is no "error" outcome.
+enum class Outcome { kOk, kNo, kInterrupted };
 
 enum class Severity { kInfo, kWarning, kError };
 

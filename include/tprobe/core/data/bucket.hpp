@@ -119,6 +119,9 @@ struct BucketReport {
   SweepRow baseline;
   std::vector<SweepRow> sweep;
   bool noop_sweep = false;  // with a `noop_sweep` warning in diagnostics
+  // A SIGINT/SIGTERM stopped the sweep: `sweep` holds the sizes measured before it (maybe none,
+  // and then nothing is chosen).
+  bool interrupted = false;
   int64_t chosen_bucket = 0;
   OrderMetrics chosen;  // chosen bucket, first seed: the order --emit-order writes
   std::vector<int64_t> chosen_widths;  // per micro-batch of that order, in order (raw data)

@@ -1,0 +1,78 @@
+// Signal handling for interrupted runs (see interrupt.hpp): an atomic flag, and a fixed table
+// of temporary paths a second signal unlinks before _exit, using only async-signal-safe calls.
+#include "tprobe/core/base/interrupt.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace tprobe::core {
+
+namespace {
+
+constexpr int kSlots = 16;
+constexpr std::size_t kPathMax = 4096;
+
+volatile sig_atomic_t g_signal = 0;
+std::atomic<bool> g_slot_used[kSlots];
+char g_slot_path[kSlots][kPathMax];
+std::mutex g_slot_mutex;  // registration only; the handler never locks
+
+extern "C" void on_interrupt(int sig) {
+  if (g_signal != 0) {
+    // Second signal: the user means it. Leave no temporary behind, then go.
+    for (int i = 0; i < kSlots; ++i) {
+      if (g_slot_used[i].load()) ::unlink(g_slot_path[i]);
+    }
+    ::_exit(128 + sig);
+  }
+  g_signal = sig;
+}
+
+}  // namespace
+
+Interrupted::Interrupted()
+    : Error(std::string("interrupted by ") + (interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT"),
+            static_cast<ExitCode>(interrupted_exit_code())) {}
+
+int interrupted_exit_code() {
+  return 128 + (interrupt_signal() != 0 ? interrupt_signal() : SIGINT);
+}
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;  // system calls carry on; the flag is seen at the next poll point
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupt_requested() { return g_signal != 0; }
+int interrupt_signal() { return static_cast<int>(g_signal); }
+
+int register_temporary(const std::string& path) {
+  if (path.size() >= kPathMax) return -1;
+  std::lock_guard<std::mutex> lock(g_slot_mutex);
+  for (int i = 0; i < kSlots; ++i) {
+    if (!g_slot_used[i].load()) {
+      std::memcpy(g_slot_path[i], path.c_str(), path.size() + 1);
+      g_slot_used[i].store(true);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void unregister_temporary(int slot) {
+  if (slot < 0 || slot >= kSlots) return;
+  std::lock_guard<std::mutex> lock(g_slot_mutex);
+  g_slot_used[slot].store(false);
+}
+
+void reset_interrupt_for_testing() { g_signal = 0; }
+
+}  // namespace tprobe::core

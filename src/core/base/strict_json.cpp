@@ -1,0 +1,164 @@
+// Linear-time, duplicate-refusing JSON parsing into ordered_json (see strict_json.hpp).
+#include "base/strict_json.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace tprobe::core::detail {
+
+namespace {
+
+using ObjectStorage = Json::object_t::Container;
+static_assert(std::is_base_of_v<ObjectStorage, Json::object_t>,
+              "ordered_json's object is expected to be a vector of pairs; the linear-time "
+              "builder appends to it directly");
+
+// Objects this small are searched for a duplicate key directly; bigger ones get a hash set.
+constexpr std::size_t kLinearSearchKeys = 16;
+
+// A SAX handler building the DOM like nlohmann's own, except that object members are appended
+// (after our own duplicate check) instead of inserted through ordered_map's linear find.
+class StrictDomBuilder {
+ public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  Json root;
+  std::string error;  // set when parsing was stopped by us (duplicate, depth)
+  std::string syntax_error;
+
+  bool null() { return add(Json(nullptr)); }
+  bool boolean(bool v) { return add(Json(v)); }
+  bool number_integer(number_integer_t v) { return add(Json(v)); }
+  bool number_unsigned(number_unsigned_t v) { return add(Json(v)); }
+  bool number_float(number_float_t v, const string_t&) { return add(Json(v)); }
+  bool string(string_t& v) { return add(Json(std::move(v))); }
+  bool binary(binary_t& v) {
+    return add(Json::binary(std::vector<std::uint8_t>(v.begin(), v.end())));
+  }
+
+  bool start_object(std::size_t) { return open(Json::object()); }
+  bool start_array(std::size_t) { return open(Json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(string_t& k) {
+    Frame& f = stack_.back();
+    auto& members = static_cast<ObjectStorage&>(f.value->get_ref<Json::object_t&>());
+    if (f.keys.empty() && members.size() < kLinearSearchKeys) {
+      for (const auto& m : members) {
+        if (m.first == k) return duplicate(k);
+      }
+      if (members.size() + 1 == kLinearSearchKeys) {
+        f.keys.reserve(2 * kLinearSearchKeys);
+        for (const auto& m : members) f.keys.insert(m.first);
+        f.keys.insert(k);
+      }
+    } else if (!f.keys.insert(k).second) {
+      return duplicate(k);
+    }
+    members.emplace_back(std::move(k), Json());
+    slot_ = &members.back().second;
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
+    syntax_error = e.what();
+    return false;
+  }
+
+ private:
+  struct Frame {
+    Json* value;
+    std::unordered_set<std::string> keys;  // filled once the object passes kLinearSearchKeys
+  };
+
+  // Places `v` where the next value goes and returns its address.
+  Json* place(Json&& v) {
+    if (stack_.empty()) {
+      root = std::move(v);
+      return &root;
+    }
+    Json* top = stack_.back().value;
+    if (top->is_array()) {
+      auto& items = top->get_ref<Json::array_t&>();
+      items.push_back(std::move(v));
+      return &items.back();
+    }
+    *slot_ = std::move(v);
+    return slot_;
+  }
+  bool add(Json&& v) {
+    place(std::move(v));
+    return true;
+  }
+  bool open(Json&& container) {
+    if (stack_.size() >= kMaxJsonDepth) {
+      error = "nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+      return false;
+    }
+    Json* where = place(std::move(container));
+    stack_.push_back(Frame{where, {}});
+    return true;
+  }
+  bool close() {
+    stack_.pop_back();
+    return true;
+  }
+  bool duplicate(const std::string& k) {
+    error = "key '" + printable(k) + "' appears twice in one JSON object";
+    return false;
+  }
+
+  std::vector<Frame> stack_;
+  Json* slot_ = nullptr;  // the member value the next value fills, after key()
+};
+
+}  // namespace
+
+Json parse_json_strict(std::string_view text, const std::string& source) {
+  StrictDomBuilder builder;
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &builder);
+  } catch (const Json::exception& e) {
+    fail("{}: not valid JSON: {}", source, printable(e.what(), 200));
+  }
+  if (!builder.error.empty()) fail("{}: {}", source, builder.error);
+  if (!ok || !builder.syntax_error.empty()) {
+    fail("{}: not valid JSON: {}", source, printable(builder.syntax_error, 200));
+  }
+  return std::move(builder.root);
+}
+
+std::string printable(std::string_view text, std::size_t max_chars) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(std::min(text.size(), max_chars) + 8);
+  std::size_t shown = 0;
+  for (char ch : text) {
+    if (shown >= max_chars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f) {
+      out.push_back(ch);
+    } else {
+      out += "\\x";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+    ++shown;
+  }
+  return out;
+}
+
+}  // namespace tprobe::core::detail

@@ -1,0 +1,262 @@
+// Reader entry points for the fuzzers and the corpus regression test (see fuzz_entries.hpp).
+#include "fuzz_entries.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "base/strict_json.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/adapter/lora_adapter.hpp"
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/cost/scaling_fit.hpp"
+#include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/io/lengths.hpp"
+#include "tprobe/core/io/safetensors.hpp"
+#include "tprobe/core/report/report.hpp"
+#include "tprobe/core/trace/trace_reader.hpp"
+
+namespace tprobe::fuzz {
+
+namespace {
+
+// An accepted input that breaks a reader's promise: report and abort so the fuzzer keeps it.
+[[noreturn]] void broken(const std::string& what) {
+  std::fprintf(stderr, "fuzz invariant broken: %s\n", what.c_str());
+  std::abort();
+}
+
+const std::string& scratch_dir() {
+  static const std::string dir = [] {
+    const char* base = std::getenv("TPROBE_FUZZ_SCRATCH");
+    std::string d = base && *base ? base : (::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    d += "/tprobe-fuzz-" + std::to_string(::getpid());
+    ::mkdir(d.c_str(), 0700);
+    return d;
+  }();
+  return dir;
+}
+
+void write_all(const std::string& path, const uint8_t* data, std::size_t size) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) broken("cannot write scratch file " + path);
+  if (size > 0 && std::fwrite(data, 1, size, f) != size) broken("short write to " + path);
+  std::fclose(f);
+}
+
+// Runs `body`, swallowing the tprobe::Error bad input is supposed to produce.
+template <typename Body>
+void expect_error_or_ok(Body&& body) {
+  try {
+    body();
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
+std::string scratch_file(const std::string& name, const uint8_t* data, std::size_t size) {
+  std::string path = scratch_dir() + "/" + name;
+  write_all(path, data, size);
+  return path;
+}
+
+void safetensors(const uint8_t* data, std::size_t size) {
+  if (size >= 8) {
+    uint64_t declared = 0;
+    for (int i = 0; i < 8; ++i) declared |= static_cast<uint64_t>(data[i]) << (8 * i);
+    std::string_view header(reinterpret_cast<const char*>(data) + 8, size - 8);
+    expect_error_or_ok([&] {
+      // The prefix doubles as the data-section size, so offsets are checked against big and
+      // small sections alike.
+      core::SafetensorsHeader h =
+          core::parse_safetensors_header(header, declared & 0xffffffffffULL, "fuzz");
+      for (const auto& t : h.tensors) {
+        if (t.end < t.begin || t.end > (declared & 0xffffffffffULL)) broken("offsets accepted");
+      }
+    });
+  }
+  const std::string path = scratch_file("model.safetensors", data, size);
+  expect_error_or_ok([&] {
+    core::SafetensorsFile f = core::SafetensorsFile::open(path);
+    for (const auto& t : f.tensors()) {
+      core::ByteSpan span = f.data(t.name);
+      if (span.size != t.end - t.begin) broken("data span size differs from the offsets");
+      volatile uint8_t sink = 0;
+      if (span.size > 0) {
+        sink = sink + std::to_integer<uint8_t>(span.data[0]) +
+               std::to_integer<uint8_t>(span.data[span.size - 1]);
+      }
+    }
+  });
+}
+
+void config_json(const uint8_t* data, std::size_t size) {
+  std::string_view text(reinterpret_cast<const char*>(data), size);
+  core::ConfigJson parsed;
+  try {
+    core::Json doc = core::detail::parse_json_strict(text, "config.json");
+    parsed = core::parse_config_json(doc, "config.json");
+  } catch (const Error&) {
+    return;
+  }
+  // What the reader accepted, the writer must write in a form the reader accepts again.
+  try {
+    core::parse_config_json(core::to_config_json(parsed.config), "round-trip");
+  } catch (const Error& e) {
+    broken(std::string("accepted config does not round-trip: ") + e.what());
+  }
+}
+
+void lengths(const uint8_t* data, std::size_t size) {
+  if (size == 0) return;
+  const uint8_t selector = data[0];
+  static constexpr core::LengthFormat kFormats[] = {
+      core::LengthFormat::kAuto, core::LengthFormat::kJsonl, core::LengthFormat::kCsv,
+      core::LengthFormat::kText};
+  const core::LengthFormat format = kFormats[selector & 3];
+  std::string path;
+  if (selector & 4) {
+    path = scratch_dir() + "/lengths.gz";
+    gzFile gz = gzopen(path.c_str(), "wb");
+    if (gz == nullptr) broken("cannot open " + path);
+    if (size > 1 && gzwrite(gz, data + 1, static_cast<unsigned>(size - 1)) <= 0) {
+      broken("gzwrite failed");
+    }
+    gzclose(gz);
+  } else {
+    path = scratch_file("lengths.txt", data + 1, size - 1);
+  }
+  expect_error_or_ok([&] {
+    core::LengthDataset ds = core::read_lengths(path, format);
+    if (ds.records() == 0) broken("a dataset with no records was accepted");
+    if (ds.source.size() != ds.lengths.size()) broken("source and length columns differ");
+    for (std::size_t i = 0; i < ds.records(); ++i) {
+      if (ds.lengths[i] < 1 || ds.lengths[i] > core::kMaxRecordLength)
+        broken("length out of range");
+      if (ds.source[i] >= ds.source_names.size()) broken("source id out of range");
+    }
+  });
+}
+
+void evidence(const uint8_t* data, std::size_t size) {
+  if (size == 0) return;
+  const std::string path = scratch_file("evidence.json", data + 1, size - 1);
+  expect_error_or_ok([&] {
+    switch (data[0] % 5) {
+      case 0:
+        core::read_evidence_file(path, "");
+        break;
+      case 1: {
+        core::WidthDistribution w = core::read_width_distribution(path);
+        for (const auto& wc : w.widths) {
+          if (wc.width < 1 || wc.count < 1) broken("non-positive width or count accepted");
+        }
+        w.micro_batches();
+        break;
+      }
+      case 2: {
+        std::vector<std::string> skipped;
+        core::read_points_profile(path, &skipped);
+        break;
+      }
+      case 3: {
+        core::CostModel c = core::cost_from_scaling_fit(path);
+        if (!(c.a_s_per_token >= 0) || !(c.b_s_per_token2 >= 0) || !(c.c_s >= 0)) {
+          broken("negative or NaN cost coefficient accepted");
+        }
+        break;
+      }
+      default:
+        core::read_points_csv(path);
+        break;
+    }
+  });
+}
+
+void trace(const uint8_t* data, std::size_t size) {
+  if (size == 0) return;
+  // First byte: the rest as a file (plain, or gzipped when odd: the gzip path and its magic-byte
+  // detection) or as an in-memory buffer.
+  const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  expect_error_or_ok([&] {
+    core::TraceResult r;
+    if (data[0] % 3 == 0) {
+      r = core::read_trace_buffer(body, "fuzz");
+    } else if (data[0] % 3 == 1) {
+      r = core::read_trace_file(scratch_file("trace.json", data + 1, size - 1));
+    } else {
+      const std::string path = scratch_dir() + "/trace.json.gz";
+      gzFile gz = gzopen(path.c_str(), "wb");
+      if (gz == nullptr) broken("cannot write " + path);
+      if (!body.empty()) gzwrite(gz, body.data(), static_cast<unsigned>(body.size()));
+      gzclose(gz);
+      r = core::read_trace_file(path);
+    }
+    const core::BusyTotals& t = r.table.totals;
+    // An accepted trace's totals obey the identities the table promises (docs/kernels.md).
+    if (t.sum_ns < 0 || t.union_busy_ns < 0 || t.span_ns < 0 || t.idle_ns < 0) {
+      broken("negative total accepted");
+    }
+    if (t.union_busy_ns > t.sum_ns) broken("union busy time above the sum of kernel time");
+  });
+}
+
+void adapter(const uint8_t* data, std::size_t size) {
+  if (size < 2) return;
+  // First two bytes: how many of the rest are adapter_config.json; the remainder is
+  // adapter_model.safetensors.
+  const std::size_t split = std::min<std::size_t>(size - 2, (std::size_t{data[0]} << 8) | data[1]);
+  const std::string dir = scratch_dir() + "/adapter";
+  ::mkdir(dir.c_str(), 0700);
+  write_all(dir + "/adapter_config.json", data + 2, split);
+  write_all(dir + "/adapter_model.safetensors", data + 2 + split, size - 2 - split);
+  expect_error_or_ok([&] {
+    core::LoraAdapter a = core::read_lora_adapter(dir);
+    for (const auto& m : a.modules) {
+      for (const auto& t : {m.a, m.b}) {
+        if (t && (t->nonzero < 0 || t->non_finite < 0 || !(t->norm >= 0))) {
+          broken("tensor stats out of range");
+        }
+      }
+    }
+  });
+}
+
+void report(const uint8_t* data, std::size_t size) {
+  // One evidence file in a folder of its own, through the report's reader and both renderers:
+  // build_report promises never to throw on content.
+  const std::string dir = scratch_dir() + "/report";
+  ::mkdir(dir.c_str(), 0700);
+  write_all(dir + "/input.json", data, size);
+  expect_error_or_ok([&] {
+    const core::Report r = core::build_report(core::collect_evidence({dir}));
+    if (core::render_html(r).empty() || core::render_markdown(r).empty()) {
+      broken("empty report rendered");
+    }
+    core::to_json(r).dump();
+  });
+}
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> all = {
+      {"safetensors", &safetensors},
+      {"config_json", &config_json},
+      {"lengths", &lengths},
+      {"evidence", &evidence},
+      {"trace", &trace},
+      {"adapter", &adapter},
+      {"report", &report},
+  };
+  return all;
+}
+
+}  // namespace tprobe::fuzz
