@@ -81,8 +81,44 @@ std::pair<std::string, bool> module_of(const std::string& name) {
   return {name, true};
 }
 
+std::vector<double> values_of(const Tensor& t) {
+  Tensor c = t.to(torch::kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+void check_same_shape(const core::SafetensorsFile& ref, const std::string& key, const Tensor& t,
+                      const Tensor& ids) {
+  if (t.sizes() != ids.sizes()) {
+    fail("{}: '{}' has shape [{}], input_ids [{}]", ref.path(), key,
+         fmt::join(t.sizes().vec(), ", "), fmt::join(ids.sizes().vec(), ", "));
+  }
+}
+
+// Per-row lengths from the reference's attention_mask (right padding only), and its labels, if
+// it has them, checked against what tprobe's loss uses.
+std::vector<int64_t> reference_lengths(const core::SafetensorsFile& ref, const Tensor& ids) {
+  const int64_t batch = ids.size(0), seq = ids.size(1);
+  std::vector<int64_t> lengths;
+  if (ref.find("attention_mask")) {
+    Tensor mask = read_tensor(ref, "attention_mask", torch::kDouble, torch::kCPU);
+    check_same_shape(ref, "attention_mask", mask, ids);
+    lengths =
+        lengths_from_attention_mask(values_of(mask), batch, seq, ref.path() + ": attention_mask");
+  }
+  if (ref.find("labels")) {
+    Tensor labels = read_tensor(ref, "labels", torch::kDouble, torch::kCPU);
+    check_same_shape(ref, "labels", labels, ids);
+    Tensor c = ids.contiguous();
+    check_labels(values_of(labels),
+                 std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()),
+                 lengths, batch, seq, ref.path() + ": labels");
+  }
+  return lengths;
+}
+
 BackwardParity backward_parity(Gemma4Model& model, const core::SafetensorsFile& ref,
-                               const Tensor& ids, const ParityOptions& o, ForwardRecord* rec) {
+                               const Tensor& ids, const std::vector<int64_t>& lengths,
+                               const ParityOptions& o, ForwardRecord* rec) {
   BackwardParity b;
   b.gradient_checkpointing = o.gradient_checkpointing;
   b.input_grads = o.input_grads;
@@ -125,8 +161,10 @@ BackwardParity backward_parity(Gemma4Model& model, const core::SafetensorsFile& 
 
   load_adapter(model, o.adapter_dir);
   const torch::Device device = model.embed_tokens().device();
+  const Tensor ids_device = ids.to(device);
+  cuda_synchronize();
   auto t0 = std::chrono::steady_clock::now();
-  LossResult loss = model.loss(ids.to(device), rec);
+  LossResult loss = model.loss(ids_device, rec, lengths);
   b.loss_requires_grad = loss.loss.requires_grad();
   // Without a path to any adapter (the trap) the loss does not require grad, as in HF: there is
   // nothing to back-propagate and every gradient stays undefined (= zero).
@@ -186,6 +224,59 @@ BackwardParity backward_parity(Gemma4Model& model, const core::SafetensorsFile& 
 }
 
 }  // namespace
+
+std::vector<int64_t> lengths_from_attention_mask(const std::vector<double>& mask, int64_t batch,
+                                                 int64_t seq, const std::string& where) {
+  if (batch < 1 || seq < 1 || static_cast<int64_t>(mask.size()) != batch * seq)
+    fail("{}: {} values for a [{}, {}] batch", where, mask.size(), batch, seq);
+  std::vector<int64_t> lengths(static_cast<size_t>(batch));
+  bool masked = false;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t first_zero = -1;
+    for (int64_t s = 0; s < seq; ++s) {
+      const double v = mask[static_cast<size_t>(b * seq + s)];
+      if (v != 0 && v != 1)
+        fail("{}: [{}][{}] is {}; an attention mask holds 0 (padding) or 1 (real token)", where, b,
+             s, v);
+      if (v == 0 && first_zero < 0) first_zero = s;
+      if (v == 1 && first_zero >= 0) {
+        fail(
+            "{}: row {} has a 1 at position {} after a 0 at position {}: not right padding (left "
+            "padding and holes are not supported)",
+            where, b, s, first_zero);
+      }
+    }
+    if (first_zero == 0) fail("{}: row {} has no real token (all 0)", where, b);
+    lengths[static_cast<size_t>(b)] = first_zero < 0 ? seq : first_zero;
+    masked = masked || first_zero >= 0;
+  }
+  if (!masked) lengths.clear();
+  return lengths;
+}
+
+void check_labels(const std::vector<double>& labels, const std::vector<int64_t>& input_ids,
+                  const std::vector<int64_t>& lengths, int64_t batch, int64_t seq,
+                  const std::string& where) {
+  const size_t n = static_cast<size_t>(batch * seq);
+  if (batch < 1 || seq < 1 || labels.size() != n || input_ids.size() != n)
+    fail("{}: {} labels and {} input_ids for a [{}, {}] batch", where, labels.size(),
+         input_ids.size(), batch, seq);
+  if (!lengths.empty() && static_cast<int64_t>(lengths.size()) != batch)
+    fail("{}: {} row lengths for a batch of {}", where, lengths.size(), batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t len = lengths.empty() ? seq : lengths[static_cast<size_t>(b)];
+    for (int64_t s = 1; s < seq; ++s) {  // HF shifts: labels[:, 0] is never a target
+      const size_t i = static_cast<size_t>(b * seq + s);
+      const double want = s < len ? static_cast<double>(input_ids[i]) : -100.0;
+      if (labels[i] != want) {
+        fail(
+            "{}: [{}][{}] is {}, expected {} ({}); tprobe's loss takes labels = input_ids with "
+            "-100 at padded positions only",
+            where, b, s, labels[i], want, s < len ? "input_ids there" : "a padded position");
+      }
+    }
+  }
+}
 
 double parity_tolerance(const std::string& dtype) {
   return dtype == "bf16" ? kBf16FallbackTolerance : kFp32Tolerance;
@@ -309,36 +400,32 @@ ParityResult run_parity(const ParityOptions& o) {
   mo.ce_chunk = o.ce_chunk;
   mo.gradient_checkpointing = o.gradient_checkpointing;
   mo.input_requires_grad = o.input_grads;
-  Gemma4Model model = load_model(ckpt, mo);
 
+  // The reference's inputs first: a broken one is refused before the model is loaded.
   core::SafetensorsFile ref = core::SafetensorsFile::open(o.reference_path);
   Tensor ids = read_tensor(ref, "input_ids", torch::kLong, torch::kCPU);
   if (ids.dim() != 2)
     fail("{}: input_ids must be [batch, seq], has {} dims", o.reference_path, ids.dim());
+  if (ids.size(0) < 1 || ids.size(1) < 2)
+    fail("{}: input_ids is [{}, {}]; parity needs at least one row of two tokens", o.reference_path,
+         ids.size(0), ids.size(1));
   const int64_t vocab = ckpt.config().vocab_size;
   if (ids.min().item<int64_t>() < 0 || ids.max().item<int64_t>() >= vocab) {
     fail("{}: input_ids outside [0, {})", o.reference_path, vocab);
   }
-  if (ref.find("attention_mask")) {
-    Tensor mask = read_tensor(ref, "attention_mask", torch::kLong, torch::kCPU);
-    if (mask.sizes() != ids.sizes() || mask.ne(1).any().item<bool>()) {
-      fail(
-          "{}: attention_mask masks positions (a padded batch); tprobe's parity runs unpadded "
-          "batches only",
-          o.reference_path);
-    }
-  }
-
+  const std::vector<int64_t> lengths = reference_lengths(ref, ids);
+  Gemma4Model model = load_model(ckpt, mo);
   ParityResult r;
   r.batch = ids.size(0);
   r.seq = ids.size(1);
   r.vocab = vocab;
   r.text_prefix = ckpt.text_prefix();
   r.tensors_loaded = static_cast<int64_t>(model.parameters().size());
+  r.row_lengths = lengths;
   if (o.backward) {
     r.logits_compared = false;
     ForwardRecord rec;
-    r.backward = backward_parity(model, ref, ids, o, &rec);
+    r.backward = backward_parity(model, ref, ids, lengths, o, &rec);
     const BackwardParity& b = *r.backward;
     r.loss = b.loss;
     r.reference_loss = b.reference_loss;
@@ -360,11 +447,18 @@ ParityResult run_parity(const ParityOptions& o) {
   if (!o.adapter_dir.empty()) load_adapter(model, o.adapter_dir);
   torch::NoGradGuard no_grad;
   ForwardRecord rec;
-  auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> layer_outputs;
   if (!o.dump_hidden_path.empty()) rec.layer_outputs = &layer_outputs;
-  Tensor got = model.logits(ids.to(mo.device), &rec).to(torch::kCPU, torch::kDouble);
+  const Tensor ids_device = ids.to(mo.device);
+  // forward_s times the logits forward alone; the dump and the loss's forward come after.
+  cuda_synchronize();
+  auto t0 = std::chrono::steady_clock::now();
+  Tensor got_device = model.logits(ids_device, &rec, lengths);
+  cuda_synchronize();
+  r.forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rec.layer_outputs = nullptr;
+  Tensor got = got_device.to(torch::kCPU, torch::kDouble);
+  got_device = Tensor();
   if (!o.dump_hidden_path.empty()) {
     std::vector<Tensor> host;
     std::vector<core::TensorToWrite> out;
@@ -376,8 +470,21 @@ ParityResult run_parity(const ParityOptions& o) {
     }
     core::write_safetensors(o.dump_hidden_path, out);
   }
-  LossResult loss = model.loss(ids.to(mo.device));
-  r.forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto t1 = std::chrono::steady_clock::now();
+  LossResult loss = model.loss(ids_device, nullptr, lengths);
+  cuda_synchronize();
+  r.loss_forward_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  // Padded positions carry no meaning (HF's nor tprobe's): compare the real ones only.
+  const Tensor full_want = want;
+  Tensor real;  // [B, S] bool, defined when padded
+  if (!lengths.empty()) {
+    Tensor len = torch::tensor(lengths, torch::TensorOptions().dtype(torch::kLong)).unsqueeze(1);
+    real =
+        torch::arange(ids.size(1), torch::TensorOptions().dtype(torch::kLong)).unsqueeze(0).lt(len);
+    got = got.index({real});  // [N, V]
+    want = want.index({real});
+  }
+  r.positions_compared = got.numel() / std::max<int64_t>(vocab, 1);
   r.attn_sliding = rec.attn_sliding;
   r.attn_full = rec.attn_full;
   r.moe = rec.moe;
@@ -398,10 +505,12 @@ ParityResult run_parity(const ParityOptions& o) {
   }
   if (!r.baseline_key.empty()) {
     Tensor base = read_tensor(ref, r.baseline_key, torch::kDouble, torch::kCPU);
-    if (base.sizes() != want.sizes()) {
+    if (base.sizes() != full_want.sizes()) {
       fail("{}: '{}' has shape [{}], '{}' has [{}]", o.reference_path, r.baseline_key,
-           fmt::join(base.sizes().vec(), ", "), o.logits_key, fmt::join(want.sizes().vec(), ", "));
+           fmt::join(base.sizes().vec(), ", "), o.logits_key,
+           fmt::join(full_want.sizes().vec(), ", "));
     }
+    if (real.defined()) base = base.index({real});
     r.baseline = logits_error(base, want);
   }
   r.loss = loss.loss.item<double>();

@@ -24,6 +24,11 @@ std::string rule_text(const std::string& rule) {
   return rule;
 }
 
+std::string padding_text(const ParityResult& r) {
+  return fmt::format("right-padded batch (attention_mask): real tokens per row {}",
+                     fmt::join(r.row_lengths, ", "));
+}
+
 core::Json backward_json(const BackwardParity& b) {
   core::Json j;
   j["gradient_checkpointing"] = b.gradient_checkpointing;
@@ -93,6 +98,8 @@ core::Json to_json(const ParityResult& r, const ParityOptions& o) {
   res["moe_dispatch"] = r.moe;
   const core::Json none(nullptr);
   const bool f = r.logits_compared;
+  res["row_lengths"] = r.row_lengths.empty() ? none : core::Json(r.row_lengths);
+  res["positions_compared"] = f ? core::Json(r.positions_compared) : none;
   res["max_abs_error"] = f ? core::Json(r.max_abs_error) : none;
   res["rel_l2_error"] = f ? core::Json(r.rel_l2_error) : none;
   res["argmax_agreement_ratio"] = f ? core::Json(r.argmax_agreement_ratio) : none;
@@ -115,6 +122,7 @@ core::Json to_json(const ParityResult& r, const ParityOptions& o) {
   res["tolerance_rel_l2"] = r.tolerance_rel_l2;
   res["within_tolerance"] = r.within_tolerance;
   res["forward_s"] = f ? core::Json(r.forward_s) : none;
+  res["loss_forward_s"] = f ? core::Json(r.loss_forward_s) : none;
   res["backward"] = r.backward ? backward_json(*r.backward) : none;
   return res;
 }
@@ -146,6 +154,7 @@ core::Table parity_table(const ParityResult& r, const ParityOptions& o) {
            sci(b.worst_tensor_tolerance), ""});
     t.row({"zero on one side only", std::to_string(b.zero_one_side.size()), "0", ""});
     t.row({"zero on both sides", std::to_string(b.zero_both.size()), "", ""});
+    if (!r.row_lengths.empty()) t.note(padding_text(r));
     t.note("verdict rule: " + rule_text(b.verdict.rule));
     for (size_t i = 0; i < b.zero_one_side.size() && i < 8; ++i)
       t.note("zero on one side: " + b.zero_one_side[i]);
@@ -183,6 +192,9 @@ core::Table parity_table(const ParityResult& r, const ParityOptions& o) {
     t.row({"loss (reference)", fmt::format("{:.8f}", *r.reference_loss), "", ""});
     t.row({"|Δ loss|", core::format_sci(*r.loss_abs_diff), "", ""});
   }
+  if (!r.row_lengths.empty())
+    t.note(padding_text(r) +
+           fmt::format("; logits compared at the {} real positions", r.positions_compared));
   t.note("verdict rule: " + rule_text(r.verdict_rule));
   t.note(r.within_tolerance ? "within tolerance" : "OUTSIDE tolerance");
   return t;

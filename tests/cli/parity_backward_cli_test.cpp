@@ -1,9 +1,10 @@
 // End-to-end `tprobe parity --backward` against Hugging Face + PEFT: the committed tiny checkpoint,
 // the PEFT adapter saved after one AdamW step and HF's loss and LoRA gradients (fp32, HF's own bf16
-// beside them; checkpointing off and on; the input-grads-off trap), all written on the GPU host by
-// scripts/make_parity_fixture.py backward (benchmarks/gpu/parity.sh).
+// beside them; checkpointing off and on; the input-grads-off trap; a right-padded batch), all
+// written on the GPU host by scripts/make_parity_fixture.py backward (benchmarks/gpu/parity.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -22,15 +23,17 @@ const std::string kAdapterInit = std::string(TPROBE_FIXTURES_DIR) + "/adapters/p
 const std::string kBackward = kFixture + "/backward.safetensors";
 const std::string kBackwardCkpt = kFixture + "/backward_ckpt.safetensors";
 const std::string kBackwardTrap = kFixture + "/backward_ckpt_noinput.safetensors";
+const std::string kBackwardPadded = kFixture + "/backward_padded.safetensors";
 const std::string kTextPrefix = "base_model.model.model.";
 const std::string kMultimodalPrefix = "base_model.model.model.language_model.";
 
 // Copies a safetensors file: `rename` maps each name (empty: drop the tensor), `edit` may change
-// an fp32 tensor's values.
+// an fp32 tensor's values, `edit_i64` an int64 tensor's.
 using Rename = std::function<std::string(const std::string&)>;
 using Edit = std::function<void(const std::string&, std::vector<float>&)>;
+using EditI64 = std::function<void(const std::string&, std::vector<int64_t>&)>;
 void rewrite(const std::string& from, const std::string& to, const Rename& rename,
-             const Edit& edit = {}) {
+             const Edit& edit = {}, const EditI64& edit_i64 = {}) {
   auto file = core::SafetensorsFile::open(from);
   std::vector<std::vector<char>> keep;
   keep.reserve(file.tensors().size());  // data pointers must stay put
@@ -45,6 +48,12 @@ void rewrite(const std::string& from, const std::string& to, const Rename& renam
       std::vector<float> v(bytes.size / 4);
       std::memcpy(v.data(), bytes.data, bytes.size);
       edit(t.name, v);
+      std::memcpy(keep.back().data(), v.data(), bytes.size);
+    }
+    if (edit_i64 && t.dtype == core::DType::kI64) {
+      std::vector<int64_t> v(bytes.size / 8);
+      std::memcpy(v.data(), bytes.data, bytes.size);
+      edit_i64(t.name, v);
       std::memcpy(keep.back().data(), v.data(), bytes.size);
     }
     core::TensorToWrite w{t, keep.back().data()};
@@ -62,7 +71,7 @@ struct BackwardRun {
 };
 
 BackwardRun backward(const std::vector<std::string>& extra, const std::string& ref = kBackward,
-             const std::string& adapter = kAdapter) {
+                     const std::string& adapter = kAdapter) {
   std::string dir = make_temp_dir();
   std::vector<std::string> args = {"parity", "--checkpoint", kFixture, "--adapter",
                                    adapter,  "--reference",  ref,      "--backward",
@@ -183,6 +192,53 @@ TEST(ParityBackwardCli, Bf16IsJudgedAgainstHfsOwnBf16Gradients) {
   BackwardRun fallback = backward({"--dtype", "bf16"}, dir + "/fp32only.safetensors");
   EXPECT_EQ(fallback.res["backward"]["verdict_rule"], "fixed_bf16_fallback") << fallback.r.out;
   EXPECT_EQ(fallback.res["backward"]["tolerance_global_rel_l2"].get<double>(), 5e-2);
+}
+
+TEST(ParityBackwardCli, RightPaddedBatchMatchesHuggingFacePeft) {
+  BackwardRun run = backward({"--ce-chunk", "7"}, kBackwardPadded);
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.out << run.r.err;
+  const json& b = run.res["backward"];
+  EXPECT_EQ(run.res["row_lengths"], json::array({24, 18}));
+  EXPECT_LE(b["worst_tensor_rel_l2"].get<double>(), 1e-4) << run.r.out;
+  EXPECT_LE(b["global_rel_l2"].get<double>(), 1e-4);
+  EXPECT_LE(b["loss_abs_diff"].get<double>(), 1e-4 * b["reference_loss"].get<double>());
+  EXPECT_EQ(b["lora_tensors"], 80);
+  EXPECT_NE(run.r.out.find("right-padded batch (attention_mask): real tokens per row 24, 18"),
+            std::string::npos)
+      << run.r.out;
+}
+
+TEST(ParityBackwardCli, PaddedReferenceRunUnpaddedExitsThreeAndBrokenMasksAreErrors) {
+  std::string dir = make_temp_dir();
+  // Without its mask and labels the padded reference is a different step: exit 3.
+  rewrite(kBackwardPadded, dir + "/unpadded.safetensors", [](const std::string& n) {
+    return n == "attention_mask" || n == "labels" ? std::string() : n;
+  });
+  BackwardRun unpadded = backward({}, dir + "/unpadded.safetensors");
+  EXPECT_EQ(unpadded.r.exit_code, 3) << unpadded.r.out;
+  EXPECT_TRUE(unpadded.res["row_lengths"].is_null());
+  EXPECT_GT(unpadded.res["backward"]["global_rel_l2"].get<double>(), 1e-2);
+  // Left padding (row 1's mask reversed): named, exit 1, no evidence.
+  rewrite(
+      kBackwardPadded, dir + "/left.safetensors",
+      [](const std::string& n) { return n == "labels" ? std::string() : n; }, {},
+      [](const std::string& n, std::vector<int64_t>& v) {
+        if (n == "attention_mask") std::reverse(v.begin() + 24, v.end());
+      });
+  BackwardRun left = backward({}, dir + "/left.safetensors");
+  EXPECT_EQ(left.r.exit_code, 1);
+  EXPECT_NE(left.r.err.find("attention_mask: row 1 has a 1 at position 6 after a 0 at position 0"),
+            std::string::npos)
+      << left.r.err;
+  EXPECT_TRUE(left.res.is_null());
+  // A mask value other than 0 and 1.
+  rewrite(kBackwardPadded, dir + "/three.safetensors", same, {},
+          [](const std::string& n, std::vector<int64_t>& v) {
+            if (n == "attention_mask") v[5] = 3;
+          });
+  BackwardRun three = backward({}, dir + "/three.safetensors");
+  EXPECT_EQ(three.r.exit_code, 1);
+  EXPECT_NE(three.r.err.find("attention_mask: [0][5] is 3"), std::string::npos) << three.r.err;
 }
 
 TEST(ParityBackwardCli, BadInputsGiveTheirExitCodes) {

@@ -58,6 +58,11 @@ TEST(ParityCli, HuggingFaceTinyCheckpointMatchesInFp32Eager) {
   EXPECT_LE(res["rel_l2_error"].get<double>(), 1e-4);
   EXPECT_EQ(res["argmax_agreement_ratio"].get<double>(), 1.0);
   EXPECT_LE(res["loss_abs_diff"].get<double>(), 1e-4);
+  EXPECT_TRUE(res["row_lengths"].is_null());  // unpadded
+  EXPECT_EQ(res["positions_compared"], 48);
+  // The logits forward and the loss's forward, timed apart.
+  EXPECT_GT(res["forward_s"].get<double>(), 0);
+  EXPECT_GT(res["loss_forward_s"].get<double>(), 0);
   EXPECT_EQ(res["attn_sliding"], "eager");
   EXPECT_EQ(doc["environment"]["attn_requested"], "eager");
   EXPECT_NE(doc["environment"]["attn_resolved"].get<std::string>().find("eager"),

@@ -144,8 +144,26 @@ struct ParityResult {
   std::string attn_sliding, attn_full, moe;
   std::string text_prefix;
   int64_t tensors_loaded = 0;
-  double forward_s = 0;
+  // Right padding read from the reference's attention_mask: real tokens per row; empty when the
+  // reference has no mask or its mask masks nothing. Logits are compared at real positions only.
+  std::vector<int64_t> row_lengths;
+  int64_t positions_compared = 0;  // (batch, position) pairs whose logits were compared
+  double forward_s = 0;            // the logits forward alone (synchronised)
+  double loss_forward_s = 0;       // the second forward, for the loss (synchronised)
 };
+
+// Real tokens per row of a right-padded attention_mask [batch, seq] of 0/1 (any numeric dtype
+// read as double): every row must be ones then zeros, with at least one 1. `where` names the
+// file in errors. Empty when nothing is masked. Throws Error for another shape, a value other
+// than 0 or 1, a 1 after a 0 (left padding or a hole), or a row with no real token.
+std::vector<int64_t> lengths_from_attention_mask(const std::vector<double>& mask, int64_t batch,
+                                                 int64_t seq, const std::string& where);
+// The labels Hugging Face's causal-LM loss needs for tprobe's loss: labels[b][s] = input_ids[b][s]
+// at real positions, -100 at padded ones; labels[:, 0] is never a target and is not checked.
+// Throws Error naming the first position that differs (e.g. a prompt masked with -100).
+void check_labels(const std::vector<double>& labels, const std::vector<int64_t>& input_ids,
+                  const std::vector<int64_t>& lengths, int64_t batch, int64_t seq,
+                  const std::string& where);
 
 ParityResult run_parity(const ParityOptions& options);
 
