@@ -59,7 +59,8 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
     if (!args->scaling_fit.empty()) o.cost = core::cost_from_scaling_fit(args->scaling_fit);
     const core::LengthDataset ds =
         core::load_dataset(args->dataset, core::parse_length_format(args->format));
-    const core::BucketReport report = core::analyze_bucket(ds, o);
+    core::BucketReport report = core::analyze_bucket(ds, o);
+    report.cost_hint = "predicted time: give --cost A,B[,C] or --scaling-fit PATH.";
     ctx.out << core::render(report);
     ctx.evidence.results() = core::to_json(report);
     // The sweep as analysed (ascending, duplicates dropped), not CLI11's default text.

@@ -32,7 +32,7 @@ core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
   req.width = o.width;
   req.lengths = o.lengths;  // count_flops checks them against batch and width
   req.path = *core::parse_attention_path(o.attn);
-  if (!(o.targets.size() == 1 && o.targets[0] == "none")) req.lora_targets = o.targets;
+  req.lora_targets = lora_targets(o.targets);
   req.lora_rank = o.rank;
   req.gradient_checkpointing = o.checkpointing == "on";
   core::FlopsRates rates;
@@ -51,18 +51,16 @@ void register_flops(CLI::App& app, ProbeSet& set) {
   auto o = std::make_shared<FlopsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "flops", "FLOPs of one LoRA fwd+bwd step per component: intended vs performed, and MFU");
-  std::vector<std::string> targets = core::linear_module_names();
-  targets.push_back("none");
   cmd->add_option("--model", o->model, "Embedded model name")
       ->check(CLI::IsMember(core::embedded_model_names()))
       ->capture_default_str();
   cmd->add_option("--config", o->config_path,
                   "A Gemma-4 config.json (multimodal or text-only) instead of --model");
   cmd->add_option("--batch", o->batch, "Sequences per micro-batch")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--width", o->width, "Padded per-sequence width (tokens)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option(
          "--lengths", o->lengths,
@@ -72,13 +70,7 @@ void register_flops(CLI::App& app, ProbeSet& set) {
                   "Attention path: eager, sdpa, sdpa-masked or flash-window (docs/flops.md)")
       ->check(CLI::IsMember(core::attention_path_names()))
       ->capture_default_str();
-  cmd->add_option("--targets", o->targets, "LoRA target modules (comma list, or none)")
-      ->delimiter(',')
-      ->check(CLI::IsMember(targets))
-      ->capture_default_str();
-  cmd->add_option("--rank", o->rank, "LoRA rank")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_lora_options(cmd, o->targets, o->rank);
   cmd->add_option("--checkpointing", o->checkpointing,
                   "Gradient checkpointing of every decoder layer: on (recompute forward) or off")
       ->check(CLI::IsMember({"on", "off"}))

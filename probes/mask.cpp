@@ -2,6 +2,7 @@
 // the engine's masks verified as tensors, and which SDPA backends take each layer (docs/mask.md).
 #include <fmt/format.h>
 
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
@@ -130,10 +131,10 @@ void register_mask(CLI::App& app, ProbeSet& set) {
   cmd->add_option("model", o->model, "Embedded model name or a Gemma-4 config.json")
       ->capture_default_str();
   cmd->add_option("--width", o->width, "Padded per-sequence width (tokens)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Sequences per micro-batch")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--lengths", o->lengths,
                   "Real tokens per row, right-padded to --width (comma list, one per row); "
@@ -146,7 +147,7 @@ void register_mask(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_option("--expect-window", o->expect_window,
                   "Assert that sliding layers allow exactly N keys per row once saturated (exit 3)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--expect-fast-path", o->expect_fast_path,
                   "Assert which layer types keep the maskless fast path: full, sliding, "
                   "full,sliding or none; every other type must get an explicit mask (exit 3)")
@@ -165,7 +166,7 @@ void register_mask(CLI::App& app, ProbeSet& set) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Backend trials: timed runs (the median is reported)")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--padded-length", o->padded_length,
                   "Backend trials: real length of the padded row in the padded mask case "

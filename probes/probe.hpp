@@ -50,6 +50,12 @@ class ProbeSet {
 // --dataset and --format, shared by the probes that read a length dataset.
 void add_dataset_options(CLI::App* command, std::string& dataset, std::string& format);
 
+// The LoRA options of the probes that build or count adapters: --targets (a comma list of the
+// model's linear modules, or none) and --rank. `lora_targets()` turns the list into the analysis'
+// form (none -> empty).
+void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank);
+std::vector<std::string> lora_targets(const std::vector<std::string>& option);
+
 // One function per probe file; register_all calls them in --help order.
 void register_env(CLI::App& app, ProbeSet& set);
 void register_parity(CLI::App& app, ProbeSet& set);

@@ -5,10 +5,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "probes/option_checks.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/model/torch_api.hpp"
 
@@ -48,11 +51,16 @@ core::Json typed_value(const std::string& text, bool numeric) {
 
 core::Json resolved_options(const CLI::App& command) {
   core::Json out = core::Json::object();
+  std::set<std::string> given;  // names recorded from a given value
   for (const CLI::Option* opt : command.get_options()) {
     std::string name = opt->get_single_name();
     if (name.empty() || name == "help") continue;
     std::vector<std::string> values = opt->results();
     const bool numeric = numeric_option(*opt);
+    // A main input has a positional and an option form under one name (`padding data.jsonl` or
+    // `--dataset data.jsonl`): the form that was given is recorded.
+    if (given.count(name) && values.empty()) continue;
+    if (!values.empty()) given.insert(name);
     if (values.empty()) {
       if (opt->get_type_size() == 0) {  // a flag that was not given
         out[name] = false;
@@ -104,12 +112,27 @@ core::Environment collect_environment(Needs needs) {
 }
 
 void add_dataset_options(CLI::App* command, std::string& dataset, std::string& format) {
-  command
-      ->add_option("--dataset", dataset,
-                   "Token lengths: a JSONL/CSV/text file (.gz too), or 'synthetic' (embedded, "
-                   "synthetic multi-source corpus)")
-      ->capture_default_str();
+  const char* help =
+      "Token lengths: a JSONL/CSV/text file (.gz too), or 'synthetic' (embedded, synthetic "
+      "multi-source corpus)";
+  CLI::Option* positional = command->add_option("dataset", dataset, help);
+  command->add_option("--dataset", dataset, help)->capture_default_str()->excludes(positional);
   command->add_option("--format", format, "auto, jsonl, csv or text")->capture_default_str();
+}
+
+void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank) {
+  std::vector<std::string> known = core::linear_module_names();
+  known.push_back("none");
+  command->add_option("--targets", targets, "LoRA target modules (comma list, or none)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(known))
+      ->capture_default_str();
+  command->add_option("--rank", rank, "LoRA rank")->check(positive_number())->capture_default_str();
+}
+
+std::vector<std::string> lora_targets(const std::vector<std::string>& option) {
+  if (option.size() == 1 && option[0] == "none") return {};
+  return option;
 }
 
 void ProbeSet::add(CLI::App* command, RunFn run, Needs needs) {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
@@ -27,6 +28,7 @@ struct ProfileOptions {
   std::vector<std::string> targets = core::linear_module_names();
   int64_t rank = 64;
   double alpha = 128;
+  std::string lora_dtype = "model";
   std::string checkpointing = "on";
   std::string ce = "chunked";
   int64_t ce_chunk = 4096;
@@ -56,9 +58,10 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   s.checkpoint_dir = o.checkpoint;
   s.model = o.model;
   s.seed = o.seed;
-  if (!(o.targets.size() == 1 && o.targets[0] == "none")) s.lora_targets = o.targets;
+  s.lora_targets = lora_targets(o.targets);
   s.lora_rank = o.rank;
   s.lora_alpha = o.alpha;
+  s.lora_fp32 = o.lora_dtype == "fp32";
   s.gradient_checkpointing = o.checkpointing == "on";
   s.ce_chunked = o.ce == "chunked";
   s.ce_chunk = o.ce_chunk;
@@ -150,8 +153,6 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       "profile",
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
       "CUPTI phase table");
-  std::vector<std::string> targets = core::linear_module_names();
-  targets.push_back("none");
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Checkpoint directory (config.json + safetensors)");
   cmd->add_option("--model", o->model,
@@ -160,15 +161,14 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_flag("--random-init", o->random_init,
                 "Random weights in --model's shapes (the default without --checkpoint)");
-  cmd->add_option("--targets", o->targets, "LoRA target modules (comma list, or none)")
-      ->delimiter(',')
-      ->check(CLI::IsMember(targets))
-      ->capture_default_str();
-  cmd->add_option("--rank", o->rank, "LoRA rank")
-      ->check(CLI::PositiveNumber)
+  add_lora_options(cmd, o->targets, o->rank);
+  cmd->add_option("--lora-dtype", o->lora_dtype,
+                  "LoRA factors in the model dtype, or fp32 as PEFT keeps them by default "
+                  "(autocast_adapter_dtype) under a bf16 model")
+      ->check(CLI::IsMember({"model", "fp32"}))
       ->capture_default_str();
   cmd->add_option("--alpha", o->alpha, "LoRA alpha")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--checkpointing", o->checkpointing,
                   "Per-layer gradient checkpointing (input grads on)")
@@ -178,7 +178,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"chunked", "naive"}))
       ->capture_default_str();
   cmd->add_option("--ce-chunk", o->ce_chunk, "Tokens per CE chunk")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--attn", o->attn,
                   "Attention path: sdpa (libtorch >= 2), flash-window (CUDA) or eager; default "
@@ -194,7 +194,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"cuda", "cpu"}))
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "Rows per step")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--widths", o->widths,
                   "Per-row widths in tokens (default 2048,8192,16384 on cuda, 64,128,256 on cpu)")
@@ -212,12 +212,12 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Timed steps per point")
-      ->check(CLI::PositiveNumber)
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option(
          "--peak-tflops", o->peak_tflops,
          "Peak TFLOP/s for the MFUs (default: measured with one large bf16 GEMM on the GPU)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--trace", o->trace, "One extra CUPTI-traced step per point (never a timed one)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
@@ -228,7 +228,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "Attribute a recorded raw trace instead of running CUPTI (tests, CPU)");
   cmd->add_option("--table-width", o->table_width,
                   "Whose kernel table is results.kernel_table and printed (default: the widest)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--seed", o->seed, "Seed of the random weights and inputs")
       ->capture_default_str();
   set.add(

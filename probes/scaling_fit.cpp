@@ -35,6 +35,7 @@ core::Outcome run(const ScalingFitOptions& o, RunContext& ctx) {
     for (auto& p : core::read_points_profile(path, &in.skipped)) in.points.push_back(std::move(p));
   }
   if (o.batch > 0) in.batch = o.batch;
+  in.batch_option = "--batch";
   in.model = o.form;
   in.samples = o.samples == "raw" ? core::SampleMode::kRaw : core::SampleMode::kMedian;
   in.at_widths = o.at;
@@ -60,7 +61,7 @@ void register_scaling_fit(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--profile", o->profiles,
                   "profile evidence file: every ok point and repeat of results.points[] (repeat)");
   cmd->add_option("--batch", o->batch, "Fit the points at this batch (others are dropped)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--form", o->form,
                   "Fit form: A, AB, AC, ABC, or auto (F-test backward elimination)")
       ->check(CLI::IsMember({"A", "AB", "AC", "ABC", "auto"}))
@@ -71,7 +72,7 @@ void register_scaling_fit(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_option("--at", o->at, "Also predict at these widths (comma list or repeat)")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option(
          "--widths-from", o->widths_from,
          "padding or bucket evidence: weight the quadratic share over its micro-batch widths")

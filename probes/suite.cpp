@@ -32,9 +32,7 @@ struct Step {
   const char* why = "";
 };
 
-// The main job, in order. Adding a probe to the suite is one line here. Not on main yet, to add
-// as they land: mask (geometry on gemma4-26b-a4b), profile (CPU sweep of gemma4-tiny),
-// kernels (the committed trace).
+// The main job, in order. Adding a probe to the suite is one line here.
 const std::vector<Step>& steps() {
   static const std::vector<Step> kSteps = {
       {"env", {"env"}},

@@ -4,7 +4,7 @@
 # (2x16384, one row half padded), with --attn sdpa and --attn flash-window, each point with one
 # CUPTI-traced step beside the untraced ones (the overhead check); then the Hugging Face + PEFT step
 # at the same widths and the same padded point, with a torch.profiler trace at 2x2048 for
-# `tprobe kernels`. Needs build/cuda/src/app/tprobe (scripts/gpu-build.sh). Budget: <= 400 s.
+# `tprobe kernels`. Needs build/cuda/src/app/tprobe (scripts/gpu-build.sh). Budget: <= 480 s.
 # Everything goes to "$OUT/profile/"; a short table comes last.
 set -u
 export PYTHONUNBUFFERED=1
@@ -21,16 +21,16 @@ git rev-parse HEAD 2>/dev/null | tee -a "$LOG"
 
 COMMON=(--model gemma4-26b-a4b --random-init --device cuda --dtype bf16 --batch 2 --table-width 2048
         --widths 2048,8192,16384 --pad-fraction 0.5 --moe grouped_mm --checkpointing on
-        --ce chunked --ce-chunk 4096 --rank 64 --alpha 128 --warmup 1 --repeats 1)
+        --ce chunked --ce-chunk 4096 --rank 64 --alpha 128 --warmup 1 --repeats 2)
 
 say tprobe profile sdpa
-timeout 135 $T profile "${COMMON[@]}" --attn sdpa --raw-trace "$D/raw-trace-sdpa-2048.json" \
+timeout 200 $T profile "${COMMON[@]}" --attn sdpa --raw-trace "$D/raw-trace-sdpa-2048.json" \
   --json "$D/profile-sdpa.json" >"$D/profile-sdpa.txt" 2>&1
 echo "exit $? (sdpa)" | tee -a "$LOG"
 grep -E " ok| oom| error|peak|refused|dropped" "$D/profile-sdpa.txt" | head -20 | tee -a "$LOG"
 
 say tprobe profile flash-window
-timeout 110 $T profile "${COMMON[@]}" --attn flash-window --json "$D/profile-flash-window.json" \
+timeout 130 $T profile "${COMMON[@]}" --attn flash-window --json "$D/profile-flash-window.json" \
   >"$D/profile-flash-window.txt" 2>&1
 echo "exit $? (flash-window)" | tee -a "$LOG"
 grep -E " ok| oom| error|peak|refused|dropped" "$D/profile-flash-window.txt" | head -20 | tee -a "$LOG"
@@ -103,5 +103,18 @@ for key in sorted(rows):
     print(f"{w:>10}{' pad' if padded else '    '}  {cell(r.get('hf'), False):>18} "
           f"{cell(r.get('sdpa')):>30} {cell(r.get('flash-window')):>30}")
 print("tr = CUPTI-traced step vs untraced median; % = performed MFU vs the measured GEMM peak")
+# The phase split of the traced step (CUPTI external correlation tags): per phase, kernel time.
+for a in ("sdpa", "flash-window"):
+    ev = load(f"profile-{a}.json")
+    if not ev: continue
+    for p in ev["results"]["points"][:1] + ev["results"]["padded_points"][:1]:
+        kt = p.get("kernel_trace") or {}
+        ph = {}
+        for r in kt.get("by_phase_part") or []:
+            ph[r["phase"]] = ph.get(r["phase"], 0) + r["kernel_s"]
+        print(f"{a} 2x{p['width']}{' pad' if p['padded'] else ''}: records {kt.get('records')} "
+              f"untagged {kt.get('untagged_records')} dropped {kt.get('dropped_records')} phases "
+              + ", ".join(f"{k} {v*1e3:.1f} ms" for k, v in ph.items())
+              + f"; problems {kt.get('problems')}")
 PY
 say done

@@ -59,6 +59,17 @@ int64_t rel(uint64_t t, uint64_t origin) {
   return t >= origin ? static_cast<int64_t>(t - origin) : -static_cast<int64_t>(origin - t);
 }
 
+// The fields memcpy and memset records share, into tprobe's record.
+template <typename Activity>
+void copy_transfer_fields(const Activity& m, uint64_t origin_ns, core::KernelRecord& r) {
+  r.start_ns = rel(m.start, origin_ns);
+  r.end_ns = rel(m.end, origin_ns);
+  r.device = static_cast<int32_t>(m.deviceId);
+  r.stream = m.streamId;
+  r.correlation_id = m.correlationId;
+  r.bytes = static_cast<int64_t>(m.bytes);
+}
+
 void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
                                size_t valid) {
   Collector& c = collector();
@@ -94,12 +105,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         const auto* m = reinterpret_cast<const MemcpyActivity*>(record);
         r.kind = core::ActivityKind::kMemcpy;
         r.name = fmt::format("memcpy kind {}", static_cast<int>(m->copyKind));
-        r.start_ns = rel(m->start, c.origin_ns);
-        r.end_ns = rel(m->end, c.origin_ns);
-        r.device = static_cast<int32_t>(m->deviceId);
-        r.stream = m->streamId;
-        r.correlation_id = m->correlationId;
-        r.bytes = static_cast<int64_t>(m->bytes);
+        copy_transfer_fields(*m, c.origin_ns, r);
         c.trace.records.push_back(std::move(r));
         break;
       }
@@ -107,12 +113,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
         const auto* m = reinterpret_cast<const MemsetActivity*>(record);
         r.kind = core::ActivityKind::kMemset;
         r.name = "memset";
-        r.start_ns = rel(m->start, c.origin_ns);
-        r.end_ns = rel(m->end, c.origin_ns);
-        r.device = static_cast<int32_t>(m->deviceId);
-        r.stream = m->streamId;
-        r.correlation_id = m->correlationId;
-        r.bytes = static_cast<int64_t>(m->bytes);
+        copy_transfer_fields(*m, c.origin_ns, r);
         c.trace.records.push_back(std::move(r));
         break;
       }

@@ -12,7 +12,7 @@ const char* to_string(MoeDispatch dispatch) {
 MoeDispatch parse_moe(const std::string& name) {
   if (name == "loop") return MoeDispatch::kLoop;
   if (name == "grouped_mm") return MoeDispatch::kGroupedMm;
-  fail_usage("--moe '{}': expected loop or grouped_mm", name);
+  fail_usage("MoE dispatch '{}': expected loop or grouped_mm", name);
 }
 
 }  // namespace tprobe::model

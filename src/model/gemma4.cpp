@@ -24,6 +24,13 @@ constexpr int64_t kIgnoreIndex = -100;
 Tensor linear(const Linear& l, const Tensor& x) {
   Tensor y = torch::matmul(x, l.weight.t());
   if (l.has_lora()) {
+    if (l.lora_a.scalar_type() != x.scalar_type()) {
+      // fp32 factors under a bf16/fp16 model (PEFT's default): the branch and the sum in fp32,
+      // the result back in the model dtype, as PEFT's LoRA Linear does.
+      const Tensor xa = x.to(l.lora_a.scalar_type());
+      const Tensor d = torch::matmul(torch::matmul(xa, l.lora_a.t()), l.lora_b.t()) * l.lora_scale;
+      return (y.to(d.scalar_type()) + d).to(x.scalar_type());
+    }
     y = y + torch::matmul(torch::matmul(x, l.lora_a.t()), l.lora_b.t()) * l.lora_scale;
   }
   return y;
@@ -401,7 +408,9 @@ void Gemma4Model::add_lora(const LoraConfig& lora, uint64_t seed) {
   lora_ = lora;
   if (lora.targets.empty()) return;
   torch::manual_seed(seed);
-  auto opts = torch::TensorOptions().dtype(options_.dtype).device(options_.device);
+  auto opts = torch::TensorOptions()
+                  .dtype(lora.fp32 ? torch::kFloat : options_.dtype)
+                  .device(options_.device);
   auto attach = [&](Linear& l) {
     const int64_t out = l.weight.size(0), in = l.weight.size(1);
     const double bound = 1.0 / std::sqrt(static_cast<double>(in));  // kaiming_uniform(a=√5)

@@ -375,22 +375,22 @@ void judge_backward(BackwardParity& b, const std::string& dtype) {
 
 ParityResult run_parity(const ParityOptions& o) {
   if (o.dtype != "fp32" && o.dtype != "bf16")
-    fail_usage("--dtype '{}': expected fp32 or bf16", o.dtype);
+    fail_usage("dtype '{}': expected fp32 or bf16", o.dtype);
   if (o.device != "cpu" && o.device != "cuda")
-    fail_usage("--device '{}': expected cpu or cuda", o.device);
+    fail_usage("device '{}': expected cpu or cuda", o.device);
   if (o.backward && o.adapter_dir.empty())
-    fail_usage("backward parity needs a PEFT adapter directory (--adapter)");
+    fail_usage("backward parity needs a PEFT adapter directory");
   if (o.backward && !o.dump_hidden_path.empty())
-    fail_usage("--dump-hidden is a forward diagnostic; it does not combine with --backward");
+    fail_usage("the hidden-state dump is a forward diagnostic; it does not combine with backward parity");
   if ((o.gradient_checkpointing || !o.input_grads) && !o.backward)
-    fail_usage("gradient checkpointing and input grads only matter for --backward");
+    fail_usage("gradient checkpointing and input grads only matter for backward parity");
   std::string why;
   if (!attn_available(o.attn, &why)) fail("attention path {}: {}", core::to_string(o.attn), why);
   if (o.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || o.device != "cuda")) {
-    fail("--moe grouped_mm needs a CUDA device and libtorch >= 2.8");
+    fail("MoE dispatch grouped_mm needs a CUDA device and libtorch >= 2.8");
   }
   if (o.device == "cuda" && !torch::cuda::is_available())
-    fail("--device cuda: no CUDA device is usable");
+    fail("device cuda: no CUDA device is usable");
   core::Checkpoint ckpt = core::Checkpoint::open(o.checkpoint_dir);
   ModelOptions mo;
   mo.dtype = o.dtype == "bf16" ? torch::kBFloat16 : torch::kFloat;

@@ -130,7 +130,7 @@ core::Json to_json(const ParityResult& r, const ParityOptions& o) {
 core::Table parity_table(const ParityResult& r, const ParityOptions& o) {
   if (r.backward) {
     const BackwardParity& b = *r.backward;
-    core::Table t(fmt::format("parity --backward: {} vs {} ({}, {}×{}, vocab {}, adapter {})",
+    core::Table t(fmt::format("backward parity: {} vs {} ({}, {}×{}, vocab {}, adapter {})",
                               o.checkpoint_dir, o.reference_path, o.dtype, r.batch, r.seq, r.vocab,
                               o.adapter_dir));
     const std::string base_head =

@@ -81,7 +81,7 @@ ProfileReport run_profile(const ProfileRequest& request,
   rep.attn = spec.attn;
   std::unique_ptr<cupti::KernelSource> source;
   if (!request.trace) {
-    rep.kernel_table_reason = "tracing was turned off (--trace off)";
+    rep.kernel_table_reason = "tracing was turned off";
   } else if (!request.replay_trace.empty()) {
     source = cupti::make_replay_source(request.replay_trace);
   } else if (spec.device == "cuda") {
@@ -166,7 +166,7 @@ ProfileReport run_profile(const ProfileRequest& request,
   // Peak for the MFUs.
   if (request.peak_tflops) {
     rep.peak_tflops = *request.peak_tflops;
-    rep.peak_source = "given (--peak-tflops)";
+    rep.peak_source = "given";
   } else if (spec.device == "cuda") {
     try {
       rep.peak_tflops = measure_gemm_tflops(8192, 20);
@@ -175,7 +175,7 @@ ProfileReport run_profile(const ProfileRequest& request,
       rep.peak_source = std::string("not measured: ") + e.what();
     }
   } else {
-    rep.peak_source = "none: no GEMM peak is measured on the CPU; give --peak-tflops for MFUs";
+    rep.peak_source = "none: no GEMM peak is measured on the CPU; give a peak for MFUs";
   }
 
   // FLOPs per point.

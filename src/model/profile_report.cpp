@@ -84,7 +84,10 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   prov["input_requires_grad"] = s.input_requires_grad;
   prov["ce_mode"] = s.ce_chunked ? "chunked" : "naive";
   prov["ce_chunk"] = s.ce_chunked ? core::Json(s.ce_chunk) : core::Json(nullptr);
-  prov["lora"] = {{"targets", s.lora_targets}, {"rank", s.lora_rank}, {"alpha", s.lora_alpha}};
+  prov["lora"] = {{"targets", s.lora_targets},
+                  {"rank", s.lora_rank},
+                  {"alpha", s.lora_alpha},
+                  {"dtype", s.lora_fp32 ? "fp32" : "model"}};
   prov["dtype"] = s.dtype;
   prov["seed"] = s.seed;
   prov["warmup"] = s.warmup;

@@ -227,6 +227,7 @@ StepReport run_steps(const StepSpec& spec,
     lora.targets = spec.lora_targets;
     lora.rank = spec.lora_rank;
     lora.alpha = spec.lora_alpha;
+    lora.fp32 = spec.lora_fp32;
     m.add_lora(lora, spec.seed + 1);
   }
   cuda_synchronize();

@@ -343,7 +343,7 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
   if (q.scalar_type() != torch::kBFloat16 && q.scalar_type() != torch::kHalf) {
     fail(
         "flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
-        "--dtype bf16, or sdpa/eager for fp32");
+        "bf16, or sdpa/eager for fp32");
   }
   const bool padded = has_padding(lengths, seq);
   if (dim > 256 && !flash_window_global_on_sdpa()) {

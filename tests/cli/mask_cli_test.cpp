@@ -13,21 +13,6 @@ using nlohmann::json;
 
 const std::string kFixtures = TPROBE_FIXTURES_DIR;
 
-struct JsonRun {
-  RunResult r;
-  json doc;
-};
-
-JsonRun run_json(std::vector<std::string> args) {
-  const std::string path = make_temp_dir() + "/mask.json";
-  args.push_back("--json");
-  args.push_back(path);
-  JsonRun run;
-  run.r = run_tprobe(args);
-  if (file_exists(path)) run.doc = json::parse(read_text(path));
-  return run;
-}
-
 TEST(MaskCli, UnpaddedGatePasses) {
   JsonRun run = run_json(
       {"mask", "--width", "16384", "--expect-window", "1024", "--expect-fast-path", "full"});

@@ -68,6 +68,30 @@ TEST(PaddingCli, LiteralFileGivesHandWorkedNumbers) {
 // 3 5 2 6 4 6 6 1 (33 tokens; 8, 7, 12 lose 2 + 1 + 6 = 9). Pairs in file order: (3,5) w5,
 // (2,6) w6, (4,6) w6, (6,1) w6: 10 + 12 + 12 + 12 = 46 padded tokens; pad: chat 2+2, dialogue
 // 4, code 5.
+// The dataset is the main input: positional as users type it, the option form kept; both are the
+// same run, the evidence records the path either way, and giving both is a usage error.
+TEST(PaddingCli, DatasetIsPositionalOrAnOption) {
+  std::string dir = make_temp_dir();
+  const std::string data = std::string(TPROBE_FIXTURES_DIR) + "/lengths/small.jsonl";
+  RunResult a = run_tprobe({"padding", data, "--max-seq-len", "6", "--json", dir + "/a.json"});
+  RunResult b =
+      run_tprobe({"padding", "--dataset", data, "--max-seq-len", "6", "--json", dir + "/b.json"});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  json ja = json::parse(read_text(dir + "/a.json")), jb = json::parse(read_text(dir + "/b.json"));
+  EXPECT_EQ(ja["results"], jb["results"]);
+  EXPECT_EQ(ja["invocation"]["options"]["dataset"], data);
+  EXPECT_EQ(jb["invocation"]["options"]["dataset"], data);
+  RunResult c = run_tprobe({"bucket", data, "--sweep", "2", "--json", dir + "/c.json"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  RunResult both = run_tprobe({"padding", data, "--dataset", data});
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  RunResult none = run_tprobe({"padding", "--json", dir + "/d.json"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(json::parse(read_text(dir + "/d.json"))["invocation"]["options"]["dataset"],
+            "synthetic");
+}
+
 TEST(PaddingCli, FixtureGivesHandWorkedNumbers) {
   std::string dir = make_temp_dir();
   RunResult r = run_tprobe({"padding", "--dataset", std::string(TPROBE_FIXTURES_DIR) +

@@ -60,6 +60,17 @@ RunResult run_tprobe_signalled(const std::vector<std::string>& args, double dela
   return finish(pid, out_path, err_path);
 }
 
+JsonRun run_json(std::vector<std::string> args) {
+  const std::string path = make_temp_dir() + "/evidence.json";
+  args.push_back("--json");
+  args.push_back(path);
+  JsonRun run;
+  run.r = run_tprobe(args);
+  run.written = file_exists(path);
+  if (run.written) run.doc = nlohmann::json::parse(read_text(path));
+  return run;
+}
+
 std::string make_temp_dir() {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/tprobe-test.XXXXXX";

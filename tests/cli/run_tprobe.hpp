@@ -1,6 +1,7 @@
 // Runs the built tprobe binary in a child process and captures what it printed.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@ RunResult run_tprobe(const std::vector<std::string>& args);
 
 // Runs tprobe and sends it `signal` after `delay_s` seconds (if it is still running then).
 RunResult run_tprobe_signalled(const std::vector<std::string>& args, double delay_s, int signal);
+
+// A run with `--json PATH` appended, and the evidence it wrote (null when none).
+struct JsonRun {
+  RunResult r;
+  nlohmann::json doc;
+  bool written = false;
+};
+JsonRun run_json(std::vector<std::string> args);
 
 // A fresh empty directory under the test temp dir.
 std::string make_temp_dir();

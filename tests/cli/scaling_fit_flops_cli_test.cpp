@@ -18,23 +18,6 @@ using nlohmann::json;
 
 const std::string kFixtures = TPROBE_FIXTURES_DIR;
 
-struct JsonRun {
-  RunResult r;
-  json doc;
-  bool written = false;
-};
-
-JsonRun run_json(std::vector<std::string> args) {
-  std::string path = make_temp_dir() + "/out.json";
-  args.push_back("--json");
-  args.push_back(path);
-  JsonRun run;
-  run.r = run_tprobe(args);
-  run.written = file_exists(path);
-  if (run.written) run.doc = json::parse(read_text(path));
-  return run;
-}
-
 const std::vector<std::string> kDomainPoints = {"--point", "2048:1.776", "--point", "8192:11.570",
                                                 "--point", "16384:35.017"};
 

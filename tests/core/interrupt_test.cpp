@@ -15,6 +15,7 @@
 #include "test_paths.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/data/bucket_report.hpp"
 #include "tprobe/core/io/lengths.hpp"
 
 namespace tprobe::core {

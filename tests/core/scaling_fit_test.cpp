@@ -422,7 +422,7 @@ TEST(WidthDistribution, AbsentOrBrokenDistributionIsAClearError) {
             std::string::npos);
   EXPECT_NE(err("padding", R"({"micro_batch_widths":[]})").find("no micro-batches"),
             std::string::npos);
-  EXPECT_NE(err("profile", R"({})").find("--widths-from reads"), std::string::npos);
+  EXPECT_NE(err("profile", R"({})").find("a width distribution comes from"), std::string::npos);
 }
 
 }  // namespace

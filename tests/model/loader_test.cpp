@@ -17,30 +17,15 @@
 #include "tprobe/core/io/config_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "temp_dir.hpp"
 
 namespace tprobe::model {
 namespace {
 
+using testing::TempDir;
+
 using torch::Tensor;
 
-// No std::filesystem here: the libtorch.so of the PyTorch 2.11 wheel exports its own copy of
-// std::filesystem::remove_all, which wins symbol resolution over libstdc++'s and crashes (seen on
-// the GPU host, docs/gpu-host.md). POSIX calls are not interposed.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    path = std::string(base && *base ? base : "/tmp") + "/tprobe_loader.XXXXXX";
-    if (!mkdtemp(path.data())) throw std::runtime_error("mkdtemp failed");
-  }
-  ~TempDir() {
-    nftw(
-        path.c_str(),
-        [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
-        FTW_DEPTH | FTW_PHYS);
-  }
-  const std::string& str() const { return path; }
-};
 
 ModelOptions fp32() {
   ModelOptions o;

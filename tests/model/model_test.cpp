@@ -209,6 +209,50 @@ TEST(Lora, ZeroBLeavesTheBaseForwardUnchanged) {
   EXPECT_GT(max_abs_diff(base.logits(ids), adapted.logits(ids)), 1e-6);
 }
 
+// PEFT keeps LoRA factors in fp32 under a bf16 model by default (autocast_adapter_dtype): the
+// factors, their gradients and the branch are fp32, the layer output is the model dtype again.
+TEST(Lora, Fp32FactorsUnderABf16ModelFollowPeft) {
+  auto cfg = core::embedded_model("gemma4-tiny");
+  ModelOptions o;
+  o.dtype = torch::kBFloat16;
+  o.ce_chunk = 7;
+  LoraConfig l32 = all_targets_lora();
+  l32.fp32 = true;
+  auto base = Gemma4Model::random(cfg, o, 11);
+  auto m32 = Gemma4Model::random(cfg, o, 11);
+  m32.add_lora(l32, 13);
+  auto m16 = Gemma4Model::random(cfg, o, 11);
+  m16.add_lora(all_targets_lora(), 13);
+  Tensor ids = tiny_ids(2, 24, 14);
+  {
+    torch::NoGradGuard g;
+    // B = 0: the fp32 branch adds exactly nothing, whatever the rounding of the cast back.
+    EXPECT_EQ(max_abs_diff(base.logits(ids), m32.logits(ids)), 0.0);
+    torch::manual_seed(15);
+    auto p32 = m32.lora_parameters();
+    auto p16 = m16.lora_parameters();
+    ASSERT_EQ(p32.size(), p16.size());
+    for (size_t i = 0; i < p32.size(); ++i) {
+      EXPECT_EQ(p32[i].second->scalar_type(), torch::kFloat) << p32[i].first;
+      if (p32[i].first.find("lora_B") != std::string::npos) p32[i].second->normal_(0.0, 0.05);
+      p16[i].second->copy_(*p32[i].second);  // the same factors, rounded to bf16
+    }
+    Tensor a = m32.logits(ids), b = m16.logits(ids), c = base.logits(ids);
+    EXPECT_EQ(a.scalar_type(), torch::kBFloat16);
+    const double diff = (a.to(torch::kDouble) - b.to(torch::kDouble)).norm().item<double>() /
+                        b.to(torch::kDouble).norm().item<double>();
+    EXPECT_LT(diff, 2e-2) << "the fp32 branch applies the same adapters";
+    EXPECT_GT(max_abs_diff(a, c), 1e-3) << "and they change the output";
+  }
+  LossResult loss = m32.loss(ids);
+  loss.loss.backward();
+  for (auto& [name, t] : m32.lora_parameters()) {
+    ASSERT_TRUE(t->grad().defined()) << name;
+    EXPECT_EQ(t->grad().scalar_type(), torch::kFloat) << name;
+    EXPECT_GT(t->grad().abs().max().item<double>(), 0.0) << name;
+  }
+}
+
 struct StepResult {
   double loss = 0;
   std::vector<Tensor> grads;

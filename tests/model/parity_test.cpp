@@ -18,9 +18,12 @@
 #include "tprobe/core/io/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/model/loader.hpp"
+#include "temp_dir.hpp"
 
 namespace tprobe::model {
 namespace {
+
+using testing::TempDir;
 
 using torch::Tensor;
 
@@ -29,21 +32,6 @@ const std::string kAdapter = std::string(TPROBE_FIXTURES_DIR) + "/adapters/peft-
 const std::string kPadded = kFixture + "/backward_padded.safetensors";
 const std::string kForwardRef = kFixture + "/reference.safetensors";
 
-// POSIX only (no std::filesystem next to libtorch: docs/ARCHITECTURE.md).
-struct TempDir {
-  std::string path;
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    path = std::string(base && *base ? base : "/tmp") + "/tprobe_parity.XXXXXX";
-    if (!mkdtemp(path.data())) throw std::runtime_error("mkdtemp failed");
-  }
-  ~TempDir() {
-    nftw(
-        path.c_str(),
-        [](const char* p, const struct stat*, int, struct FTW*) { return std::remove(p); }, 16,
-        FTW_DEPTH | FTW_PHYS);
-  }
-};
 
 // A tensor error with reference norm 1 and the given difference norms.
 GradTensorError tensor(const std::string& name, double diff, std::optional<double> base = {}) {

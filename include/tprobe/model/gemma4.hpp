@@ -24,6 +24,10 @@ struct LoraConfig {
   std::vector<std::string> targets;  // empty: no adapters
   int64_t rank = 0;
   double alpha = 0.0;
+  // The adapter factors in fp32 while the model runs in bf16/fp16, as PEFT's default
+  // (`autocast_adapter_dtype=True`) keeps them: the LoRA branch is computed in fp32 and the layer
+  // output cast back to the model dtype (docs/gemma4-engine.md, "LoRA").
+  bool fp32 = false;
   double scale() const { return rank > 0 ? alpha / static_cast<double>(rank) : 0.0; }
 };
 

@@ -32,6 +32,7 @@ struct StepSpec {
   std::vector<std::string> lora_targets;  // empty: no adapters (then nothing trains)
   int64_t lora_rank = 64;
   double lora_alpha = 128;
+  bool lora_fp32 = false;  // adapter factors in fp32 under a bf16 model (PEFT's default)
   AttnImpl attn = AttnImpl::kEager;
   MoeDispatch moe = MoeDispatch::kLoop;
   bool gradient_checkpointing = true;

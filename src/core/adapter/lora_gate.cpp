@@ -122,7 +122,7 @@ GateBase gate_base_from_model(const std::string& name) {
   base.config = embedded_model(name);
   base.prefix = kMultimodalTextPrefix;
   base.tensors = expected_text_tensors(base.config, base.prefix);
-  base.source = "--model " + name;
+  base.source = "embedded model " + name;
   return base;
 }
 
@@ -143,7 +143,7 @@ LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional
     r.count.expected = static_cast<int64_t>(expected.size());
   } else {
     r.count.why_unchecked =
-        "no base model given (--model or --checkpoint) and adapter_config.json's "
+        "no base model given and adapter_config.json's "
         "base_model_name_or_path names no embedded model";
   }
 

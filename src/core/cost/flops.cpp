@@ -56,14 +56,14 @@ PassFlops FlopsReport::sum(bool performed, std::string_view component,
   return s;
 }
 
-FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
-  // The request comes from the command line: nonsense in it is a usage error (exit 2).
+namespace {
+
+// The request comes from the command line: nonsense in it is a usage error (exit 2). Returns the
+// real length of every sequence (the width where none were given).
+std::vector<int64_t> checked_lengths(const FlopsRequest& req) {
   detail::require_count("flops: batch", req.batch, detail::kMaxBatch);
   detail::require_count("flops: width", req.width, detail::kMaxWidth);
   detail::mul_or_refuse(req.batch, req.width, "flops: batch x width");
-  FlopsReport rep;
-  rep.request = req;
-  rep.model = c.name;
   std::vector<int64_t> lengths = req.lengths;
   if (lengths.empty()) lengths.assign(static_cast<size_t>(req.batch), req.width);
   if (static_cast<int64_t>(lengths.size()) != req.batch) {
@@ -76,8 +76,10 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
                  req.width);
     }
   }
-  rep.request.lengths = lengths;
-  std::set<std::string> targets;
+  return lengths;
+}
+
+std::set<std::string> checked_targets(const FlopsRequest& req) {
   for (const auto& t : req.lora_targets) {
     if (t == "none") {
       fail_usage("flops: LoRA target 'none' means no adapters and cannot be combined with "
@@ -86,34 +88,32 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
     }
   }
   check_known_targets(req.lora_targets, "flops");
-  const std::vector<std::string> known = linear_module_names();
+  std::set<std::string> targets;
   for (const auto& t : req.lora_targets) {
     if (!targets.insert(t).second) fail_usage("flops: LoRA target '{}' given twice", t);
   }
   if (!targets.empty()) {
     detail::require_count("flops: LoRA rank", req.lora_rank, detail::kMaxLoraRank);
   }
-  if (c.num_layers != static_cast<int64_t>(c.layer_types.size())) {
-    fail("model '{}': num_layers {} but {} layer_types", c.name, c.num_layers,
-         c.layer_types.size());
-  }
+  return targets;
+}
 
-  const double n = static_cast<double>(req.width);
-  const double batch = static_cast<double>(req.batch);
+// Tokens and query-key pairs: intended (causal, + window, over each sequence's real tokens) and
+// performed (what the attention path computes; docs/gemma4-model.md#attention for HF's
+// is_causal rules).
+void count_tokens_and_pairs(const ModelConfig& c, const FlopsRequest& req,
+                            const std::vector<int64_t>& lengths, FlopsReport& rep) {
   for (int64_t l : lengths) {
     rep.real_tokens += l;
     rep.padded = rep.padded || l < req.width;
   }
   rep.padded_tokens = req.batch * req.width;
-  const double real = static_cast<double>(rep.real_tokens);
-  const double padded = static_cast<double>(rep.padded_tokens);
-
-  // Query-key pairs. Intended: causal (+ window) over the real tokens of each sequence.
   for (int64_t l : lengths) {
     rep.pairs_intended_sliding += window_pairs(l, c.sliding_window);
     rep.pairs_intended_full += causal_pairs(l);
   }
-  // Performed: what each path computes (docs/gemma4-model.md#attention for HF's is_causal rules).
+  const double n = static_cast<double>(req.width);
+  const double batch = static_cast<double>(req.batch);
   const double dense = batch * n * n;
   const double causal = batch * causal_pairs(req.width);
   switch (req.path) {
@@ -137,36 +137,54 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
       rep.pairs_performed_sliding = rep.padded ? dense : rep.pairs_intended_sliding;
       break;
   }
+}
 
-  const double recompute = req.gradient_checkpointing ? 1.0 : 0.0;
-  // Frozen weights: the backward computes activation gradients only (1× the forward);
-  // trainable LoRA factors also get weight gradients (2×). Attention backward: dQ, dK, dV and dP
-  // are four pair×head_dim products against the forward's two (2×).
-  auto layer_pass = [&](double fwd, double bwd_factor) {
-    return PassFlops{fwd, bwd_factor * fwd, recompute * fwd};
-  };
-
-  std::map<std::pair<std::string, std::string>, FlopsRow> acc;
-  std::vector<std::pair<std::string, std::string>> order;
-  auto add = [&](const std::string& comp, LayerType type, double fwd_int, double fwd_perf,
-                 double bwd_factor) {
+// Rows per (component, layer type), in first-seen order.
+class RowAccumulator {
+ public:
+  explicit RowAccumulator(bool recompute) : recompute_(recompute ? 1.0 : 0.0) {}
+  // Frozen weights: the backward computes activation gradients only (bwd_factor 1); trainable
+  // LoRA factors also get weight gradients (2). Attention backward: dQ, dK, dV and dP are four
+  // pair×head_dim products against the forward's two (2).
+  void add(const std::string& comp, LayerType type, double fwd_int, double fwd_perf,
+           double bwd_factor) {
     auto key = std::make_pair(comp, std::string(to_string(type)));
-    auto it = acc.find(key);
-    if (it == acc.end()) {
+    auto it = acc_.find(key);
+    if (it == acc_.end()) {
       FlopsRow row;
       row.component = comp;
       row.layer_type = key.second;
-      it = acc.emplace(key, row).first;
-      order.push_back(key);
+      it = acc_.emplace(key, row).first;
+      order_.push_back(key);
     }
     it->second.layers += 1;
-    PassFlops fi = layer_pass(fwd_int, bwd_factor), fp = layer_pass(fwd_perf, bwd_factor);
+    const PassFlops fi = pass(fwd_int, bwd_factor), fp = pass(fwd_perf, bwd_factor);
     for (int p = 0; p < kPasses; ++p) {
       it->second.intended[p] += fi[p];
       it->second.performed[p] += fp[p];
     }
-  };
+  }
+  void append_to(std::vector<FlopsRow>& rows) const {
+    for (const auto& key : order_) rows.push_back(acc_.at(key));
+  }
 
+ private:
+  PassFlops pass(double fwd, double bwd_factor) const {
+    return PassFlops{fwd, bwd_factor * fwd, recompute_ * fwd};
+  }
+  double recompute_;
+  std::map<std::pair<std::string, std::string>, FlopsRow> acc_;
+  std::vector<std::pair<std::string, std::string>> order_;
+};
+
+// Every decoder layer's rows (attention, projections, dense MLP, router and experts, LoRA), and
+// the LoRA modules per target.
+void count_decoder_layers(const ModelConfig& c, const FlopsRequest& req,
+                          const std::set<std::string>& targets, FlopsReport& rep) {
+  const double real = static_cast<double>(rep.real_tokens);
+  const double padded = static_cast<double>(rep.padded_tokens);
+  const std::vector<std::string> known = linear_module_names();
+  RowAccumulator acc(req.gradient_checkpointing);
   std::map<std::string, LoraModules> lora;
   for (const auto& t : known) {
     if (targets.count(t)) lora[t].target = t;
@@ -181,8 +199,8 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
       const bool sliding = type == LayerType::kSliding;
       const double pi = sliding ? rep.pairs_intended_sliding : rep.pairs_intended_full;
       const double pp = sliding ? rep.pairs_performed_sliding : rep.pairs_performed_full;
-      add("attn_scores", type, 2 * hd * pi, 2 * hd * pp, 2);
-      add("attn_values", type, 2 * hd * pi, 2 * hd * pp, 2);
+      acc.add("attn_scores", type, 2 * hd * pi, 2 * hd * pp, 2);
+      acc.add("attn_values", type, 2 * hd * pi, 2 * hd * pp, 2);
       const std::vector<LinearModule> lin = layer_linear_modules(c, i);
       double dense_mlp = 0;
       for (const LinearModule& m : lin) {
@@ -191,17 +209,19 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
           dense_mlp += linear_flops(m);
         } else {
           const double f = linear_flops(m);
-          add(m.target, type, f * real, f * padded, 1);
+          acc.add(m.target, type, f * real, f * padded, 1);
         }
       }
-      if (c.intermediate_size > 0) add("dense_mlp", type, dense_mlp * real, dense_mlp * padded, 1);
+      if (c.intermediate_size > 0) {
+        acc.add("dense_mlp", type, dense_mlp * real, dense_mlp * padded, 1);
+      }
       if (c.enable_moe_block && c.num_experts > 0) {
         double fr = 2 * h * static_cast<double>(c.num_experts);
-        add("router", type, fr * real, fr * padded, 1);
+        acc.add("router", type, fr * real, fr * padded, 1);
         // top-k experts per token, each gate_up (H → 2I) and down (I → H).
         double fe = static_cast<double>(c.top_k_experts) * 6 * h *
                     static_cast<double>(c.moe_intermediate_size);
-        add("experts", type, fe * real, fe * padded, 1);
+        acc.add("experts", type, fe * real, fe * padded, 1);
       }
       if (!targets.empty()) {
         double f = 0;
@@ -213,17 +233,19 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
           it->second.trainable_params += req.lora_rank * in_out;
           f += 2.0 * static_cast<double>(req.lora_rank) * static_cast<double>(in_out);
         }
-        add("lora", type, f * real, f * padded, 2);
+        acc.add("lora", type, f * real, f * padded, 2);
       }
     }
   }
-  for (const auto& key : order) rep.rows.push_back(acc[key]);
+  acc.append_to(rep.rows);
   for (const auto& t : known) {
     if (lora.count(t)) rep.lora.push_back(lora[t]);
   }
+}
 
-  // Model-level rows: not inside a checkpointed decoder layer, so never recomputed. The head and
-  // loss are counted on the real tokens: a chunked CE skips positions without a label.
+// Model-level rows: not inside a checkpointed decoder layer, so never recomputed. The head and
+// loss are counted on the real tokens: a chunked CE skips positions without a label.
+void count_model_rows(const ModelConfig& c, FlopsReport& rep) {
   auto model_row = [&](const char* comp, double fwd, double bwd) {
     FlopsRow r;
     r.component = comp;
@@ -233,11 +255,29 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
     r.performed = {fwd, bwd, 0};
     rep.rows.push_back(r);
   };
+  const double h = static_cast<double>(c.hidden_size);
+  const double real = static_cast<double>(rep.real_tokens);
   model_row("embedding", 0, 0);  // a gather, no multiply-adds
   const double v = static_cast<double>(c.vocab_size);
   model_row("lm_head", 2 * h * v * real, 2 * h * v * real);  // tied, frozen: activation grad only
   model_row("loss", kLossFlopsPerLogit * v * real, kLossFlopsPerLogit * v * real);
+}
 
+}  // namespace
+
+FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
+  FlopsReport rep;
+  rep.request = req;
+  rep.request.lengths = checked_lengths(req);
+  rep.model = c.name;
+  const std::set<std::string> targets = checked_targets(req);
+  if (c.num_layers != static_cast<int64_t>(c.layer_types.size())) {
+    fail("model '{}': num_layers {} but {} layer_types", c.name, c.num_layers,
+         c.layer_types.size());
+  }
+  count_tokens_and_pairs(c, req, rep.request.lengths, rep);
+  count_decoder_layers(c, req, targets, rep);
+  count_model_rows(c, rep);
   rep.intended_total = rep.sum(false, "", "");
   rep.performed_total = rep.sum(true, "", "");
   return rep;

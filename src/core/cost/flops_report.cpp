@@ -114,7 +114,7 @@ std::vector<Table> flops_tables(const FlopsReport& r, const FlopsRates& rates) {
                        format_percent(mfu(ti, *rates.step_time_s, rates.peak_tflops)),
                        format_percent(mfu(tp, *rates.step_time_s, rates.peak_tflops))));
   } else {
-    t.note("MFU: give --step-time to divide these by a measured step");
+    t.note("MFU: needs a measured step time to divide these by");
   }
   return {t};
 }

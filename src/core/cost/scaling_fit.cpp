@@ -477,7 +477,7 @@ WeightedShare weighted_quadratic_share(const ModelFit& fit, const WidthDistribut
 }
 
 int64_t select_batch(std::vector<FitPoint>& points, std::optional<int64_t> batch,
-                     std::vector<std::string>* dropped) {
+                     std::vector<std::string>* dropped, const std::string& batch_option) {
   if (batch) {
     std::vector<FitPoint> kept;
     for (auto& p : points) {
@@ -498,9 +498,8 @@ int64_t select_batch(std::vector<FitPoint>& points, std::optional<int64_t> batch
     if (p.batch != 0) seen.insert(p.batch);
   }
   if (seen.size() > 1) {
-    fail("the points are at {} different batches ({}): a fit is at one batch, choose it with "
-         "--batch",
-         seen.size(), fmt::join(seen, ", "));
+    fail("the points are at {} different batches ({}): a fit is at one batch; choose it with {}",
+         seen.size(), fmt::join(seen, ", "), batch_option);
   }
   return seen.empty() ? 0 : *seen.begin();
 }

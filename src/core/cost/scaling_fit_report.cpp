@@ -50,14 +50,14 @@ ScalingFitReport analyze_scaling(ScalingFitInput input) {
   }
   // NaN compares false with both ends of a range check, so test the range the positive way.
   if (!(input.alpha >= 1e-6 && input.alpha <= 0.5)) {
-    fail_usage("--alpha {}: must be a significance level in [1e-06, 0.5]", input.alpha);
+    fail_usage("alpha {}: must be a significance level in [1e-06, 0.5]", input.alpha);
   }
   for (int64_t w : input.at_widths) {
-    if (w < 1) fail_usage("--at {} is not a positive width", w);
+    if (w < 1) fail_usage("prediction width {} is not positive", w);
   }
   r.input = input;
   std::vector<FitPoint> points = input.points;
-  r.batch = select_batch(points, input.batch, &r.dropped);
+  r.batch = select_batch(points, input.batch, &r.dropped, input.batch_option);
   r.fitted_points = input.samples == SampleMode::kMedian ? median_per_width(points) : points;
   for (const auto& s : input.skipped) {
     r.diagnostics.push_back({Severity::kInfo, "point_skipped", "not fitted: " + s});
@@ -284,7 +284,7 @@ std::vector<Table> scaling_fit_tables(const ScalingFitReport& r) {
   tables.push_back(std::move(pts));
 
   if (!r.at.empty()) {
-    Table at("predicted at --at widths");
+    Table at("predicted at the requested widths");
     at.column("width").column("predicted").column("linear").column("quadratic").column("quad share");
     for (const auto& t : r.at) {
       at.row({format_count(static_cast<int64_t>(t.width)), format_seconds(t.predicted_s),

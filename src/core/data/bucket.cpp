@@ -25,9 +25,9 @@ double parse_number(const std::string& text, const std::string& whole) {
   errno = 0;
   double v = std::strtod(begin, &end);
   if (text.empty() || end != begin + text.size() || errno == ERANGE || !std::isfinite(v)) {
-    fail_usage("--cost '{}': '{}' is not a finite number", whole, text);
+    fail_usage("cost model '{}': '{}' is not a finite number", whole, text);
   }
-  if (v < 0) fail_usage("--cost '{}': coefficient {} is negative", whole, text);
+  if (v < 0) fail_usage("cost model '{}': coefficient {} is negative", whole, text);
   return v;
 }
 
@@ -105,13 +105,13 @@ CostModel parse_cost(const std::string& text) {
     start = comma + 1;
   }
   if (parts.size() < 2 || parts.size() > 3) {
-    fail_usage("--cost '{}': expected A,B or A,B,C (s/token, s/token^2, s)", text);
+    fail_usage("cost model '{}': expected A,B or A,B,C (s/token, s/token^2, s)", text);
   }
   CostModel c;
   c.a_s_per_token = parse_number(parts[0], text);
   c.b_s_per_token2 = parse_number(parts[1], text);
   if (parts.size() == 3) c.c_s = parse_number(parts[2], text);
-  c.origin = "--cost";
+  c.origin = "given coefficients";
   return c;
 }
 
@@ -133,7 +133,7 @@ CostModel cost_from_scaling_fit_json(const Json& doc, const std::string& path) {
     // negative time for some widths, so it is refused like a negative --cost.
     if (v < 0) {
       fail("'{}': results.coefficients.{} is negative ({:g}); a cost model needs non-negative "
-           "coefficients (refit with another --model, or pass --cost)",
+           "coefficients (refit with another form, or give the cost coefficients)",
            path, key, v);
     }
     return v;
@@ -296,26 +296,26 @@ bool is_noop_sweep(const std::vector<uint64_t>& fingerprints) {
 constexpr int64_t kMaxBucket = int64_t{1} << 32;
 
 void validate(const BucketOptions& o) {
-  if (o.micro_batch < 1) fail_usage("--micro-batch must be at least 1, got {}", o.micro_batch);
-  if (o.micro_batch > 65536) fail_usage("--micro-batch {} is above 65,536", o.micro_batch);
-  if (o.accum < 1) fail_usage("--accum must be at least 1, got {}", o.accum);
-  if (o.accum > (int64_t{1} << 20)) fail_usage("--accum {} is above 1,048,576", o.accum);
-  if (o.max_seq_len < 1) fail_usage("--max-seq-len must be at least 1, got {}", o.max_seq_len);
+  if (o.micro_batch < 1) fail_usage("micro-batch {}: must be at least 1", o.micro_batch);
+  if (o.micro_batch > 65536) fail_usage("micro-batch {}: above 65,536", o.micro_batch);
+  if (o.accum < 1) fail_usage("accum {}: must be at least 1", o.accum);
+  if (o.accum > (int64_t{1} << 20)) fail_usage("accum {}: above 1,048,576", o.accum);
+  if (o.max_seq_len < 1) fail_usage("max-seq-len {}: must be at least 1", o.max_seq_len);
   if (o.max_seq_len > kMaxRecordLength) {
-    fail_usage("--max-seq-len {} is above {}", o.max_seq_len, kMaxRecordLength);
+    fail_usage("max-seq-len {}: above {}", o.max_seq_len, kMaxRecordLength);
   }
-  if (o.sweep.size() > 1000) fail_usage("--sweep has {} sizes; at most 1,000", o.sweep.size());
-  if (o.seeds < 1 || o.seeds > 1000) fail_usage("--seeds must be in [1, 1000], got {}", o.seeds);
+  if (o.sweep.size() > 1000) fail_usage("sweep has {} sizes; at most 1,000", o.sweep.size());
+  if (o.seeds < 1 || o.seeds > 1000) fail_usage("seeds {}: must be in [1, 1000]", o.seeds);
   for (int64_t b : o.sweep) {
     if (b < o.micro_batch) {
-      fail_usage("--sweep bucket {} is smaller than --micro-batch {}", b, o.micro_batch);
+      fail_usage("sweep bucket {} is smaller than the micro-batch {}", b, o.micro_batch);
     }
-    if (b > kMaxBucket) fail_usage("--sweep bucket {} is above {}", b, kMaxBucket);
+    if (b > kMaxBucket) fail_usage("sweep bucket {} is above {}", b, kMaxBucket);
   }
   if (o.bucket != 0 && o.bucket < o.micro_batch) {
-    fail_usage("--bucket {} is smaller than --micro-batch {}", o.bucket, o.micro_batch);
+    fail_usage("bucket {} is smaller than the micro-batch {}", o.bucket, o.micro_batch);
   }
-  if (o.bucket > kMaxBucket) fail_usage("--bucket {} is above {}", o.bucket, kMaxBucket);
+  if (o.bucket > kMaxBucket) fail_usage("bucket {} is above {}", o.bucket, kMaxBucket);
 }
 
 std::vector<int64_t> default_sweep(int64_t micro_batch) {

@@ -150,7 +150,7 @@ std::string render(const BucketReport& r) {
                        format_sci(o.cost->c_s), format_sci(o.cost->a_s_per_token),
                        format_sci(o.cost->b_s_per_token2), o.cost->origin));
   } else {
-    t.note("predicted time: give --cost A,B[,C] or --scaling-fit PATH.");
+    t.note(r.cost_hint.empty() ? "predicted time: no cost model given." : r.cost_hint);
   }
   std::string out = t.render();
   if (r.interrupted) {

@@ -27,7 +27,7 @@ int floor_log2(int64_t v) { return 63 - __builtin_clzll(static_cast<unsigned lon
 BatchOrder parse_batch_order(const std::string& text) {
   if (text == "sequential") return BatchOrder::kSequential;
   if (text == "shuffled") return BatchOrder::kShuffled;
-  fail_usage("--order '{}' is not one of sequential, shuffled", text);
+  fail_usage("order '{}' is not one of sequential, shuffled", text);
 }
 
 const char* to_string(BatchOrder order) {
@@ -148,17 +148,17 @@ LossHead loss_head(int64_t vocab, int64_t ce_chunk, int64_t widest_rows, int64_t
 }
 
 void validate(const PaddingOptions& o) {
-  if (o.micro_batch < 1) fail_usage("--micro-batch must be at least 1, got {}", o.micro_batch);
-  if (o.micro_batch > 65536) fail_usage("--micro-batch {} is above 65,536", o.micro_batch);
-  if (o.max_seq_len < 1) fail_usage("--max-seq-len must be at least 1, got {}", o.max_seq_len);
+  if (o.micro_batch < 1) fail_usage("micro-batch {}: must be at least 1", o.micro_batch);
+  if (o.micro_batch > 65536) fail_usage("micro-batch {}: above 65,536", o.micro_batch);
+  if (o.max_seq_len < 1) fail_usage("max-seq-len {}: must be at least 1", o.max_seq_len);
   if (o.max_seq_len > kMaxRecordLength) {
-    fail_usage("--max-seq-len {} is above {}", o.max_seq_len, kMaxRecordLength);
+    fail_usage("max-seq-len {}: above {}", o.max_seq_len, kMaxRecordLength);
   }
   if (o.vocab < 1 || o.vocab > (int64_t{1} << 24)) {
-    fail_usage("--vocab must be in [1, 16,777,216], got {}", o.vocab);
+    fail_usage("vocab {}: must be in [1, 16,777,216]", o.vocab);
   }
   if (o.ce_chunk < 1 || o.ce_chunk > (int64_t{1} << 24)) {
-    fail_usage("--ce-chunk must be in [1, 16,777,216] tokens, got {}", o.ce_chunk);
+    fail_usage("CE chunk {}: must be in [1, 16,777,216] tokens", o.ce_chunk);
   }
 }
 

@@ -139,37 +139,12 @@ void check_model_type(const Fields& f, const std::string& want1, const std::stri
   }
 }
 
-}  // namespace
+// The sections of a text config, each reading its fields into `c` (and what was defaulted into
+// `info`). `f` is the decoder's fields (text_config in multimodal files), `top` the file's top
+// level; `source` names the file in messages.
 
-ConfigJson parse_config_json(const Json& doc, const std::string& source) {
-  if (!doc.is_object()) fail("{}: config must be a JSON object, got {}", source, doc.type_name());
-  ConfigJson out;
-  ConfigJsonInfo& info = out.info;
-  ModelConfig& c = out.config;
-  c.name = source;
-
-  Fields top(doc, "", source, nullptr);
-  const Json* text = &doc;
-  std::string prefix;
-  if (top.has("text_config")) {
-    if (!doc.at("text_config").is_object()) top.bad("text_config", "an object");
-    text = &doc.at("text_config");
-    prefix = "text_config.";
-    info.multimodal = true;
-    check_model_type(top, "gemma4", "gemma4");
-    info.has_vision_config = top.present("vision_config");
-    info.has_audio_config = top.present("audio_config");
-  }
-  if (top.present("architectures")) {
-    if (!doc.at("architectures").is_array()) top.bad("architectures", "an array of strings");
-    for (const auto& a : doc.at("architectures")) {
-      if (!a.is_string()) top.bad("architectures", "an array of strings");
-      info.architectures.push_back(a.get<std::string>());
-    }
-  }
-  Fields f(*text, prefix, source, &info.defaulted_fields);
-  check_model_type(f, "gemma4_text", "gemma4");
-
+void read_dimensions(const Fields& f, const Fields& top, const std::string& prefix,
+                     ConfigJsonInfo& info, ModelConfig& c) {
   // Defaults are Gemma4TextConfig's (docs/gemma4-model.md#config).
   c.hidden_size = f.positive("hidden_size", 2304);
   c.num_layers = f.positive("num_hidden_layers", 30);
@@ -220,6 +195,9 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
     f.refuse("final_logit_softcapping", "must be positive or null");
   }
 
+}
+
+void refuse_unsupported_features(const Fields& f, const std::string& source, ModelConfig& c) {
   // Features tprobe does not implement: refused, never ignored.
   if (!f.has("hidden_size_per_layer_input")) {
     fail(
@@ -259,6 +237,9 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
     }
   }
 
+}
+
+void read_moe(const Fields& f, ModelConfig& c) {
   // MoE.
   c.enable_moe_block = f.boolean("enable_moe_block", false);
   auto num_experts = f.optional_integer("num_experts");
@@ -282,6 +263,10 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
     c.moe_intermediate_size = *moe_width;
   }
 
+}
+
+void read_layer_types(const Fields& f, const std::string& source, ConfigJsonInfo& info,
+                      ModelConfig& c) {
   // Layer types: explicit list, or HF's default pattern (every 6th full, last forced to full).
   if (f.present("layer_types")) {
     const Json& lt = f.at("layer_types");
@@ -301,6 +286,9 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
     c.layer_types.back() = LayerType::kFull;
   }
 
+}
+
+void read_rope(const Fields& f, const std::string& source, ConfigJsonInfo& info, ModelConfig& c) {
   // RoPE per layer type.
   c.rope_sliding = {RopeType::kDefault, 10000.0, 1.0};
   c.rope_full = {RopeType::kProportional, 1000000.0, 0.25};
@@ -358,6 +346,10 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
     info.defaulted_fields.push_back(f.path("rope_parameters"));
   }
 
+}
+
+void read_layer_geometry(const Fields& f, const std::string& source, ConfigJsonInfo& info,
+                         ModelConfig& c) {
   // Per-layer geometry: flat global_* fields, then per_layer_config overrides.
   const Json* plc = f.object("per_layer_config");
   info.per_layer_config_form = plc != nullptr;
@@ -409,6 +401,46 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
     if (g && *g <= 0) f.refuse("num_global_key_value_heads", "must be positive or null");
     c.num_global_kv_heads = g.value_or(0);
   }
+
+}
+
+}  // namespace
+
+ConfigJson parse_config_json(const Json& doc, const std::string& source) {
+  if (!doc.is_object()) fail("{}: config must be a JSON object, got {}", source, doc.type_name());
+  ConfigJson out;
+  ConfigJsonInfo& info = out.info;
+  ModelConfig& c = out.config;
+  c.name = source;
+
+  Fields top(doc, "", source, nullptr);
+  const Json* text = &doc;
+  std::string prefix;
+  if (top.has("text_config")) {
+    if (!doc.at("text_config").is_object()) top.bad("text_config", "an object");
+    text = &doc.at("text_config");
+    prefix = "text_config.";
+    info.multimodal = true;
+    check_model_type(top, "gemma4", "gemma4");
+    info.has_vision_config = top.present("vision_config");
+    info.has_audio_config = top.present("audio_config");
+  }
+  if (top.present("architectures")) {
+    if (!doc.at("architectures").is_array()) top.bad("architectures", "an array of strings");
+    for (const auto& a : doc.at("architectures")) {
+      if (!a.is_string()) top.bad("architectures", "an array of strings");
+      info.architectures.push_back(a.get<std::string>());
+    }
+  }
+  Fields f(*text, prefix, source, &info.defaulted_fields);
+  check_model_type(f, "gemma4_text", "gemma4");
+
+  read_dimensions(f, top, prefix, info, c);
+  refuse_unsupported_features(f, source, c);
+  read_moe(f, c);
+  read_layer_types(f, source, info, c);
+  read_rope(f, source, info, c);
+  read_layer_geometry(f, source, info, c);
 
   for (int64_t i = 0; i < c.num_layers; ++i) {
     LayerGeometry g = c.layer(i);

@@ -76,7 +76,7 @@ WidthDistribution read_width_distribution(const std::string& path) {
   d.path = path;
   const std::string name = doc["schema"]["name"].get<std::string>();
   if (name != "tprobe.padding" && name != "tprobe.bucket") {
-    fail("'{}' holds '{}' evidence; --widths-from reads tprobe.padding or tprobe.bucket evidence",
+    fail("'{}' holds '{}' evidence; a width distribution comes from tprobe.padding or tprobe.bucket evidence",
          path, name);
   }
   d.probe = name.substr(7);

@@ -622,7 +622,7 @@ LengthFormat parse_length_format(const std::string& text) {
   if (text == "jsonl") return LengthFormat::kJsonl;
   if (text == "csv") return LengthFormat::kCsv;
   if (text == "text") return LengthFormat::kText;
-  fail_usage("--format '{}' is not one of auto, jsonl, csv, text", text);
+  fail_usage("format '{}' is not one of auto, jsonl, csv, text", text);
 }
 
 LengthDataset read_lengths(const std::string& path, LengthFormat format) {
@@ -715,7 +715,7 @@ LengthDataset load_dataset(const std::string& spec, LengthFormat format) {
     int64_t records = 0;
     auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), records);
     if (ec != std::errc() || ptr != n.data() + n.size() || records < 1) {
-      fail_usage("--dataset '{}': expected synthetic:N with N a positive record count", spec);
+      fail_usage("dataset '{}': expected synthetic:N with N a positive record count", spec);
     }
     LengthDataset ds = synthetic_corpus(records);
     ds.name = spec;

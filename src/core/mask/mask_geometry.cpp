@@ -21,7 +21,7 @@ constexpr int64_t kFlashMaxHeadDim = 256;
 
 const char* kFullyMaskedSdpa =
     "kept with no allowed key in the bool mask; what SDPA returns there depends on the backend "
-    "(--backends records it)";
+    "(the backend table records it)";
 const char* kFullyMaskedEager =
     "every score gets finfo(dtype).min: the fp32 softmax spreads uniform weight over all keys "
     "(finite, meaningless)";

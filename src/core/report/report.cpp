@@ -522,7 +522,7 @@ void flops_section(Ctx& c) {
                string_at(r, "mfu.peak_tflops") + " TFLOP/s",
            "results.mfu.intended_ratio, results.mfu.performed_ratio");
   } else {
-    c.fact("MFU", "not computed: the run gave no --step-time", "results.mfu.step_time_s");
+    c.fact("MFU", "not computed: the run gave no measured step time", "results.mfu.step_time_s");
   }
   const Json* comps = array_at(r, "components");
   if (!comps) {

@@ -11,12 +11,8 @@
 #include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
-namespace {
 
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
-
-// Sorts and merges in place; returns the merged list's total length.
-int64_t merge(Intervals& v) {
+void merge_intervals(std::vector<std::pair<int64_t, int64_t>>& v) {
   std::sort(v.begin(), v.end());
   std::size_t out = 0;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -27,6 +23,15 @@ int64_t merge(Intervals& v) {
     }
   }
   v.resize(out);
+}
+
+namespace {
+
+using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+
+// Sorts and merges in place; returns the merged list's total length.
+int64_t merge(Intervals& v) {
+  merge_intervals(v);
   int64_t busy = 0;
   for (const auto& iv : v) busy += iv.second - iv.first;
   return busy;
@@ -46,13 +51,13 @@ std::vector<int64_t> select_steps(const std::vector<int64_t>& present,
   if (options.steps.empty() && options.skip_first <= 0) return present;
   if (real.empty()) {
     fail_usage(
-        "--step/--skip-first: the records hold no profiler steps (no ProfilerStep#N "
-        "ranges in the trace); run without them");
+        "step selection: the records hold no profiler steps (no ProfilerStep#N ranges in "
+        "the trace); select no steps");
   }
   std::vector<int64_t> kept = real;
   if (options.skip_first > 0) {
     if (options.skip_first >= static_cast<int64_t>(real.size())) {
-      fail_usage("--skip-first {} leaves no step: the records hold {} step(s) ({})",
+      fail_usage("skipping the first {} step(s) leaves none: the records hold {} step(s) ({})",
                  options.skip_first, real.size(), fmt::join(real, ", "));
     }
     kept.erase(kept.begin(), kept.begin() + options.skip_first);
@@ -61,7 +66,7 @@ std::vector<int64_t> select_steps(const std::vector<int64_t>& present,
     std::vector<int64_t> chosen;
     for (int64_t s : options.steps) {
       if (!std::binary_search(real.begin(), real.end(), s)) {
-        fail_usage("--step {}: no such profiler step; the records hold {}", s,
+        fail_usage("step {}: no such profiler step; the records hold {}", s,
                    fmt::join(real, ", "));
       }
       if (std::binary_search(kept.begin(), kept.end(), s)) chosen.push_back(s);
@@ -69,7 +74,7 @@ std::vector<int64_t> select_steps(const std::vector<int64_t>& present,
     std::sort(chosen.begin(), chosen.end());
     chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
     if (chosen.empty()) {
-      fail_usage("--step {} is among the first {} step(s) that --skip-first drops",
+      fail_usage("step {} is among the first {} step(s), which are skipped",
                  fmt::join(options.steps, ","), options.skip_first);
     }
     kept = chosen;

@@ -133,8 +133,8 @@ KernelSource load_kernel_source(const std::string& path, const KernelTableOption
   if (looks_like_evidence(path)) {
     if (!options.steps.empty() || options.skip_first > 0 || options.device >= 0) {
       fail_usage(
-          "'{}' is an evidence file: --step, --skip-first and --device select rows of a "
-          "trace, and its table was selected when it was written",
+          "'{}' is an evidence file: step, skip-first and device selections apply to a trace, "
+          "and this table was selected when it was written",
           path);
     }
     Json doc = read_evidence_file(path, "");

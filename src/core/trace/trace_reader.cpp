@@ -709,18 +709,7 @@ class RangeIndex {
  public:
   void add(int64_t tid, int64_t start, int64_t end) { by_tid_[tid].emplace_back(start, end); }
   void seal() {
-    for (auto& [tid, v] : by_tid_) {
-      std::sort(v.begin(), v.end());
-      std::size_t out = 0;
-      for (std::size_t i = 0; i < v.size(); ++i) {
-        if (out > 0 && v[i].first <= v[out - 1].second) {
-          v[out - 1].second = std::max(v[out - 1].second, v[i].second);
-        } else {
-          v[out++] = v[i];
-        }
-      }
-      v.resize(out);
-    }
+    for (auto& [tid, v] : by_tid_) merge_intervals(v);
   }
   bool contains(int64_t tid, int64_t ts) const {
     auto it = by_tid_.find(tid);

@@ -137,7 +137,9 @@ WeightedShare weighted_quadratic_share(const ModelFit& fit, const WidthDistribut
 // A fit is at one batch. With `batch` set, points of another batch are dropped (one line each
 // in `dropped`) and points without a batch are taken to be at it. Without it, the points must
 // agree (or say nothing). Throws tprobe::Error when they disagree. Returns the batch (0: unknown).
+// `batch_option` is how the caller lets a user choose the batch (a probe passes its flag).
 int64_t select_batch(std::vector<FitPoint>& points, std::optional<int64_t> batch,
-                     std::vector<std::string>* dropped);
+                     std::vector<std::string>* dropped,
+                     const std::string& batch_option = "the batch to fit");
 
 }  // namespace tprobe::core

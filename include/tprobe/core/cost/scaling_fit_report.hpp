@@ -17,6 +17,7 @@ struct ScalingFitInput {
   std::vector<FitPoint> points;          // every point and repeat, as read
   std::vector<std::string> skipped;      // input points not used (failed profile points)
   std::optional<int64_t> batch;          // --batch
+  std::string batch_option = "the batch to fit";  // how the user chooses it, for messages
   std::string model = "AB";              // A, AB, AC, ABC or auto
   SampleMode samples = SampleMode::kMedian;
   std::vector<int64_t> at_widths;        // --at

@@ -119,6 +119,9 @@ struct BucketReport {
   SweepRow baseline;
   std::vector<SweepRow> sweep;
   bool noop_sweep = false;  // with a `noop_sweep` warning in diagnostics
+  // Shown under the table when no cost model was given: how to give one (the probe knows its
+  // option names; core does not).
+  std::string cost_hint;
   // A SIGINT/SIGTERM stopped the sweep: `sweep` holds the sizes measured before it (maybe none,
   // and then nothing is chosen).
   bool interrupted = false;

@@ -18,12 +18,16 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/core/trace/kernel_record.hpp"
 
 namespace tprobe::core {
+
+// Sorts [start, end) intervals and merges the overlapping and touching ones, in place.
+void merge_intervals(std::vector<std::pair<int64_t, int64_t>>& intervals);
 
 // Which records count. Steps are the KernelRecord::step values; -1 (outside any step) counts
 // only when no step is selected and skip_first is 0.
