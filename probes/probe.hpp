@@ -50,6 +50,10 @@ class ProbeSet {
 // --dataset and --format, shared by the probes that read a length dataset.
 void add_dataset_options(CLI::App* command, std::string& dataset, std::string& format);
 
+// True once a probe has loaded the libtorch module in this process (main() then ends the process
+// without libtorch's teardown).
+bool torch_module_loaded();
+
 // The LoRA options of the probes that build or count adapters: --targets (a comma list of the
 // model's linear modules, or none) and --rank. `lora_targets()` turns the list into the analysis'
 // form (none -> empty).

@@ -120,6 +120,8 @@ void add_dataset_options(CLI::App* command, std::string& dataset, std::string& f
   command->add_option("--format", format, "auto, jsonl, csv or text")->capture_default_str();
 }
 
+bool torch_module_loaded() { return !model::torch_module_path().empty(); }
+
 void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank) {
   std::vector<std::string> known = core::linear_module_names();
   known.push_back("none");
@@ -155,10 +157,11 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
     // SIGINT/SIGTERM from here on: long loops stop at their next poll point and what they
     // measured is written with outcome "interrupted"; a second signal ends the process at once,
     // removing unfinished temporary files (core/base/interrupt.hpp).
-    core::install_interrupt_handlers();
+    core::install_interrupt_handlers();  // idempotent; main() installs them first
     core::Outcome outcome = core::Outcome::kOk;
     try {
-      outcome = probe->run(ctx);
+      // A signal while the environment was collected: nothing is measured, the evidence says so.
+      if (!core::interrupt_requested()) outcome = probe->run(ctx);
     } catch (const core::Interrupted&) {
       // A poll point that could not return partial results: the evidence says so, with
       // whatever the probe had put in results before.

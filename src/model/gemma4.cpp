@@ -21,20 +21,7 @@ namespace {
 
 constexpr int64_t kIgnoreIndex = -100;
 
-Tensor linear(const Linear& l, const Tensor& x) {
-  Tensor y = torch::matmul(x, l.weight.t());
-  if (l.has_lora()) {
-    if (l.lora_a.scalar_type() != x.scalar_type()) {
-      // fp32 factors under a bf16/fp16 model (PEFT's default): the branch and the sum in fp32,
-      // the result back in the model dtype, as PEFT's LoRA Linear does.
-      const Tensor xa = x.to(l.lora_a.scalar_type());
-      const Tensor d = torch::matmul(torch::matmul(xa, l.lora_a.t()), l.lora_b.t()) * l.lora_scale;
-      return (y.to(d.scalar_type()) + d).to(x.scalar_type());
-    }
-    y = y + torch::matmul(torch::matmul(x, l.lora_a.t()), l.lora_b.t()) * l.lora_scale;
-  }
-  return y;
-}
+Tensor linear(const Linear& l, const Tensor& x) { return apply_linear(l, x); }
 
 Tensor gelu_tanh(const Tensor& x) { return torch::gelu(x, "tanh"); }
 
@@ -273,6 +260,21 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
 };
 
 }  // namespace
+
+Tensor apply_linear(const Linear& l, const Tensor& x) {
+  Tensor y = torch::matmul(x, l.weight.t());
+  if (l.has_lora()) {
+    if (l.lora_a.scalar_type() != x.scalar_type()) {
+      // fp32 factors under a bf16/fp16 model (PEFT's default): the branch and the sum in fp32,
+      // the result back in the model dtype, as PEFT's LoRA Linear does.
+      const Tensor xa = x.to(l.lora_a.scalar_type());
+      const Tensor d = torch::matmul(torch::matmul(xa, l.lora_a.t()), l.lora_b.t()) * l.lora_scale;
+      return (y.to(d.scalar_type()) + d).to(x.scalar_type());
+    }
+    y = y + torch::matmul(torch::matmul(x, l.lora_a.t()), l.lora_b.t()) * l.lora_scale;
+  }
+  return y;
+}
 
 void validate_lora(const LoraConfig& lora) {
   if (lora.targets.empty()) return;

@@ -274,9 +274,9 @@ std::vector<Case> cases(const Files& f) {
       {"mask/config-truncated", {"mask", f.path("config-cut.json")}, 1,
        f.path("config-cut.json")},
       {"mask/zero-width", {"mask", "--width", "0"}, 2, "--width"},
-      {"mask/absurd-width", {"mask", "--width", "1000000000000000"}, 2, "--width"},
+      {"mask/absurd-width", {"mask", "--width", "1000000000000000"}, 2, "width"},
       {"mask/length-past-width", {"mask", "--width", "64", "--lengths", "65"}, 2, "65"},
-      {"mask/negative-window", {"mask", "--expect-window", "-3"}, 2, "--expect-window"},
+      {"mask/negative-window", {"mask", "--expect-window", "-3"}, 2, "window"},
       {"mask/unknown-option", {"mask", "--widht", "64"}, 2, "--widht"},
       // lora-gate
       {"lora-gate/missing", {"lora-gate", f.missing()}, 1, f.missing()},

@@ -99,7 +99,7 @@ TEST(InterruptCli, KilledAtRandomMomentsNeverLeavesAPartialEvidenceFile) {
   // 400,000 records: padding reads, analyses and writes for a few hundred milliseconds, so
   // kills drawn from [0, 0.8] s land while it starts, reads, writes, and after it ended.
   std::string data;
-  for (int i = 0; i < 400000; ++i) data += std::to_string(1 + (i * 7919) % 16384) + "\n";
+  for (int64_t i = 0; i < 400000; ++i) data += std::to_string(1 + (i * 7919) % 16384) + "\n";
   const std::string dataset = dir + "/lengths.txt";
   write_text(dataset, data);
   std::mt19937 rng(20261201);

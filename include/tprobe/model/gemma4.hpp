@@ -63,6 +63,10 @@ struct Linear {
   bool has_lora() const { return lora_a.defined(); }
 };
 
+// x·Wᵀ plus the LoRA branch when there is one; fp32 factors under a bf16/fp16 x run the branch and
+// the sum in fp32 and return x's dtype (PEFT's LoRA Linear).
+torch::Tensor apply_linear(const Linear& l, const torch::Tensor& x);
+
 struct DecoderLayer {
   core::LayerGeometry geometry;
   Linear q_proj, k_proj, v_proj, o_proj;  // v_proj.weight undefined on key=value layers

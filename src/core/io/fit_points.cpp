@@ -249,8 +249,9 @@ std::vector<FitPoint> read_points_profile(const std::string& path,
     const Json& samples = p["samples_s"];
     for (size_t k = 0; k < samples.size(); ++k) {
       const Json& s = samples[k];
-      if (!s.is_number() || !std::isfinite(s.get<double>()) || s.get<double>() <= 0) {
-        fail("'{}': {}.samples_s[{}] is not a positive number", path, where, k);
+      if (!s.is_number() || !plausible_seconds(s.get<double>())) {
+        fail("'{}': {}.samples_s[{}] is not a step time in [{:g}, {:g}] s", path, where, k,
+             kMinStepSeconds, kMaxStepSeconds);
       }
       FitPoint fp;
       fp.width = static_cast<double>(width);

@@ -282,20 +282,27 @@ std::vector<LayerType> parse_fast_path_types(const std::string& text) {
 }
 
 MaskReport analyse_mask(const ModelConfig& config, const MaskRequest& request) {
-  if (request.width < 1) fail("mask: width {} must be at least 1", request.width);
-  if (request.batch < 1) fail("mask: batch {} must be at least 1", request.batch);
+  // The geometry walks every query row (closed form per row), so the width is bounded: 4M
+  // tokens is 16× Gemma-4's longest context and takes seconds.
+  constexpr int64_t kMaxWidth = int64_t{1} << 22;
+  if (request.width < 1) fail_usage("mask: width {} must be at least 1", request.width);
+  if (request.width > kMaxWidth) {
+    fail_usage("mask: width {} is above {} tokens", request.width, kMaxWidth);
+  }
+  if (request.batch < 1) fail_usage("mask: batch {} must be at least 1", request.batch);
+  if (request.batch > 65536) fail_usage("mask: batch {} is above 65,536", request.batch);
   if (config.layer_types.empty()) fail("model '{}' has no layers", config.name);
   if (!request.lengths.empty() && static_cast<int64_t>(request.lengths.size()) != request.batch) {
-    fail("mask: {} lengths for batch {}: give one real length per row", request.lengths.size(),
+    fail_usage("mask: {} lengths for batch {}: give one real length per row", request.lengths.size(),
          request.batch);
   }
   for (int64_t l : request.lengths) {
     if (l < 1 || l > request.width) {
-      fail("mask: length {} is outside 1..{} (the width)", l, request.width);
+      fail_usage("mask: length {} is outside 1..{} (the width)", l, request.width);
     }
   }
   if (request.expect.window && *request.expect.window < 1) {
-    fail("mask: expected window {} must be at least 1", *request.expect.window);
+    fail_usage("mask: expected window {} must be at least 1", *request.expect.window);
   }
   const auto t0 = std::chrono::steady_clock::now();
   MaskReport r;
