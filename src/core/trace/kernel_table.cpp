@@ -138,7 +138,10 @@ void KernelTableBuilder::add(const KernelRecord& r) {
   if (it == index_.end()) {
     id = names_.size();
     index_.emplace(r.name, id);
-    names_.push_back(NameStats{r.name, r.kind, {}, {}});
+    NameStats fresh{r.name, r.kind, {}, {}};
+    fresh.communication_kernel =
+        categorize(ActivityKind::kKernel, r.name) == KernelCategory::kCommunication;
+    names_.push_back(std::move(fresh));
   } else {
     id = it->second;
   }
@@ -148,8 +151,7 @@ void KernelTableBuilder::add(const KernelRecord& r) {
   n.phase_ns[r.phase] += d;
   phase_count_[r.phase] += 1;
   intervals_.push_back(Interval{r.start_ns, r.end_ns, r.device, static_cast<int32_t>(r.step)});
-  is_comm_.push_back(r.kind == ActivityKind::kKernel &&
-                     categorize(r.kind, r.name) == KernelCategory::kCommunication);
+  is_comm_.push_back(r.kind == ActivityKind::kKernel && n.communication_kernel);
   ++added_;
 }
 

@@ -10,20 +10,22 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <iterator>
-#include <nlohmann/json.hpp>
+#include <limits>
 #include <set>
 #include <unordered_map>
 
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "trace/json_tokenizer.hpp"
+#include "trace/trace_reader_internal.hpp"
 
 namespace tprobe::core {
 namespace {
 
-using nlohmann::json;
+using detail::JsonNumberKind;
+using detail::JsonToken;
+using detail::JsonTokenizer;
 
-constexpr std::size_t kChunk = std::size_t{1} << 18;
 constexpr int64_t kMaxDurationNs = int64_t{86400} * 1000 * 1000 * 1000;  // one day
 constexpr std::size_t kMaxMessages = 20;
 constexpr std::size_t kMaxNameBytes = std::size_t{1} << 16;
@@ -31,11 +33,10 @@ constexpr std::size_t kMaxNameBytes = std::size_t{1} << 16;
 // ---------------------------------------------------------------------------------------------
 // Bytes in: a gzip or plain file through zlib (gzread passes plain files through), or a buffer
 // (inflated here when it starts with the gzip magic).
-class ByteSource {
+class ByteSource : public detail::JsonByteSource {
  public:
-  virtual ~ByteSource() = default;
-  // Next chunk into buf; 0 at the end. Throws tprobe::Error on a read or inflate failure.
-  virtual std::size_t read(char* buf, std::size_t size) = 0;
+  // read(): the next chunk into buf; 0 at the end. Throws tprobe::Error on a read or inflate
+  // failure.
   virtual bool gzip() const = 0;
 };
 
@@ -123,9 +124,10 @@ class BufferSource : public ByteSource {
         break;
       }
       if ((rc == Z_BUF_ERROR || rc == Z_OK) && z_.avail_in == 0 && z_.avail_out == size) {
-        fail("{}: gzip data ends after {} compressed bytes before its end marker (truncated "
-             "gzip file?)",
-             label_, z_.total_in);
+        fail(
+            "{}: gzip data ends after {} compressed bytes before its end marker (truncated "
+            "gzip file?)",
+            label_, z_.total_in);
       }
       if (rc != Z_OK) {
         fail("{}: gzip data is corrupt after {} compressed bytes: {}", label_, z_.total_in,
@@ -155,62 +157,10 @@ class BufferSource : public ByteSource {
   z_stream z_;
 };
 
-// A chunked buffer over a ByteSource, read through an input iterator so that nlohmann's SAX
-// parser pulls one byte at a time without a virtual call per byte.
-class Chunks {
- public:
-  explicit Chunks(ByteSource& src) : src_(src), buf_(kChunk) {}
-  bool at_end() {
-    if (pos_ < end_) return false;
-    end_ = src_.read(buf_.data(), buf_.size());
-    pos_ = 0;
-    consumed_ += static_cast<int64_t>(end_);
-    return end_ == 0;
-  }
-  char peek() const { return buf_[pos_]; }
-  void advance() { ++pos_; }
-  int64_t consumed() const { return consumed_; }
-
- private:
-  ByteSource& src_;
-  std::vector<char> buf_;
-  std::size_t pos_ = 0;
-  std::size_t end_ = 0;
-  int64_t consumed_ = 0;
-};
-
-class ChunkIterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = const char&;
-
-  ChunkIterator() = default;
-  explicit ChunkIterator(Chunks* c) : c_(c) {}
-  char operator*() const { return c_->peek(); }
-  ChunkIterator& operator++() {
-    c_->advance();
-    return *this;
-  }
-  ChunkIterator operator++(int) {
-    ChunkIterator old = *this;
-    c_->advance();
-    return old;
-  }
-  bool operator==(const ChunkIterator& o) const { return done() == o.done(); }
-  bool operator!=(const ChunkIterator& o) const { return !(*this == o); }
-
- private:
-  bool done() const { return c_ == nullptr || c_->at_end(); }
-  Chunks* c_ = nullptr;
-};
-
 // ---------------------------------------------------------------------------------------------
 // Numbers: Kineto writes ts/dur as microseconds with three decimals ("1234.567"). Parsing the
 // text keeps integer nanoseconds exact where a double would round large timestamps.
-bool decimal_us_to_ns(const std::string& raw, int64_t& out) {
+bool decimal_us_to_ns(std::string_view raw, int64_t& out) {
   std::size_t i = 0;
   bool neg = false;
   if (i < raw.size() && (raw[i] == '-' || raw[i] == '+')) neg = raw[i++] == '-';
@@ -248,9 +198,23 @@ bool double_us_to_ns(double us, int64_t& out) {
   return true;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+// Integer part of a double, clamped to int64 (a pid/tid written as a fraction).
+int64_t to_int64(double d) {
+  if (!(d == d)) return 0;
+  if (d >= 9.2e18) return std::numeric_limits<int64_t>::max();
+  if (d <= -9.2e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(d);
+}
+
+// ASCII case-insensitive equality with a lower-case literal.
+bool iequals(std::string_view s, std::string_view lower_literal) {
+  if (s.size() != lower_literal.size()) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != lower_literal[i]) return false;
+  }
+  return true;
 }
 
 enum class EventClass { kDevice, kLaunch, kHostOp, kGpuAnnotation, kFlow, kOther };
@@ -260,25 +224,25 @@ struct Classified {
   ActivityKind kind = ActivityKind::kKernel;
 };
 
-// Category spellings: PyTorch 2.x / Kineto ("kernel", "gpu_memcpy", "cuda_runtime", "cpu_op",
-// "user_annotation", "gpu_user_annotation", "ac2g") and the older ones ("Kernel", "Memcpy",
-// "Memset", "Runtime", "Operator").
-Classified classify(const std::string& cat_lower) {
-  if (cat_lower == "kernel") return {EventClass::kDevice, ActivityKind::kKernel};
-  if (cat_lower == "gpu_memcpy" || cat_lower == "memcpy")
+// Category spellings, compared without case: PyTorch 2.x / Kineto ("kernel", "gpu_memcpy",
+// "cuda_runtime", "cpu_op", "user_annotation", "gpu_user_annotation", "ac2g") and the older
+// ones ("Kernel", "Memcpy", "Memset", "Runtime", "Operator").
+Classified classify(std::string_view cat) {
+  if (iequals(cat, "kernel")) return {EventClass::kDevice, ActivityKind::kKernel};
+  if (iequals(cat, "gpu_memcpy") || iequals(cat, "memcpy"))
     return {EventClass::kDevice, ActivityKind::kMemcpy};
-  if (cat_lower == "gpu_memset" || cat_lower == "memset")
+  if (iequals(cat, "gpu_memset") || iequals(cat, "memset"))
     return {EventClass::kDevice, ActivityKind::kMemset};
-  if (cat_lower == "cuda_runtime" || cat_lower == "runtime" || cat_lower == "cuda_driver" ||
-      cat_lower == "privateuse1_runtime" || cat_lower == "privateuse1_driver") {
+  if (iequals(cat, "cuda_runtime") || iequals(cat, "runtime") || iequals(cat, "cuda_driver") ||
+      iequals(cat, "privateuse1_runtime") || iequals(cat, "privateuse1_driver")) {
     return {EventClass::kLaunch, ActivityKind::kKernel};
   }
-  if (cat_lower == "cpu_op" || cat_lower == "operator" || cat_lower == "user_annotation") {
+  if (iequals(cat, "cpu_op") || iequals(cat, "operator") || iequals(cat, "user_annotation")) {
     return {EventClass::kHostOp, ActivityKind::kKernel};
   }
-  if (cat_lower == "gpu_user_annotation")
+  if (iequals(cat, "gpu_user_annotation"))
     return {EventClass::kGpuAnnotation, ActivityKind::kKernel};
-  if (cat_lower == "ac2g") return {EventClass::kFlow, ActivityKind::kKernel};
+  if (iequals(cat, "ac2g")) return {EventClass::kFlow, ActivityKind::kKernel};
   return {};
 }
 
@@ -342,133 +306,140 @@ enum class Ctx {
   kSkip,      // anything else
 };
 
+// Object keys the reader acts on, sorted once per key instead of compared per value.
+enum class Key : uint8_t {
+  kOther,
+  kPh,
+  kCat,
+  kName,
+  kPid,
+  kTid,
+  kTs,
+  kDur,
+  kArgs,
+  kExternalId,
+  kCorrelation,
+  kDevice,
+  kStream,
+  kId,
+  kComputeMajor,
+  kComputeMinor,
+  kTotalGlobalMem,
+  kNumSms,
+  kBaseTime,
+  kSchemaVersion,
+  kTraceEvents,
+  kDeviceProperties,
+  kDistributedInfo,
+  kRank,
+  kWorldSize,
+};
+
+// k (whose length the caller matched) equals the literal: a fixed-size compare the compiler
+// inlines, where a string comparison would call memcmp for every key of the trace.
+template <std::size_t N>
+bool is(std::string_view k, const char (&literal)[N]) {
+  return std::memcmp(k.data(), literal, N - 1) == 0;
+}
+
+Key key_of(std::string_view k) {
+  switch (k.size()) {
+    case 2:
+      if (is(k, "ph")) return Key::kPh;
+      if (is(k, "ts")) return Key::kTs;
+      if (is(k, "id")) return Key::kId;
+      break;
+    case 3:
+      if (is(k, "cat")) return Key::kCat;
+      if (is(k, "pid")) return Key::kPid;
+      if (is(k, "tid")) return Key::kTid;
+      if (is(k, "dur")) return Key::kDur;
+      break;
+    case 4:
+      if (is(k, "name")) return Key::kName;
+      if (is(k, "args")) return Key::kArgs;
+      if (is(k, "rank")) return Key::kRank;
+      break;
+    case 6:
+      if (is(k, "device")) return Key::kDevice;
+      if (is(k, "stream")) return Key::kStream;
+      if (is(k, "numSms")) return Key::kNumSms;
+      break;
+    case 10:
+      if (is(k, "world_size")) return Key::kWorldSize;
+      break;
+    case 11:
+      if (is(k, "External id")) return Key::kExternalId;
+      if (is(k, "correlation")) return Key::kCorrelation;
+      if (is(k, "traceEvents")) return Key::kTraceEvents;
+      break;
+    case 12:
+      if (is(k, "computeMajor")) return Key::kComputeMajor;
+      if (is(k, "computeMinor")) return Key::kComputeMinor;
+      break;
+    case 13:
+      if (is(k, "schemaVersion")) return Key::kSchemaVersion;
+      break;
+    case 14:
+      if (is(k, "totalGlobalMem")) return Key::kTotalGlobalMem;
+      break;
+    case 15:
+      if (is(k, "distributedInfo")) return Key::kDistributedInfo;
+      break;
+    case 16:
+      if (is(k, "deviceProperties")) return Key::kDeviceProperties;
+      break;
+    case 19:
+      if (is(k, "baseTimeNanoseconds")) return Key::kBaseTime;
+      break;
+    default:
+      break;
+  }
+  return Key::kOther;
+}
+
+bool all_digits(std::string_view v) {
+  return std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 class TraceSax {
  public:
   TraceSax(std::string source, TraceSummary& summary) : source_(std::move(source)), s_(summary) {}
 
-  // --- nlohmann SAX interface --------------------------------------------------------------
-  bool null() { return value_done(); }
-  bool boolean(bool) { return value_done(); }
-  bool number_integer(json::number_integer_t v) {
-    return number(static_cast<double>(v), nullptr, v, true);
-  }
-  bool number_unsigned(json::number_unsigned_t v) {
-    if (v > static_cast<json::number_unsigned_t>(INT64_MAX))
-      return number(double(v), nullptr, 0, false);
-    return number(static_cast<double>(v), nullptr, static_cast<int64_t>(v), true);
-  }
-  bool number_float(json::number_float_t v, const std::string& raw) {
-    return number(v, &raw, 0, false);
-  }
-  bool string(std::string& v) {
-    const Ctx c = top();
-    if (c == Ctx::kEvent) {
-      if (key_ == "ph") {
-        ev_.ph = v.empty() ? '?' : v[0];
-      } else if (key_ == "cat") {
-        ev_.cat = v;
-      } else if (key_ == "name") {
-        if (v.size() > kMaxNameBytes) v.resize(kMaxNameBytes);
-        ev_.name = v;
-        ev_.has_name = true;
-      } else if (key_ == "pid") {
-        ev_.pid = hash_id(v);
-      } else if (key_ == "tid") {
-        ev_.tid = hash_id(v);
-      } else if (key_ == "ts" || key_ == "dur") {
-        int64_t ns = 0;
-        if (!decimal_us_to_ns(v, ns)) bad_number(key_, v);
-        (key_ == "ts" ? ev_.ts_ns : ev_.dur_ns) = ns;
-        (key_ == "ts" ? ev_.has_ts : ev_.has_dur) = true;
-      }
-    } else if (c == Ctx::kDevProp) {
-      if (key_ == "name") dev_.name = v;
-    } else if (c == Ctx::kMessages) {
-      if (s_.health.messages.size() < kMaxMessages)
-        s_.health.messages.push_back(msg_key_ + ": " + v);
-    } else if (c == Ctx::kTopObject) {
-      if (key_ == "schemaVersion") s_.schema_version = v;
-    } else if (c == Ctx::kDistInfo) {
-      int64_t n = 0;
-      const bool ok = !v.empty() && std::all_of(v.begin(), v.end(), ::isdigit) && v.size() < 10;
-      if (ok) n = std::stoll(v);
-      if (ok && key_ == "rank") s_.rank = n;
-      if (ok && key_ == "world_size") s_.world_size = n;
-    }
-    return value_done();
-  }
-  bool binary(json::binary_t&) { return value_done(); }
-  bool key(std::string& k) {
-    key_ = k;
-    return true;
-  }
-  bool start_object(std::size_t) {
-    const Ctx c = stack_.empty() ? Ctx::kTopObject : top();
-    Ctx next = Ctx::kSkip;
-    if (stack_.empty()) {
-      next = Ctx::kTopObject;
-      saw_top_object_ = true;
-    } else if (c == Ctx::kEvents) {
-      next = Ctx::kEvent;
-      ev_ = Event{};
-      ev_.index = event_index_++;
-    } else if (c == Ctx::kEvent && key_ == "args") {
-      next = Ctx::kArgs;
-    } else if (c == Ctx::kDevProps) {
-      next = Ctx::kDevProp;
-      dev_ = DeviceProperties{};
-    } else if (c == Ctx::kTopObject && key_ == "distributedInfo") {
-      next = Ctx::kDistInfo;
-    }
-    stack_.push_back(next);
-    return true;
-  }
-  bool end_object() {
-    const Ctx c = top();
-    stack_.pop_back();
-    if (c == Ctx::kEvent) finish_event();
-    if (c == Ctx::kDevProp) s_.devices.push_back(dev_);
-    if (!stack_.empty()) value_done();
-    return true;
-  }
-  bool start_array(std::size_t) {
-    Ctx next = Ctx::kSkip;
-    if (stack_.empty()) {
-      next = Ctx::kEvents;  // the JSON Array Format: a bare list of events
-      saw_events_ = true;
-    } else if (top() == Ctx::kTopObject) {
-      if (key_ == "traceEvents") {
-        next = Ctx::kEvents;
-        saw_events_ = true;
-      } else if (key_ == "deviceProperties") {
-        next = Ctx::kDevProps;
-      } else {
-        next = Ctx::kMessages;
-        msg_key_ = key_;
+  // Pulls every token of the document through the callbacks below.
+  void parse(JsonTokenizer& tz) {
+    for (;;) {
+      switch (tz.next()) {
+        case JsonToken::kBeginObject:
+          start_object();
+          break;
+        case JsonToken::kEndObject:
+          end_object();
+          break;
+        case JsonToken::kBeginArray:
+          start_array();
+          break;
+        case JsonToken::kEndArray:
+          stack_.pop_back();
+          break;
+        case JsonToken::kKey:
+          key(tz.text());
+          break;
+        case JsonToken::kString:
+          string(tz.text());
+          break;
+        case JsonToken::kNumber:
+          number(tz);
+          break;
+        case JsonToken::kTrue:
+        case JsonToken::kFalse:
+        case JsonToken::kNull:
+          break;
+        case JsonToken::kEnd:
+          finish_categories();
+          return;
       }
     }
-    stack_.push_back(next);
-    return true;
-  }
-  bool end_array() {
-    stack_.pop_back();
-    if (!stack_.empty()) value_done();
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string& last_token,
-                   const nlohmann::detail::exception& ex) {
-    std::string what = ex.what();
-    const bool at_end = what.find("unexpected end of input") != std::string::npos ||
-                        last_token.empty() || last_token == "<end of input>";
-    if (at_end) {
-      fail(
-          "{}: the JSON ends at byte {} (uncompressed) before the document is complete: the "
-          "trace is truncated (an interrupted export?)",
-          source_, position);
-    }
-    std::string tok = last_token.size() > 40 ? last_token.substr(0, 40) + "..." : last_token;
-    fail("{}: not valid JSON at byte {} (uncompressed) near '{}': {}", source_, position, tok,
-         what);
   }
 
   // --- results -------------------------------------------------------------------------------
@@ -504,77 +475,264 @@ class TraceSax {
     int64_t ts_ns = 0, dur_ns = 0;
     bool has_ts = false, has_dur = false;
     int64_t external_id = 0, correlation = 0, device = -1, stream = -1;
+
+    // Back to a fresh event, keeping the strings' storage for the next one.
+    void reset(int64_t i) {
+      index = i;
+      ph = 0;
+      cat.clear();
+      name.clear();
+      has_name = false;
+      pid = tid = 0;
+      has_pid = false;
+      ts_ns = dur_ns = 0;
+      has_ts = has_dur = false;
+      external_id = correlation = 0;
+      device = stream = -1;
+    }
+  };
+
+  // A counted category ("cat" as spelled) and its class, so an event costs one lookup.
+  struct Category {
+    std::string cat;
+    Classified cls;
+    int64_t count = 0;
   };
 
   Ctx top() const { return stack_.back(); }
-  bool value_done() { return true; }
 
-  static int64_t hash_id(const std::string& s) {
-    // Non-numeric pid/tid ("Spans", "stream 7"): a stable id that cannot collide with small ints.
-    return static_cast<int64_t>(std::hash<std::string>{}(s) | (uint64_t{1} << 62));
+  void key(std::string_view k) {
+    const Ctx c = top();
+    if (c == Ctx::kSkip) {
+      key_ = Key::kOther;
+      return;
+    }
+    key_ = key_of(k);
+    if (c == Ctx::kTopObject) top_key_.assign(k);
   }
 
-  [[noreturn]] void bad_number(const std::string& field, const std::string& raw) const {
+  void start_object() {
+    Ctx next = Ctx::kSkip;
+    if (stack_.empty()) {
+      next = Ctx::kTopObject;
+      saw_top_object_ = true;
+    } else {
+      const Ctx c = top();
+      if (c == Ctx::kEvents) {
+        next = Ctx::kEvent;
+        ev_.reset(event_index_++);
+      } else if (c == Ctx::kEvent && key_ == Key::kArgs) {
+        next = Ctx::kArgs;
+      } else if (c == Ctx::kDevProps) {
+        next = Ctx::kDevProp;
+        dev_ = DeviceProperties{};
+      } else if (c == Ctx::kTopObject && key_ == Key::kDistributedInfo) {
+        next = Ctx::kDistInfo;
+      }
+    }
+    stack_.push_back(next);
+  }
+
+  void end_object() {
+    const Ctx c = top();
+    stack_.pop_back();
+    if (c == Ctx::kEvent) finish_event();
+    if (c == Ctx::kDevProp) s_.devices.push_back(dev_);
+  }
+
+  void start_array() {
+    Ctx next = Ctx::kSkip;
+    if (stack_.empty()) {
+      next = Ctx::kEvents;  // the JSON Array Format: a bare list of events
+      saw_events_ = true;
+    } else if (top() == Ctx::kTopObject) {
+      if (key_ == Key::kTraceEvents) {
+        next = Ctx::kEvents;
+        saw_events_ = true;
+      } else if (key_ == Key::kDeviceProperties) {
+        next = Ctx::kDevProps;
+      } else {
+        next = Ctx::kMessages;
+        msg_key_ = top_key_;
+      }
+    }
+    stack_.push_back(next);
+  }
+
+  void time_field(Key k, int64_t ns) {
+    if (k == Key::kTs) {
+      ev_.ts_ns = ns;
+      ev_.has_ts = true;
+    } else {
+      ev_.dur_ns = ns;
+      ev_.has_dur = true;
+    }
+  }
+
+  void string(std::string_view v) {
+    if (stack_.empty()) return;  // a bare string as the whole document
+    const Ctx c = top();
+    if (c == Ctx::kEvent) {
+      switch (key_) {
+        case Key::kPh:
+          ev_.ph = v.empty() ? '?' : v[0];
+          break;
+        case Key::kCat:
+          ev_.cat.assign(v);
+          break;
+        case Key::kName:
+          ev_.name.assign(v.substr(0, kMaxNameBytes));
+          ev_.has_name = true;
+          break;
+        case Key::kPid:
+          ev_.pid = hash_id(v);
+          break;
+        case Key::kTid:
+          ev_.tid = hash_id(v);
+          break;
+        case Key::kTs:
+        case Key::kDur: {
+          int64_t ns = 0;
+          if (!decimal_us_to_ns(v, ns)) bad_number(key_, v);
+          time_field(key_, ns);
+          break;
+        }
+        default:
+          break;
+      }
+    } else if (c == Ctx::kDevProp) {
+      if (key_ == Key::kName) dev_.name.assign(v);
+    } else if (c == Ctx::kMessages) {
+      if (s_.health.messages.size() < kMaxMessages) {
+        std::string m = msg_key_;
+        m += ": ";
+        m += v;
+        s_.health.messages.push_back(std::move(m));
+      }
+    } else if (c == Ctx::kTopObject) {
+      if (key_ == Key::kSchemaVersion) s_.schema_version.assign(v);
+    } else if (c == Ctx::kDistInfo) {
+      const bool ok = !v.empty() && all_digits(v) && v.size() < 10;
+      const int64_t n = ok ? std::stoll(std::string(v)) : 0;
+      if (ok && key_ == Key::kRank) s_.rank = n;
+      if (ok && key_ == Key::kWorldSize) s_.world_size = n;
+    }
+  }
+
+  static int64_t hash_id(std::string_view s) {
+    // Non-numeric pid/tid ("Spans", "stream 7"): a stable id that cannot collide with small ints.
+    return static_cast<int64_t>(std::hash<std::string_view>{}(s) | (uint64_t{1} << 62));
+  }
+
+  [[noreturn]] void bad_number(Key field, std::string_view raw) const {
     fail(
         "{}: traceEvents[{}] field '{}' has value {} — not a time in microseconds tprobe can "
         "hold (finite, |value| < 1e15)",
-        source_, ev_.index, field, raw.size() > 40 ? raw.substr(0, 40) + "..." : raw);
+        source_, ev_.index, field == Key::kTs ? "ts" : "dur",
+        raw.size() > 40 ? std::string(raw.substr(0, 40)) + "..." : std::string(raw));
   }
 
-  bool number(double d, const std::string* raw, int64_t i, bool is_int) {
+  // Numbers as a typical JSON library hands them over: an int64 (is_int), a uint64 past
+  // INT64_MAX, or a double with its text (a fraction, an exponent, a huge integer).
+  void number(const JsonTokenizer& tz) {
+    if (stack_.empty()) return;  // a bare number as the whole document
     const Ctx c = top();
+    const JsonNumberKind kind = tz.number_kind();
+    const bool is_int = kind == JsonNumberKind::kInt64;
+    const int64_t i = is_int ? tz.int64_value() : 0;
+    auto as_double = [&] {
+      return kind == JsonNumberKind::kUint64 ? static_cast<double>(tz.uint64_value())
+             : is_int                        ? static_cast<double>(i)
+                                             : tz.double_value();
+    };
     if (c == Ctx::kEvent) {
-      if (key_ == "ts" || key_ == "dur") {
-        int64_t ns = 0;
-        bool ok;
-        if (is_int) {
-          ok = i > -1000000000000000LL && i < 1000000000000000LL;
-          ns = i * 1000;
-        } else {
-          ok = (raw && decimal_us_to_ns(*raw, ns)) || double_us_to_ns(d, ns);
+      switch (key_) {
+        case Key::kTs:
+        case Key::kDur: {
+          int64_t ns = 0;
+          bool ok;
+          if (is_int) {
+            ok = i > -1000000000000000LL && i < 1000000000000000LL;
+            if (ok) ns = i * 1000;
+          } else {
+            ok = (kind == JsonNumberKind::kFloat && decimal_us_to_ns(tz.text(), ns)) ||
+                 double_us_to_ns(as_double(), ns);
+          }
+          if (!ok) {
+            bad_number(key_, kind == JsonNumberKind::kFloat ? std::string(tz.text())
+                                                            : fmt::format("{}", as_double()));
+          }
+          time_field(key_, ns);
+          break;
         }
-        if (!ok) bad_number(key_, raw ? *raw : fmt::format("{}", is_int ? double(i) : d));
-        if (key_ == "ts") {
-          ev_.ts_ns = ns;
-          ev_.has_ts = true;
-        } else {
-          ev_.dur_ns = ns;
-          ev_.has_dur = true;
-        }
-      } else if (key_ == "pid") {
-        ev_.pid = is_int ? i : static_cast<int64_t>(d);
-        ev_.has_pid = true;
-      } else if (key_ == "tid") {
-        ev_.tid = is_int ? i : static_cast<int64_t>(d);
+        case Key::kPid:
+          ev_.pid = is_int ? i : to_int64(as_double());
+          ev_.has_pid = true;
+          break;
+        case Key::kTid:
+          ev_.tid = is_int ? i : to_int64(as_double());
+          break;
+        default:
+          break;
       }
-    } else if (c == Ctx::kArgs && is_int) {
-      if (key_ == "External id")
+    } else if (!is_int) {
+      return;
+    } else if (c == Ctx::kArgs) {
+      if (key_ == Key::kExternalId)
         ev_.external_id = i;
-      else if (key_ == "correlation")
+      else if (key_ == Key::kCorrelation)
         ev_.correlation = i;
-      else if (key_ == "device")
+      else if (key_ == Key::kDevice)
         ev_.device = i;
-      else if (key_ == "stream")
+      else if (key_ == Key::kStream)
         ev_.stream = i;
-    } else if (c == Ctx::kDevProp && is_int) {
-      if (key_ == "id")
+    } else if (c == Ctx::kDevProp) {
+      if (key_ == Key::kId)
         dev_.id = static_cast<int32_t>(i);
-      else if (key_ == "computeMajor")
+      else if (key_ == Key::kComputeMajor)
         dev_.compute_major = static_cast<int32_t>(i);
-      else if (key_ == "computeMinor")
+      else if (key_ == Key::kComputeMinor)
         dev_.compute_minor = static_cast<int32_t>(i);
-      else if (key_ == "totalGlobalMem")
+      else if (key_ == Key::kTotalGlobalMem)
         dev_.total_memory_bytes = i;
-      else if (key_ == "numSms")
+      else if (key_ == Key::kNumSms)
         dev_.multiprocessors = static_cast<int32_t>(i);
-    } else if (c == Ctx::kTopObject && is_int) {
-      if (key_ == "baseTimeNanoseconds") s_.base_time_ns = i;
-      if (key_ == "schemaVersion") s_.schema_version = std::to_string(i);
-    } else if (c == Ctx::kDistInfo && is_int) {
-      if (key_ == "rank") s_.rank = i;
-      if (key_ == "world_size") s_.world_size = i;
+    } else if (c == Ctx::kTopObject) {
+      if (key_ == Key::kBaseTime) s_.base_time_ns = i;
+      if (key_ == Key::kSchemaVersion) s_.schema_version = std::to_string(i);
+    } else if (c == Ctx::kDistInfo) {
+      if (key_ == Key::kRank) s_.rank = i;
+      if (key_ == Key::kWorldSize) s_.world_size = i;
     }
-    return value_done();
+  }
+
+  // The event's class, and its count in summary.categories. Bounded: a trace with absurdly many
+  // distinct categories is summarised (the first 256), not kept whole.
+  Classified count_category() {
+    if (ev_.cat.empty()) return {};
+    if (last_cat_ < categories_.size() && categories_[last_cat_].cat == ev_.cat) {
+      ++categories_[last_cat_].count;
+      return categories_[last_cat_].cls;
+    }
+    auto it = category_ids_.find(ev_.cat);
+    if (it != category_ids_.end()) {
+      last_cat_ = it->second;
+      ++categories_[last_cat_].count;
+      return categories_[last_cat_].cls;
+    }
+    const Classified cls = classify(ev_.cat);
+    if (categories_.size() < 256) {
+      last_cat_ = categories_.size();
+      category_ids_.emplace(ev_.cat, last_cat_);
+      categories_.push_back({ev_.cat, cls, 1});
+    }
+    return cls;
+  }
+
+  void finish_categories() {
+    for (Category& c : categories_) s_.categories[std::move(c.cat)] += c.count;
+    categories_.clear();
+    category_ids_.clear();
   }
 
   uint32_t intern(const std::string& raw) {
@@ -588,18 +746,13 @@ class TraceSax {
 
   void finish_event() {
     ++s_.events;
-    const std::string cat = lower(ev_.cat);
-    if (!ev_.cat.empty()) {
-      // Bounded: a trace with absurdly many distinct categories is summarised, not kept whole.
-      if (s_.categories.size() < 256 || s_.categories.count(ev_.cat)) ++s_.categories[ev_.cat];
-    }
+    const Classified k = count_category();
     if (ev_.ph == 'B') ++open_[{ev_.pid, ev_.tid}];
     if (ev_.ph == 'E') --open_[{ev_.pid, ev_.tid}];
     if (ev_.ph == 'i' && ev_.name == "Record Window End" && ev_.has_ts) {
       has_window_end_ = true;
       window_end_ = ev_.ts_ns;
     }
-    const Classified k = classify(cat);
     if (ev_.ph != 'X') {
       if (k.cls == EventClass::kFlow) ++s_.double_count.flows;
       return;
@@ -682,8 +835,12 @@ class TraceSax {
   std::string source_;
   TraceSummary& s_;
   std::vector<Ctx> stack_;
-  std::string key_;
+  Key key_ = Key::kOther;
+  std::string top_key_;  // the last key of the top-level object
   std::string msg_key_;
+  std::vector<Category> categories_;
+  std::unordered_map<std::string, std::size_t> category_ids_;
+  std::size_t last_cat_ = 0;
   Event ev_;
   DeviceProperties dev_;
   int64_t event_index_ = 0;
@@ -731,20 +888,17 @@ class RangeIndex {
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> by_tid_;
 };
 
-TraceResult read_from(ByteSource& src, const std::string& label,
-                      const KernelTableOptions& options) {
+TraceResult read_from(ByteSource& src, const std::string& label, const KernelTableOptions& options,
+                      std::size_t chunk = JsonTokenizer::kDefaultChunk) {
   TraceResult result;
   TraceSummary& s = result.summary;
   s.source = label;
   TraceSax sax(label, s);
-  Chunks chunks(src);
-  {
-    ChunkIterator first(&chunks), last;
-    if (first == last) fail("{}: the file is empty (no JSON)", label);
-    json::sax_parse(first, last, &sax);
-  }
+  JsonTokenizer tz(src, label, chunk);
+  if (tz.empty_input()) fail("{}: the file is empty (no JSON)", label);
+  sax.parse(tz);
   s.gzip = src.gzip();
-  s.uncompressed_bytes = chunks.consumed();
+  s.uncompressed_bytes = tz.bytes_read();
   if (!sax.saw_events()) {
     fail("{}: no 'traceEvents' array: not a Chrome trace written by torch.profiler / Kineto",
          label);
@@ -913,6 +1067,14 @@ TraceResult read_trace_buffer(std::string_view bytes, const std::string& label,
   BufferSource src(bytes, label);
   return read_from(src, label, options);
 }
+
+namespace detail {
+TraceResult read_trace_buffer_in_chunks(std::string_view bytes, const std::string& label,
+                                        std::size_t chunk, const KernelTableOptions& options) {
+  BufferSource src(bytes, label);
+  return read_from(src, label, options, chunk);
+}
+}  // namespace detail
 
 std::vector<RankTrace> read_trace_directory(const std::string& dir,
                                             const KernelTableOptions& options) {

@@ -153,6 +153,7 @@ class KernelTableBuilder {
     ActivityKind kind;
     std::vector<int64_t> durations;
     std::map<std::string, int64_t> phase_ns;
+    bool communication_kernel = false;  // categorize(kKernel, name): once per name, not per row
   };
   struct Interval {
     int64_t start_ns;

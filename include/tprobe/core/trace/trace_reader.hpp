@@ -2,7 +2,8 @@
 // core::KernelRecord and go into the kernel table; host rows are kept only as far as the
 // key_averages()-style double count, the forward/backward split and the steps need them.
 // Memory is bounded by the distinct kernel names and the events kept, never by the file size
-// (nlohmann SAX, no document tree). docs/kernels.md: what is read and what is checked.
+// (tprobe's own streaming JSON tokenizer, no document tree). docs/kernels.md: what is read and
+// what is checked.
 #pragma once
 
 #include <cstdint>
