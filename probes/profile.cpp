@@ -77,6 +77,19 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
     widths = o.device == "cuda" ? std::vector<int64_t>{2048, 8192, 16384}
                                 : std::vector<int64_t>{64, 128, 256};
   }
+  // Sizes past these are typos, not training setups: refused before anything is allocated.
+  constexpr int64_t kMaxBatch = 65536, kMaxWidth = int64_t{1} << 22, kMaxTokens = int64_t{1} << 32;
+  if (o.batch > kMaxBatch) fail_usage("--batch {}: above {}", o.batch, kMaxBatch);
+  for (int64_t l : o.lengths) {
+    if (l > kMaxWidth) fail_usage("--lengths {}: above {} tokens", l, kMaxWidth);
+  }
+  for (int64_t w : widths) {
+    if (w > kMaxWidth) fail_usage("--widths {}: above {} tokens", w, kMaxWidth);
+    if (o.batch * w > kMaxTokens) {
+      fail_usage("--batch {} x --widths {}: {} tokens per step is above {}", o.batch, w,
+                 o.batch * w, kMaxTokens);
+    }
+  }
   for (int64_t w : widths) s.points.push_back({o.batch, w, {}});
   const int64_t widest = *std::max_element(widths.begin(), widths.end());
   if (!o.lengths.empty()) {
@@ -209,10 +222,10 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "An extra padded point at the widest width with the last row padded by this "
                   "fraction (0.5 is the standard penalty test)");
   cmd->add_option("--warmup", o->warmup, "Untimed steps per point")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Timed steps per point")
-      ->check(positive_number())
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->add_option(
          "--peak-tflops", o->peak_tflops,

@@ -314,6 +314,10 @@ std::vector<Case> cases(const Files& f) {
       {"profile/nan-pad-fraction", {"profile", "--device", "cpu", "--pad-fraction", nanopt}, 2,
        "--pad-fraction"},
       {"profile/zero-repeats", {"profile", "--device", "cpu", "--repeats", "0"}, 2, "--repeats"},
+      {"profile/absurd-width", {"profile", "--device", "cpu", "--widths", "1000000000"}, 2,
+       "--widths"},
+      {"profile/absurd-repeats", {"profile", "--device", "cpu", "--repeats", "1000000000"}, 2,
+       "--repeats"},
       {"profile/unknown-option", {"profile", "--widht", "64"}, 2, "--widht"},
       // suite and the binary itself
       {"suite/unknown-option", {"suite", "--otu", "x"}, 2, "--otu"},
