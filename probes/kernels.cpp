@@ -30,13 +30,13 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
       ->delimiter(',');
   cmd->add_option("--skip-first", args->table.skip_first,
                   "Leave out the first K profiler steps present (warm-up)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
   cmd->add_option("--device", args->table.device, "Only this device (-1: all)")
       ->check(CLI::Range(-1, 1 << 20))
       ->capture_default_str();
   cmd->add_option("--top", args->top, "Kernels listed in the table (0: all; the evidence has all)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
       ->capture_default_str();
   set.add(cmd, [args](RunContext& ctx) {
     core::KernelsRequest request{args->inputs, args->table};

@@ -163,15 +163,15 @@ void register_mask(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"bf16", "fp16"}))
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Backend trials: untimed runs before timing")
-      ->check(CLI::NonNegativeNumber)
+      ->check(CLI::Range(0, 1000))
       ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Backend trials: timed runs (the median is reported)")
-      ->check(positive_number())
+      ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->add_option("--padded-length", o->padded_length,
                   "Backend trials: real length of the padded row in the padded mask case "
                   "(default width / 2)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
   set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
 }
 

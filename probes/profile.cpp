@@ -23,7 +23,7 @@ namespace {
 
 struct ProfileOptions {
   std::string checkpoint;
-  std::string model = "gemma4-26b-a4b";
+  std::string model;  // empty: gemma4-26b-a4b on cuda, gemma4-tiny on cpu
   bool random_init = false;
   std::vector<std::string> targets = core::linear_module_names();
   int64_t rank = 64;
@@ -56,7 +56,8 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   if (!o.checkpoint.empty() && o.random_init)
     fail_usage("--checkpoint and --random-init exclude each other");
   s.checkpoint_dir = o.checkpoint;
-  s.model = o.model;
+  // The 26B shapes need a GPU's memory: on the CPU the default is the tiny model.
+  s.model = !o.model.empty() ? o.model : o.device == "cuda" ? "gemma4-26b-a4b" : "gemma4-tiny";
   s.seed = o.seed;
   s.lora_targets = lora_targets(o.targets);
   s.lora_rank = o.rank;
@@ -99,6 +100,7 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
     const int64_t w = *std::max_element(o.lengths.begin(), o.lengths.end());
     s.points.push_back({o.batch, std::max(w, widest), o.lengths});
   }
+  if (std::isnan(o.pad_fraction)) fail_usage("--pad-fraction nan: must be in (0, 1)");
   if (o.pad_fraction >= 0) {
     if (!(o.pad_fraction > 0 && o.pad_fraction < 1))
       fail_usage("--pad-fraction {}: must be in (0, 1)", o.pad_fraction);
@@ -169,9 +171,9 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Checkpoint directory (config.json + safetensors)");
   cmd->add_option("--model", o->model,
-                  "Embedded model shapes, random weights (without --checkpoint)")
-      ->check(CLI::IsMember(core::embedded_model_names()))
-      ->capture_default_str();
+                  "Embedded model shapes, random weights (without --checkpoint); default "
+                  "gemma4-26b-a4b on cuda, gemma4-tiny on cpu")
+      ->check(CLI::IsMember(core::embedded_model_names()));
   cmd->add_flag("--random-init", o->random_init,
                 "Random weights in --model's shapes (the default without --checkpoint)");
   add_lora_options(cmd, o->targets, o->rank);

@@ -70,8 +70,7 @@ void register_report(CLI::App& app, ProbeSet& set) {
       "report",
       "Evidence files or directories -> one self-contained HTML report (inline SVG) + Markdown");
   cmd->add_option("inputs", o->inputs, "Evidence files, or directories whose *.json files are read")
-      ->required()
-      ->check(CLI::ExistingPath);
+      ->required();  // a missing path is the reader's error (exit 1), like every input
   cmd->add_option("--html", o->html,
                   "HTML output (default: DIR/report.html for one directory, else report.html)");
   cmd->add_option("--markdown", o->markdown,

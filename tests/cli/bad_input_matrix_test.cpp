@@ -121,7 +121,7 @@ std::vector<Case> cases(const Files& f) {
        {"padding", "--micro-batch", "1000000000000"},
        2,
        "micro-batch"},
-      {"padding/negative-micro-batch", {"padding", "--micro-batch", "-2"}, 2, "--micro-batch"},
+      {"padding/negative-micro-batch", {"padding", "--micro-batch", "-2"}, 2, "micro-batch"},
       {"padding/nan-micro-batch", {"padding", "--micro-batch", nanopt}, 2, "--micro-batch"},
       {"padding/unknown-option", {"padding", "--micro-batches", "2"}, 2, "--micro-batches"},
       {"padding/bad-format", {"padding", "--format", "parquet"}, 2, "parquet"},
@@ -188,7 +188,7 @@ std::vector<Case> cases(const Files& f) {
       {"scaling-fit/alpha-nan",
        {"scaling-fit", "--point", "1024:1", "--alpha", nanopt},
        2,
-       "--alpha"},
+       "alpha"},
       {"scaling-fit/unknown-option", {"scaling-fit", "--points", "1024:1"}, 2, "--points"},
       {"scaling-fit/profile-missing", {"scaling-fit", "--profile", f.missing()}, 1, f.missing()},
       {"scaling-fit/profile-empty",
@@ -275,7 +275,8 @@ std::vector<Case> cases(const Files& f) {
        f.path("config-cut.json")},
       {"mask/zero-width", {"mask", "--width", "0"}, 2, "--width"},
       {"mask/absurd-width", {"mask", "--width", "1000000000000000"}, 2, "width"},
-      {"mask/length-past-width", {"mask", "--width", "64", "--lengths", "65"}, 2, "65"},
+      {"mask/length-past-width", {"mask", "--width", "64", "--batch", "1", "--lengths", "65"}, 2,
+       "65"},
       {"mask/negative-window", {"mask", "--expect-window", "-3"}, 2, "window"},
       {"mask/unknown-option", {"mask", "--widht", "64"}, 2, "--widht"},
       // lora-gate
@@ -335,9 +336,10 @@ Files* BadInputMatrix::files_ = nullptr;
 
 TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) {
   const std::string out_dir = make_temp_dir();
-  for (const Case& c : cases(*files_)) {
+  const std::vector<Case> cases_list = cases(*files_);
+  for (const Case& c : cases_list) {
     SCOPED_TRACE(c.name);
-    const std::string json = out_dir + "/evidence.json";
+    const std::string json = out_dir + "/" + std::to_string(&c - cases_list.data()) + ".json";
     std::vector<std::string> args = c.args;
     args.insert(args.end(), {"--json", json});
     RunResult r = run_tprobe(args);

@@ -174,7 +174,8 @@ std::vector<FitPoint> read_points_csv(const std::string& path) {
       bool ok = (f.size() == 2 || f.size() == 3) && f[0] == "width" && f[1] == "seconds" &&
                 (f.size() == 2 || f[2] == "batch");
       if (!ok) {
-        fail("{}:{}: header '{}' is not 'width,seconds' or 'width,seconds,batch'", path, lineno, t);
+        fail("{}:{}: header '{}' is not 'width,seconds' or 'width,seconds,batch'", path, lineno,
+             detail::printable(t));
       }
       columns = f.size();
       seen_row = true;
@@ -190,14 +191,22 @@ std::vector<FitPoint> read_points_csv(const std::string& path) {
     columns = f.size();
     FitPoint p;
     auto w = parse_positive_int(f[0]);
-    if (!w) fail("{}:{}: width '{}' is not a positive integer", path, lineno, f[0]);
+    if (!w) {
+      fail("{}:{}: width '{}' is not a positive integer", path, lineno, detail::printable(f[0]));
+    }
     auto s = parse_double(f[1]);
-    if (!s || *s <= 0) fail("{}:{}: seconds '{}' is not a positive number", path, lineno, f[1]);
+    if (!s || !plausible_seconds(*s)) {
+      fail("{}:{}: seconds '{}' is not a step time in [{:g}, {:g}] s", path, lineno,
+           detail::printable(f[1]), kMinStepSeconds, kMaxStepSeconds);
+    }
     p.width = static_cast<double>(*w);
     p.seconds = *s;
     if (f.size() == 3) {
       auto b = parse_positive_int(f[2]);
-      if (!b) fail("{}:{}: batch '{}' is not a positive integer", path, lineno, f[2]);
+      if (!b) {
+        fail("{}:{}: batch '{}' is not a positive integer", path, lineno,
+             detail::printable(f[2]));
+      }
       p.batch = *b;
     }
     p.origin = fmt::format("{}:{}", path, lineno);

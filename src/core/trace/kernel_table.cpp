@@ -160,7 +160,7 @@ KernelTable KernelTableBuilder::finish() {
     std::string what = options_.device >= 0 ? fmt::format(" on device {}", options_.device) : "";
     fail(
         "no device activity (kernel, memcpy or memset rows){} in the selected steps ({}): "
-        "nothing to tabulate — was the trace recorded with ProfilerActivity.CUDA?",
+        "nothing to tabulate: was the trace recorded with ProfilerActivity.CUDA?",
         what,
         steps_selected_.empty() ? std::string("none")
                                 : fmt::format("{}", fmt::join(steps_selected_, ", ")));

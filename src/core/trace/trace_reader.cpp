@@ -626,7 +626,7 @@ class TraceSax {
 
   [[noreturn]] void bad_number(Key field, std::string_view raw) const {
     fail(
-        "{}: traceEvents[{}] field '{}' has value {} — not a time in microseconds tprobe can "
+        "{}: traceEvents[{}] field '{}' has value {}: not a time in microseconds tprobe can "
         "hold (finite, |value| < 1e15)",
         source_, ev_.index, field == Key::kTs ? "ts" : "dur",
         raw.size() > 40 ? std::string(raw.substr(0, 40)) + "..." : std::string(raw));
@@ -769,7 +769,7 @@ class TraceSax {
         }
         if (ev_.dur_ns > kMaxDurationNs) {
           fail(
-              "{}: traceEvents[{}] ('{}' event '{}') lasts {:.0f} s — more than a day, not a "
+              "{}: traceEvents[{}] ('{}' event '{}') lasts {:.0f} s, more than a day, not a "
               "device activity",
               source_, ev_.index, ev_.cat, ev_.name.substr(0, 60), double(ev_.dur_ns) * 1e-9);
         }
