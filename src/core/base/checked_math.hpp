@@ -14,33 +14,26 @@ inline constexpr int64_t kMaxBatch = int64_t{1} << 20;     // sequences per micr
 inline constexpr int64_t kMaxWidth = int64_t{2147483647};  // tokens per sequence
 inline constexpr int64_t kMaxLoraRank = int64_t{1} << 20;  // far past any adapter
 
-// a * b; a usage error naming `what` when it does not fit (the inputs came from options).
-inline uint64_t mul_or_refuse(uint64_t a, uint64_t b, std::string_view what) {
-  uint64_t r = 0;
+// a * b and a + b for int64_t or uint64_t; a usage error naming `what` when the result does not
+// fit (the inputs came from options or user files).
+// The second operand takes the first's type (a literal 16 next to a uint64_t is fine).
+template <typename T>
+struct same_as_first {
+  using type = T;
+};
+
+template <typename T>
+T mul_or_refuse(T a, typename same_as_first<T>::type b, std::string_view what) {
+  T r = 0;
   if (__builtin_mul_overflow(a, b, &r)) {
     fail_usage("{}: {} x {} does not fit in 64 bits; the sizes are not realistic", what, a, b);
   }
   return r;
 }
 
-inline uint64_t add_or_refuse(uint64_t a, uint64_t b, std::string_view what) {
-  uint64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) {
-    fail_usage("{}: {} + {} does not fit in 64 bits; the sizes are not realistic", what, a, b);
-  }
-  return r;
-}
-
-inline int64_t mul_or_refuse(int64_t a, int64_t b, std::string_view what) {
-  int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) {
-    fail_usage("{}: {} x {} does not fit in 64 bits; the sizes are not realistic", what, a, b);
-  }
-  return r;
-}
-
-inline int64_t add_or_refuse(int64_t a, int64_t b, std::string_view what) {
-  int64_t r = 0;
+template <typename T>
+T add_or_refuse(T a, typename same_as_first<T>::type b, std::string_view what) {
+  T r = 0;
   if (__builtin_add_overflow(a, b, &r)) {
     fail_usage("{}: {} + {} does not fit in 64 bits; the sizes are not realistic", what, a, b);
   }
