@@ -1,8 +1,10 @@
 // Builds the engine's attention masks and verifies their band from the tensors, vectorised.
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 
 #include "tprobe/core/base/error.hpp"
@@ -59,8 +61,108 @@ torch::Tensor attention_bool_mask(int64_t seq_len, int64_t window,
   return causal.logical_and(key.lt(len));
 }
 
+namespace {
+
+// Per query row of one block: how many keys it allows and the first and last one (-1: none).
+struct RowStats {
+  std::vector<int64_t> count, first, last;
+  explicit RowStats(int64_t rows) : count(rows, 0), first(rows, -1), last(rows, -1) {}
+};
+
+// Byte scans over one row of a bool mask (one byte per key, nonzero = allowed), eight bytes at a
+// time: these read each byte of the row about once, at memory speed.
+int64_t first_nonzero(const uint8_t* p, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (w != 0) break;
+  }
+  for (; i < n; ++i) {
+    if (p[i] != 0) return i;
+  }
+  return -1;
+}
+
+int64_t last_nonzero(const uint8_t* p, int64_t n) {
+  int64_t i = n;
+  for (; i >= 8; i -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i - 8, 8);
+    if (w != 0) break;
+  }
+  for (; i > 0; --i) {
+    if (p[i - 1] != 0) return i - 1;
+  }
+  return -1;
+}
+
+bool has_zero_byte(const uint8_t* p, int64_t n) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHighs = 0x8080808080808080ULL;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (((w - kOnes) & ~w & kHighs) != 0) return true;  // exact: some byte of w is zero
+  }
+  for (; i < n; ++i) {
+    if (p[i] == 0) return true;
+  }
+  return false;
+}
+
+// CPU, contiguous [R, S] bytes: first and last allowed key by scanning in from both ends; the count
+// is last - first + 1 when nothing between them is masked, else counted outright (bad rows only).
+RowStats row_stats_bytes(const torch::Tensor& block) {
+  const int64_t rows = block.size(0);
+  const int64_t s = block.size(1);
+  const auto* base = static_cast<const uint8_t*>(block.data_ptr());
+  RowStats st(rows);
+  at::parallel_for(0, rows, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const uint8_t* row = base + r * s;
+      const int64_t f = first_nonzero(row, s);
+      if (f < 0) continue;
+      const int64_t l = last_nonzero(row, s);
+      st.first[r] = f;
+      st.last[r] = l;
+      if (!has_zero_byte(row + f, l - f + 1)) {
+        st.count[r] = l - f + 1;
+      } else {
+        st.count[r] = std::count_if(row, row + s, [](uint8_t b) { return b != 0; });
+      }
+    }
+  });
+  return st;
+}
+
+// Any device: three reductions over the block (count, first and last allowed key), then the R
+// values of each are copied to the host.
+RowStats row_stats_tensor(const torch::Tensor& block) {
+  const int64_t rows = block.size(0);
+  const int64_t s = block.size(1);
+  torch::Tensor u = block.view(torch::kByte);  // bool and uint8 share a byte layout
+  torch::Tensor count = u.ne(0).sum(-1, /*keepdim=*/false, torch::kLong);
+  torch::Tensor none = count.eq(0);
+  torch::Tensor first = u.argmax(-1).masked_fill(none, -1);
+  torch::Tensor last = ((s - 1) - u.flip({-1}).argmax(-1)).masked_fill(none, -1);
+  RowStats st(rows);
+  auto copy_out = [rows](const torch::Tensor& t, std::vector<int64_t>& out) {
+    torch::Tensor h = t.to(torch::kCPU, torch::kLong).contiguous();
+    std::memcpy(out.data(), h.data_ptr<int64_t>(), static_cast<size_t>(rows) * sizeof(int64_t));
+  };
+  copy_out(count, st.count);
+  copy_out(first, st.first);
+  copy_out(last, st.last);
+  return st;
+}
+
+}  // namespace
+
 MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
-                                  const std::vector<int64_t>& lengths, int64_t row_block) {
+                                  const std::vector<int64_t>& lengths, int64_t row_block,
+                                  MaskScan scan) {
   if (mask.dim() != 4 || mask.size(1) != 1 || mask.size(2) != mask.size(3)) {
     fail("mask check: expected a [B, 1, S, S] mask, got {} dims", mask.dim());
   }
@@ -71,10 +173,12 @@ MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
     fail("mask check: mask batch {} for {} lengths", mask.size(0), batch);
   }
   if (row_block < 1) row_block = 512;
+  if (scan == MaskScan::kAuto) scan = mask.device().is_cpu() ? MaskScan::kBytes : MaskScan::kTensor;
+  if (scan == MaskScan::kBytes && !mask.device().is_cpu()) {
+    fail("mask check: the byte scan reads host memory; the mask is on {}", mask.device().str());
+  }
   MaskTensorCheck c;
   c.shape = mask.sizes().vec();
-  const auto dev = mask.device();
-  const auto lopts = torch::TensorOptions().dtype(torch::kLong).device(dev);
   constexpr int kClassified = 8;
   int classified = 0;
   std::set<std::string> kinds;
@@ -85,50 +189,43 @@ MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
     const int64_t len = lengths[static_cast<size_t>(b)];
     if (!seen.insert({mb, len}).second) continue;
     torch::Tensor m2 = mask.select(0, mb).select(0, 0);  // [S, S]
+    if (scan == MaskScan::kBytes) m2 = m2.contiguous();
     for (int64_t r0 = 0; r0 < s; r0 += row_block) {
       const int64_t r1 = std::min(s, r0 + row_block);
       torch::Tensor m = m2.slice(0, r0, r1);  // [R, S]
-      torch::Tensor i = torch::arange(r0, r1, lopts);
-      torch::Tensor lo = window > 0 ? (i - window + 1).clamp_min(0) : torch::zeros_like(i);
-      torch::Tensor hi = i.clamp_max(len - 1);
-      torch::Tensor want = (hi - lo + 1).clamp_min(0);
-      // Three passes over the block's bytes, no wide temporaries: the number of allowed keys,
-      // the first allowed key and the last one. A row is exactly the band [lo, hi] iff it allows
-      // hi - lo + 1 keys, the first at lo and the last at hi (then every key between is allowed).
-      torch::Tensor u = m.view(torch::kByte);  // bool and uint8 share a byte layout
-      torch::Tensor count = u.sum(-1, /*keepdim=*/false, torch::kLong);
-      torch::Tensor first = u.argmax(-1);
-      torch::Tensor last = (s - 1) - u.flip({-1}).argmax(-1);
-      torch::Tensor good = want.eq(0).logical_and(count.eq(0)).logical_or(
-          want.gt(0).logical_and(count.eq(want)).logical_and(first.eq(lo)).logical_and(
-              last.eq(hi)));
-      torch::Tensor bad = good.logical_not().nonzero().flatten().to(torch::kCPU);
+      const RowStats st = scan == MaskScan::kBytes ? row_stats_bytes(m) : row_stats_tensor(m);
       c.rows_checked += r1 - r0;
-      c.violating_rows += bad.numel();
-      for (int64_t k = 0; k < bad.numel() && classified < kClassified; ++k, ++classified) {
-        const int64_t local = bad[k].item<int64_t>();
+      for (int64_t r = 0; r < r1 - r0; ++r) {
+        // Row i is exactly the band [lo, hi] iff it allows hi - lo + 1 keys, the first at lo and
+        // the last at hi (then every key between them is allowed).
+        const int64_t i = r0 + r;
+        const int64_t lo = window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+        const int64_t hi = std::min(i, len - 1);
+        const int64_t want = std::max<int64_t>(0, hi - lo + 1);
+        const int64_t n = st.count[static_cast<size_t>(r)];
+        const bool good = want == 0 ? n == 0
+                                    : n == want && st.first[static_cast<size_t>(r)] == lo &&
+                                          st.last[static_cast<size_t>(r)] == hi;
+        if (n == 0) ++c.fully_masked_rows;
+        if (i < len && n > c.max_allowed_per_row) {  // real query rows: the widest band, first reached
+          c.max_allowed_per_row = n;
+          c.saturates_at_row = i;
+        }
+        if (good) continue;
+        ++c.violating_rows;
+        if (classified >= kClassified) continue;
+        ++classified;
         std::string detail;
-        for (auto& kind : classify_row(m.select(0, local), r0 + local, window, len,
+        for (auto& kind : classify_row(m.select(0, r), i, window, len,
                                        c.detail.empty() ? &detail : nullptr)) {
           kinds.insert(kind);
         }
         if (c.detail.empty()) {
           c.detail = fmt::format("batch row {} {}", b, detail);
           c.first_bad_batch_row = b;
-          c.first_bad_row = r0 + local;
+          c.first_bad_row = i;
         }
       }
-      // Real query rows: the widest band and the first row that reaches it.
-      const int64_t real_end = std::min(r1, len) - r0;
-      if (real_end > 0) {
-        torch::Tensor real = count.slice(0, 0, real_end);
-        const int64_t mx = real.max().item<int64_t>();
-        if (mx > c.max_allowed_per_row) {
-          c.max_allowed_per_row = mx;
-          c.saturates_at_row = r0 + real.eq(mx).nonzero()[0][0].item<int64_t>();
-        }
-      }
-      c.fully_masked_rows += count.eq(0).sum().item<int64_t>();
     }
   }
   c.kinds.assign(kinds.begin(), kinds.end());

@@ -112,19 +112,25 @@ TEST(MaskGeometry, EachTprobePathsDecision) {
   EXPECT_TRUE(sl[1].explicit_mask);
   EXPECT_TRUE(fu[1].explicit_mask);
   // flash-window: sliding on flash with window arguments, padded queries not computed; full
-  // layers (head_dim 512) on SDPA with an explicit mask once padded.
+  // layers (head_dim 512, which flash refuses) on the blockwise-GEMM path, which takes the
+  // lengths as arguments: padded keys masked, padded queries not computed, no mask tensor.
   EXPECT_TRUE(sl[3].fast_path);
   EXPECT_FALSE(sl[3].computes_padded_queries);
   EXPECT_NE(sl[3].call.find("window_left=1023"), std::string::npos) << sl[3].call;
-  EXPECT_TRUE(fu[3].fast_path);  // is_causal stays exact for real queries under right padding
-  EXPECT_FALSE(fu[3].masks_padded_keys);
+  EXPECT_TRUE(fu[3].fast_path);
+  EXPECT_FALSE(fu[3].explicit_mask);
+  EXPECT_TRUE(fu[3].masks_padded_keys);
+  EXPECT_FALSE(fu[3].computes_padded_queries);
+  EXPECT_NE(fu[3].call.find("blockwise_gemm(block=512) with the lengths"), std::string::npos)
+      << fu[3].call;
   const MaskBand& fw = band(r, MaskRules::kFlashWindow, LayerType::kSliding);
   EXPECT_EQ(fw.check.violating_rows, 0);
   EXPECT_EQ(fw.check.rows_checked, 16384 + 8192);
   EXPECT_EQ(fw.check.fully_masked_rows, 0);
   const MaskBand& ff = band(r, MaskRules::kFlashWindow, LayerType::kFull);
   EXPECT_EQ(ff.check.violating_rows, 0);
-  EXPECT_EQ(ff.check.padded_rows_differing, 8192);
+  EXPECT_EQ(ff.check.padded_rows_differing, 0);  // padded queries are not computed at all
+  EXPECT_EQ(ff.check.rows_checked, 16384 + 8192);
   // tprobe sdpa un-masks the sliding layers' empty padded rows; HF (torch >= 2.5) does not.
   EXPECT_TRUE(sl[2].unmask_empty_rows);
   EXPECT_FALSE(sl[0].unmask_empty_rows);

@@ -17,11 +17,18 @@ namespace tprobe::model {
 torch::Tensor attention_bool_mask(int64_t seq_len, int64_t window,
                                   const std::vector<int64_t>& lengths, const torch::Device& device);
 
+// How check_mask_tensor reads each block of rows: kBytes scans the host bytes of each row in from
+// both ends (CPU masks; about one read of the mask), kTensor runs three reductions on the mask's
+// own device (count, first and last allowed key) and copies R values per statistic back; kAuto
+// takes kBytes on the CPU and kTensor elsewhere. Both feed the same per-row decision.
+enum class MaskScan { kAuto, kBytes, kTensor };
+
 // Verifies `mask` ([1 or B, 1, S, S] bool) row by row, `row_block` query rows at a time: row i of
-// batch row b must allow exactly the keys [max(0, i − window + 1), min(i, len_b − 1)] (window 0:
-// from 0). Per row it compares the count, the number of runs of allowed keys (must be one) and
-// both ends, so no S×S reference is built; the first few bad rows are classified.
+// batch row b must allow exactly the keys [max(0, i - window + 1), min(i, len_b - 1)] (window 0:
+// from 0). A row passes iff it allows hi - lo + 1 keys, the first at lo and the last at hi, so no
+// S x S reference is built; the first few bad rows are classified.
 MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
-                                  const std::vector<int64_t>& lengths, int64_t row_block = 2048);
+                                  const std::vector<int64_t>& lengths, int64_t row_block = 2048,
+                                  MaskScan scan = MaskScan::kAuto);
 
 }  // namespace tprobe::model

@@ -16,8 +16,10 @@ namespace {
 // math kernel. tprobe's sdpa path copies the rule (src/model/torch_compat.cpp).
 constexpr int64_t kGqaMaxHeadDim = 256;
 // The flash kernels refuse head_dim above this; tprobe's flash-window path sends such layers to
-// is_causal SDPA.
+// its blockwise-GEMM attention, in query blocks of this many positions
+// (kBlockwiseDefaultBlock in include/tprobe/model/blockwise_attention.hpp).
 constexpr int64_t kFlashMaxHeadDim = 256;
+constexpr int64_t kBlockwiseBlock = 512;
 
 const char* kFullyMaskedSdpa =
     "kept with no allowed key in the bool mask; what SDPA returns there depends on the backend "
@@ -28,9 +30,9 @@ const char* kFullyMaskedEager =
 const char* kNotComputed = "not computed: variable-length packing skips padded positions";
 const char* kUnmasked =
     "rows left with no key are let attend to every key (so no SDPA kernel returns NaN there)";
-const char* kCausalOnPadding =
-    "is_causal without a mask: padded queries see padded keys; real queries stay exact (right "
-    "padding: every key before a real query is real)";
+const char* kBlockwiseZeros =
+    "not computed: queries past a row's length get zero output and no gradient, keys past it "
+    "are masked";
 
 std::string gqa_call(const LayerGeometry& layer, int64_t query_heads, bool gqa_allowed) {
   if (layer.num_kv_heads >= query_heads) return "";
@@ -134,19 +136,20 @@ LayerMaskPlan plan_layer_mask(MaskRules rules, const LayerGeometry& layer, int64
     }
     case MaskRules::kFlashWindow: {
       if (layer.head_dim > kFlashMaxHeadDim) {
-        // Flash refuses the head_dim: is_causal SDPA with repeated K/V, padded or not (right
-        // padding leaves every real query's keys real, so no mask is needed for them).
-        LayerMaskPlan p = sdpa_plan(layer, heads, window, MaskShape{shape.width, {}, false},
-                                    /*hf=*/false);
-        p.reason = fmt::format("head_dim {} > {} (flash refuses it): SDPA; ", layer.head_dim,
-                               kFlashMaxHeadDim) +
-                   p.reason;
-        if (shape.padded()) {
-          p.masks_padded_keys = false;
-          p.padded_query_rows = kCausalOnPadding;
-          p.reason += "; right padding leaves real queries exact under is_causal";
-          p.call += " despite padding";
-        }
+        // Flash refuses the head_dim: the blockwise-GEMM path (src/model/blockwise_attention.cpp)
+        // takes the window and the lengths as arguments and builds each block's mask itself.
+        LayerMaskPlan p;
+        p.fast_path = true;
+        p.keys_before = sliding ? window - 1 : -1;
+        p.computes_padded_queries = !shape.padded();
+        p.padded_query_rows = kBlockwiseZeros;
+        p.call = fmt::format("blockwise_gemm(block={}{})", kBlockwiseBlock,
+                             sliding ? fmt::format(", window={}", window) : std::string());
+        if (shape.padded()) p.call += " with the lengths";
+        p.reason = fmt::format(
+            "head_dim {} > {} (flash refuses it): blockwise GEMMs; the band and the lengths are "
+            "arguments, no mask tensor",
+            layer.head_dim, kFlashMaxHeadDim);
         return p;
       }
       LayerMaskPlan p;
