@@ -29,6 +29,7 @@ struct ProfileOptions {
   int64_t rank = 64;
   double alpha = 128;
   std::string lora_dtype = "model";
+  std::string norm = "hf";
   std::string checkpointing = "on";
   std::string ce = "chunked";
   int64_t ce_chunk = 4096;
@@ -66,6 +67,7 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   s.gradient_checkpointing = o.checkpointing == "on";
   s.ce_chunked = o.ce == "chunked";
   s.ce_chunk = o.ce_chunk;
+  s.fused_rms_norm = o.norm == "fused";
   req.attn_default = o.attn.empty();
   if (!o.attn.empty()) s.attn = model::parse_attn(o.attn);
   s.moe = model::parse_moe(o.moe);
@@ -184,6 +186,11 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_option("--alpha", o->alpha, "LoRA alpha")
       ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--norm", o->norm,
+                  "RMSNorm: hf (transformers' formula op by op, bit-identical to HF) or fused "
+                  "(libtorch's at::rms_norm: one kernel each way on CUDA, libtorch >= 2.9)")
+      ->check(CLI::IsMember({"hf", "fused"}))
       ->capture_default_str();
   cmd->add_option("--checkpointing", o->checkpointing,
                   "Per-layer gradient checkpointing (input grads on)")

@@ -84,6 +84,7 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   prov["input_requires_grad"] = s.input_requires_grad;
   prov["ce_mode"] = s.ce_chunked ? "chunked" : "naive";
   prov["ce_chunk"] = s.ce_chunked ? core::Json(s.ce_chunk) : core::Json(nullptr);
+  prov["rms_norm"] = s.fused_rms_norm ? "fused" : "hf";
   prov["lora"] = {{"targets", s.lora_targets},
                   {"rank", s.lora_rank},
                   {"alpha", s.lora_alpha},

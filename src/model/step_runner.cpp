@@ -12,6 +12,7 @@
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/model/loader.hpp"
 
@@ -99,6 +100,8 @@ void validate(const StepSpec& s) {
     fail_usage("MoE dispatch grouped_mm needs a CUDA device and libtorch >= 2.8");
   if (s.device == "cuda" && !torch::cuda::is_available())
     fail("device cuda: no CUDA device is usable");
+  if (s.fused_rms_norm && !has_fused_rms_norm())
+    fail_usage("RMSNorm fused: at::rms_norm needs libtorch >= 2.4 (this is {})", torch_version());
   if (s.warmup < 0) fail_usage("warm-up {}: must be >= 0", s.warmup);
   if (s.repeats < 1) fail_usage("repeats {}: must be >= 1", s.repeats);
   if (s.ce_chunked && s.ce_chunk <= 0) fail_usage("CE chunk {}: must be positive", s.ce_chunk);
@@ -210,6 +213,7 @@ StepReport run_steps(const StepSpec& spec,
   mo.input_requires_grad = spec.input_requires_grad;
   mo.ce = spec.ce_chunked ? CeMode::kChunked : CeMode::kNaive;
   mo.ce_chunk = spec.ce_chunk;
+  mo.fused_rms_norm = spec.fused_rms_norm;
 
   StepReport report;
   auto t0 = std::chrono::steady_clock::now();

@@ -104,6 +104,27 @@ torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b,
 #endif
 }
 
+bool has_fused_rms_norm() {
+#if TPROBE_TORCH_AT_LEAST(2, 4)
+  return true;
+#else
+  return false;
+#endif
+}
+
+torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+#if TPROBE_TORCH_AT_LEAST(2, 4)
+  c10::optional<torch::Tensor> w;
+  if (weight.defined()) w = weight;
+  return at::rms_norm(x, {x.size(-1)}, w, eps);
+#else
+  (void)x;
+  (void)weight;
+  (void)eps;
+  fail("at::rms_norm is not available in libtorch {} (it needs >= 2.4)", torch_version());
+#endif
+}
+
 bool has_bmm_fp32_out(const torch::Tensor& like) {
 #if TPROBE_TORCH_AT_LEAST(2, 9)
   return like.is_cuda();

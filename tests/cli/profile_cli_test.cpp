@@ -104,6 +104,26 @@ TEST(ProfileCli, ReplayedTraceGivesThePhaseTable) {
   EXPECT_NE(r.out.find("forward"), std::string::npos);
 }
 
+// --norm fused runs libtorch's at::rms_norm (>= 2.4) and says so in the provenance; on an older
+// libtorch (Debian's 1.13 in CI) it is a usage error naming what is missing, with no evidence.
+TEST(ProfileCli, FusedNormIsRecordedOrRefused) {
+  const std::string dir = make_temp_dir();
+  auto args = base_args(dir + "/fused.json");
+  args.insert(args.end(), {"--norm", "fused", "--widths", "16", "--trace", "off"});
+  RunResult r = run_tprobe(args);
+  if (r.exit_code == 2) {
+    EXPECT_NE(r.err.find("at::rms_norm needs libtorch >= 2.4"), std::string::npos) << r.err;
+    EXPECT_FALSE(file_exists(dir + "/fused.json"));
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  json ev = json::parse(read_text(dir + "/fused.json"));
+  EXPECT_EQ(ev["results"]["provenance"]["rms_norm"], "fused");
+  RunResult plain = run_tprobe(base_args(dir + "/plain.json"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(json::parse(read_text(dir + "/plain.json"))["results"]["provenance"]["rms_norm"], "hf");
+}
+
 TEST(ProfileCli, BadOptionsAreUsageErrors) {
   const std::string dir = make_temp_dir();
   auto args = base_args(dir + "/p.json");
@@ -118,6 +138,8 @@ TEST(ProfileCli, BadOptionsAreUsageErrors) {
   EXPECT_EQ(with({"--attn", "flash-window"}).exit_code, 2);  // CPU
   EXPECT_EQ(with({"--attn", "bogus"}).exit_code, 2);
   EXPECT_EQ(with({"--repeats", "0"}).exit_code, 2);
+  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  EXPECT_EQ(with({"--norm", "bogus"}).exit_code, 2);
   EXPECT_FALSE(file_exists(dir + "/p.json"));
   RunResult missing = with({"--replay-trace", dir + "/none.json"});
   EXPECT_EQ(missing.exit_code, 1);

@@ -359,3 +359,107 @@ TEST(Model, RejectsUnsupportedConfigs) {
 
 }  // namespace
 }  // namespace tprobe::model
+
+namespace tprobe::model {
+namespace {
+
+using torch::Tensor;
+
+// The expert block's gathers against index_select's own autograd (index_add_ backward), in fp64:
+// forward equal, gradients equal to rounding, for routings with empty and crowded experts.
+TEST(ExpertGathers, BackwardByGatherEqualsIndexAdd) {
+  torch::manual_seed(3);
+  const auto f64 = torch::TensorOptions().dtype(torch::kDouble);
+  for (int64_t experts : {1, 3, 16}) {
+    const int64_t tokens = 37, k = 4, hidden = 5;
+    Tensor idx = torch::randint(0, experts, {tokens, k}, torch::kLong);
+    Tensor flat = idx.reshape({-1});
+    Tensor perm = std::get<1>(flat.sort(/*stable=*/true, 0, false));
+    Tensor inverse = torch::empty_like(perm).scatter_(0, perm, torch::arange(perm.numel()));
+    Tensor x = torch::randn({tokens, hidden}, f64).requires_grad_(true);
+    Tensor x_ref = x.detach().clone().requires_grad_(true);
+    Tensor up = torch::randn({tokens * k, hidden}, f64);
+
+    Tensor xs = gather_token_copies(x, perm, inverse, k);
+    Tensor xs_ref = x_ref.index_select(0, perm.div(k, "floor"));
+    EXPECT_TRUE(torch::equal(xs, xs_ref));
+    // A weight per gathered row so that every copy's gradient differs, then back to token order.
+    Tensor y = permute_rows(xs * up, inverse, perm);
+    Tensor y_ref = (xs_ref * up).index_select(0, inverse);
+    EXPECT_TRUE(torch::equal(y, y_ref));
+    Tensor g = torch::randn_like(y);
+    (y * g).sum().backward();
+    (y_ref * g).sum().backward();
+    const double err = (x.grad() - x_ref.grad()).abs().max().item<double>();
+    EXPECT_LT(err, 1e-12) << experts << " experts";
+    EXPECT_GT(x.grad().abs().sum().item<double>(), 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace tprobe::model
+
+namespace tprobe::model {
+namespace {
+
+using torch::Tensor;
+
+// --norm fused: libtorch's at::rms_norm must compute what the formula computes. fp64 on the CPU:
+// the tiny model's logits and every LoRA gradient agree to rounding. CUDA bf16 (GPU host): the
+// fused norm's error against the fp64 formula is no larger than the bf16 formula's own.
+TEST(RmsNorm, FusedEqualsTheFormula) {
+  if (!has_fused_rms_norm()) {
+    ModelOptions o = fp64_options();
+    o.fused_rms_norm = true;
+    auto m = Gemma4Model::random(core::embedded_model("gemma4-tiny"), o, 1);
+    EXPECT_THROW(m.logits(tiny_ids(1, 8, 2)), std::exception);
+    GTEST_SKIP() << "at::rms_norm needs libtorch >= 2.4";
+  }
+  const auto cfg = core::embedded_model("gemma4-tiny");
+  Tensor ids = tiny_ids(2, 24, 5);
+  auto run = [&](ModelOptions o, bool fused) {
+    o.fused_rms_norm = fused;
+    auto m = Gemma4Model::random(cfg, o, 21);
+    perturb(m, 22);
+    m.add_lora(all_targets_lora(), 23);
+    for (auto& [name, t] : m.lora_parameters()) {
+      torch::NoGradGuard g;
+      t->normal_(0.0, 0.05);
+    }
+    Tensor logits = m.logits(ids.to(o.device));
+    (logits.to(torch::kDouble) * torch::linspace(-1, 1, logits.size(-1), torch::kDouble)
+                                     .to(o.device))
+        .sum()
+        .backward();
+    std::vector<Tensor> grads;
+    for (auto& [name, t] : m.lora_parameters()) grads.push_back(t->grad().to(torch::kDouble).cpu());
+    return std::make_pair(logits.to(torch::kDouble).cpu(), grads);
+  };
+  auto [ref_logits, ref_grads] = run(fp64_options(), false);
+  auto [fused_logits, fused_grads] = run(fp64_options(), true);
+  EXPECT_LT(max_abs_diff(ref_logits, fused_logits), 1e-10);
+  ASSERT_EQ(ref_grads.size(), fused_grads.size());
+  for (size_t i = 0; i < ref_grads.size(); ++i) {
+    EXPECT_LT(max_abs_diff(ref_grads[i], fused_grads[i]), 1e-9) << "gradient " << i;
+  }
+  if (!torch::cuda::is_available()) return;
+  ModelOptions bf = fp64_options();
+  bf.dtype = torch::kBFloat16;
+  bf.device = torch::Device(torch::kCUDA, 0);
+  auto rel = [](const Tensor& a, const Tensor& ref) {
+    return ((a - ref).norm() / ref.norm()).item<double>();
+  };
+  auto [hf_logits, hf_grads] = run(bf, false);
+  auto [fu_logits, fu_grads] = run(bf, true);
+  const double hf_err = rel(hf_logits, ref_logits), fu_err = rel(fu_logits, ref_logits);
+  EXPECT_LE(fu_err, hf_err * 1.25 + 1e-4) << "logits: fused " << fu_err << " vs formula " << hf_err;
+  double hf_g = 0, fu_g = 0;
+  for (size_t i = 0; i < ref_grads.size(); ++i) {
+    hf_g = std::max(hf_g, rel(hf_grads[i], ref_grads[i]));
+    fu_g = std::max(fu_g, rel(fu_grads[i], ref_grads[i]));
+  }
+  EXPECT_LE(fu_g, hf_g * 1.25 + 1e-3) << "LoRA gradients: fused " << fu_g << " vs formula " << hf_g;
+}
+
+}  // namespace
+}  // namespace tprobe::model

@@ -89,4 +89,11 @@ bool has_bmm_fp32_out(const torch::Tensor& like);
 // group: out[rows of g] = a[rows of g] · b[g]. Only call when has_grouped_mm().
 torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& offs);
 
+// RMSNorm over the last dimension through libtorch's own at::rms_norm: x · rsqrt(mean(x²) + eps)
+// · weight, accumulated in fp32 and rounded once to x's dtype, as the reference formula does; on
+// CUDA builds of libtorch >= 2.9 one fused kernel each way instead of the formula's chain of
+// elementwise kernels. weight may be undefined (no scale). Only call when has_fused_rms_norm().
+torch::Tensor fused_rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+bool has_fused_rms_norm();
+
 }  // namespace tprobe::model

@@ -49,6 +49,9 @@ struct ModelOptions {
   bool input_requires_grad = true;
   CeMode ce = CeMode::kChunked;
   int64_t ce_chunk = 4096;  // rows (tokens) per CE chunk
+  // RMSNorm: false, the reference formula op by op as transformers writes it (bit-identical to
+  // HF); true, libtorch's at::rms_norm (one fused kernel each way on CUDA, libtorch >= 2.9).
+  bool fused_rms_norm = false;
   // Told which phase and part of the model is running (the profile probe's CUPTI tagging);
   // not owned, may be null.
   StepObserver* observer = nullptr;
@@ -66,6 +69,15 @@ struct Linear {
 // x·Wᵀ plus the LoRA branch when there is one; fp32 factors under a bf16/fp16 x run the branch and
 // the sum in fp32 and return x's dtype (PEFT's LoRA Linear).
 torch::Tensor apply_linear(const Linear& l, const torch::Tensor& x);
+
+// The expert block's row gathers, differentiable with a gather as their backward (no index_add_).
+// permute_rows: x[perm], `inverse` the inverse permutation of `perm`. gather_token_copies:
+// row i is x[perm[i] / k], where perm orders the T·k (token, slot) pairs of x's T tokens; the
+// gradient of a token sums its k rows.
+torch::Tensor permute_rows(const torch::Tensor& x, const torch::Tensor& perm,
+                           const torch::Tensor& inverse);
+torch::Tensor gather_token_copies(const torch::Tensor& x, const torch::Tensor& perm,
+                                  const torch::Tensor& inverse, int64_t k);
 
 struct DecoderLayer {
   core::LayerGeometry geometry;
@@ -170,7 +182,9 @@ class Gemma4Model {
 
 // HF's Gemma4RMSNorm: fp32 inside, mean of squares + eps, pow(-0.5), weight multiplied in fp32
 // (weight as-is, not 1 + w), one rounding at the end. `weight` undefined: the weight-less norm.
-torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+// fused: through fused_rms_norm (attention.hpp) instead of the formula.
+torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps,
+                       bool fused = false);
 
 // RoPE cos/sin [B or 1, S, D] in `dtype` for a layer type (§2.2), from fp32 angles.
 std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const core::RopeParams& rope, int64_t head_dim,

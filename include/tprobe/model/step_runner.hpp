@@ -39,6 +39,7 @@ struct StepSpec {
   bool input_requires_grad = true;
   bool ce_chunked = true;
   int64_t ce_chunk = 4096;
+  bool fused_rms_norm = false;  // libtorch's at::rms_norm instead of HF's formula (ModelOptions)
   std::string dtype = "bf16";  // bf16 | fp32 | fp64
   std::string device = "cpu";  // cpu | cuda
   std::vector<StepPoint> points;
