@@ -269,6 +269,11 @@ class CuptiSource : public KernelSource {
     for (const auto& [correlation, tag] : of) collector().trace.external_of[correlation] = tag;
   }
   // Called on the launching thread; the engine pairs them, including on the autograd thread.
+  void discard() override {
+    std::lock_guard<std::mutex> lock(collector().mu);
+    collector().trace = RawTrace();
+    collector().problems.clear();
+  }
   // Outside begin()..end() the callbacks are off and the stack is simply not read.
   void enter(model::StepPhase phase, model::StepPart part) override {
     t_tags.push_back(tag_id(phase, part));
@@ -338,6 +343,7 @@ class UnavailableSource : public KernelSource {
   std::string name() const override { return "cupti (not built)"; }
   void begin() override {}
   void end() override {}
+  void discard() override {}
   void enter(model::StepPhase, model::StepPart) override {}
   void leave() override {}
   const RawTrace& raw() const override { return empty_; }

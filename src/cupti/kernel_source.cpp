@@ -243,6 +243,7 @@ class ReplaySource : public KernelSource {
     pending_.external_of.insert(file_.external_of.begin(), file_.external_of.end());
     pending_.dropped_records += file_.dropped_records;
   }
+  void discard() override { pending_ = RawTrace(); }
   void enter(model::StepPhase, model::StepPart) override {}
   void leave() override {}
   const RawTrace& raw() const override { return pending_; }

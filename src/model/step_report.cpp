@@ -92,6 +92,8 @@ core::Json point_to_json(const PointResult& r) {
   p["moe_dispatch"] = r.moe;
   p["traced"] = r.traced;
   p["traced_step_s"] = r.traced ? core::Json(r.traced_step_s) : core::Json(nullptr);
+  p["trace_priming_step_s"] =
+      r.trace_priming_step_s > 0 ? core::Json(r.trace_priming_step_s) : core::Json(nullptr);
   if (r.traced && !r.step_s.empty()) {
     const double med = sample_stats(r.step_s).median;
     p["trace_overhead_ratio"] = med > 0 ? r.traced_step_s / med - 1.0 : 0.0;

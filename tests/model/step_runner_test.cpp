@@ -137,6 +137,7 @@ class RecordingObserver : public StepTracer {
  public:
   void begin() override { ++begins; }
   void end() override { ++ends; }
+  void discard() override { ++discards; }
   void enter(StepPhase phase, StepPart part) override {
     seen.insert({to_string(phase), to_string(part)});
     ++depth;
@@ -144,7 +145,7 @@ class RecordingObserver : public StepTracer {
   }
   void leave() override { --depth; }
   std::set<std::pair<std::string, std::string>> seen;
-  int begins = 0, ends = 0, depth = 0, max_depth = 0;
+  int begins = 0, ends = 0, discards = 0, depth = 0, max_depth = 0;
 };
 
 StepSpec tiny_spec() {
@@ -189,8 +190,12 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   }
   EXPECT_EQ(r.points[2].loss_targets, 23 + 11);
   EXPECT_EQ(r.points[2].attn_sliding, "eager(padding)");
-  EXPECT_EQ(tracer.begins, 3);
-  EXPECT_EQ(tracer.ends, 3);
+  // One traced step per point, plus the priming step before the first, dropped.
+  EXPECT_EQ(tracer.begins, 4);
+  EXPECT_EQ(tracer.ends, 4);
+  EXPECT_EQ(tracer.discards, 1);
+  EXPECT_GT(r.points[0].trace_priming_step_s, 0);
+  EXPECT_EQ(r.points[1].trace_priming_step_s, 0);
   EXPECT_EQ(tracer.depth, 0);
   for (const char* phase : {"forward", "backward"}) {
     for (const char* part : {"sliding_attention", "full_attention"}) {
@@ -208,6 +213,8 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   ASSERT_EQ(j["points"].size(), 2u);
   ASSERT_EQ(j["padded_points"].size(), 1u);
   EXPECT_EQ(j["points"][0]["samples_s"].size(), 2u);
+  EXPECT_TRUE(j["points"][0]["trace_priming_step_s"].is_number());
+  EXPECT_TRUE(j["points"][1]["trace_priming_step_s"].is_null());
   EXPECT_EQ(j["padded_points"][0]["real_tokens"], 36);
 }
 

@@ -55,10 +55,13 @@ class StepObserver {
 
 // Around the one extra step per point that is traced (never a timed one): the step runner calls
 // begin() before it and end() after the step has synchronised; in between the engine tags.
+// discard() drops what the last begin()..end() recorded: the priming step before the first
+// traced step of a run (CUPTI's one-time setup of the process would otherwise land in it).
 class StepTracer : public StepObserver {
  public:
   virtual void begin() = 0;
   virtual void end() = 0;
+  virtual void discard() = 0;
 };
 
 // RAII: enter on construction, leave on destruction; nothing when observer is null.

@@ -73,6 +73,8 @@ struct PointResult {
   std::string attn_sliding, attn_full, moe;  // what ran
   bool traced = false;                       // the tracer's step ran (its records are the tracer's)
   double traced_step_s = 0;   // that step's time (same clock), for the overhead check
+  // The first traced point only: the discarded priming step's time (0 elsewhere).
+  double trace_priming_step_s = 0;
   std::string trace_message;  // why the traced step failed, when it did
 };
 
