@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU host: `tprobe profile` on the 26B-A4B shapes (random init, LoRA r64 on q,k,v,o,gate,up,down,
 # checkpointing, chunked CE, batch 2, grouped_mm) at widths 2048/8192/16384 plus the padded point
-# (2x16384, one row half padded), with --attn sdpa and --attn flash-window, each point with one
+# (2x16384, one row half padded), with --attn sdpa, --attn flash-window and flash-window with
+# --norm fused (RUNS picks among them), each point with one
 # CUPTI-traced step beside the untraced ones (the overhead check); then the Hugging Face + PEFT step
 # at the same widths and the same padded point, with a torch.profiler trace at 2x2048 for
 # `tprobe kernels`. Needs build/cuda/src/app/tprobe (scripts/gpu-build.sh). Budget: <= 480 s.
@@ -23,20 +24,25 @@ COMMON=(--model gemma4-26b-a4b --random-init --device cuda --dtype bf16 --batch 
         --widths 2048,8192,16384 --pad-fraction 0.5 --moe grouped_mm --checkpointing on
         --ce chunked --ce-chunk 4096 --rank 64 --alpha 128 --warmup 1 --repeats 2)
 
-say tprobe profile sdpa
-timeout 200 $T profile "${COMMON[@]}" --attn sdpa --raw-trace "$D/raw-trace-sdpa-2048.json" \
-  --json "$D/profile-sdpa.json" >"$D/profile-sdpa.txt" 2>&1
-echo "exit $? (sdpa)" | tee -a "$LOG"
-grep -E " ok| oom| error|peak|refused|dropped" "$D/profile-sdpa.txt" | head -20 | tee -a "$LOG"
-
-say tprobe profile flash-window
-timeout 130 $T profile "${COMMON[@]}" --attn flash-window --json "$D/profile-flash-window.json" \
-  >"$D/profile-flash-window.txt" 2>&1
-echo "exit $? (flash-window)" | tee -a "$LOG"
-grep -E " ok| oom| error|peak|refused|dropped" "$D/profile-flash-window.txt" | head -20 | tee -a "$LOG"
+# RUNS picks the tprobe configurations and their order (default: all three); each is
+# profile-NAME.{json,txt}. flash-window-fused is flash-window with --norm fused (at::rms_norm).
+RUNS=${RUNS:-"sdpa flash-window flash-window-fused"}
+for a in $RUNS; do
+  case $a in
+    sdpa) args=(--attn sdpa --raw-trace "$D/raw-trace-sdpa-2048.json"); limit=200 ;;
+    flash-window) args=(--attn flash-window); limit=130 ;;
+    flash-window-fused) args=(--attn flash-window --norm fused); limit=110 ;;
+    *) echo "unknown run $a" | tee -a "$LOG"; continue ;;
+  esac
+  say tprobe profile $a
+  timeout $limit $T profile "${COMMON[@]}" "${args[@]}" --json "$D/profile-$a.json" \
+    >"$D/profile-$a.txt" 2>&1
+  echo "exit $? ($a)" | tee -a "$LOG"
+  grep -E " ok| oom| error|peak|refused|dropped" "$D/profile-$a.txt" | head -20 | tee -a "$LOG"
+done
 
 say scaling-fit from the profile evidence
-for a in sdpa flash-window; do
+for a in $RUNS; do
   [ -f "$D/profile-$a.json" ] && timeout 5 $T scaling-fit --profile "$D/profile-$a.json" \
     --json "$D/fit-$a.json" >"$D/fit-$a.txt" 2>&1; echo "scaling-fit exit $? ($a)" | tee -a "$LOG"
 done
@@ -69,7 +75,8 @@ def med(xs):
     n = len(xs)
     return None if n == 0 else (xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2]))
 rows = {}
-for a in ("sdpa", "flash-window"):
+RUNS = ("sdpa", "flash-window", "flash-window-fused")
+for a in RUNS:
     ev = load(f"profile-{a}.json")
     if not ev:
         print(f"tprobe {a}: no evidence"); continue
@@ -88,7 +95,7 @@ for w in (hf or {}).get("widths", []):
     key = (w["seq"], bool(w.get("lengths")))
     rows.setdefault(key, {})["hf"] = (w["outcome"], w.get("best_step_s"),
                                        (w.get("peak_allocated_bytes") or 0) / 2**30, None, None, None)
-print(f"{'2 x width':>16} {'HF sdpa':>18} {'tprobe sdpa':>30} {'tprobe flash-window':>30}")
+print(f"{'2 x width':>16} {'HF sdpa':>18} " + " ".join(f"{'tprobe ' + a:>30}" for a in RUNS))
 def cell(v, extra=True):
     if v is None: return "-"
     o, s, g, ov, mfu, dr = v
@@ -101,10 +108,10 @@ for key in sorted(rows):
     w, padded = key
     r = rows[key]
     print(f"{w:>10}{' pad' if padded else '    '}  {cell(r.get('hf'), False):>18} "
-          f"{cell(r.get('sdpa')):>30} {cell(r.get('flash-window')):>30}")
+          + " ".join(f"{cell(r.get(a)):>30}" for a in RUNS))
 print("tr = CUPTI-traced step vs untraced median; % = performed MFU vs the measured GEMM peak")
-# The phase split of the traced step (CUPTI external correlation tags): per phase, kernel time.
-for a in ("sdpa", "flash-window"):
+# The phase split of the traced step (CUPTI step tags): per phase, kernel time.
+for a in RUNS:
     ev = load(f"profile-{a}.json")
     if not ev: continue
     for p in ev["results"]["points"][:1] + ev["results"]["padded_points"][:1]:
