@@ -82,8 +82,10 @@ core::Json point_to_json(const PointResult& r) {
   p["forward"] = stats_json(r.forward_s);
   p["loss"] = stats_json(r.loss_s);
   p["backward"] = stats_json(r.backward_s);
-  p["peak_allocated_bytes"] = r.peak_allocated_bytes;
-  p["peak_reserved_bytes"] = r.peak_reserved_bytes;
+  p["peak_allocated_bytes"] =
+      r.memory_measured ? core::Json(r.peak_allocated_bytes) : core::Json(nullptr);
+  p["peak_reserved_bytes"] =
+      r.memory_measured ? core::Json(r.peak_reserved_bytes) : core::Json(nullptr);
   p["loss_value"] = r.outcome == PointOutcome::kOk ? core::Json(r.loss_value) : core::Json(nullptr);
   p["loss_targets"] = r.loss_targets;
   p["inert_adapters"] = r.inert_adapters;
@@ -139,13 +141,16 @@ std::string point_line(const PointResult& r) {
   }
   SampleStats s = sample_stats(r.step_s);
   std::string line = fmt::format(
-      "{} ok: step {} (min {}, spread {}), fwd {}, loss {}, bwd {}, peak {} alloc / {} reserved",
-      shape, core::format_seconds(s.median), core::format_seconds(s.min),
+      "{} ok: step {} (min {}, spread {}), fwd {}, loss {}, bwd {}, {}", shape,
+      core::format_seconds(s.median), core::format_seconds(s.min),
       core::format_percent(s.spread_ratio), core::format_seconds(sample_stats(r.forward_s).median),
       core::format_seconds(sample_stats(r.loss_s).median),
       core::format_seconds(sample_stats(r.backward_s).median),
-      core::format_bytes(static_cast<double>(r.peak_allocated_bytes)),
-      core::format_bytes(static_cast<double>(r.peak_reserved_bytes)));
+      r.memory_measured
+          ? fmt::format("peak {} alloc / {} reserved",
+                        core::format_bytes(static_cast<double>(r.peak_allocated_bytes)),
+                        core::format_bytes(static_cast<double>(r.peak_reserved_bytes)))
+          : std::string("peak memory not measured (no caching allocator on the CPU)"));
   if (r.traced && s.median > 0) {
     line += fmt::format(", traced step {} ({:+.1f} %)", core::format_seconds(r.traced_step_s),
                         100.0 * (r.traced_step_s / s.median - 1.0));
@@ -172,12 +177,19 @@ core::Table timing_table(const StepReport& r) {
            core::format_seconds(sample_stats(p.forward_s).median),
            core::format_seconds(sample_stats(p.loss_s).median),
            core::format_seconds(sample_stats(p.backward_s).median),
-           core::format_bytes(static_cast<double>(p.peak_allocated_bytes)),
-           core::format_bytes(static_cast<double>(p.peak_reserved_bytes))});
+           p.memory_measured ? core::format_bytes(static_cast<double>(p.peak_allocated_bytes))
+                             : "-",
+           p.memory_measured ? core::format_bytes(static_cast<double>(p.peak_reserved_bytes))
+                             : "-"});
   }
   t.note(
       "forward = embedding + decoder layers + final norm; loss = the CE forward; backward = "
       "CE backward + layer recompute and backward");
+  if (std::any_of(r.points.begin(), r.points.end(), [](const PointResult& p) {
+        return p.outcome == PointOutcome::kOk && !p.memory_measured;
+      })) {
+    t.note("peak memory '-': not measured (CUDA's caching allocator only; none on the CPU)");
+  }
   return t;
 }
 

@@ -282,6 +282,7 @@ StepReport run_steps(const StepSpec& spec,
         r.loss_s.push_back(t.loss);
         r.backward_s.push_back(t.backward);
       }
+      r.memory_measured = cuda;
       r.peak_allocated_bytes = cuda_peak_allocated_bytes();
       r.peak_reserved_bytes = cuda_peak_reserved_bytes();
       r.attn_sliding = rec.attn_sliding;
@@ -327,6 +328,7 @@ StepReport run_steps(const StepSpec& spec,
       r.forward_s.clear();
       r.loss_s.clear();
       r.backward_s.clear();
+      r.memory_measured = cuda;
       r.peak_allocated_bytes = cuda_peak_allocated_bytes();
       r.peak_reserved_bytes = cuda_peak_reserved_bytes();
       cuda_synchronize();

@@ -45,7 +45,12 @@ TEST(ProfileCli, CpuSweepWritesEvidenceScalingFitReads) {
     EXPECT_GT(p["performed_flops"].get<double>(), 0);
     EXPECT_TRUE(p["intended_mfu_ratio"].is_null());  // no peak on the CPU without --peak-tflops
     EXPECT_EQ(p["inert_adapters"], 0);
+    // The CPU has no caching allocator: no memory figure rather than a peak of 0 B.
+    EXPECT_TRUE(p["peak_allocated_bytes"].is_null());
+    EXPECT_TRUE(p["peak_reserved_bytes"].is_null());
   }
+  EXPECT_NE(r.out.find("peak memory not measured"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("peak 0 B"), std::string::npos) << r.out;
   const json& pad = res["padded_points"][0];
   EXPECT_EQ(pad["lengths"], json::array({32, 16}));
   EXPECT_EQ(pad["real_tokens"], 48);

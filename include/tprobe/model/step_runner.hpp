@@ -68,7 +68,10 @@ struct PointResult {
   double loss_value = 0;             // the first timed repeat's loss
   int64_t loss_targets = 0;          // positions that carried a label
   int64_t inert_adapters = 0;        // lora_B without a gradient after the first step
-  int64_t peak_allocated_bytes = 0;  // caching allocator, reset at the start of the point
+  // CUDA's caching allocator, reset at the start of the point; the CPU has no such allocator, and
+  // memory_measured is false there (the evidence writes null, the line says "not measured").
+  bool memory_measured = false;
+  int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
   std::string attn_sliding, attn_full, moe;  // what ran
   bool traced = false;                       // the tracer's step ran (its records are the tracer's)
