@@ -531,8 +531,18 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   Tensor residual = x;
   Tensor h = norm(x, L.input_layernorm);
   const auto& rope = g.type == core::LayerType::kFull ? c.rope_full : c.rope_sliding;
-  Tensor positions =
-      torch::arange(S, torch::TensorOptions().dtype(torch::kLong).device(x.device())).unsqueeze(0);
+  // Packed rows (hidden_states): x is [1, T, H] holding the rows of `lengths` one after another,
+  // each with its own positions from 0.
+  const bool packed = static_cast<int64_t>(lengths.size()) > B;
+  const auto long_opts = torch::TensorOptions().dtype(torch::kLong).device(x.device());
+  Tensor positions;
+  if (packed) {
+    std::vector<Tensor> rows;
+    for (int64_t l : lengths) rows.push_back(torch::arange(l, long_opts));
+    positions = torch::cat(rows).unsqueeze(0);
+  } else {
+    positions = torch::arange(S, long_opts).unsqueeze(0);
+  }
   auto [cos, sin] = rope_cos_sin(rope, D, positions, x.scalar_type());
   Tensor q = norm(linear(L.q_proj, h).view({B, S, Hq, D}), L.q_norm);
   q = apply_rope(q, cos, sin).transpose(1, 2);
@@ -542,7 +552,8 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   Tensor v = norm(v_raw, Tensor()).transpose(1, 2);
   const int64_t window = g.type == core::LayerType::kSliding ? c.sliding_window : 0;
   std::string resolved;
-  Tensor attn = attention(options_.attn, q, k, v, window, &resolved, lengths);
+  Tensor attn = packed ? packed_attention(options_.attn, q, k, v, window, &resolved, lengths)
+                       : attention(options_.attn, q, k, v, window, &resolved, lengths);
   if (record) {
     std::string& slot = g.type == core::LayerType::kFull ? record->attn_full : record->attn_sliding;
     if (slot.empty()) slot = resolved;
@@ -620,6 +631,24 @@ Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record
   Tensor x = torch::embedding(embed_, input_ids.to(embed_.device())) * scale;
   if (options_.input_requires_grad && torch::GradMode::is_enabled() && !lora_.targets.empty()) {
     x.requires_grad_(true);
+  }
+  const int64_t batch = input_ids.size(0), width = input_ids.size(1);
+  if (has_padding(lengths, width) && packs_padding(options_.attn, embed_.device()) &&
+      !(record && record->layer_outputs)) {
+    // Packed rows: only the real tokens go through the layers, as one sequence [1, T, H] that
+    // the attention splits back into rows (packed_attention); padded positions cost nothing and
+    // come back as zeros. Per-layer dumps (parity) keep the padded layout.
+    std::vector<int64_t> real;
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t t = 0; t < lengths[static_cast<size_t>(b)]; ++t) real.push_back(b * width + t);
+    }
+    Tensor index = torch::tensor(real, torch::TensorOptions().dtype(torch::kLong)).to(x.device());
+    Tensor packed = x.reshape({batch * width, x.size(2)}).index_select(0, index).unsqueeze(0);
+    packed = run_layers(packed, record, lengths);
+    packed = rms_norm(packed, final_norm_, config_.rms_norm_eps, options_.fused_rms_norm);
+    return torch::zeros({batch * width, packed.size(2)}, packed.options())
+        .index_copy(0, index, packed.squeeze(0))
+        .view({batch, width, packed.size(2)});
   }
   x = run_layers(x, record, lengths);
   return rms_norm(x, final_norm_, config_.rms_norm_eps, options_.fused_rms_norm);

@@ -458,6 +458,73 @@ torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const 
   fail("attention path '{}' cannot run here: {}", core::to_string(path), why);
 }
 
+bool packs_padding(core::AttentionPath path, const torch::Device& device) {
+  if (path == core::AttentionPath::kBlockwise) return true;
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
+  if (path == core::AttentionPath::kFlashWindow) return device.is_cuda();
+#else
+  (void)device;
+#endif
+  return false;
+}
+
+torch::Tensor packed_attention(core::AttentionPath path, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& v, int64_t window,
+                               std::string* resolved, const std::vector<int64_t>& lengths) {
+  if (!packs_padding(path, q.device())) {
+    fail("attention path '{}' does not run packed rows", core::to_string(path));
+  }
+  int64_t total = 0, max_len = 0;
+  for (int64_t l : lengths) {
+    if (l < 1) fail("packed attention: row length {} must be at least 1", l);
+    total += l;
+    max_len = std::max(max_len, l);
+  }
+  if (q.dim() != 4 || q.size(0) != 1 || q.size(2) != total) {
+    fail("packed attention: q must be [1, H, {}, D] for rows of {} tokens", total, total);
+  }
+  const int64_t dim = q.size(3);
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
+  if (path == core::AttentionPath::kFlashWindow && dim <= 256) {
+    std::vector<int32_t> cum = {0};
+    for (int64_t l : lengths) cum.push_back(cum.back() + static_cast<int32_t>(l));
+    torch::Tensor cum_t =
+        torch::tensor(cum, torch::TensorOptions().dtype(torch::kInt)).to(q.device());
+    auto rows = [](const torch::Tensor& t) { return t.squeeze(0).transpose(0, 1).contiguous(); };
+    c10::optional<int64_t> left;
+    if (window > 0) left = window - 1;
+    c10::optional<int64_t> right = 0;
+    auto out = at::_flash_attention_forward(rows(q), rows(k), rows(v), cum_t, cum_t, max_len,
+                                            max_len, 0.0, /*is_causal=*/true,
+                                            /*return_debug_mask=*/false, 1.0,
+                                            window > 0 ? left : c10::optional<int64_t>(), right);
+    if (resolved) {
+      *resolved = window > 0 ? fmt::format("flash_varlen(window_left={},packed rows)", window - 1)
+                             : "flash_varlen(causal,packed rows)";
+    }
+    return std::get<0>(out).unsqueeze(0).transpose(1, 2);  // [T, H, D] -> [1, H, T, D]
+  }
+#endif
+  (void)dim;
+  BlockwiseAttentionOptions o;
+  o.window = window;
+  std::vector<torch::Tensor> parts;  // each [1, len, Hq, D]
+  int64_t start = 0;
+  for (int64_t l : lengths) {
+    parts.push_back(
+        blockwise_attention(q.narrow(2, start, l), k.narrow(2, start, l), v.narrow(2, start, l), o)
+            .transpose(1, 2));
+    start += l;
+  }
+  if (resolved) {
+    const bool reduced = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
+    *resolved = fmt::format("blockwise_gemm(block={}{}{},packed rows)", o.block,
+                            window > 0 ? fmt::format(",window={}", window) : std::string(),
+                            reduced && !has_bmm_fp32_out(q) ? ",scores=rounded" : "");
+  }
+  return torch::cat(parts, 1).transpose(1, 2);
+}
+
 // ---- backend pinning, warning capture and kernel names (tprobe mask --backends) ----
 
 bool can_pin_sdpa_backend(const std::string& backend, std::string* why) {

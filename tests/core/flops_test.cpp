@@ -152,7 +152,8 @@ TEST(Flops, TinyModelSlidingWindowAndLoraByHand) {
 TEST(Flops, InvariantsOnRandomRequests) {
   std::mt19937 rng(11);
   const auto paths = {AttentionPath::kSdpaMasked, AttentionPath::kSdpa,
-                      AttentionPath::kFlashWindow, AttentionPath::kEager};
+                      AttentionPath::kFlashWindow, AttentionPath::kEager,
+                      AttentionPath::kBlockwise};
   for (int iter = 0; iter < 200; ++iter) {
     FlopsRequest req;
     req.batch = std::uniform_int_distribution<int64_t>(1, 4)(rng);
@@ -160,7 +161,7 @@ TEST(Flops, InvariantsOnRandomRequests) {
     for (int64_t b = 0; b < req.batch; ++b) {
       req.lengths.push_back(std::uniform_int_distribution<int64_t>(1, req.width)(rng));
     }
-    req.path = *(paths.begin() + iter % 4);
+    req.path = *(paths.begin() + iter % 5);
     req.gradient_checkpointing = iter % 3 != 0;
     if (iter % 2) req.lora_targets = {"q_proj", "v_proj", "up_proj"};
     FlopsReport r = count_flops(embedded_model("gemma4-tiny"), req);
@@ -180,8 +181,11 @@ TEST(Flops, InvariantsOnRandomRequests) {
       EXPECT_DOUBLE_EQ(sum_i[p], r.intended_total[p]);
       EXPECT_DOUBLE_EQ(sum_p[p], r.performed_total[p]);
     }
-    if (req.path == AttentionPath::kFlashWindow) {
+    if (req.path == AttentionPath::kFlashWindow || req.path == AttentionPath::kBlockwise) {
+      // Padding packed away: what runs is what was meant, padded batch or not.
       EXPECT_EQ(r.pairs_performed_sliding, r.pairs_intended_sliding);
+      EXPECT_EQ(r.pairs_performed_full, r.pairs_intended_full);
+      for (int p = 0; p < kPasses; ++p) EXPECT_EQ(r.performed_total[p], r.intended_total[p]);
     }
     if (req.path == AttentionPath::kEager || req.path == AttentionPath::kSdpaMasked) {
       EXPECT_EQ(r.pairs_performed_full, static_cast<double>(req.batch * req.width * req.width));

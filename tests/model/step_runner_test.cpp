@@ -21,8 +21,10 @@ namespace {
 using torch::Tensor;
 using torch::indexing::Slice;
 
-Gemma4Model tiny_fp64(bool checkpointing) {
+Gemma4Model tiny_fp64(bool checkpointing,
+                      core::AttentionPath attn = core::AttentionPath::kEager) {
   ModelOptions o;
+  o.attn = attn;
   o.dtype = torch::kDouble;
   o.ce_chunk = 5;
   o.gradient_checkpointing = checkpointing;
@@ -121,6 +123,74 @@ TEST(PaddedBatch, LossCountsOnlyRealTargetsAndGradientsMatchRowsAlone) {
     EXPECT_LT((t->grad() - g_padded[i]).abs().max().item<double>(), 1e-10) << name;
     ++i;
   }
+}
+
+// The blockwise path packs a padded batch's real tokens into one sequence before the first layer
+// (flash-window does the same on CUDA): logits at real positions, the loss and every LoRA gradient
+// must equal each row run alone, and the padded positions come back as zeros in the hidden state.
+TEST(PackedRows, PaddedBatchThroughPackingMatchesEachRowAloneFp64) {
+  const std::vector<int64_t> lengths = {20, 11, 3};  // window 8: inside, across and past it
+  const int64_t width = 20;
+  Tensor x = ids(3, width, 13);
+  LoraConfig lora;
+  lora.targets = core::linear_module_names();
+  lora.rank = 2;
+  lora.alpha = 4;
+  Gemma4Model m = tiny_fp64(true, core::AttentionPath::kBlockwise);
+  m.add_lora(lora, 6);
+  {
+    torch::NoGradGuard g;
+    for (auto& [name, t] : m.lora_parameters()) t->normal_(0.0, 0.3);
+  }
+  {
+    torch::NoGradGuard g;
+    ForwardRecord rec;
+    Tensor padded = m.logits(x, &rec, lengths);
+    EXPECT_NE(rec.attn_sliding.find("packed rows"), std::string::npos) << rec.attn_sliding;
+    EXPECT_NE(rec.attn_full.find("packed rows"), std::string::npos) << rec.attn_full;
+    for (int64_t b = 0; b < 3; ++b) {
+      Tensor alone = m.logits(x.index({Slice(b, b + 1), Slice(0, lengths[b])}));
+      Tensor got = padded.index({Slice(b, b + 1), Slice(0, lengths[b])});
+      EXPECT_LT((got - alone).abs().max().item<double>(), 1e-10) << "row " << b;
+    }
+    Tensor h = m.hidden_states(x, nullptr, lengths);
+    EXPECT_EQ(h.index({1, Slice(11, width)}).abs().max().item<double>(), 0.0);
+  }
+  LossResult padded = m.loss(x, nullptr, lengths);
+  EXPECT_EQ(padded.num_targets, 19 + 10 + 2);
+  padded.loss.backward();
+  std::vector<Tensor> g_padded;
+  for (auto& [name, t] : m.lora_parameters()) {
+    g_padded.push_back(t->grad().clone());
+    t->mutable_grad() = Tensor();
+  }
+  Tensor total;
+  int64_t n = 0;
+  for (int64_t b = 0; b < 3; ++b) {
+    LossResult r = m.loss(x.index({Slice(b, b + 1), Slice(0, lengths[b])}));
+    Tensor part = r.loss * static_cast<double>(r.num_targets);
+    total = total.defined() ? total + part : part;
+    n += r.num_targets;
+  }
+  Tensor want = total / static_cast<double>(n);
+  EXPECT_NEAR(padded.loss.item<double>(), want.item<double>(), 1e-11);
+  want.backward();
+  size_t i = 0;
+  for (auto& [name, t] : m.lora_parameters()) {
+    EXPECT_LT((t->grad() - g_padded[i]).abs().max().item<double>(), 1e-10) << name;
+    ++i;
+  }
+}
+
+TEST(PackedRows, OnlyThePathsThatPackSayTheyDo) {
+  EXPECT_TRUE(packs_padding(core::AttentionPath::kBlockwise, torch::kCPU));
+  EXPECT_FALSE(packs_padding(core::AttentionPath::kEager, torch::kCPU));
+  EXPECT_FALSE(packs_padding(core::AttentionPath::kSdpa, torch::kCPU));
+  EXPECT_FALSE(packs_padding(core::AttentionPath::kFlashWindow, torch::kCPU));
+  Tensor q = torch::zeros({1, 2, 5, 4}, torch::kDouble);
+  EXPECT_THROW(packed_attention(core::AttentionPath::kEager, q, q, q, 0, nullptr, {3, 2}), Error);
+  EXPECT_THROW(packed_attention(core::AttentionPath::kBlockwise, q, q, q, 0, nullptr, {3, 3}),
+               Error);
 }
 
 TEST(PaddedBatch, BadLengthsAreRefused) {

@@ -24,6 +24,19 @@ torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const 
                         const torch::Tensor& v, int64_t window, std::string* resolved,
                         const std::vector<int64_t>& lengths = {});
 
+// Right-padded batches as packed rows: the paths for which the engine drops padded positions
+// from the whole layer stack (flash-window on CUDA, blockwise anywhere) instead of carrying them.
+bool packs_padding(core::AttentionPath path, const torch::Device& device);
+
+// Attention over packed rows: q [1, Hq, T, D], k and v [1, Hkv, T, D] hold the rows of `lengths`
+// one after another (T = their sum); each row is causal (and windowed) within itself and sees no
+// other row. flash-window: the variable-length flash kernel over the rows' cumulative lengths
+// (head_dim <= 256), the blockwise path row by row above that; blockwise: row by row. Returns
+// [1, Hq, T, D] with token-major storage. Throws for a path that does not pack.
+torch::Tensor packed_attention(core::AttentionPath path, const torch::Tensor& q,
+                               const torch::Tensor& k, const torch::Tensor& v, int64_t window,
+                               std::string* resolved, const std::vector<int64_t>& lengths);
+
 // HF's repeat_kv: [B, Hkv, S, D] -> [B, Hkv*n_rep, S, D], each kv head repeated n_rep times in
 // place.
 torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep);

@@ -128,13 +128,12 @@ void count_tokens_and_pairs(const ModelConfig& c, const FlopsRequest& req,
           (rep.padded || (c.sliding_window > 0 && req.width >= c.sliding_window)) ? dense : causal;
       break;
     case AttentionPath::kFlashWindow:
-      rep.pairs_performed_full = rep.padded ? dense : causal;
-      rep.pairs_performed_sliding = rep.pairs_intended_sliding;  // varlen: real tokens, window only
-      break;
     case AttentionPath::kBlockwise:
-      // Counted like the causal kernels: the block-row granularity (block/n more) is left out.
-      rep.pairs_performed_full = rep.padded ? dense : causal;
-      rep.pairs_performed_sliding = rep.padded ? dense : rep.pairs_intended_sliding;
+      // Right padding packs the rows (src/model/gemma4.cpp, hidden_states): every layer sees the
+      // real tokens only, causal and windowed within each row — the intended pairs. Counted like
+      // the causal kernels: the blockwise path's block-row granularity (block/n more) is left out.
+      rep.pairs_performed_full = rep.pairs_intended_full;
+      rep.pairs_performed_sliding = rep.pairs_intended_sliding;
       break;
   }
 }
@@ -182,7 +181,9 @@ class RowAccumulator {
 void count_decoder_layers(const ModelConfig& c, const FlopsRequest& req,
                           const std::set<std::string>& targets, FlopsReport& rep) {
   const double real = static_cast<double>(rep.real_tokens);
-  const double padded = static_cast<double>(rep.padded_tokens);
+  // What the linear layers run over: every position, or the real tokens where padding is packed.
+  const bool packs = req.path == AttentionPath::kFlashWindow || req.path == AttentionPath::kBlockwise;
+  const double padded = static_cast<double>(packs ? rep.real_tokens : rep.padded_tokens);
   const std::vector<std::string> known = linear_module_names();
   RowAccumulator acc(req.gradient_checkpointing);
   std::map<std::string, LoraModules> lora;
