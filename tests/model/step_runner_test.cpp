@@ -182,6 +182,34 @@ TEST(PackedRows, PaddedBatchThroughPackingMatchesEachRowAloneFp64) {
   }
 }
 
+// flash-window packs on CUDA (bf16): the varlen kernel over the rows' cumulative lengths and the
+// blockwise global layers row by row. Against each row alone in the same dtype and path: the
+// same kernels per row, only GEMM shapes differ, so bf16 rounding is all that may differ.
+TEST(PackedRows, FlashWindowOnCudaMatchesEachRowAlone) {
+  if (!torch::cuda::is_available() || !attn_available(core::AttentionPath::kFlashWindow, nullptr)) {
+    GTEST_SKIP() << "needs a CUDA device and libtorch >= 2.5";
+  }
+  ModelOptions o;
+  o.attn = core::AttentionPath::kFlashWindow;
+  o.dtype = torch::kBFloat16;
+  o.device = torch::Device(torch::kCUDA, 0);
+  o.ce_chunk = 16;
+  Gemma4Model m = Gemma4Model::random(core::embedded_model("gemma4-tiny"), o, 3);
+  const std::vector<int64_t> lengths = {40, 23, 9};
+  Tensor x = ids(3, 40, 17).to(o.device);
+  torch::NoGradGuard g;
+  ForwardRecord rec;
+  Tensor padded = m.logits(x, &rec, lengths).to(torch::kDouble);
+  EXPECT_NE(rec.attn_sliding.find("packed rows"), std::string::npos) << rec.attn_sliding;
+  EXPECT_NE(rec.attn_full.find("packed rows"), std::string::npos) << rec.attn_full;
+  for (int64_t b = 0; b < 3; ++b) {
+    Tensor alone = m.logits(x.index({Slice(b, b + 1), Slice(0, lengths[b])})).to(torch::kDouble);
+    Tensor got = padded.index({Slice(b, b + 1), Slice(0, lengths[b])});
+    const double rel = ((got - alone).norm() / alone.norm()).item<double>();
+    EXPECT_LT(rel, 1e-2) << "row " << b;
+  }
+}
+
 TEST(PackedRows, OnlyThePathsThatPackSayTheyDo) {
   EXPECT_TRUE(packs_padding(core::AttentionPath::kBlockwise, torch::kCPU));
   EXPECT_FALSE(packs_padding(core::AttentionPath::kEager, torch::kCPU));
