@@ -1,15 +1,19 @@
 // Drives one probe run: environment, options, run, table, atomic evidence write, exit code.
 #include "probes/probe.hpp"
 
+#include <climits>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "probes/option_checks.hpp"
+#include "src/core/base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/base/interrupt.hpp"
@@ -147,9 +151,50 @@ void ProbeSet::add(CLI::App* command, RunFn run, Needs needs) {
   probes_.push_back(std::move(probe));
 }
 
+namespace {
+
+// The options through which a probe writes a file, beside its evidence.
+constexpr const char* kOutputOptions[] = {"--json", "--emit-order", "--dump-hidden",
+                                          "--raw-trace"};
+
+// PATH with its folder resolved (symlinks, "..", "."), so that two spellings of one file compare
+// equal; a folder that does not exist leaves PATH as given (the write will fail on its own).
+std::string resolved_path(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  char buf[PATH_MAX];
+  if (base.empty() || realpath(dir.c_str(), buf) == nullptr) return path;
+  return std::string(buf) + (std::string(buf) == "/" ? "" : "/") + base;
+}
+
+// Two outputs of one run naming the same file would leave only the one written last: refused
+// before anything runs.
+void check_distinct_outputs(const CLI::App& command) {
+  std::vector<std::pair<std::string, std::string>> seen;  // option, resolved path
+  for (const char* name : kOutputOptions) {
+    const CLI::Option* opt = command.get_option_no_throw(name);
+    if (opt == nullptr || opt->count() == 0) continue;
+    const std::string value = opt->as<std::string>();
+    if (value.empty()) continue;
+    const std::string path = resolved_path(value);
+    for (const auto& [other, other_path] : seen) {
+      if (other_path == path) {
+        throw UsageError(fmt::format("{} and {} name the same file '{}': give each output its "
+                                     "own path",
+                                     other, name, core::detail::printable(value, 200)));
+      }
+    }
+    seen.emplace_back(name, path);
+  }
+}
+
+}  // namespace
+
 int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out) const {
   for (const auto& probe : probes_) {
     if (!probe->command->parsed()) continue;
+    check_distinct_outputs(*probe->command);
     core::Evidence evidence(probe->command->get_name(), argv);
     evidence.options() = resolved_options(*probe->command);
     core::Environment env = collect_environment(probe->needs);

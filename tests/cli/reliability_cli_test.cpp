@@ -148,5 +148,28 @@ TEST(ReliabilityCli, OptionsAreRecordedExactly) {
   EXPECT_TRUE(o["micro-batch"].is_number_integer()) << o.dump();
 }
 
+// Two outputs of one run naming the same file (also spelled differently) are a usage error before
+// anything runs: nothing is written, and the file that was there is left as it was.
+TEST(ReliabilityCli, TwoOutputsNamingOneFileAreRefused) {
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/l.txt", "100\n200\n300\n");
+  write_text(dir + "/keep.json", "untouched\n");
+  RunResult same = run_tprobe({"bucket", dir + "/l.txt", "--json", dir + "/keep.json",
+                               "--emit-order", dir + "/./keep.json"});
+  EXPECT_EQ(same.exit_code, 2) << same.out << same.err;
+  EXPECT_NE(same.err.find("--json and --emit-order name the same file"), std::string::npos)
+      << same.err;
+  EXPECT_EQ(read_text(dir + "/keep.json"), "untouched\n");
+  EXPECT_EQ(same.out.find("bucket"), std::string::npos) << "ran before refusing: " << same.out;
+  RunResult apart = run_tprobe({"bucket", dir + "/l.txt", "--json", dir + "/b.json",
+                                "--emit-order", dir + "/order.jsonl"});
+  EXPECT_EQ(apart.exit_code, 0) << apart.err;
+  EXPECT_TRUE(file_exists(dir + "/order.jsonl"));
+  RunResult profile = run_tprobe({"profile", "--device", "cpu", "--widths", "16", "--json",
+                                  dir + "/p.json", "--raw-trace", dir + "/p.json"});
+  EXPECT_EQ(profile.exit_code, 2) << profile.err;
+  EXPECT_FALSE(file_exists(dir + "/p.json"));
+}
+
 }  // namespace
 }  // namespace tprobe::testing
