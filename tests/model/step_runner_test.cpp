@@ -83,34 +83,37 @@ TEST(PaddedBatch, RealPositionsMatchEachRowAloneFp64Eager) {
   EXPECT_EQ(rec.attn_full, "eager(padding)");
 }
 
-TEST(PaddedBatch, LossCountsOnlyRealTargetsAndGradientsMatchRowsAlone) {
-  const std::vector<int64_t> lengths = {16, 7};
-  Tensor x = ids(2, 16, 11);
+// A model with adapters on every target and non-zero B (so that every adapter's gradient depends
+// on the input), and the check that the padded batch's loss and LoRA gradients equal those of the
+// rows run alone: mean over all real targets = sum_b loss_b * n_b / sum n_b.
+Gemma4Model with_live_adapters(Gemma4Model m, uint64_t seed) {
   LoraConfig lora;
   lora.targets = core::linear_module_names();
   lora.rank = 2;
   lora.alpha = 4;
+  m.add_lora(lora, seed);
+  torch::NoGradGuard g;
+  for (auto& [name, t] : m.lora_parameters()) t->normal_(0.0, 0.3);
+  return m;
+}
 
-  Gemma4Model m = tiny_fp64(true);
-  m.add_lora(lora, 5);
-  {
-    torch::NoGradGuard g;  // non-zero B, so that every adapter's gradient depends on the input
-    for (auto& [name, t] : m.lora_parameters()) t->normal_(0.0, 0.3);
-  }
+void expect_loss_and_grads_match_rows_alone(Gemma4Model& m, const Tensor& x,
+                                            const std::vector<int64_t>& lengths) {
   LossResult padded = m.loss(x, nullptr, lengths);
-  EXPECT_EQ(padded.num_targets, (16 - 1) + (7 - 1));
+  int64_t targets = 0;
+  for (int64_t l : lengths) targets += l - 1;
+  EXPECT_EQ(padded.num_targets, targets);
   padded.loss.backward();
   std::vector<Tensor> g_padded;
   for (auto& [name, t] : m.lora_parameters()) {
     g_padded.push_back(t->grad().clone());
     t->mutable_grad() = Tensor();
   }
-
-  // Reference: mean over all real targets = Σ_b loss_b · n_b / Σ n_b, rows alone.
   Tensor total;
   int64_t n = 0;
-  for (int64_t b = 0; b < 2; ++b) {
-    LossResult r = m.loss(x.index({Slice(b, b + 1), Slice(0, lengths[b])}));
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    const auto row = static_cast<int64_t>(b);
+    LossResult r = m.loss(x.index({Slice(row, row + 1), Slice(0, lengths[b])}));
     Tensor part = r.loss * static_cast<double>(r.num_targets);
     total = total.defined() ? total + part : part;
     n += r.num_targets;
@@ -125,6 +128,11 @@ TEST(PaddedBatch, LossCountsOnlyRealTargetsAndGradientsMatchRowsAlone) {
   }
 }
 
+TEST(PaddedBatch, LossCountsOnlyRealTargetsAndGradientsMatchRowsAlone) {
+  Gemma4Model m = with_live_adapters(tiny_fp64(true), 5);
+  expect_loss_and_grads_match_rows_alone(m, ids(2, 16, 11), {16, 7});
+}
+
 // The blockwise path packs a padded batch's real tokens into one sequence before the first layer
 // (flash-window does the same on CUDA): logits at real positions, the loss and every LoRA gradient
 // must equal each row run alone, and the padded positions come back as zeros in the hidden state.
@@ -132,16 +140,7 @@ TEST(PackedRows, PaddedBatchThroughPackingMatchesEachRowAloneFp64) {
   const std::vector<int64_t> lengths = {20, 11, 3};  // window 8: inside, across and past it
   const int64_t width = 20;
   Tensor x = ids(3, width, 13);
-  LoraConfig lora;
-  lora.targets = core::linear_module_names();
-  lora.rank = 2;
-  lora.alpha = 4;
-  Gemma4Model m = tiny_fp64(true, core::AttentionPath::kBlockwise);
-  m.add_lora(lora, 6);
-  {
-    torch::NoGradGuard g;
-    for (auto& [name, t] : m.lora_parameters()) t->normal_(0.0, 0.3);
-  }
+  Gemma4Model m = with_live_adapters(tiny_fp64(true, core::AttentionPath::kBlockwise), 6);
   {
     torch::NoGradGuard g;
     ForwardRecord rec;
@@ -156,30 +155,7 @@ TEST(PackedRows, PaddedBatchThroughPackingMatchesEachRowAloneFp64) {
     Tensor h = m.hidden_states(x, nullptr, lengths);
     EXPECT_EQ(h.index({1, Slice(11, width)}).abs().max().item<double>(), 0.0);
   }
-  LossResult padded = m.loss(x, nullptr, lengths);
-  EXPECT_EQ(padded.num_targets, 19 + 10 + 2);
-  padded.loss.backward();
-  std::vector<Tensor> g_padded;
-  for (auto& [name, t] : m.lora_parameters()) {
-    g_padded.push_back(t->grad().clone());
-    t->mutable_grad() = Tensor();
-  }
-  Tensor total;
-  int64_t n = 0;
-  for (int64_t b = 0; b < 3; ++b) {
-    LossResult r = m.loss(x.index({Slice(b, b + 1), Slice(0, lengths[b])}));
-    Tensor part = r.loss * static_cast<double>(r.num_targets);
-    total = total.defined() ? total + part : part;
-    n += r.num_targets;
-  }
-  Tensor want = total / static_cast<double>(n);
-  EXPECT_NEAR(padded.loss.item<double>(), want.item<double>(), 1e-11);
-  want.backward();
-  size_t i = 0;
-  for (auto& [name, t] : m.lora_parameters()) {
-    EXPECT_LT((t->grad() - g_padded[i]).abs().max().item<double>(), 1e-10) << name;
-    ++i;
-  }
+  expect_loss_and_grads_match_rows_alone(m, x, lengths);
 }
 
 // flash-window packs on CUDA (bf16): the varlen kernel over the rows' cumulative lengths and the
