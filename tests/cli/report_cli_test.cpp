@@ -147,6 +147,23 @@ TEST(ReportCli, DirectoryDefaultsAndEmptyInput) {
   EXPECT_EQ(run_tprobe({"report", "/nonexistent/x.json"}).exit_code, 1);  // like every missing input
 }
 
+// A CPU profile has no caching allocator: its points carry null peak memory, and the report says
+// "not measured" instead of drawing a chart at 0 GiB or claiming the field is missing.
+TEST(ReportCli, ProfileWithoutMemoryFiguresSaysNotMeasured) {
+  const std::string dir = make_temp_dir();
+  nlohmann::json doc = nlohmann::json::parse(read_text(kFixtures + "/report/profile.json"));
+  for (auto& p : doc["results"]["points"]) {
+    p["peak_allocated_bytes"] = nullptr;
+    p["peak_reserved_bytes"] = nullptr;
+  }
+  write_text(dir + "/profile.json", doc.dump(2));
+  RunResult r = run_tprobe({"report", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = read_text(dir + "/report.md");
+  EXPECT_NE(md.find("peak memory not measured"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Peak memory against width"), std::string::npos) << md;
+}
+
 // ---- a real browser ----
 
 std::string chromium() {

@@ -887,6 +887,14 @@ void profile_section(Ctx& c) {
     c.sec.figures.push_back(c.figure("memory", m.title, render_svg(m),
                                      {"results.points[]." + mem_key},
                                      "Crosses mark widths that did not fit."));
+  } else if (std::any_of(pts->begin(), pts->end(), [](const Json& p) {
+               return p.is_object() && p.contains("peak_allocated_bytes") &&
+                      p["peak_allocated_bytes"].is_null();
+             })) {
+    c.sec.notes.push_back(
+        "peak memory not measured (results.points[].peak_allocated_bytes is null: tprobe reads "
+        "CUDA's caching allocator, and this run had none, e.g. on the CPU): memory figure not "
+        "drawn");
   } else {
     c.sec.notes.push_back(
         "no peak-memory field found in results.points[] (looked for peak_allocated_bytes, "
