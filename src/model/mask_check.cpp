@@ -51,14 +51,9 @@ std::vector<std::string> classify_row(const torch::Tensor& row, int64_t i, int64
 torch::Tensor attention_bool_mask(int64_t seq_len, int64_t window,
                                   const std::vector<int64_t>& lengths,
                                   const torch::Device& device) {
-  torch::Tensor causal = causal_bool_mask(seq_len, window, device);
-  if (lengths.empty()) return causal;
-  const auto batch = static_cast<int64_t>(lengths.size());
-  torch::Tensor len = torch::tensor(lengths, torch::kLong).to(device).view({batch, 1, 1, 1});
-  torch::Tensor key =
-      torch::arange(seq_len, torch::TensorOptions().dtype(torch::kLong).device(device))
-          .view({1, 1, 1, seq_len});
-  return causal.logical_and(key.lt(len));
+  // The engine's own builders: what its eager and sdpa paths pass to attention.
+  if (lengths.empty()) return causal_bool_mask(seq_len, window, device);
+  return padded_bool_mask(seq_len, window, lengths, device);
 }
 
 namespace {
@@ -258,7 +253,7 @@ MaskCheckResult run_mask_check(const MaskCheckOptions& o) {
     row.type = layer.type;
     row.window = layer.window;
     row.builder = o.padded_input
-                      ? "attention_bool_mask (causal_bool_mask, keys past each length masked)"
+                      ? "padded_bool_mask (causal_bool_mask, keys past each length masked)"
                       : "causal_bool_mask";
     auto tb = std::chrono::steady_clock::now();
     torch::Tensor mask = attention_bool_mask(

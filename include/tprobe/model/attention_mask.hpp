@@ -11,9 +11,10 @@
 
 namespace tprobe::model {
 
-// Bool attend-mask (true = attend) for right-padded rows: causal_bool_mask(seq_len, window) and
-// keys at or past each row's real length masked, as Hugging Face's padding mask does (keys only;
-// padded query rows keep the causal/window rule). [B, 1, S, S]; lengths empty: [1, 1, S, S].
+// The engine's bool attend-mask (true = attend): causal_bool_mask(seq_len, window) without
+// lengths ([1, 1, S, S]), padded_bool_mask with them — keys at or past each row's real length
+// masked, as Hugging Face's padding mask does (keys only; padded query rows keep the
+// causal/window rule), [B, 1, S, S].
 torch::Tensor attention_bool_mask(int64_t seq_len, int64_t window,
                                   const std::vector<int64_t>& lengths, const torch::Device& device);
 
