@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tprobe/config.hpp"
+#include "tprobe/core/base/error.hpp"
 #include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
 
@@ -181,6 +182,15 @@ std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> work_api_callback
   return ids;
 }
 
+// TPROBE_CUPTI_TAGS=off: device records only, no subscriber and no step tags (every record is
+// then untagged, and the point says so) — the A/B knob that isolates what the tags cost.
+bool tags_wanted() {
+  const char* e = std::getenv("TPROBE_CUPTI_TAGS");
+  if (e == nullptr || *e == '\0' || std::string(e) == "on") return true;
+  if (std::string(e) == "off") return false;
+  fail("TPROBE_CUPTI_TAGS='{}': expected on or off", e);
+}
+
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
@@ -215,7 +225,13 @@ class CuptiSource : public KernelSource {
       }
       registered_ = true;
     }
-    if (!subscribed_) {
+    tags_ = tags_wanted();
+    if (!tags_) {
+      std::lock_guard<std::mutex> lock(collector().mu);
+      collector().problems.push_back(
+          "TPROBE_CUPTI_TAGS=off: no step tags, so no phase or part split of this step");
+    }
+    if (tags_ && !subscribed_) {
       // One subscriber per process (CUDA 13): another profiler attached makes this fail, and the
       // failure is the loud refusal the table reports.
       CUptiResult rc = cuptiSubscribe(&subscriber_, api_entered, nullptr);
@@ -227,6 +243,7 @@ class CuptiSource : public KernelSource {
       callbacks_ = work_api_callbacks();
     }
     for (const auto& [domain, id] : callbacks_) {
+      if (!tags_) break;
       CUptiResult rc = cuptiEnableCallback(1, subscriber_, domain, id);
       if (rc != CUPTI_SUCCESS) {
         refuse(fmt::format("cuptiEnableCallback(domain {}, id {})", static_cast<int>(domain), id),
@@ -317,6 +334,7 @@ class CuptiSource : public KernelSource {
   }
   bool registered_ = false;
   bool subscribed_ = false;
+  bool tags_ = true;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> callbacks_;
   bool active_ = false;

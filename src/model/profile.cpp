@@ -46,7 +46,7 @@ PointTrace summarize(cupti::TraceCapture capture,
   // table would put everything under backward/other: say so instead of showing it as a finding.
   if (t.records > 0 && 2 * t.untagged_records > t.records) {
     t.problems.push_back(fmt::format(
-        "{} of {} records carry no phase tag (CUPTI external correlation did not attach): the "
+        "{} of {} records carry no phase tag (the step tags did not attach to their launches): the "
         "phase table counts them as backward/other and does not split the step",
         t.untagged_records, t.records));
   }
