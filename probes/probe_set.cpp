@@ -161,7 +161,8 @@ constexpr const char* kOutputOptions[] = {"--json", "--emit-order", "--dump-hidd
 // equal; a folder that does not exist leaves PATH as given (the write will fail on its own).
 std::string resolved_path(const std::string& path) {
   const auto slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string dir =
+      slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   char buf[PATH_MAX];
   if (base.empty() || realpath(dir.c_str(), buf) == nullptr) return path;

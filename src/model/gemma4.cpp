@@ -173,7 +173,8 @@ Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor&
   const int64_t inter = layer.experts_down.size(2);
   Tensor flat_idx = idx.reshape({-1});
   Tensor perm = std::get<1>(flat_idx.sort(/*stable=*/true, 0, false));
-  Tensor inverse = torch::empty_like(perm).scatter_(0, perm, torch::arange(perm.numel(), perm.options()));
+  Tensor inverse =
+      torch::empty_like(perm).scatter_(0, perm, torch::arange(perm.numel(), perm.options()));
   Tensor xs = gather_token_copies(x, perm, inverse, top_k);
   Tensor counts = torch::bincount(flat_idx, {}, num_experts);
   Tensor ys;

@@ -202,7 +202,8 @@ MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
                                     : n == want && st.first[static_cast<size_t>(r)] == lo &&
                                           st.last[static_cast<size_t>(r)] == hi;
         if (n == 0) ++c.fully_masked_rows;
-        if (i < len && n > c.max_allowed_per_row) {  // real query rows: the widest band, first reached
+        // Real query rows: the widest band, and the first row that reaches it.
+        if (i < len && n > c.max_allowed_per_row) {
           c.max_allowed_per_row = n;
           c.saturates_at_row = i;
         }

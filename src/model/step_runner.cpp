@@ -294,7 +294,7 @@ StepReport run_steps(const StepSpec& spec,
           m.options().observer = spec.tracer;
           if (!tracer_primed) {
             // The first step a process runs under CUPTI pays its one-time setup (on the H200
-            // ~20 ms: +28 % on a 90 ms step). That step is run once and dropped.
+            // ~25 ms: +28 % on an 88 ms step). That step is run once and dropped.
             tracer_primed = true;
             spec.tracer->begin();
             StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);

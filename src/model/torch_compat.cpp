@@ -322,8 +322,17 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
 }
 #endif
 
-// The blockwise-GEMM path with the default block, and what ran: "blockwise_gemm(block=512)",
-// plus ",window=W" on windowed layers and ",scores=rounded" where the scores GEMM cannot write fp32.
+// What the blockwise-GEMM path ran: "blockwise_gemm(block=512)", plus ",window=W" on windowed
+// layers, ",scores=rounded" where the scores GEMM cannot write fp32, then `suffix`.
+std::string blockwise_name(const torch::Tensor& q, const BlockwiseAttentionOptions& o,
+                           const char* suffix = "") {
+  const bool reduced = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
+  return fmt::format("blockwise_gemm(block={}{}{}{})", o.block,
+                     o.window > 0 ? fmt::format(",window={}", o.window) : std::string(),
+                     reduced && !has_bmm_fp32_out(q) ? ",scores=rounded" : "", suffix);
+}
+
+// The blockwise-GEMM path with the default block.
 torch::Tensor blockwise_gemm_attention(const torch::Tensor& q, const torch::Tensor& k,
                                        const torch::Tensor& v, int64_t window,
                                        std::string* resolved,
@@ -331,12 +340,7 @@ torch::Tensor blockwise_gemm_attention(const torch::Tensor& q, const torch::Tens
   BlockwiseAttentionOptions o;
   o.window = window;
   if (has_padding(lengths, q.size(2))) o.lengths = lengths;
-  if (resolved) {
-    const bool reduced = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
-    *resolved = fmt::format("blockwise_gemm(block={}{}{})", o.block,
-                            window > 0 ? fmt::format(",window={}", window) : std::string(),
-                            reduced && !has_bmm_fp32_out(q) ? ",scores=rounded" : "");
-  }
+  if (resolved) *resolved = blockwise_name(q, o);
   return blockwise_attention(q, k, v, o);
 }
 
@@ -347,6 +351,37 @@ bool flash_window_global_on_sdpa() {
   if (e == nullptr || *e == '\0' || std::string(e) == "blockwise") return false;
   if (std::string(e) == "sdpa") return true;
   fail("TPROBE_FLASH_WINDOW_GLOBAL='{}': expected blockwise or sdpa", e);
+}
+
+// The variable-length flash kernel over rows [T, H, D] cut at the cumulative lengths `cum` (int32,
+// on q's device; the longest row `max_len`), causal, and with window > 0 windowed:
+// window_size_left = W - 1 (k >= q - (W - 1) <=> k > q - W), window_size_right = 0.
+torch::Tensor flash_varlen(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& cum, int64_t max_len, int64_t window) {
+  c10::optional<int64_t> left;
+  if (window > 0) left = window - 1;
+  auto out = at::_flash_attention_forward(q, k, v, cum, cum, max_len, max_len, 0.0,
+                                          /*is_causal=*/true, /*return_debug_mask=*/false, 1.0,
+                                          left, c10::optional<int64_t>(0));
+  return std::get<0>(out);
+}
+
+// "flash_varlen(window_left=W-1<suffix>)" or "flash_varlen(causal<suffix>)".
+std::string flash_varlen_name(int64_t window, const char* suffix = "") {
+  return window > 0 ? fmt::format("flash_varlen(window_left={}{})", window - 1, suffix)
+                    : fmt::format("flash_varlen(causal{})", suffix);
+}
+
+// Cumulative row lengths as the varlen kernel takes them, and the longest row.
+torch::Tensor cumulative_lengths(const std::vector<int64_t>& lengths, const torch::Device& device,
+                                 int64_t* max_len) {
+  std::vector<int32_t> cum = {0};
+  *max_len = 0;
+  for (int64_t l : lengths) {
+    cum.push_back(cum.back() + static_cast<int32_t>(l));
+    *max_len = std::max(*max_len, l);
+  }
+  return torch::tensor(cum, torch::TensorOptions().dtype(torch::kInt)).to(device);
 }
 
 // Sliding layers: the variable-length flash kernel over packed rows [B·S, H, D] with cumulative
@@ -378,33 +413,23 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
     return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
                                             true, 1.0);
   }
-  c10::optional<int64_t> left;
-  if (window > 0) left = window - 1;
-  c10::optional<int64_t> right = 0;
   if (padded) {
     std::vector<int64_t> rows;
-    std::vector<int32_t> cum = {0};
-    int64_t max_len = 0;
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t t = 0; t < lengths[b]; ++t) rows.push_back(b * seq + t);
-      cum.push_back(cum.back() + static_cast<int32_t>(lengths[b]));
-      max_len = std::max(max_len, lengths[b]);
     }
-    torch::Tensor index = torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(q.device());
-    torch::Tensor cum_t = torch::tensor(cum, torch::TensorOptions().dtype(torch::kInt)).to(q.device());
+    int64_t max_len = 0;
+    torch::Tensor cum = cumulative_lengths(lengths, q.device(), &max_len);
+    torch::Tensor index =
+        torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(q.device());
     auto pack_real = [&](const torch::Tensor& t) {
       return t.transpose(1, 2).reshape({batch * seq, t.size(1), dim}).index_select(0, index);
     };
-    auto out = at::_flash_attention_forward(pack_real(q), pack_real(k), pack_real(v), cum_t, cum_t,
-                                            max_len, max_len, 0.0, /*is_causal=*/true,
-                                            /*return_debug_mask=*/false, 1.0,
-                                            window > 0 ? left : c10::optional<int64_t>(), right);
-    torch::Tensor full = torch::zeros({batch * seq, q.size(1), dim}, q.options())
-                             .index_copy(0, index, std::get<0>(out));
-    if (resolved) {
-      *resolved = window > 0 ? fmt::format("flash_varlen(window_left={},padding)", window - 1)
-                             : "flash_varlen(causal,padding)";
-    }
+    torch::Tensor out =
+        flash_varlen(pack_real(q), pack_real(k), pack_real(v), cum, max_len, window);
+    torch::Tensor full =
+        torch::zeros({batch * seq, q.size(1), dim}, q.options()).index_copy(0, index, out);
+    if (resolved) *resolved = flash_varlen_name(window, ",padding");
     return full.view({batch, seq, q.size(1), dim}).transpose(1, 2);
   }
   auto pack = [&](const torch::Tensor& t) {
@@ -412,14 +437,9 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
   };
   torch::Tensor cum = torch::arange(0, (batch + 1) * seq, seq,
                                     torch::TensorOptions().dtype(torch::kInt).device(q.device()));
-  auto out = at::_flash_attention_forward(pack(q), pack(k), pack(v), cum, cum, seq, seq, 0.0,
-                                          /*is_causal=*/true, /*return_debug_mask=*/false, 1.0,
-                                          window > 0 ? left : c10::optional<int64_t>(), right);
-  if (resolved) {
-    *resolved = window > 0 ? fmt::format("flash_varlen(window_left={})", window - 1)
-                           : "flash_varlen(causal)";
-  }
-  return std::get<0>(out).view({batch, seq, q.size(1), dim}).transpose(1, 2);
+  torch::Tensor out = flash_varlen(pack(q), pack(k), pack(v), cum, seq, window);
+  if (resolved) *resolved = flash_varlen_name(window);
+  return out.view({batch, seq, q.size(1), dim}).transpose(1, 2);
 }
 #endif
 
@@ -474,38 +494,24 @@ torch::Tensor packed_attention(core::AttentionPath path, const torch::Tensor& q,
   if (!packs_padding(path, q.device())) {
     fail("attention path '{}' does not run packed rows", core::to_string(path));
   }
-  int64_t total = 0, max_len = 0;
+  int64_t total = 0;
   for (int64_t l : lengths) {
     if (l < 1) fail("packed attention: row length {} must be at least 1", l);
     total += l;
-    max_len = std::max(max_len, l);
   }
   if (q.dim() != 4 || q.size(0) != 1 || q.size(2) != total) {
     fail("packed attention: q must be [1, H, {}, D] for rows of {} tokens", total, total);
   }
-  const int64_t dim = q.size(3);
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-  if (path == core::AttentionPath::kFlashWindow && dim <= 256) {
-    std::vector<int32_t> cum = {0};
-    for (int64_t l : lengths) cum.push_back(cum.back() + static_cast<int32_t>(l));
-    torch::Tensor cum_t =
-        torch::tensor(cum, torch::TensorOptions().dtype(torch::kInt)).to(q.device());
+  if (path == core::AttentionPath::kFlashWindow && q.size(3) <= 256) {
+    int64_t longest = 0;
+    torch::Tensor cum = cumulative_lengths(lengths, q.device(), &longest);
     auto rows = [](const torch::Tensor& t) { return t.squeeze(0).transpose(0, 1).contiguous(); };
-    c10::optional<int64_t> left;
-    if (window > 0) left = window - 1;
-    c10::optional<int64_t> right = 0;
-    auto out = at::_flash_attention_forward(rows(q), rows(k), rows(v), cum_t, cum_t, max_len,
-                                            max_len, 0.0, /*is_causal=*/true,
-                                            /*return_debug_mask=*/false, 1.0,
-                                            window > 0 ? left : c10::optional<int64_t>(), right);
-    if (resolved) {
-      *resolved = window > 0 ? fmt::format("flash_varlen(window_left={},packed rows)", window - 1)
-                             : "flash_varlen(causal,packed rows)";
-    }
-    return std::get<0>(out).unsqueeze(0).transpose(1, 2);  // [T, H, D] -> [1, H, T, D]
+    if (resolved) *resolved = flash_varlen_name(window, ",packed rows");
+    torch::Tensor out = flash_varlen(rows(q), rows(k), rows(v), cum, longest, window);
+    return out.unsqueeze(0).transpose(1, 2);  // [T, H, D] -> [1, H, T, D]
   }
 #endif
-  (void)dim;
   BlockwiseAttentionOptions o;
   o.window = window;
   std::vector<torch::Tensor> parts;  // each [1, len, Hq, D]
@@ -516,12 +522,7 @@ torch::Tensor packed_attention(core::AttentionPath path, const torch::Tensor& q,
             .transpose(1, 2));
     start += l;
   }
-  if (resolved) {
-    const bool reduced = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
-    *resolved = fmt::format("blockwise_gemm(block={}{}{},packed rows)", o.block,
-                            window > 0 ? fmt::format(",window={}", window) : std::string(),
-                            reduced && !has_bmm_fp32_out(q) ? ",scores=rounded" : "");
-  }
+  if (resolved) *resolved = blockwise_name(q, o, ",packed rows");
   return torch::cat(parts, 1).transpose(1, 2);
 }
 

@@ -52,7 +52,8 @@ int64_t naive_violations(const torch::Tensor& mask, int64_t window, int64_t len)
 TEST_P(MaskScanTest, EngineMasksPass) {
   for (int64_t window : {0, 8}) {
     MaskTensorCheck unpadded =
-        check_mask_tensor(causal_bool_mask(64, window, kCpu), window, {64, 64}, /*row_block=*/7, GetParam());
+        check_mask_tensor(causal_bool_mask(64, window, kCpu), window, {64, 64}, /*row_block=*/7,
+                          GetParam());
     EXPECT_TRUE(unpadded.ok()) << unpadded.detail;
     EXPECT_EQ(unpadded.rows_checked, 64);  // one [1,1,S,S] mask, identical rows checked once
     EXPECT_EQ(unpadded.max_allowed_per_row, window ? 8 : 64);

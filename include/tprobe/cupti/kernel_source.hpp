@@ -76,8 +76,8 @@ class KernelSource : public model::StepTracer {
 
 // CUPTI activity API: concurrent kernel, memcpy and memset activities, buffers of `buffer_bytes`,
 // forced flush at end(); step tags joined by correlation id from a callback subscriber on the
-// launch, copy and set APIs (the subscription fails when another profiler is attached). A build without CUPTI gives a
-// source that is never usable and says why.
+// launch, copy and set APIs (the subscription fails when another profiler is attached). A build
+// without CUPTI gives a source that is never usable and says why.
 std::unique_ptr<KernelSource> make_cupti_source(int64_t buffer_bytes = int64_t{4} << 20);
 // Plays a raw trace file back: each end() delivers the file's records once more (with tags and
 // dropped count as recorded), so tests drive the whole attribution path.
