@@ -68,6 +68,8 @@ def main():
     ap.add_argument("--pad-fraction", type=float, default=None,
                     help="add a padded point at the widest width, last row padded by this fraction")
     ap.add_argument("--trace-out", help="torch.profiler trace of one step at the first width")
+    ap.add_argument("--with-stack", action="store_true",
+                    help="record the trace with with_stack=True (module events for tprobe kernels)")
     ap.add_argument("--json")
     a = ap.parse_args()
     import transformers
@@ -146,7 +148,8 @@ def main():
                   f"peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
             if a.trace_out and i == 0:
                 from torch.profiler import profile, ProfilerActivity
-                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                             with_stack=a.with_stack) as prof:
                     step(ids)
                     torch.cuda.synchronize()
                 prof.export_chrome_trace(a.trace_out)

@@ -94,7 +94,7 @@ def device_sum_from_file(path):
     return total, n
 
 
-def profile_one(name, attn, seq, active, out_dir, batch=2):
+def profile_one(name, attn, seq, active, out_dir, batch=2, with_stack=False):
     from torch.profiler import ProfilerActivity, profile, schedule
     cfg, model, opt = build(attn)
     g = torch.Generator(device="cuda").manual_seed(seq)
@@ -147,8 +147,12 @@ def profile_one(name, attn, seq, active, out_dir, batch=2):
 
     sched = schedule(wait=1, warmup=1, active=active, repeat=1)
     t0 = time.time()
+    # with_stack=True records the Python stack, which holds the module hierarchy as
+    # python_function events ("nn.Module: Gemma4TextDecoderLayer_3"): what `tprobe kernels`
+    # attributes parts from.
+    sums["with_stack"] = with_stack
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
-                 on_trace_ready=on_ready) as prof:
+                 on_trace_ready=on_ready, with_stack=with_stack) as prof:
         for _ in range(2 + active):
             loss = step()
             torch.cuda.synchronize()
@@ -182,21 +186,26 @@ def main():
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--big-seq", type=int, default=2048)
     ap.add_argument("--active", type=int, default=3)
+    ap.add_argument("--stack-only", action="store_true",
+                    help="one sdpa trace at --seq recorded with with_stack=True (module events)")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     import peft
     import transformers
     print(f"torch {torch.__version__} transformers {transformers.__version__} peft {peft.__version__}"
           f" on {torch.cuda.get_device_name(0)}")
-    runs = [(f"hf-sdpa-2x{a.seq}", "sdpa", a.seq, a.active),
-            (f"hf-eager-2x{a.seq}", "eager", a.seq, a.active),
-            (f"hf-sdpa-2x{a.big_seq}", "sdpa", a.big_seq, 2)]
+    runs = [(f"hf-sdpa-2x{a.seq}", "sdpa", a.seq, a.active, False),
+            (f"hf-eager-2x{a.seq}", "eager", a.seq, a.active, False),
+            (f"hf-sdpa-2x{a.big_seq}", "sdpa", a.big_seq, 2, False)]
+    if a.stack_only:
+        runs = [(f"hf-sdpa-stack-2x{a.seq}", "sdpa", a.seq, a.active, True)]
     summary = {"torch": torch.__version__, "transformers": transformers.__version__,
                "peft": peft.__version__, "device": torch.cuda.get_device_name(0), "runs": []}
     rc = 0
-    for name, attn, seq, active in runs:
+    for name, attn, seq, active, stack in runs:
         try:
-            summary["runs"].append(profile_one(name, attn, seq, active, a.out_dir))
+            summary["runs"].append(profile_one(name, attn, seq, active, a.out_dir,
+                                               with_stack=stack))
         except Exception as e:  # a failed run is data; the next one still runs
             rc = 1
             print(f"{name}: FAILED {type(e).__name__}: {e}")

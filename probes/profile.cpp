@@ -77,8 +77,9 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   s.repeats = o.repeats;
   std::vector<int64_t> widths = o.widths;
   if (widths.empty()) {
-    widths = o.device == "cuda" ? std::vector<int64_t>{2048, 8192, 16384}
-                                : std::vector<int64_t>{64, 128, 256};
+    // Four widths, so that the fit's fixed term (is the step launch-bound?) can be tested.
+    widths = o.device == "cuda" ? std::vector<int64_t>{2048, 4096, 8192, 16384}
+                                : std::vector<int64_t>{32, 64, 128, 256};
   }
   // Sizes past these are typos, not training setups: refused before anything is allocated.
   constexpr int64_t kMaxBatch = 65536, kMaxWidth = int64_t{1} << 22, kMaxTokens = int64_t{1} << 32;
@@ -219,7 +220,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--widths", o->widths,
-                  "Per-row widths in tokens (default 2048,8192,16384 on cuda, 64,128,256 on cpu)")
+                  "Per-row widths in tokens (default 2048,4096,8192,16384 on cuda, 32,64,128,256 on cpu)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   cmd->add_option("--lengths", o->lengths,

@@ -64,11 +64,11 @@ const std::vector<Step>& steps() {
         "{fixtures}/gemma4-tiny-hf/reference.safetensors"},
        "gemma4-tiny-hf/reference.safetensors"},
       // The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs and
-      // the scaling fit over three widths, plus the standard padded point; no kernel table on the
+      // the scaling fit over four widths (the fixed term testable), plus the standard padded point; no kernel table on the
       // CPU (said so in the evidence).
       {"profile",
        {"profile", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
-        "64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16", "--ce-chunk",
+        "32,64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16", "--ce-chunk",
         "256"}},
       // A real torch.profiler trace of an HF + PEFT LoRA step (H200), warm-up step left out.
       {"kernels",

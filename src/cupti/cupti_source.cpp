@@ -43,7 +43,7 @@ std::string result_text(CUptiResult rc) {
 // CUPTI's buffer callbacks are plain functions on its own thread: one process-wide collector.
 struct Collector {
   std::mutex mu;
-  RawTrace trace;
+  core::RawTrace trace;
   std::vector<std::string> problems;
   int64_t buffer_bytes = int64_t{4} << 20;
   uint64_t origin_ns = 0;  // CUPTI timestamp at begin(): record times are relative to it
@@ -134,31 +134,35 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   std::free(buffer);
 }
 
-// The step tags. The engine's enter()/leave() nest on the launching thread (the autograd engine's
-// thread during backward); a CUPTI callback on the API calls that launch, copy or set reads the
-// innermost tag of the calling thread and keeps (correlation id, tag). Device records carry the
-// same correlation id, so the join is exact, and no API activity record is written: with the
-// runtime and driver activity kinds on (CUPTI's own external-correlation records need them) the
-// traced step on the H200 ran 7.9 % slower than an untraced one at 2x2,048.
-thread_local std::vector<int64_t> t_tags;
+// The launch contexts. The engine's enter()/leave() (scopes) and node_enter()/node_leave()
+// (autograd's backward nodes, from the engine's RecordFunction hooks) nest on the launching thread
+// (the autograd engine's thread during backward); a CUPTI callback on the API calls that launch,
+// copy or set reads the innermost entry of the calling thread and keeps (correlation id,
+// context). Device records carry the same correlation id, so the join is exact, and no API
+// activity record is written: with the runtime and driver activity kinds on (CUPTI's own
+// external-correlation records need them) the traced step on the H200 ran 7.9 % slower than an
+// untraced one at 2x2,048.
+thread_local std::vector<core::LaunchContext> t_stack;
 
-struct Tags {
+struct Links {
   std::mutex mu;  // apart from Collector::mu: launches never wait for a buffer being decoded
-  std::vector<std::pair<uint32_t, int64_t>> of;
+  TagTable table;
+  std::vector<std::pair<uint32_t, core::LaunchContext>> launches;
+  std::vector<core::ForwardLink> forward_ops;
 };
 
-Tags& tags() {
-  static Tags t;
-  return t;
+Links& links() {
+  static Links l;
+  return l;
 }
 
 void CUPTIAPI api_entered(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite != CUPTI_API_ENTER || t_tags.empty()) return;
-  Tags& t = tags();
-  std::lock_guard<std::mutex> lock(t.mu);
-  t.of.emplace_back(cb->correlationId, t_tags.back());
+  if (cb->callbackSite != CUPTI_API_ENTER || t_stack.empty()) return;
+  Links& l = links();
+  std::lock_guard<std::mutex> lock(l.mu);
+  l.launches.emplace_back(cb->correlationId, t_stack.back());
 }
 
 // The runtime and driver calls that put work on a stream, by CUPTI's own names for this version
@@ -277,28 +281,62 @@ class CuptiSource : public KernelSource {
       collector().problems.push_back("cuptiActivityFlushAll: " + result_text(rc));
     }
     disable_all();
-    std::vector<std::pair<uint32_t, int64_t>> of;
+    std::vector<std::pair<uint32_t, core::LaunchContext>> launches;
+    std::vector<core::ForwardLink> forward_ops;
+    std::vector<core::StepTag> tags;
     {
-      std::lock_guard<std::mutex> lock(tags().mu);
-      of.swap(tags().of);
+      std::lock_guard<std::mutex> lock(links().mu);
+      launches.swap(links().launches);
+      forward_ops.swap(links().forward_ops);
+      tags = links().table.tags();
     }
     std::lock_guard<std::mutex> lock(collector().mu);
-    for (const auto& [correlation, tag] : of) collector().trace.external_of[correlation] = tag;
+    core::RawTrace& t = collector().trace;
+    for (const auto& [correlation, context] : launches) t.launches[correlation] = context;
+    t.forward_ops.insert(t.forward_ops.end(), forward_ops.begin(), forward_ops.end());
+    t.tags = std::move(tags);  // ids are stable within a window and only grow
   }
   // Called on the launching thread; the engine pairs them, including on the autograd thread.
   void discard() override {
+    {
+      std::lock_guard<std::mutex> lock(links().mu);
+      links().table.clear();
+    }
     std::lock_guard<std::mutex> lock(collector().mu);
-    collector().trace = RawTrace();
+    collector().trace = core::RawTrace();
     collector().problems.clear();
   }
   // Outside begin()..end() the callbacks are off and the stack is simply not read.
-  void enter(model::StepPhase phase, model::StepPart part) override {
-    t_tags.push_back(tag_id(phase, part));
+  void enter(const core::StepTag& tag) override {
+    core::LaunchContext c;
+    {
+      std::lock_guard<std::mutex> lock(links().mu);
+      c.tag = links().table.intern(tag);
+    }
+    t_stack.push_back(c);
   }
   void leave() override {
-    if (!t_tags.empty()) t_tags.pop_back();
+    if (!t_stack.empty()) t_stack.pop_back();
   }
-  const RawTrace& raw() const override {
+  bool wants_links() const override { return active_ && tags_; }
+  void forward_op(uint64_t thread, int64_t seq) override {
+    // The scope of the op is the innermost engine scope, when that is the top entry; an op run
+    // directly inside a backward node (double backward) has none.
+    const int64_t tag = !t_stack.empty() && !t_stack.back().node ? t_stack.back().tag : 0;
+    std::lock_guard<std::mutex> lock(links().mu);
+    links().forward_ops.push_back({thread, seq, tag});
+  }
+  void node_enter(uint64_t forward_thread, int64_t seq) override {
+    core::LaunchContext c;
+    c.node = true;
+    c.node_thread = forward_thread;
+    c.node_seq = seq;
+    t_stack.push_back(c);
+  }
+  void node_leave() override {
+    if (!t_stack.empty()) t_stack.pop_back();
+  }
+  const core::RawTrace& raw() const override {
     std::lock_guard<std::mutex> lock(collector().mu);
     return collector().trace;
   }
@@ -306,13 +344,16 @@ class CuptiSource : public KernelSource {
     TraceCapture c;
     {
       std::lock_guard<std::mutex> lock(collector().mu);
-      RawTrace t = std::move(collector().trace);
-      collector().trace = RawTrace();
-      c.records = std::move(t.records);
-      c.dropped_records = t.dropped_records;
-      c.problems = std::move(collector().problems);
+      core::RawTrace t = std::move(collector().trace);
+      collector().trace = core::RawTrace();
+      std::vector<std::string> problems = std::move(collector().problems);
       collector().problems.clear();
-      c.untagged_records = attribute(c.records, t.external_of);
+      c = capture_of(std::move(t));
+      c.problems = std::move(problems);
+    }
+    {
+      std::lock_guard<std::mutex> lock(links().mu);
+      links().table.clear();
     }
     c.refused = refused_;
     c.refusal = refusal_;
@@ -362,9 +403,9 @@ class UnavailableSource : public KernelSource {
   void begin() override {}
   void end() override {}
   void discard() override {}
-  void enter(model::StepPhase, model::StepPart) override {}
+  void enter(const core::StepTag&) override {}
   void leave() override {}
-  const RawTrace& raw() const override { return empty_; }
+  const core::RawTrace& raw() const override { return empty_; }
   TraceCapture take() override {
     TraceCapture c;
     c.refused = true;
@@ -373,7 +414,7 @@ class UnavailableSource : public KernelSource {
   }
 
  private:
-  RawTrace empty_;
+  core::RawTrace empty_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/model/attention.hpp"
+#include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
 namespace {
@@ -287,6 +288,7 @@ torch::Tensor blockwise_attention(const torch::Tensor& q, const torch::Tensor& k
                                   const torch::Tensor& v,
                                   const BlockwiseAttentionOptions& options) {
   make_geometry(q, k, v, options);  // validate before autograd sees the call
+  note_custom_node();
   return BlockwiseAttentionFunction::apply(q, k, v, options.block, options.window, options.lengths,
                                            static_cast<int64_t>(options.recompute));
 }

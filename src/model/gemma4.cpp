@@ -14,6 +14,12 @@
 
 namespace tprobe::model {
 
+using core::LayerKind;
+using core::ObserverScope;
+using core::StepObserver;
+using core::StepPart;
+using core::StepPhase;
+using core::StepTag;
 using torch::Tensor;
 using torch::indexing::Slice;
 
@@ -154,10 +160,12 @@ struct GatherTokenCopies : public torch::autograd::Function<GatherTokenCopies> {
 
 Tensor gather_token_copies(const Tensor& x, const Tensor& perm, const Tensor& inverse,
                            int64_t k) {
+  note_custom_node();
   return GatherTokenCopies::apply(x, perm, inverse, k);
 }
 
 Tensor permute_rows(const Tensor& x, const Tensor& perm, const Tensor& inverse) {
+  note_custom_node();
   return PermuteRows::apply(x, perm, inverse);
 }
 
@@ -233,16 +241,12 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     {
       torch::AutoGradMode enable(true);
       y = model->layer_forward(static_cast<size_t>(index), x, nullptr, lengths,
-                               StepPhase::kBackward);
+                               StepPhase::kRecompute);
     }
-    {
-      // The layer's own backward kernels: tagged by layer type, not split further (autograd
-      // runs them in one call).
-      const bool full = model->config().layer(index).type == core::LayerType::kFull;
-      ObserverScope scope(model->options().observer, StepPhase::kBackward,
-                          full ? StepPart::kFullAttention : StepPart::kSlidingAttention);
-      torch::autograd::backward({y}, {grad_out[0]});
-    }
+    // The layer's own backward: each node the recompute made takes the part of the recompute
+    // scope that made it (core/trace/step_trace.hpp); the engine's glue between them takes this
+    // checkpoint node's own tag, the layer's `other`.
+    torch::autograd::backward({y}, {grad_out[0]});
     return {x.grad(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
@@ -286,7 +290,7 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const int64_t count = ctx->saved_data["count"].toInt();
     ObserverScope scope(reinterpret_cast<StepObserver*>(ctx->saved_data["observer"].toInt()),
-                        StepPhase::kLoss, StepPart::kLossHead);
+                        StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, LayerKind::kNone});
     Tensor scale = grad_out[0] / static_cast<double>(count);
     const int64_t n = hidden.size(0);
     Tensor grad_hidden = torch::empty_like(hidden);
@@ -525,10 +529,16 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   const int64_t Hq = c.num_attention_heads, Hkv = g.num_kv_heads, D = g.head_dim;
 
   StepObserver* observer = options_.observer;
+  const StepTag layer_tag{phase, StepPart::kOther, static_cast<int32_t>(index),
+                          g.type == core::LayerType::kFull ? LayerKind::kFull : LayerKind::kSliding};
+  auto tag = [&layer_tag](StepPart part) {
+    StepTag t = layer_tag;
+    t.part = part;
+    return t;
+  };
+  ObserverScope layer_scope(observer, layer_tag);  // residuals, the closing norm
   // attention block (§2.3)
-  auto attn_scope = std::make_unique<ObserverScope>(
-      observer, phase,
-      g.type == core::LayerType::kFull ? StepPart::kFullAttention : StepPart::kSlidingAttention);
+  auto attn_scope = std::make_unique<ObserverScope>(observer, tag(StepPart::kAttentionProj));
   Tensor residual = x;
   Tensor h = norm(x, L.input_layernorm);
   const auto& rope = g.type == core::LayerType::kFull ? c.rope_full : c.rope_sliding;
@@ -553,8 +563,12 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   Tensor v = norm(v_raw, Tensor()).transpose(1, 2);
   const int64_t window = g.type == core::LayerType::kSliding ? c.sliding_window : 0;
   std::string resolved;
-  Tensor attn = packed ? packed_attention(options_.attn, q, k, v, window, &resolved, lengths)
-                       : attention(options_.attn, q, k, v, window, &resolved, lengths);
+  Tensor attn;
+  {
+    ObserverScope core_scope(observer, tag(StepPart::kAttentionCore));
+    attn = packed ? packed_attention(options_.attn, q, k, v, window, &resolved, lengths)
+                  : attention(options_.attn, q, k, v, window, &resolved, lengths);
+  }
   if (record) {
     std::string& slot = g.type == core::LayerType::kFull ? record->attn_full : record->attn_sliding;
     if (slot.empty()) slot = resolved;
@@ -568,13 +582,12 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   residual = xs;
   Tensor d;
   {
-    ObserverScope scope(observer, phase, StepPart::kDenseMlp);
+    ObserverScope scope(observer, tag(StepPart::kDenseMlp));
     d = norm(residual, L.pre_feedforward_layernorm);
     d = linear(L.down_proj, gelu_tanh(linear(L.gate_proj, d)) * linear(L.up_proj, d));
     d = norm(d, L.post_feedforward_layernorm_1);
   }
-  auto experts_scope = std::make_unique<ObserverScope>(observer, phase, StepPart::kExperts);
-
+  auto router_scope = std::make_unique<ObserverScope>(observer, tag(StepPart::kRouter));
   Tensor flat = residual.reshape({B * S, H});
   Tensor r = norm(flat, Tensor());
   r = r * L.router_scale;
@@ -588,6 +601,8 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   auto [w, idx] = probs.topk(c.top_k_experts, -1);
   w = w / w.sum(-1, true);
   w = w * L.router_per_expert_scale.index_select(0, idx.reshape({-1})).view(idx.sizes());
+  router_scope.reset();
+  auto experts_scope = std::make_unique<ObserverScope>(observer, tag(StepPart::kExperts));
   Tensor m = norm(flat, L.pre_feedforward_layernorm_2);
   m = experts_forward(L, m, idx, w, options_.moe);
   if (record && record->moe.empty()) record->moe = to_string(options_.moe);
@@ -602,6 +617,14 @@ Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record,
   const bool checkpoint = options_.gradient_checkpointing && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (checkpoint) {
+      // The checkpoint node's own tag (the layer's `other`): its backward's engine glue.
+      const auto kind = config_.layer(static_cast<int64_t>(i)).type == core::LayerType::kFull
+                            ? LayerKind::kFull
+                            : LayerKind::kSliding;
+      ObserverScope scope(options_.observer,
+                          StepTag{StepPhase::kForward, StepPart::kOther, static_cast<int32_t>(i),
+                                  kind});
+      note_custom_node();
       x = CheckpointedLayer::apply(x, reinterpret_cast<int64_t>(this), static_cast<int64_t>(i),
                                    reinterpret_cast<int64_t>(record), lengths);
     } else {
@@ -629,7 +652,12 @@ Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record
                                       torch::TensorOptions().dtype(torch::kFloat))
                      .to(embed_.scalar_type())
                      .to(embed_.device());
-  Tensor x = torch::embedding(embed_, input_ids.to(embed_.device())) * scale;
+  Tensor x;
+  {
+    ObserverScope scope(options_.observer,
+                        StepTag{StepPhase::kForward, StepPart::kEmbedding, -1, LayerKind::kNone});
+    x = torch::embedding(embed_, input_ids.to(embed_.device())) * scale;
+  }
   if (options_.input_requires_grad && torch::GradMode::is_enabled() && !lora_.targets.empty()) {
     x.requires_grad_(true);
   }
@@ -670,7 +698,8 @@ LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record,
                              const std::vector<int64_t>& lengths) {
   Tensor h;
   {
-    ObserverScope scope(options_.observer, StepPhase::kForward, StepPart::kOther);
+    ObserverScope scope(options_.observer,
+                        StepTag{StepPhase::kForward, StepPart::kOther, -1, LayerKind::kNone});
     h = hidden_states(input_ids, record, lengths);
   }
   return head_loss(h, input_ids, lengths);
@@ -678,7 +707,8 @@ LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record,
 
 LossResult Gemma4Model::head_loss(const Tensor& h, const Tensor& input_ids,
                                   const std::vector<int64_t>& lengths) {
-  ObserverScope scope(options_.observer, StepPhase::kLoss, StepPart::kLossHead);
+  ObserverScope scope(options_.observer,
+                      StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, LayerKind::kNone});
   Tensor ids = input_ids.to(h.device());
   Tensor labels = torch::full_like(ids, kIgnoreIndex);
   labels.narrow(1, 0, ids.size(1) - 1).copy_(ids.narrow(1, 1, ids.size(1) - 1));
@@ -703,6 +733,7 @@ Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const 
                                 StepObserver* observer) {
   if (mode == CeMode::kChunked) {
     if (chunk <= 0) fail_usage("cross-entropy chunk {}: must be positive", chunk);
+    note_custom_node();
     return ChunkedSoftcapCe::apply(hidden, head, labels, softcap, chunk,
                                    reinterpret_cast<int64_t>(observer));
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 
 #include "tprobe/core/base/atomic_file.hpp"
@@ -27,40 +28,101 @@ PointTrace summarize(cupti::TraceCapture capture,
   t.captured = !capture.refused;
   t.records = static_cast<int64_t>(capture.records.size());
   t.dropped_records = capture.dropped_records;
-  t.untagged_records = capture.untagged_records;
+  t.counts = capture.counts;
   t.problems = capture.problems;
-  int64_t first = INT64_MAX, last = INT64_MIN, sum = 0;
-  for (const auto& r : capture.records) {
-    first = std::min(first, r.start_ns);
-    last = std::max(last, r.end_ns);
-    if (r.kind == core::ActivityKind::kKernel) {
-      ++t.kernels;
-      sum += r.duration_ns();
-    }
-  }
-  t.kernel_sum_s = static_cast<double>(sum) * 1e-9;
-  t.span_s = t.records > 0 ? static_cast<double>(last - first) * 1e-9 : 0.0;
-  t.phase_rows = cupti::to_json(cupti::phase_rows(capture.records));
-  // Only the autograd engine's own launches should lack a phase tag. When most records do, the
-  // tags did not attach (as when CUPTI produced no external-correlation records) and the phase
-  // table would put everything under backward/other: say so instead of showing it as a finding.
-  if (t.records > 0 && 2 * t.untagged_records > t.records) {
+  t.breakdown = core::break_down(capture.records);
+  t.kernels = t.breakdown.kernels;
+  t.kernel_sum_s = static_cast<double>(t.breakdown.kernel_ns) * 1e-9;
+  t.span_s = static_cast<double>(t.breakdown.span_ns) * 1e-9;
+  // Only the autograd engine's own glue should lack a tag. When most records do, the tags did
+  // not attach to their launches and the phase table does not split the step: say so.
+  if (t.records > 0 && 2 * t.counts.untagged > t.records) {
     t.problems.push_back(fmt::format(
-        "{} of {} records carry no phase tag (the step tags did not attach to their launches): the "
-        "phase table counts them as backward/other and does not split the step",
-        t.untagged_records, t.records));
+        "{} of {} records carry no tag ({} launched outside every scope, {} inside backward nodes "
+        "with no recorded forward op): the phase table does not split this step",
+        t.counts.untagged, t.records, t.counts.untagged_no_context, t.counts.untagged_unlinked));
+  }
+  // Attention two ways: by part (the attention_core scopes, every path) and by kernel name (the
+  // attention category), and the kernels that separate them.
+  if (t.breakdown.kernel_ns > 0) {
+    std::map<std::pair<std::string, bool>, AttentionDelta> deltas;
+    int64_t core_ns = 0, named_ns = 0;
+    for (const auto& r : capture.records) {
+      if (r.kind != core::ActivityKind::kKernel) continue;
+      const bool in_core = r.part == "attention_core";
+      const bool named =
+          core::categorize(r.kind, r.name) == core::KernelCategory::kAttention;
+      if (in_core) core_ns += r.duration_ns();
+      if (named) named_ns += r.duration_ns();
+      if (in_core == named) continue;
+      AttentionDelta& d = deltas[{core::short_kernel_name(r.name, 60), in_core}];
+      d.kernel = core::short_kernel_name(r.name, 60);
+      d.in_core = in_core;
+      d.kernels += 1;
+      d.kernel_ns += r.duration_ns();
+    }
+    const auto total = static_cast<double>(t.breakdown.kernel_ns);
+    t.attention_core_share = static_cast<double>(core_ns) / total;
+    t.attention_share = static_cast<double>(named_ns) / total;
+    for (auto& [key, d] : deltas) t.attention_deltas.push_back(std::move(d));
+    std::sort(t.attention_deltas.begin(), t.attention_deltas.end(),
+              [](const AttentionDelta& a, const AttentionDelta& b) {
+                return a.kernel_ns != b.kernel_ns ? a.kernel_ns > b.kernel_ns : a.kernel < b.kernel;
+              });
   }
   if (!capture.records.empty()) {
     try {
       t.table = core::build_kernel_table(capture.records, devices);
-      for (const auto& c : t.table->categories) {
-        if (c.category == core::KernelCategory::kAttention) t.attention_share = c.share_ratio;
-      }
     } catch (const std::exception& e) {
       t.problems.push_back(std::string("kernel table: ") + e.what());
     }
   }
   return t;
+}
+
+// The fit's quadratic share against the w² parts' share of the step at each traced unpadded
+// width (core/cost/step_shares.hpp): one series per layer kind × part over every phase.
+void check_shares(ProfileReport& rep) {
+  if (!rep.fit || !rep.fit->fit || !rep.fit->fit->determined) {
+    rep.share_check_note = "no scaling fit to compare with";
+    return;
+  }
+  core::ShareCheckInput in;
+  in.model = rep.fit->fit->model;
+  std::map<std::string, std::vector<double>> series;
+  std::vector<size_t> used;
+  for (size_t i = 0; i < rep.steps.points.size(); ++i) {
+    const auto& p = rep.steps.points[i];
+    const auto& t = rep.traces[i];
+    if (p.point.padded() || p.outcome != PointOutcome::kOk || p.step_s.empty() || !t.captured ||
+        t.breakdown.kernels == 0)
+      continue;
+    used.push_back(i);
+  }
+  for (size_t i : used) {
+    for (const auto& r : rep.traces[i].breakdown.rows) series[r.layer_kind + "/" + r.part];
+  }
+  for (size_t i : used) {
+    const auto& p = rep.steps.points[i];
+    in.widths.push_back(static_cast<double>(p.point.width));
+    in.repeats.push_back(1);  // the fit is over per-width medians (scaling-fit's default)
+    in.step_s.push_back(sample_stats(p.step_s).median);
+    std::map<std::string, double> sums;
+    for (const auto& r : rep.traces[i].breakdown.rows)
+      sums[r.layer_kind + "/" + r.part] += static_cast<double>(r.kernel_ns) * 1e-9;
+    for (auto& [name, values] : series) values.push_back(sums[name]);
+  }
+  for (auto& [name, values] : series) {
+    const auto slash = name.find('/');
+    core::PartSeries s;
+    s.name = name;
+    s.quadratic = core::grows_quadratically(name.substr(slash + 1), name.substr(0, slash),
+                                            rep.sliding_dense);
+    s.seconds = std::move(values);
+    in.parts.push_back(std::move(s));
+  }
+  rep.share_check = core::check_quadratic_shares(in);
+  if (!rep.share_check->determined) rep.share_check_note = rep.share_check->refusal;
 }
 
 }  // namespace
@@ -126,7 +188,7 @@ ProfileReport run_profile(const ProfileRequest& request,
     if (source && p.traced) {
       if (!raw_written && !request.raw_trace_path.empty()) {
         core::write_file_atomic(request.raw_trace_path,
-                                cupti::to_json(source->raw()).dump() + "\n");
+                                core::to_json(source->raw()).dump() + "\n");
         raw_written = true;
       }
       cupti::TraceCapture c = source->take();
@@ -219,9 +281,13 @@ ProfileReport run_profile(const ProfileRequest& request,
   std::set<int64_t> batches;
   for (const auto& fp : in.points) batches.insert(fp.batch);
   if (widths.size() >= 3 && batches.size() == 1) {
+    // AB, as the post-mortem fitted; the fixed term C is tested beside it (fixed_term), which
+    // needs four or more distinct widths.
     in.model = "AB";
     in.at_widths.assign(widths.begin(), widths.end());
     rep.fit = core::analyze_scaling(in);
+    rep.sliding_dense = core::sliding_layers_dense(spec.attn);
+    check_shares(rep);
   } else if (batches.size() > 1) {
     rep.fit_note = "no scaling fit: the points are at different batches";
   } else {

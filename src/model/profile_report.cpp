@@ -1,6 +1,9 @@
 // JSON and table views of a profile run (no libtorch).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/model/profile.hpp"
@@ -18,14 +21,113 @@ core::Json trace_json(const PointTrace& t, bool supported) {
   j["records"] = t.records;
   j["kernels"] = t.kernels;
   j["dropped_records"] = t.dropped_records;
-  j["untagged_records"] = t.untagged_records;
+  j["attribution"] = {{"untagged_records", t.counts.untagged},
+                      {"untagged_no_context_records", t.counts.untagged_no_context},
+                      {"untagged_unlinked_node_records", t.counts.untagged_unlinked},
+                      {"linked_records", t.counts.linked}};
   j["kernel_sum_s"] = t.kernel_sum_s;
   j["span_s"] = t.span_s;
-  j["by_phase_part"] = t.phase_rows.is_null() ? core::Json::array() : t.phase_rows;
+  const core::Json b = core::to_json(t.breakdown);
+  j["untagged_kernel_s"] = b["untagged_kernel_s"];
+  j["untagged_kernel_share_ratio"] = b["untagged_kernel_share_ratio"];
+  j["by_phase_part"] = b["rows"];
+  j["by_layer"] = b["layers"];
   j["attention_share_ratio"] = opt(t.attention_share);
+  j["attention_core_share_ratio"] = opt(t.attention_core_share);
+  j["attention_deltas"] = core::Json::array();
+  for (const auto& d : t.attention_deltas) {
+    j["attention_deltas"].push_back({{"kernel", d.kernel},
+                                     {"side", d.in_core ? "attention_core, not named attention"
+                                                        : "named attention, outside attention_core"},
+                                     {"kernels", d.kernels},
+                                     {"kernel_s", static_cast<double>(d.kernel_ns) * 1e-9}});
+  }
   j["kernel_table"] = t.table ? core::to_json(*t.table) : core::Json(nullptr);
   j["problems"] = t.problems;
   return j;
+}
+
+std::string point_name(const PointResult& p) {
+  return fmt::format("{}x{}{}", p.point.batch, p.point.width, p.point.padded() ? " padded" : "");
+}
+
+// Kernel time of one (layer kind, part) in one phase, summed over the breakdown's rows.
+int64_t cell_ns(const core::StepBreakdown& b, const std::string& kind, const std::string& part,
+                const std::string& phase) {
+  int64_t ns = 0;
+  for (const auto& r : b.rows) {
+    if (r.layer_kind == kind && r.part == part && r.phase == phase) ns += r.kernel_ns;
+  }
+  return ns;
+}
+
+int64_t phase_ns(const core::StepBreakdown& b, const std::string& phase) {
+  int64_t ns = 0;
+  for (const auto& r : b.rows) {
+    if (r.phase == phase) ns += r.kernel_ns;
+  }
+  return ns;
+}
+
+std::string share_of(int64_t ns, int64_t of) {
+  return of > 0 ? core::format_percent(static_cast<double>(ns) / static_cast<double>(of))
+                : std::string("-");
+}
+
+// The phase × part matrix of one traced point: rows (layer kind, part), columns the phases, each
+// cell the kernel time and its share of the step's device span.
+core::Table phase_part_matrix(const PointResult& p, const PointTrace& t) {
+  const core::StepBreakdown& b = t.breakdown;
+  core::Table m(fmt::format("where the step's device time went, {} (traced step; kernel time and "
+                            "share of the step's device span {})",
+                            point_name(p), core::format_seconds(t.span_s)));
+  const std::vector<std::string> phases = {"forward", "loss", "recompute", "backward", "untagged"};
+  m.column("layers", core::Align::kLeft).column("part", core::Align::kLeft);
+  for (const auto& ph : phases) m.column(ph);
+  m.column("all phases").column("of span");
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (const auto& r : b.rows) {
+    std::pair<std::string, std::string> k{r.layer_kind, r.part};
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& c) {
+    auto rank_kind = [](const std::string& k) { return k == "sliding" ? 0 : k == "full" ? 1 : 2; };
+    auto rank_part = [](const std::string& part) {
+      auto v = core::parse_step_part(part);
+      return v ? static_cast<int>(*v) : 100;
+    };
+    return std::make_pair(rank_kind(a.first), rank_part(a.second)) <
+           std::make_pair(rank_kind(c.first), rank_part(c.second));
+  });
+  for (const auto& [kind, part] : keys) {
+    std::vector<std::string> row = {kind, part};
+    int64_t all = 0;
+    for (const auto& ph : phases) {
+      const int64_t ns = cell_ns(b, kind, part, ph);
+      all += ns;
+      row.push_back(ns > 0 ? core::format_seconds(static_cast<double>(ns) * 1e-9) : "");
+    }
+    row.push_back(core::format_seconds(static_cast<double>(all) * 1e-9));
+    row.push_back(share_of(all, b.span_ns));
+    m.row(std::move(row));
+  }
+  m.separator();
+  std::vector<std::string> total = {"all", "all"};
+  for (const auto& ph : phases) {
+    const int64_t ns = phase_ns(b, ph);
+    total.push_back(ns > 0 ? core::format_seconds(static_cast<double>(ns) * 1e-9) : "");
+  }
+  total.push_back(core::format_seconds(t.kernel_sum_s));
+  total.push_back(share_of(b.kernel_ns, b.span_ns));
+  m.row(std::move(total));
+  m.note("backward rows: each kernel of autograd's backward takes the part and layer of the "
+         "forward (or recompute) operation it differentiates, through autograd's sequence numbers "
+         "(docs/profile.md, \"Attribution\"); recompute: the checkpointed layers' forward run "
+         "again inside the backward; untagged: launched outside every scope and node, or in a "
+         "backward node whose forward op was not recorded");
+  m.note("kernel times add up over streams; the share of span can pass 100 % where kernels "
+         "overlap, and falls short of it by the device's idle time");
+  return m;
 }
 
 const PointResult* first_ok(const StepReport& r) {
@@ -55,6 +157,10 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   out["flops_attention_path"] = core::to_string(rep.flops_path);
   out["scaling_fit"] = rep.fit ? core::to_json(*rep.fit) : core::Json(nullptr);
   out["scaling_fit_note"] = rep.fit_note.empty() ? core::Json(nullptr) : core::Json(rep.fit_note);
+  out["sliding_attention_dense"] = rep.sliding_dense;
+  out["share_check"] = rep.share_check ? core::to_json(*rep.share_check) : core::Json(nullptr);
+  out["share_check_note"] =
+      rep.share_check_note.empty() ? core::Json(nullptr) : core::Json(rep.share_check_note);
   // results.kernel_table: the kernels table of one traced point (--table-width, default the
   // widest), in the shape `tprobe kernels` writes (docs/kernels.md), so kernels can re-read it.
   if (rep.table_point) {
@@ -123,31 +229,57 @@ std::vector<core::Table> profile_tables(const ProfileReport& rep) {
   out.push_back(std::move(cost));
 
   if (rep.kernel_table_supported) {
-    core::Table ph("device time by phase and part (the traced step of each point; kernels only)");
-    ph.column("point", core::Align::kLeft).column("phase", core::Align::kLeft);
-    ph.column("part", core::Align::kLeft).column("kernels").column("kernel time").column("share");
+    core::Table ph("traced steps: device time by phase, and attention two ways");
+    ph.column("point", core::Align::kLeft).column("kernels").column("kernel time");
+    ph.column("span").column("forward").column("loss").column("recompute").column("backward");
+    ph.column("untagged").column("attention core (parts)").column("attention (kernel names)");
     for (size_t i = 0; i < rep.steps.points.size(); ++i) {
       const auto& p = rep.steps.points[i];
       const auto& t = rep.traces[i];
-      const std::string name =
-          fmt::format("{}x{}{}", p.point.batch, p.point.width, p.point.padded() ? " padded" : "");
-      if (!t.phase_rows.is_array() || t.phase_rows.empty()) {
-        ph.row({name, "-", "no records"});
+      if (t.breakdown.kernels == 0) {
+        ph.row({point_name(p), "-", t.problems.empty() ? "no records" : t.problems.front()});
         continue;
       }
-      for (const auto& r : t.phase_rows) {
-        ph.row({name, r["phase"].get<std::string>(), r["part"].get<std::string>(),
-                core::format_count(r["kernels"].get<int64_t>()),
-                core::format_seconds(r["kernel_s"].get<double>()),
-                core::format_percent(r["kernel_share_ratio"].get<double>())});
-      }
-      ph.separator();
+      const int64_t all = t.breakdown.kernel_ns;
+      auto pct = [](const std::optional<double>& v) {
+        return v ? core::format_percent(*v) : std::string("-");
+      };
+      ph.row({point_name(p), core::format_count(t.kernels), core::format_seconds(t.kernel_sum_s),
+              core::format_seconds(t.span_s), share_of(phase_ns(t.breakdown, "forward"), all),
+              share_of(phase_ns(t.breakdown, "loss"), all),
+              share_of(phase_ns(t.breakdown, "recompute"), all),
+              share_of(phase_ns(t.breakdown, "backward"), all),
+              share_of(t.breakdown.untagged_kernel_ns, all), pct(t.attention_core_share),
+              pct(t.attention_share)});
     }
-    ph.note(
-        "backward of a layer is tagged by its layer type as a whole (sliding_attention / "
-        "full_attention rows include its MLP and experts gradients); untagged launches of the "
-        "autograd engine count as backward/other");
+    ph.note("shares of the traced step's summed kernel time; attention core: the attention "
+            "math of every layer (the attention_core part, forward, recompute and backward); "
+            "attention (kernel names): the kernel table's attention category");
     out.push_back(std::move(ph));
+    if (rep.table_point) {
+      const auto& p = rep.steps.points[*rep.table_point];
+      const auto& t = rep.traces[*rep.table_point];
+      out.push_back(phase_part_matrix(p, t));
+      if (!t.attention_deltas.empty()) {
+        core::Table d(fmt::format(
+            "attention core (parts) vs attention (kernel names), {}: the kernels on one side only",
+            point_name(p)));
+        d.column("kernel", core::Align::kLeft).column("side", core::Align::kLeft);
+        d.column("launches").column("kernel time").column("share");
+        size_t shown = 0;
+        for (const auto& x : t.attention_deltas) {
+          if (++shown > 12) break;
+          d.row({x.kernel, x.in_core ? "attention core only" : "named attention only",
+                 core::format_count(x.kernels),
+                 core::format_seconds(static_cast<double>(x.kernel_ns) * 1e-9),
+                 share_of(x.kernel_ns, t.breakdown.kernel_ns)});
+        }
+        if (t.attention_deltas.size() > 12)
+          d.note(fmt::format("{} more kernels in the evidence (attention_deltas)",
+                             t.attention_deltas.size() - 12));
+        out.push_back(std::move(d));
+      }
+    }
   } else {
     core::Table none("kernel table");
     none.column("status", core::Align::kLeft);
@@ -162,18 +294,42 @@ std::vector<core::Table> profile_tables(const ProfileReport& rep) {
 
   if (rep.fit) {
     for (auto& t : core::scaling_fit_tables(*rep.fit)) out.push_back(std::move(t));
-    // domain item 2's two independent methods side by side
-    core::Table two("quadratic share (scaling fit) vs attention share (kernel table)");
-    two.column("batch").column("width").column("fit: B*w^2 / t(w)").column("table: attention");
-    for (size_t i = 0; i < rep.steps.points.size(); ++i) {
-      const auto& p = rep.steps.points[i];
-      if (p.point.padded() || p.outcome != PointOutcome::kOk || !rep.fit->fit) continue;
-      const double q = rep.fit->fit->at(static_cast<double>(p.point.width)).quadratic_share;
-      const auto& a = rep.traces[i].attention_share;
-      two.row({std::to_string(p.point.batch), core::format_count(p.point.width),
-               core::format_percent(q), a ? core::format_percent(*a) : std::string("-")});
+    // domain item 2's two independent methods side by side, like for like (shares of the step)
+    if (rep.share_check && rep.share_check->determined) {
+      const core::ShareCheck& sc = *rep.share_check;
+      core::Table two(
+          "quadratic share: the scaling fit vs the parts that grow with w² (shares of the step)");
+      two.column("width").column("fit: B*w^2 / t(w)").column("w² parts / step").column("difference");
+      two.column("what separates them (measured terms, points of the step)", core::Align::kLeft);
+      for (const auto& row : sc.rows) {
+        std::string why;
+        if (std::fabs(row.difference) > sc.threshold) {
+          for (const auto& term : row.terms) {
+            if (std::fabs(term.share) < 0.01 || why.size() > 160) continue;
+            why += fmt::format("{}{:+.1f} {}", why.empty() ? "" : "; ", 100 * term.share, term.name);
+          }
+        } else {
+          why = fmt::format("within {:.0f} points", 100 * sc.threshold);
+        }
+        two.row({core::format_count(static_cast<int64_t>(row.width)),
+                 core::format_percent(row.fit_quadratic_share),
+                 core::format_percent(row.parts_quadratic_share),
+                 fmt::format("{:+.1f} pt", 100 * row.difference), why});
+      }
+      std::string parts;
+      for (const auto& q : sc.quadratic_parts) parts += (parts.empty() ? "" : ", ") + q;
+      two.note(fmt::format(
+          "w² parts on this path ({}): {}; every part, and the remainder (median step - traced "
+          "kernel time), is fitted with the step's form at the same widths, so the terms add up to "
+          "the difference exactly (evidence: share_check)",
+          to_string(rep.attn), parts.empty() ? "none traced" : parts));
+      out.push_back(std::move(two));
+    } else {
+      core::Table none("quadratic share: the scaling fit vs the parts that grow with w²");
+      none.column("status", core::Align::kLeft);
+      none.row({rep.share_check_note.empty() ? std::string("not compared") : rep.share_check_note});
+      out.push_back(std::move(none));
     }
-    out.push_back(std::move(two));
   } else {
     core::Table none("scaling fit");
     none.column("status", core::Align::kLeft);

@@ -161,20 +161,29 @@ struct StepTimes {
 };
 
 StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>& lengths,
-                   ForwardRecord* rec, bool cuda, StepObserver* observer) {
+                   ForwardRecord* rec, bool cuda, core::StepObserver* observer) {
   StepClock clock(cuda);
+  // Forward ops' sequence numbers and backward nodes, for the tracer's attribution (only when
+  // it wants them: a traced step).
+  AutogradLinks links(observer);
   cuda_synchronize();
   clock.mark(0);
   Tensor h;
   {
-    ObserverScope scope(observer, StepPhase::kForward, StepPart::kOther);
+    core::ObserverScope scope(observer, core::StepTag{core::StepPhase::kForward,
+                                                      core::StepPart::kOther, -1,
+                                                      core::LayerKind::kNone});
     h = m.hidden_states(ids, rec, lengths);
   }
   clock.mark(1);
   LossResult loss = m.head_loss(h, ids, lengths);
   clock.mark(2);
   {
-    ObserverScope scope(observer, StepPhase::kBackward, StepPart::kOther);
+    // On a CUDA step the backward runs on the autograd engine's device thread, where this scope
+    // is not seen: there a launch outside every node is untagged. On the CPU it runs here.
+    core::ObserverScope scope(observer, core::StepTag{core::StepPhase::kBackward,
+                                                      core::StepPart::kOther, -1,
+                                                      core::LayerKind::kNone});
     loss.loss.backward();
   }
   clock.mark(3);

@@ -92,13 +92,25 @@ TEST(ProfileCli, ReplayedTraceGivesThePhaseTable) {
   ASSERT_TRUE(res["kernel_table"].is_object());
   EXPECT_EQ(res["kernel_table_point"]["width"], 24);
   const json& kt = res["points"][0]["kernel_trace"];
-  EXPECT_EQ(kt["records"], 8);
+  EXPECT_EQ(kt["records"], 10);
   EXPECT_EQ(kt["dropped_records"], 3);
-  EXPECT_EQ(kt["untagged_records"], 1);
-  EXPECT_EQ(kt["by_phase_part"].size(), 6u);
-  // flash_fwd (4 us) and fmha_cutlassB (12 us) of 20 us kernel time + 0.5 us memcpy/memset
-  EXPECT_GT(kt["attention_share_ratio"].get<double>(), 0.7);
-  EXPECT_LE(kt["attention_share_ratio"].get<double>(), 0.8);
+  EXPECT_EQ(kt["attribution"]["untagged_records"], 2);
+  EXPECT_EQ(kt["attribution"]["untagged_unlinked_node_records"], 1);
+  EXPECT_EQ(kt["attribution"]["linked_records"], 2);
+  // the fixture by hand (tests/core/step_trace_test.cpp): 22 us of kernels, 1.5 us untagged
+  EXPECT_DOUBLE_EQ(kt["kernel_sum_s"].get<double>(), 22000e-9);
+  EXPECT_DOUBLE_EQ(kt["untagged_kernel_share_ratio"].get<double>(), 1500.0 / 22000.0);
+  double rows_s = 0;
+  for (const auto& row : kt["by_phase_part"]) rows_s += row["kernel_s"].get<double>();
+  EXPECT_NEAR(rows_s, kt["kernel_sum_s"].get<double>(), 1e-15);
+  // attention two ways: named kernels flash fwd x2 (4 + 1 us) and fmha_cutlassB (12 us) = 17 of
+  // 22 us; the attention_core parts hold the same three kernels
+  EXPECT_DOUBLE_EQ(kt["attention_share_ratio"].get<double>(), 17000.0 / 22000.0);
+  EXPECT_DOUBLE_EQ(kt["attention_core_share_ratio"].get<double>(), 17000.0 / 22000.0);
+  EXPECT_TRUE(kt["attention_deltas"].empty());
+  ASSERT_EQ(kt["by_layer"].size(), 2u);
+  EXPECT_DOUBLE_EQ(kt["by_layer"][1]["kernel_s"]["backward"]["attention_core"].get<double>(),
+                   12000e-9);
   EXPECT_FALSE(res["points"][0]["intended_mfu_ratio"].is_null());
   EXPECT_TRUE(res["scaling_fit"].is_null());
   EXPECT_NE(res["scaling_fit_note"].get<std::string>().find("2 distinct"), std::string::npos);
@@ -107,6 +119,19 @@ TEST(ProfileCli, ReplayedTraceGivesThePhaseTable) {
   for (const auto& d : ev["status"]["diagnostics"]) dropped |= d["code"] == "cupti_dropped_records";
   EXPECT_TRUE(dropped);
   EXPECT_NE(r.out.find("forward"), std::string::npos);
+  // the phase × part matrix of the widest point, with the untagged row
+  EXPECT_NE(r.out.find("where the step's device time went, 2x24"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("untagged"), std::string::npos);
+
+  // The report draws the phase × part stacked bar and one bar per layer from this evidence.
+  RunResult rep = run_tprobe({"report", dir});
+  ASSERT_EQ(rep.exit_code, 0) << rep.out << rep.err;
+  const std::string html = read_text(dir + "/report.html");
+  EXPECT_NE(html.find("id=\"fig-profile-phase-part\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"fig-profile-per-layer\""), std::string::npos);
+  EXPECT_NE(html.find("layer 1 full"), std::string::npos);
+  EXPECT_NE(html.find("results.points[1].kernel_trace.by_phase_part[].kernel_s"),
+            std::string::npos);
 }
 
 // --norm fused runs libtorch's at::rms_norm (>= 2.4) and says so in the provenance; on an older

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
+#include <mutex>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "tprobe/core/base/error.hpp"
@@ -18,6 +21,7 @@
 namespace tprobe::model {
 namespace {
 
+using core::StepTracer;
 using torch::Tensor;
 using torch::indexing::Slice;
 
@@ -206,19 +210,49 @@ TEST(PaddedBatch, BadLengthsAreRefused) {
   EXPECT_THROW(m.logits(x, nullptr, {8, 9}), Error);
 }
 
-// Records what the engine says it is running.
+// Records what the engine says it is running, and the autograd links: for every backward node
+// that starts, the scope of the forward (or recompute) op that made it — the join the CUPTI
+// source's raw trace leaves to core::attribute, done here live on the CPU.
 class RecordingObserver : public StepTracer {
  public:
   void begin() override { ++begins; }
   void end() override { ++ends; }
   void discard() override { ++discards; }
-  void enter(StepPhase phase, StepPart part) override {
-    seen.insert({to_string(phase), to_string(part)});
+  bool wants_links() const override { return true; }
+  void enter(const core::StepTag& tag) override {
+    seen.insert({core::to_string(tag.phase), core::to_string(tag.part)});
+    stack.push_back(tag);
     ++depth;
     max_depth = std::max(max_depth, depth);
   }
-  void leave() override { --depth; }
+  void leave() override {
+    --depth;
+    stack.pop_back();
+  }
+  void forward_op(uint64_t thread, int64_t seq) override {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!stack.empty()) made_by[{thread, seq}] = stack.back();
+    else made_by.erase({thread, seq});
+  }
+  void node_enter(uint64_t thread, int64_t seq) override {
+    std::lock_guard<std::mutex> lock(mu);
+    ++nodes;
+    auto it = made_by.find({thread, seq});
+    if (it == made_by.end()) {
+      ++unlinked;
+      return;
+    }
+    const core::StepTag b = core::backward_of(it->second);
+    node_tags.insert({core::to_string(b.phase), core::to_string(b.part), b.layer,
+                      core::to_string(it->second.phase)});
+  }
   std::set<std::pair<std::string, std::string>> seen;
+  std::vector<core::StepTag> stack;  // the engine runs the CPU backward on this thread
+  std::mutex mu;
+  std::map<std::pair<uint64_t, int64_t>, core::StepTag> made_by;
+  // (phase, part, layer, phase of the scope that made the node)
+  std::set<std::tuple<std::string, std::string, int32_t, std::string>> node_tags;
+  int64_t nodes = 0, unlinked = 0;
   int begins = 0, ends = 0, discards = 0, depth = 0, max_depth = 0;
 };
 
@@ -271,17 +305,35 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   EXPECT_GT(r.points[0].trace_priming_step_s, 0);
   EXPECT_EQ(r.points[1].trace_priming_step_s, 0);
   EXPECT_EQ(tracer.depth, 0);
-  for (const char* phase : {"forward", "backward"}) {
-    for (const char* part : {"sliding_attention", "full_attention"}) {
+  // Every part is tagged in the forward and again in the recompute of the checkpointed layers.
+  for (const char* phase : {"forward", "recompute"}) {
+    for (const char* part :
+         {"attention_proj", "attention_core", "dense_mlp", "router", "experts", "other"}) {
       EXPECT_TRUE(tracer.seen.count({phase, part})) << phase << " " << part;
     }
   }
-  // dense MLP and experts are tagged in the forward and in the recompute (backward)
-  for (const char* phase : {"forward", "backward"}) {
-    EXPECT_TRUE(tracer.seen.count({phase, "dense_mlp"})) << phase;
-    EXPECT_TRUE(tracer.seen.count({phase, "experts"})) << phase;
-  }
+  EXPECT_TRUE(tracer.seen.count({"forward", "embedding"}));
   EXPECT_TRUE(tracer.seen.count({"loss", "loss_head"}));
+  // The engine never tags a backward scope itself: the backward is all links.
+  EXPECT_FALSE(tracer.seen.count({"backward", "attention_core"}));
+  // Backward nodes: every one that carries a sequence number links to a recorded forward op.
+  EXPECT_GT(tracer.nodes, 100);
+  EXPECT_EQ(tracer.unlinked, 0) << "of " << tracer.nodes << " nodes";
+  const auto layers = static_cast<int32_t>(core::embedded_model("gemma4-tiny").num_layers);
+  for (int32_t layer = 0; layer < layers; ++layer) {
+    // The layer's own gradients come from nodes its recompute made, part by part.
+    for (const char* part : {"attention_proj", "attention_core", "dense_mlp", "router", "experts"}) {
+      EXPECT_TRUE(tracer.node_tags.count({"backward", part, layer, "recompute"}))
+          << "layer " << layer << " " << part;
+      // ...never from the first forward, whose graph the checkpoint does not keep
+      EXPECT_FALSE(tracer.node_tags.count({"backward", part, layer, "forward"}))
+          << "layer " << layer << " " << part;
+    }
+    // the checkpoint node itself, made in the forward under the layer's `other`
+    EXPECT_TRUE(tracer.node_tags.count({"backward", "other", layer, "forward"})) << layer;
+  }
+  // the loss head's own node stays in the loss phase
+  EXPECT_TRUE(tracer.node_tags.count({"loss", "loss_head", -1, "loss"}));
 
   core::Json j = to_json(r);
   ASSERT_EQ(j["points"].size(), 2u);

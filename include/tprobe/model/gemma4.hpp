@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/model/step_observer.hpp"
+#include "tprobe/core/trace/step_trace.hpp"
 #include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
@@ -52,9 +52,9 @@ struct ModelOptions {
   // RMSNorm: false, the reference formula op by op as transformers writes it (bit-identical to
   // HF); true, libtorch's at::rms_norm (one fused kernel each way on CUDA, libtorch >= 2.9).
   bool fused_rms_norm = false;
-  // Told which phase and part of the model is running (the profile probe's CUPTI tagging);
-  // not owned, may be null.
-  StepObserver* observer = nullptr;
+  // Told which phase, part and layer of the model is running (the profile probe's CUPTI
+  // tagging, core/trace/step_trace.hpp); not owned, may be null.
+  core::StepObserver* observer = nullptr;
 };
 
 // One nn.Linear (no bias) with an optional LoRA pair.
@@ -162,10 +162,10 @@ class Gemma4Model {
                        const std::vector<int64_t>& lengths = {});
 
   // One decoder layer, outside any checkpointing (the checkpoint Function calls this too, with
-  // phase kBackward for the recompute).
+  // phase kRecompute).
   torch::Tensor layer_forward(size_t index, const torch::Tensor& x, ForwardRecord* record,
                               const std::vector<int64_t>& lengths = {},
-                              StepPhase phase = StepPhase::kForward) const;
+                              core::StepPhase phase = core::StepPhase::kForward) const;
 
  private:
   Gemma4Model(core::ModelConfig config, ModelOptions options);
@@ -198,7 +198,7 @@ torch::Tensor rope_inv_freq(const core::RopeParams& rope, int64_t head_dim);
 // `observer` (may be null) is told when the chunked backward runs (phase loss).
 torch::Tensor softcapped_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& head,
                                        const torch::Tensor& labels, double softcap, CeMode mode,
-                                       int64_t chunk, StepObserver* observer = nullptr);
+                                       int64_t chunk, core::StepObserver* observer = nullptr);
 
 // Sizes from the config alone (no tensors): text parameters (layer_scalar excluded, as HF's
 // num_parameters excludes buffers), LoRA modules and LoRA parameters for `lora`.

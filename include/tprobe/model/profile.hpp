@@ -10,6 +10,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/flops.hpp"
+#include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
 #include "tprobe/model/step_report.hpp"
@@ -29,15 +30,26 @@ struct ProfileRequest {
   bool attn_default = false;
 };
 
+// A kernel on one side only of "attention core (parts)" vs "attention (kernel-name category)".
+struct AttentionDelta {
+  std::string kernel;  // short name
+  bool in_core = false;  // true: tagged attention_core, not named attention; false: the reverse
+  int64_t kernels = 0;
+  int64_t kernel_ns = 0;
+};
+
 struct PointTrace {
   bool captured = false;
   int64_t records = 0, kernels = 0;
-  int64_t dropped_records = 0, untagged_records = 0;
+  int64_t dropped_records = 0;
+  core::AttributionCounts counts;
+  core::StepBreakdown breakdown;  // phase × layer kind × part, per layer
   double kernel_sum_s = 0;  // Σ kernel durations
   double span_s = 0;        // first start to last end (device wall of the traced step)
-  core::Json phase_rows;    // cupti::to_json(phase_rows)
   std::optional<core::KernelTable> table;  // the kernels table over the traced step's records
-  std::optional<double> attention_share;   // the table's attention category / Σ device time
+  std::optional<double> attention_share;   // attention-category kernels / Σ kernel time
+  std::optional<double> attention_core_share;  // attention_core parts / Σ kernel time
+  std::vector<AttentionDelta> attention_deltas;  // what separates the two, largest first
   std::vector<std::string> problems;
 };
 
@@ -56,6 +68,11 @@ struct ProfileReport {
   core::AttentionPath flops_path = core::AttentionPath::kSdpa;
   std::optional<core::ScalingFitReport> fit;  // with >= 3 distinct unpadded widths
   std::string fit_note;                       // why there is none
+  // The fit's quadratic share against the parts that grow with w² on this path (the attention
+  // core of full layers; of sliding layers too where the path computes them dense).
+  bool sliding_dense = false;
+  std::optional<core::ShareCheck> share_check;
+  std::string share_check_note;  // why there is none
   bool kernel_table_supported = false;
   std::string kernel_table_reason;  // why not (CPU, no CUPTI, refused, --trace off)
   std::string trace_source;         // what recorded

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/model/step_observer.hpp"
+#include "tprobe/core/trace/step_trace.hpp"
 #include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
@@ -45,7 +45,7 @@ struct StepSpec {
   std::vector<StepPoint> points;
   int64_t warmup = 1;
   int64_t repeats = 3;
-  StepTracer* tracer = nullptr;  // not owned; null: no traced step
+  core::StepTracer* tracer = nullptr;  // not owned; null: no traced step
   // Asked before each point (and before its traced step): true stops the sweep, and the report
   // holds the points measured so far with `interrupted` set. The caller's signal flag, passed in
   // because the module has its own copy of tprobe_core.

@@ -47,4 +47,9 @@ std::vector<std::string> attention_path_names() {
   return out;
 }
 
+bool sliding_layers_dense(AttentionPath path) {
+  return path == AttentionPath::kEager || path == AttentionPath::kSdpa ||
+         path == AttentionPath::kSdpaMasked;
+}
+
 }  // namespace tprobe::core

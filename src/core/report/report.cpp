@@ -801,6 +801,101 @@ void kernels_section(Ctx& c) {
   }
 }
 
+// Profile's attribution (docs/profile.md, "Attribution"): the traced step of one point (the
+// kernel table's, else the widest) as a stacked bar per phase split by part, and one stacked bar
+// per decoder layer, sliding and full layers named.
+int phase_part_series(const std::string& part, const std::string& kind) {
+  if (part == "attention_core") return kind == "full" ? 0 : 1;
+  if (part == "attention_proj") return 2;
+  if (part == "dense_mlp") return 3;
+  if (part == "router") return 4;
+  if (part == "experts") return 5;
+  if (part == "loss_head") return 6;
+  if (part == "untagged") return 8;
+  return 7;  // embedding, other
+}
+
+void phase_part_figures(Ctx& c, const Json& pts) {
+  const std::vector<std::string> series = {
+      "attention core (full layers)", "attention core (sliding layers)", "attention projections",
+      "dense MLP", "router", "experts", "loss head", "embedding and other", "untagged"};
+  const auto table_width = number_at(c.results, "kernel_table_point.width");
+  std::optional<size_t> chosen;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const Json& p = pts[i];
+    const Json* kt = p.is_object() ? find_path(p, "kernel_trace") : nullptr;
+    if (!kt || !kt->is_object() || !array_at(*kt, "by_phase_part")) continue;
+    auto w = number_at(p, "width");
+    if (!w) continue;
+    if (table_width ? *w == *table_width
+                    : (!chosen || *w > number_at(pts[*chosen], "width").value_or(0)))
+      chosen = i;
+  }
+  if (!chosen) return;
+  const Json& p = pts[*chosen];
+  const Json& kt = p["kernel_trace"];
+  const std::string point = fmt::format("{}x{}", number_at(p, "batch").value_or(0),
+                                        number_at(p, "width").value_or(0));
+  const std::string base = fmt::format("results.points[{}].kernel_trace.", *chosen);
+
+  BarChart phases;
+  phases.title = "Where the traced step's device time went, " + point + ": phase by part";
+  phases.series = series;
+  phases.stacked = true;
+  phases.value_label = "kernel time, seconds";
+  for (const char* phase : {"forward", "loss", "recompute", "backward", "untagged"}) {
+    std::vector<double> v(series.size(), 0.0);
+    double total = 0;
+    for (const auto& row : *array_at(kt, "by_phase_part")) {
+      if (string_at(row, "phase") != phase) continue;
+      const double t = number_at(row, "kernel_s").value_or(0);
+      v[static_cast<size_t>(
+          phase_part_series(string_at(row, "part"), string_at(row, "layer_kind")))] += t;
+      total += t;
+    }
+    if (total > 0) phases.items.push_back({phase, v, false, format_seconds(total)});
+  }
+  if (!phases.items.empty()) {
+    c.sec.figures.push_back(c.figure(
+        "phase-part", phases.title, render_svg(phases),
+        {base + "by_phase_part[].phase", base + "by_phase_part[].part",
+         base + "by_phase_part[].layer_kind", base + "by_phase_part[].kernel_s"},
+        "Each backward kernel is given the part of the forward (or recompute) operation it "
+        "differentiates; recompute is the checkpointed forward run again inside the backward."));
+  }
+  const Json* layers = array_at(kt, "by_layer");
+  if (!layers || layers->empty()) return;
+  BarChart per_layer;
+  per_layer.title = "Device time per decoder layer, " + point + ": forward, recompute and backward";
+  per_layer.series = series;
+  per_layer.stacked = true;
+  per_layer.value_label = "kernel time, seconds";
+  for (const auto& l : *layers) {
+    const Json* phases_of = l.is_object() ? find_path(l, "kernel_s") : nullptr;
+    if (!phases_of || !phases_of->is_object()) continue;
+    std::vector<double> v(series.size(), 0.0);
+    double total = 0;
+    const std::string kind = string_at(l, "layer_kind");
+    for (const auto& [phase, parts] : phases_of->items()) {
+      if (!parts.is_object()) continue;
+      for (const auto& [part, t] : parts.items()) {
+        if (!t.is_number()) continue;
+        v[static_cast<size_t>(phase_part_series(part, kind))] += t.get<double>();
+        total += t.get<double>();
+      }
+    }
+    per_layer.items.push_back({fmt::format("layer {} {}", number_at(l, "layer").value_or(-1), kind),
+                               v, false, format_seconds(total)});
+  }
+  if (!per_layer.items.empty()) {
+    c.sec.figures.push_back(c.figure(
+        "per-layer", per_layer.title, render_svg(per_layer),
+        {base + "by_layer[].layer", base + "by_layer[].layer_kind",
+         base + "by_layer[].kernel_s.PHASE.PART"},
+        "One bar per layer; full (global) layers carry the head_dim-512 attention."));
+  }
+}
+
 void profile_section(Ctx& c) {
   const Json& r = c.results;
   const Json* pts = array_at(r, "points");
@@ -923,6 +1018,7 @@ void profile_section(Ctx& c) {
                    {"results." + key + "[]." + lkey, "results." + key + "[]." + tkey}, ""));
     }
   }
+  phase_part_figures(c, *pts);
   for (const char* k : {"kernel_table", "kernels"}) {
     const Json* kt = find_path(r, k);
     if (kt && kt->is_object()) kernel_table_figures(c, *kt, std::string("results.") + k + ".");

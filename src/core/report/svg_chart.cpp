@@ -14,9 +14,10 @@ namespace tprobe::core {
 namespace {
 
 // Colour-blind-safe palette (Okabe-Ito); red is kept for highlights.
-const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
-                          "#56B4E9", "#D55E00", "#000000"};
-const char* color(int i) { return kPalette[static_cast<unsigned>(i) % 7]; }
+const char* kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9",
+                          "#D55E00", "#000000", "#F0E442", "#999999"};
+constexpr unsigned kColors = sizeof(kPalette) / sizeof(kPalette[0]);
+const char* color(int i) { return kPalette[static_cast<unsigned>(i) % kColors]; }
 constexpr const char* kHighlight = "#C00000";
 constexpr const char* kFont = "font-family=\"sans-serif\"";
 constexpr double kCharW = 7.0;  // a generous average glyph width of 12 px sans-serif
@@ -269,7 +270,7 @@ std::string render_svg(const XYChart& c) {
 }
 
 std::string render_svg(const BarChart& c) {
-  std::size_t nseries = std::max<std::size_t>(1, c.series.size());
+  std::size_t nseries = c.stacked ? 1 : std::max<std::size_t>(1, c.series.size());
   double label_w = 120;
   for (const auto& item : c.items)
     label_w = std::max(label_w,
@@ -284,9 +285,13 @@ std::string render_svg(const BarChart& c) {
   const double pw = W - left - right;
   double hi = 0;
   for (const auto& item : c.items) {
+    double total = 0;
     for (double v : item.values) {
-      if (std::isfinite(v)) hi = std::max(hi, v);
+      if (!std::isfinite(v)) continue;
+      hi = std::max(hi, v);
+      total += std::max(0.0, v);
     }
+    if (c.stacked) hi = std::max(hi, total);
   }
   std::vector<double> ticks = nice_ticks(0, hi > 0 ? hi : 1, 5);
   const double x1 = std::max(hi, ticks.back());
@@ -317,7 +322,19 @@ std::string render_svg(const BarChart& c) {
         "text-anchor=\"end\"{}>{}<title>{}</title></text>\n",
         left - 6, fmt_coord(y + row_h / 2), item.highlight ? " fill=\"#C00000\"" : "",
         xml_escape((item.highlight ? "! " : "") + label), xml_escape(item.label));
-    for (std::size_t k = 0; k < item.values.size(); ++k) {
+    double from = 0;  // stacked: where the next segment starts
+    for (std::size_t k = 0; k < item.values.size() && c.stacked; ++k) {
+      const double v = std::isfinite(item.values[k]) ? std::max(0.0, item.values[k]) : 0;
+      if (v <= 0) continue;
+      s += fmt::format(
+          "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+          "<title>{}{}: {}</title></rect>\n",
+          fmt_coord(px(from)), fmt_coord(y), fmt_coord(std::max(0.5, px(from + v) - px(from))),
+          bar_h - 2, color(static_cast<int>(k)), xml_escape(item.label),
+          c.series.size() > k ? " (" + xml_escape(c.series[k]) + ")" : "", axis_number(v));
+      from += v;
+    }
+    for (std::size_t k = 0; k < item.values.size() && !c.stacked; ++k) {
       const double v = std::isfinite(item.values[k]) ? item.values[k] : 0;
       s += fmt::format(
           "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"{}>"
@@ -330,6 +347,7 @@ std::string render_svg(const BarChart& c) {
     if (!item.note.empty()) {
       double end = left;
       for (double v : item.values) end = std::max(end, px(std::isfinite(v) ? v : 0));
+      if (c.stacked) end = px(from);
       s += fmt::format("<text class=\"bar-note\" x=\"{}\" y=\"{}\">{}</text>\n", fmt_coord(end + 4),
                        fmt_coord(y + bar_h - 3), xml_escape(item.note));
     }

@@ -32,6 +32,10 @@ std::optional<AttentionPath> parse_attention_path(std::string_view text);
 // The same, throwing UsageError that names `what` (the user-facing name, e.g. "--attn") and the
 // known names for anything else.
 AttentionPath attention_path_from_name(std::string_view text, std::string_view what);
+// Whether the path computes the sliding layers' attention dense (every key up to the query, the
+// window applied by a mask or not at all): their attention core then grows with w², as the full
+// layers' always does; windowed paths (flash-window, blockwise) grow with w·window.
+bool sliding_layers_dense(AttentionPath path);
 // The names above, in enum order (for CLI checks and help text).
 std::vector<std::string> attention_path_names();
 

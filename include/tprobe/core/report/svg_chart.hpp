@@ -52,6 +52,9 @@ struct BarChart {
   std::vector<std::string> series;  // legend names; one value per series in each item
   std::vector<BarItem> items;
   std::string highlight_label;  // legend text for highlighted rows
+  // true: one bar per item, its values stacked left to right in series order (a total split
+  // into parts); false: one bar per series side by side.
+  bool stacked = false;
   int width = 640;
 };
 

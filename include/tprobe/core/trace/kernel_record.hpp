@@ -30,6 +30,8 @@ struct KernelRecord {
   // if unknown), and a finer tag such as "sliding_attention" or "experts" (tprobe's own step).
   std::string phase;
   std::string part;
+  int32_t layer = -1;      // decoder layer index where the source knows it (tprobe's own step)
+  std::string layer_kind;  // "sliding", "full", "-" or empty
   int64_t step = -1;  // profiler step the activity belongs to, -1 if none
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
