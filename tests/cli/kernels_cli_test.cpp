@@ -219,7 +219,8 @@ TEST(KernelsCli, LaunchBoundStatisticsEqualAPlainPythonComputation) {
   EXPECT_NE(r.out.find("left out: memcpy/memset rows"), std::string::npos);
   // The double-count diagnostic names the annotation ranges this trace holds.
   bool named = false;
-  for (const json& d : json::parse(read_text(path))["status"]["diagnostics"]) {
+  const json doc = json::parse(read_text(path));
+  for (const json& d : doc["status"]["diagnostics"]) {
     if (d["code"] == "key_averages_double_count")
       named = d["message"].get<std::string>().find("ProfilerStep#2") != std::string::npos;
   }

@@ -317,7 +317,8 @@ Json trace_summary_json(const TraceSummary& s) {
 
 Json to_json(const TraceSummary& s) {
   Json out = trace_summary_json(s);
-  for (auto& [key, value] : to_json(s.stats).items()) out[key] = value;
+  const Json stats = to_json(s.stats);  // named: items() of a temporary would dangle
+  for (const auto& [key, value] : stats.items()) out[key] = value;
   return out;
 }
 
