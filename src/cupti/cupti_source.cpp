@@ -11,6 +11,7 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/trace/activity_name.hpp"
 #include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
 
@@ -110,7 +111,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         const auto* m = reinterpret_cast<const MemcpyActivity*>(record);
         r.kind = core::ActivityKind::kMemcpy;
-        r.name = fmt::format("memcpy kind {}", static_cast<int>(m->copyKind));
+        r.name = core::memcpy_activity_name(static_cast<int>(m->copyKind));
         copy_transfer_fields(*m, c.origin_ns, r);
         c.trace.records.push_back(std::move(r));
         break;
@@ -118,7 +119,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         const auto* m = reinterpret_cast<const MemsetActivity*>(record);
         r.kind = core::ActivityKind::kMemset;
-        r.name = "memset";
+        r.name = core::kMemsetActivityName;
         copy_transfer_fields(*m, c.origin_ns, r);
         c.trace.records.push_back(std::move(r));
         break;

@@ -3,6 +3,7 @@
 // broken inputs.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -131,6 +132,121 @@ TEST(KernelsCli, BadInputs) {
   EXPECT_EQ(run_tprobe({"kernels", kTrace, "--step", "9"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"kernels"}).exit_code, 2);
   EXPECT_EQ(run_tprobe({"kernels", kTrace, kTrace, kTrace}).exit_code, 2);
+}
+
+// The launch-bound statistics against a plain-Python computation of the same definitions
+// (docs/kernels.md) on the committed trace. The numbers below were printed by
+//   python3 tests/support/trace_stats_reference.py tests/fixtures/traces/hf-sdpa-2x256.json.gz
+// (json + decimal only, no tprobe code) and are exact: counts and integer-ns sums.
+TEST(KernelsCli, LaunchBoundStatisticsEqualAPlainPythonComputation) {
+  const std::string path = make_temp_dir() + "/k.json";
+  RunResult r = run_tprobe({"kernels", kTrace, "--json", path});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json res = json::parse(read_text(path))["results"];
+  const json& tr = res["trace"];
+  ASSERT_EQ(tr["idle_split"].size(), 1u);
+  const json& idle = tr["idle_split"][0];
+  EXPECT_EQ(idle["idle_ns"], 510793264);
+  EXPECT_EQ(idle["idle_ns"], res["kernel_table"]["totals"]["idle_ns"]);
+  EXPECT_EQ(idle["gaps"], 14066);
+  EXPECT_EQ(idle["host_wait_ns"], 383396495);
+  EXPECT_EQ(idle["kernel_wait_ns"], 127396769);
+  EXPECT_EQ(idle["unlaunched_ns"], 0);
+  EXPECT_EQ(idle["host_wait_gaps"], 13379);
+  const json& l = tr["launches"];
+  EXPECT_EQ(l["kernels"], 13563);
+  EXPECT_EQ(l["with_launch"], 13563);
+  EXPECT_EQ(l["launch_duration_unknown"], 0);
+  auto same = [](const json& d, std::vector<int64_t> v) {
+    EXPECT_EQ(d["count"], v[0]);
+    EXPECT_EQ(d["sum_ns"], v[1]);
+    EXPECT_EQ(d["min_ns"], v[2]);
+    EXPECT_EQ(d["p50_ns"], v[3]);
+    EXPECT_EQ(d["p90_ns"], v[4]);
+    EXPECT_EQ(d["p99_ns"], v[5]);
+    EXPECT_EQ(d["max_ns"], v[6]);
+  };
+  same(l["launch_call"], {13563, 100055045, 3483, 6773, 9358, 22263, 88730});
+  same(l["launch_delay"], {13563, 125818850, 5670, 8600, 10850, 23678, 224513});
+  EXPECT_EQ(l["negative_delay"], 0);
+  EXPECT_EQ(l["shorter_than_launch"], 13262);
+  EXPECT_EQ(l["shorter_than_launch_ns"], 30267147);
+  ASSERT_EQ(tr["queue_length"].size(), 1u);
+  const json& q = tr["queue_length"][0];
+  EXPECT_EQ(q["device"], 0);
+  EXPECT_EQ(q["stream"], 7);
+  EXPECT_EQ(q["rows"], 14067);
+  EXPECT_EQ(q["unlaunched_rows"], 0);
+  EXPECT_EQ(q["window_start_ns"], 5256582187089413);
+  EXPECT_EQ(q["window_end_ns"], 5256582733145989);
+  EXPECT_EQ(q["max_length"], 10);
+  EXPECT_EQ(q["time_at_length_ns"], json::array({383396495, 157999915, 4261584, 100322, 81150,
+                                                 38153, 42419, 71263, 29516, 20681, 15078}));
+  std::map<std::string, json> copies;
+  for (const json& c : tr["copies"]) copies[c["name"]] = c;
+  ASSERT_EQ(copies.size(), 3u);
+  auto copy = [&](const char* name, int64_t count, int64_t bytes, int64_t ns) {
+    const json& c = copies[name];
+    EXPECT_EQ(c["count"], count) << name;
+    EXPECT_EQ(c["rows_with_bytes"], count) << name;
+    EXPECT_EQ(c["bytes"], bytes) << name;
+    EXPECT_EQ(c["total_ns"], ns) << name;
+  };
+  copy("Memcpy DtoD (Device -> Device)", 453, 369008640, 495351);
+  copy("Memcpy DtoH (Device -> Pinned)", 6, 6, 9472);
+  copy("Memset (Device)", 45, 180, 35165);
+  const json& h = tr["host_ops"];
+  EXPECT_EQ(h["ops"], 57054);
+  EXPECT_EQ(h["top_level_ops"], 945);
+  EXPECT_EQ(h["rows_in_op"], 14067);
+  EXPECT_EQ(h["rows_outside_op"], 0);
+  EXPECT_EQ(h["by_name"].size(), 194u);
+  std::map<std::string, json> ops;
+  for (const json& o : h["by_name"]) ops[o["name"]] = o;
+  EXPECT_EQ(ops["aten::mm"]["calls"], 1413);
+  EXPECT_EQ(ops["aten::mm"]["top_level_calls"], 0);
+  EXPECT_EQ(ops["aten::copy_"]["calls"], 3204);
+  EXPECT_EQ(ops["aten::_grouped_mm"]["calls"], 108);
+  EXPECT_EQ(ops["aten::linear"]["calls"], 777);
+  EXPECT_EQ(ops["aten::linear"]["top_level_calls"], 3);
+  EXPECT_EQ(ops["aten::linear"]["device_rows"], 3);
+  EXPECT_EQ(ops["aten::linear"]["device_ns"], 29792);
+  for (const char* title : {"Idle time split", "Kernel launches", "Launch cost by kernel",
+                            "Queue length per stream", "Memcpy / memset bandwidth", "Host ops"}) {
+    EXPECT_NE(r.out.find(title), std::string::npos) << title;
+  }
+  // The architecture table says it leaves the copies out (its shares do not add to 100 %).
+  EXPECT_NE(r.out.find("left out: memcpy/memset rows"), std::string::npos);
+  // The double-count diagnostic names the annotation ranges this trace holds.
+  bool named = false;
+  const json doc = json::parse(read_text(path));
+  for (const json& d : doc["status"]["diagnostics"]) {
+    if (d["code"] == "key_averages_double_count")
+      named = d["message"].get<std::string>().find("ProfilerStep#2") != std::string::npos;
+  }
+  EXPECT_TRUE(named);
+}
+
+// A trace with no gpu_user_annotation ranges: nothing may speak of ProfilerStep ranges.
+TEST(KernelsCli, DiagnosticsMentionOnlyWhatTheTraceHolds) {
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/t.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 9,
+     "args": {"External id": 5}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2,
+     "dur": 1, "args": {"correlation": 3, "External id": 5}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 3,
+     "args": {"correlation": 3, "External id": 5, "device": 0, "stream": 7}}]})");
+  RunResult r = run_tprobe({"kernels", dir + "/t.json", "--json", dir + "/e.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("ProfilerStep"), std::string::npos) << r.out;
+  EXPECT_EQ(read_text(dir + "/e.json").find("ProfilerStep"), std::string::npos);
+  // A device selection that holds nothing names what the trace does hold.
+  RunResult none = run_tprobe({"kernels", dir + "/t.json", "--device", "3"});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("none of the trace's 1 device row(s) (on device 0)"), std::string::npos)
+      << none.err;
+  EXPECT_EQ(none.err.find("ProfilerActivity.CUDA"), std::string::npos) << none.err;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/trace/activity_name.hpp"
 #include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/core/trace/kernel_diff.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
@@ -259,6 +260,82 @@ TEST(KernelDiff, SortedByWhatMovedMost) {
   EXPECT_EQ(d.families[0].key, "fmha_cutlassF_sm80");
   EXPECT_EQ(d.families[1].key, "pytorch_flash::flash_fwd_kernel");
   EXPECT_EQ(d.families[2].delta_ns(), 10);
+}
+
+TEST(ActivityName, KinetoCuptiAndOlderTprobeNamesAgree) {
+  EXPECT_EQ(memcpy_kind_label(1), "HtoD");
+  EXPECT_EQ(memcpy_kind_label(2), "DtoH");
+  EXPECT_EQ(memcpy_kind_label(8), "DtoD");
+  EXPECT_EQ(memcpy_kind_label(10), "PtoP");
+  EXPECT_EQ(memcpy_kind_label(0), "kind 0");
+  EXPECT_EQ(memcpy_kind_label(42), "kind 42");
+  EXPECT_EQ(memcpy_activity_name(8), "Memcpy DtoD");
+  const auto m = ActivityKind::kMemcpy;
+  EXPECT_EQ(normalized_activity_name(m, "Memcpy DtoD (Device -> Device)"), "Memcpy DtoD");
+  EXPECT_EQ(normalized_activity_name(m, "Memcpy HtoD (Pinned -> Device)"), "Memcpy HtoD");
+  EXPECT_EQ(normalized_activity_name(m, "Memcpy DtoD"), "Memcpy DtoD");
+  EXPECT_EQ(normalized_activity_name(m, "memcpy kind 8"), "Memcpy DtoD");
+  EXPECT_EQ(normalized_activity_name(m, "memcpy kind 2"), "Memcpy DtoH");
+  EXPECT_EQ(normalized_activity_name(m, "memcpy kind 99999999999"), "memcpy kind 99999999999");
+  EXPECT_EQ(normalized_activity_name(m, "memcpy kind x"), "memcpy kind x");
+  EXPECT_EQ(normalized_activity_name(ActivityKind::kMemset, "Memset (Device)"), "Memset");
+  EXPECT_EQ(normalized_activity_name(ActivityKind::kMemset, "memset"), "Memset");
+  EXPECT_EQ(normalized_activity_name(ActivityKind::kKernel, "void k<int>(int)"),
+            "void k<int>(int)");
+}
+
+// A Kineto trace's rows against tprobe's own CUPTI records (today's names and the older ones an
+// evidence file may hold): the same copies, memsets and kernels are one row each, never a
+// "gone" row beside a "new" one.
+TEST(KernelDiff, MemcpyMemsetAndKernelsFromKinetoAndCuptiMatch) {
+  const auto m = ActivityKind::kMemcpy, z = ActivityKind::kMemset;
+  std::vector<KernelRecord> kineto = {
+      rec("void at::native::vectorized_elementwise_kernel<4, F>(int, F)", 0, 10),
+      rec("Memcpy DtoD (Device -> Device)", 10, 14, 7, -1, "", m),
+      rec("Memcpy HtoD (Pinned -> Device)", 14, 20, 7, -1, "", m),
+      rec("Memset (Device)", 20, 21, 7, -1, "", z)};
+  for (const std::vector<std::string>& names :
+       {std::vector<std::string>{"Memcpy DtoD", "Memcpy HtoD", "Memset"},
+        std::vector<std::string>{"memcpy kind 8", "memcpy kind 1", "memset"}}) {
+    std::vector<KernelRecord> cupti = {
+        rec("void at::native::vectorized_elementwise_kernel<4, F>(int, F)", 0, 12),
+        rec(names[0], 12, 15, 7, -1, "", m), rec(names[1], 15, 25, 7, -1, "", m),
+        rec(names[2], 25, 27, 7, -1, "", z)};
+    const KernelDiff d = diff_kernel_tables(build_kernel_table(kineto, {}), "trace",
+                                            build_kernel_table(cupti, {}), "evidence");
+    ASSERT_EQ(d.families.size(), 4u) << names[0];
+    for (const DiffRow& r : d.families) {
+      EXPECT_EQ(r.a_count, 1) << r.key;
+      EXPECT_EQ(r.b_count, 1) << r.key;
+    }
+    EXPECT_EQ(d.families[0].key, "Memcpy HtoD");  // 6 -> 10 ns: moved most
+    EXPECT_EQ(d.families[0].delta_ns(), 4);
+  }
+}
+
+// Printed tables never show two different kernels under one name, and say what they leave out.
+TEST(KernelTableTables, DistinctNamesAndWhatIsLeftOut) {
+  const auto m = ActivityKind::kMemcpy;
+  std::vector<KernelRecord> rs = {rec("void k<A<int> >(int)", 0, 30), rec("void k<A<float> >(int)", 30, 50),
+                                  rec("nvjet_a", 50, 60), rec("Memcpy DtoD (Device -> Device)", 60, 100, 7, -1, "", m)};
+  const KernelTable t = build_kernel_table(rs, {h200()});
+  ASSERT_EQ(short_kernel_name(rs[0].name), short_kernel_name(rs[1].name));  // the trap itself
+  std::string all;
+  for (const Table& x : kernel_table_tables(t, 2)) all += x.render();
+  const std::string a = short_kernel_name(rs[0].name);
+  // Sorted by time: memcpy (40), k<int> (30), k<float> (20): with top 2 only one k is printed,
+  // so no suffix is needed; with every row, both carry their place in kernels[].
+  EXPECT_NE(all.find("left out: the other 2 kernel name(s)"), std::string::npos) << all;
+  std::string every;
+  for (const Table& x : kernel_table_tables(t, 0)) every += x.render();
+  EXPECT_NE(every.find(a + " [kernels[1]]"), std::string::npos) << every;
+  EXPECT_NE(every.find(a + " [kernels[2]]"), std::string::npos) << every;
+  EXPECT_EQ(every.find("nvjet_a ["), std::string::npos);
+  // The architecture table leaves the memcpy out and says so, with what its shares add to.
+  EXPECT_NE(every.find("left out: memcpy/memset rows (1 calls"), std::string::npos) << every;
+  EXPECT_NE(every.find("add up to 60.0 %"), std::string::npos) << every;
+  // The category table names the categories it does not list.
+  EXPECT_NE(every.find("no rows, not listed: attention"), std::string::npos) << every;
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -188,6 +190,82 @@ TEST(TraceChunks, SyntheticTraceTotalEqualsTheGeneratorsSum) {
   // Through gzip: the same table (the summary says gzip, so only the table is compared).
   EXPECT_EQ(to_json(detail::read_trace_buffer_in_chunks(gz, "synthetic", 3).table).dump(),
             to_json(r.table).dump());
+}
+
+// HTA's public traces and older Kineto write absolute epoch microseconds with nanosecond
+// decimals ("1712195495519689.047"), no baseTimeNanoseconds. The real H200 trace shifted there
+// by text (every "ts" value + kShiftNs, baseTimeNanoseconds dropped) must give the same sums,
+// union, span, idle and per-kernel totals to the nanosecond, its start moved by kShiftNs.
+constexpr int64_t kShiftNs = 1706938913333230492;  // first ts 5256582186458.555 -> 1712195495519689.047
+
+// "5256582238050.273" (us, up to three decimals, no sign or exponent: what the fixture holds)
+// + shift_ns, printed back as microseconds with three decimals. Plain digit arithmetic, apart
+// from the reader's parser.
+std::string shifted_us(const std::string& us, int64_t shift_ns) {
+  const std::size_t dot = us.find('.');
+  std::string frac = dot == std::string::npos ? "" : us.substr(dot + 1);
+  EXPECT_LE(frac.size(), 3u) << us;
+  while (frac.size() < 3) frac += '0';
+  const int64_t ns = std::stoll(us.substr(0, dot)) * 1000 + std::stoll(frac) + shift_ns;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(ns / 1000),
+                static_cast<long long>(ns % 1000));
+  return buf;
+}
+
+std::string shift_every_ts(const std::string& plain, int64_t shift_ns) {
+  std::string out;
+  out.reserve(plain.size() + plain.size() / 8);
+  const std::string key = "\"ts\": ";
+  std::size_t at = 0, hits = 0;
+  for (std::size_t k = plain.find(key); k != std::string::npos; k = plain.find(key, at)) {
+    const std::size_t v = k + key.size();
+    std::size_t e = v;
+    while (e < plain.size() && (std::isdigit(static_cast<unsigned char>(plain[e])) || plain[e] == '.'))
+      ++e;
+    out.append(plain, at, v - at);
+    out += shifted_us(plain.substr(v, e - v), shift_ns);
+    at = e;
+    ++hits;
+  }
+  out.append(plain, at, std::string::npos);
+  EXPECT_GT(hits, 100000u);
+  const std::string base = "\"baseTimeNanoseconds\"";
+  const std::size_t b = out.find(base);
+  EXPECT_NE(b, std::string::npos);
+  out.replace(b, base.size(), "\"baseTimeNanosecondsDropped\"");
+  return out;
+}
+
+TEST(TraceChunks, EpochMicrosecondTimestampsGiveTheSameTableToTheNanosecond) {
+  const std::string plain = gunzip(read_bytes(kDir + "/hf-sdpa-2x256.json.gz"));
+  const std::string epoch = shift_every_ts(plain, kShiftNs);
+  ASSERT_NE(epoch.find("\"ts\": 1712195495519689.047"), std::string::npos);
+  const TraceResult a = read_trace_buffer(plain, "real");
+  const TraceResult b = read_trace_buffer(epoch, "epoch");
+  EXPECT_EQ(b.summary.base_time_ns, 0);
+  const BusyTotals &x = a.table.totals, &y = b.table.totals;
+  EXPECT_EQ(y.events, x.events);
+  EXPECT_EQ(y.sum_ns, x.sum_ns);
+  EXPECT_EQ(y.union_busy_ns, x.union_busy_ns);
+  EXPECT_EQ(y.span_ns, x.span_ns);
+  EXPECT_EQ(y.idle_ns, x.idle_ns);
+  EXPECT_EQ(y.start_ns, x.start_ns + kShiftNs);
+  EXPECT_EQ(y.end_ns, x.end_ns + kShiftNs);
+  EXPECT_GT(y.start_ns, int64_t{1700000000000000000});
+  const Json ja = to_json(a.table), jb = to_json(b.table);
+  for (const char* key : {"kernels", "categories", "phases", "architecture"}) {
+    EXPECT_EQ(jb[key], ja[key]) << key;
+  }
+  ASSERT_EQ(b.table.steps.size(), a.table.steps.size());
+  for (std::size_t i = 0; i < a.table.steps.size(); ++i) {
+    EXPECT_EQ(b.table.steps[i].step, a.table.steps[i].step);
+    EXPECT_EQ(b.table.steps[i].totals.sum_ns, a.table.steps[i].totals.sum_ns);
+    EXPECT_EQ(b.table.steps[i].totals.span_ns, a.table.steps[i].totals.span_ns);
+    EXPECT_EQ(b.table.steps[i].totals.idle_ns, a.table.steps[i].totals.idle_ns);
+  }
+  EXPECT_EQ(to_json(b.summary)["health"], to_json(a.summary)["health"]);
+  EXPECT_EQ(to_json(b.summary)["key_averages_trap"], to_json(a.summary)["key_averages_trap"]);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -224,6 +225,157 @@ TEST(TraceReader, FractionalNanosecondsRoundExactly) {
   const TraceResult r = read_trace_buffer(t, "t");
   EXPECT_EQ(r.table.totals.start_ns, 123456789012346LL);
   EXPECT_EQ(r.table.totals.sum_ns, 1000);
+}
+
+// Any time int64 nanoseconds hold, with or without baseTimeNanoseconds: epoch microseconds with
+// nanosecond decimals, integers, exponents, the int64 limits; one past them is refused by name.
+std::string one_kernel(const std::string& ts, const std::string& dur, const std::string& top = "") {
+  return R"({)" + top + R"("traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0,
+    "tid": 7, "ts": )" + ts + R"(, "dur": )" + dur + "}]}";
+}
+
+TEST(TraceReader, AnyTimeInt64NanosecondsHold) {
+  auto start = [](const std::string& t) { return read_trace_buffer(t, "t").table.totals.start_ns; };
+  EXPECT_EQ(start(one_kernel("1712195495519689.047", "2.5")), 1712195495519689047LL);
+  EXPECT_EQ(start(one_kernel("1712195495519689.047", "2.5", R"("baseTimeNanoseconds": 1712195000000000000, )")),
+            1712195495519689047LL);
+  EXPECT_EQ(read_trace_buffer(one_kernel("1712195495519689.047", "2.5"), "t").table.totals.sum_ns, 2500);
+  EXPECT_EQ(start(one_kernel("1712195495519689", "1")), 1712195495519689000LL);
+  EXPECT_EQ(start(one_kernel("1.712195495519689047e15", "1")), 1712195495519689047LL);
+  EXPECT_EQ(start(one_kernel("\"1712195495519689.047\"", "1")), 1712195495519689047LL);
+  EXPECT_EQ(start(one_kernel("17121954955196890.47e-1", "1")), 1712195495519689047LL);
+  EXPECT_EQ(start(one_kernel("0.0000001e3", "1")), 0);
+  EXPECT_EQ(start(one_kernel("0.0005", "1")), 1);  // half a nanosecond rounds up
+  EXPECT_EQ(start(one_kernel("-0.0005", "1")), -1);
+  EXPECT_EQ(start(one_kernel("\"00000000000000000000001.5\"", "1")), 1500);  // a string may
+  EXPECT_EQ(start(one_kernel("9223372036854775.807", "0")), INT64_MAX);
+  EXPECT_EQ(start(one_kernel("9223372036854775.8074", "0")), INT64_MAX);
+  EXPECT_EQ(start(one_kernel("-9223372036854775.807", "0")), -INT64_MAX);
+  for (const char* bad : {"9223372036854775.808", "9223372036854775.8075", "-9223372036854775.808",
+                          "9223372036854776", "1e16", "\"1e100000000\"", "\"1.\"", "\".5\"",
+                          "\"1e\"", "\"1.5x\"", "\"\""}) {
+    EXPECT_NE(error_of(one_kernel(bad, "1")).find("that int64 nanoseconds can hold"),
+              std::string::npos)
+        << bad << ": " << error_of(one_kernel(bad, "1"));
+  }
+  EXPECT_EQ(start(one_kernel("1e-100000000", "1")), 0);
+  // A start int64 holds whose end it does not, and rows further apart than int64 ns span.
+  EXPECT_NE(error_of(one_kernel("9223372036854775.000", "1")).find("ends past what int64"),
+            std::string::npos);
+  const std::string apart = R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": -9000000000000000, "dur": 1},
+    {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 9000000000000000, "dur": 1}]})";
+  EXPECT_NE(error_of(apart).find("more than int64 nanoseconds hold"), std::string::npos)
+      << error_of(apart);
+  // A host op whose end passes int64 is held at the limit, not wrapped.
+  const std::string host = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 9223372036854775,
+     "dur": 9223372036854775},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 9223372036854774, "dur": 1}]})";
+  EXPECT_EQ(read_trace_buffer(host, "t").summary.health.out_of_range, 0);
+}
+
+// The launch-bound statistics on a trace worked by hand (times in us): two kernels and a memcpy
+// launched from inside cpu_ops, one kernel without a launch; docs/kernels.md defines each figure.
+std::string launch_trace(const std::string& extra_args = "", const std::string& launch_dur = "5") {
+  return R"J({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "outer", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "inner", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cpu_op", "name": "second", "pid": 1, "tid": 1, "ts": 200, "dur": 50},
+  {"ph": "X", "cat": "user_annotation", "name": "not an op", "pid": 1, "tid": 1, "ts": 0, "dur": 900},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12,
+   "dur": )J" + launch_dur + R"J(, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "A", "pid": 0, "tid": 7, "ts": 20, "dur": 10,
+   "args": {"device": 0, "stream": 7, "correlation": 1)J" + extra_args + R"J(}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 40,
+   "dur": 2, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "B", "pid": 0, "tid": 7, "ts": 45, "dur": 1,
+   "args": {"device": 0, "stream": 7, "correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 210,
+   "dur": 3, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)", "pid": 0, "tid": 8,
+   "ts": 220, "dur": 4, "args": {"device": 0, "stream": 8, "correlation": 3, "bytes": 4000}},
+  {"ph": "X", "cat": "kernel", "name": "C", "pid": 0, "tid": 7, "ts": 300, "dur": 5,
+   "args": {"device": 0, "stream": 7}}
+  ]})J";
+}
+
+TEST(TraceReader, LaunchBoundStatisticsByHand) {
+  const TraceResult r = read_trace_buffer(launch_trace(), "t");
+  const TraceStats& st = r.summary.stats;
+  // Gaps: 30..45 (B launched at 40: 10 host + 5 kernel wait), 46..220 (the memcpy launched at
+  // 210: 164 + 10), 224..300 (C has no launch: 76). Their sum is the table's idle time.
+  ASSERT_EQ(st.idle.size(), 1u);
+  EXPECT_EQ(st.idle[0].idle_ns, r.table.totals.idle_ns);
+  EXPECT_EQ(st.idle[0].idle_ns, 265000);
+  EXPECT_EQ(st.idle[0].gaps, 3);
+  EXPECT_EQ(st.idle[0].host_wait_ns, 174000);
+  EXPECT_EQ(st.idle[0].kernel_wait_ns, 15000);
+  EXPECT_EQ(st.idle[0].unlaunched_ns, 76000);
+  EXPECT_EQ(st.idle[0].host_wait_gaps, 2);
+  // Launches: kernels A (call 5, delay 8) and B (call 2, delay 5; runs 1 < 2); C has none.
+  const LaunchStats& l = st.launch;
+  EXPECT_EQ(l.kernels, 3);
+  EXPECT_EQ(l.with_launch, 2);
+  EXPECT_EQ(l.launch_call.count, 2);
+  EXPECT_EQ(l.launch_call.sum_ns, 7000);
+  EXPECT_EQ(l.launch_call.p50_ns, 2000);  // nearest rank ceil(0.5 * 2) = 1
+  EXPECT_EQ(l.launch_call.p90_ns, 5000);
+  EXPECT_EQ(l.launch_delay.sum_ns, 13000);
+  EXPECT_EQ(l.launch_delay.min_ns, 5000);
+  EXPECT_EQ(l.shorter_than_launch, 1);
+  EXPECT_EQ(l.shorter_than_launch_ns, 1000);
+  ASSERT_EQ(l.per_kernel.size(), 2u);
+  EXPECT_EQ(l.per_kernel[0].name, "A");
+  // Queues: stream 7 holds A over 12..30 and B over 40..46 (C, unlaunched, is left out).
+  ASSERT_EQ(st.queues.size(), 2u);
+  EXPECT_EQ(st.queues[0].stream, 7);
+  EXPECT_EQ(st.queues[0].rows, 2);
+  EXPECT_EQ(st.queues[0].unlaunched_rows, 1);
+  EXPECT_EQ(st.queues[0].window_start_ns, 12000);
+  EXPECT_EQ(st.queues[0].window_end_ns, 46000);
+  EXPECT_EQ(st.queues[0].time_at_length_ns, (std::vector<int64_t>{10000, 24000}));
+  EXPECT_EQ(st.queues[0].max_length, 1);
+  EXPECT_NEAR(st.queues[0].mean_length, 24.0 / 34.0, 1e-12);
+  // Copies: 4000 bytes in 4 us.
+  ASSERT_EQ(st.copies.size(), 1u);
+  EXPECT_EQ(st.copies[0].bytes, 4000);
+  EXPECT_DOUBLE_EQ(st.copies[0].bytes_per_s, 1e9);
+  // Host ops: outer and second are top-level, inner is not; the user annotation is no op.
+  const HostOpCensus& h = st.host_ops;
+  EXPECT_EQ(h.ops, 3);
+  EXPECT_EQ(h.top_level_ops, 2);
+  EXPECT_EQ(h.rows_in_op, 3);
+  EXPECT_EQ(h.rows_outside_op, 1);
+  std::map<std::string, HostOpRow> by;
+  for (const HostOpRow& o : h.by_name) by[o.name] = o;
+  EXPECT_EQ(by["outer"].device_rows, 2);
+  EXPECT_EQ(by["outer"].device_ns, 11000);
+  EXPECT_EQ(by["inner"].top_level_calls, 0);
+  EXPECT_EQ(by["inner"].device_rows, 0);
+  EXPECT_EQ(by["second"].device_rows, 1);
+  EXPECT_EQ(by.count("not an op"), 0u);
+}
+
+// The fields the statistics read, broken: args.bytes must be a non-negative integer; a launch
+// call's bad duration is counted and the launch kept without it.
+TEST(TraceReader, LaunchBoundFieldsBroken) {
+  for (const char* bad : {R"(, "bytes": -1)", R"(, "bytes": 1.5)", R"(, "bytes": "4096")",
+                          R"(, "bytes": 1e3)", R"(, "bytes": 18446744073709551615)"}) {
+    EXPECT_NE(error_of(launch_trace(bad)).find("args.bytes"), std::string::npos)
+        << bad << ": " << error_of(launch_trace(bad));
+  }
+  // bytes on a kernel row is read and checked, but only copies count it: still one copy row.
+  EXPECT_EQ(read_trace_buffer(launch_trace(R"(, "bytes": 0)"), "t").summary.stats.copies.size(),
+            1u);
+  for (const char* dur : {"-1", "100000000000"}) {
+    const TraceResult r = read_trace_buffer(launch_trace("", dur), "t");
+    EXPECT_EQ(r.summary.health.bad_launch_durations, 1) << dur;
+    EXPECT_EQ(r.summary.stats.launch.with_launch, 2) << dur;
+    EXPECT_EQ(r.summary.stats.launch.launch_duration_unknown, 1) << dur;
+    EXPECT_EQ(r.summary.stats.launch.launch_call.count, 1) << dur;
+  }
+  EXPECT_NE(error_of(launch_trace("", "\"x\"")).find("'dur' has value x"), std::string::npos);
 }
 
 TEST(TraceReader, HealthCounts) {

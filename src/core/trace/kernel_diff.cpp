@@ -7,6 +7,9 @@
 #include <cstdlib>
 #include <map>
 
+#include "tprobe/core/trace/activity_name.hpp"
+#include "trace/distinct_labels.hpp"
+
 namespace tprobe::core {
 namespace {
 
@@ -77,8 +80,12 @@ KernelDiff diff_kernel_tables(const KernelTable& a, const std::string& a_label,
   std::map<std::string, DiffRow> fams;
   auto add_fams = [&](const KernelTable& t, bool is_b) {
     for (const KernelRow& k : t.kernels) {
-      DiffRow& r = fams[k.family];
-      r.key = k.family;
+      // Kernels by family; memcpy/memset by the name every source agrees on, so a Kineto
+      // "Memcpy DtoD (Device -> Device)" and a CUPTI "Memcpy DtoD" are one row.
+      const std::string key =
+          k.kind == ActivityKind::kKernel ? k.family : normalized_activity_name(k.kind, k.name);
+      DiffRow& r = fams[key];
+      r.key = key;
       if (r.category.empty()) r.category = to_string(k.category);
       (is_b ? r.b_ns : r.a_ns) += k.total_ns;
       (is_b ? r.b_count : r.a_count) += k.count;
@@ -130,10 +137,19 @@ std::vector<Table> kernel_diff_tables(const KernelDiff& d, int top) {
         .column("B / A")
         .column("calls A→B")
         .column("share A→B");
-    int n = 0;
-    for (const DiffRow& r : rows) {
-      if (top > 0 && n++ >= top) break;
-      std::vector<std::string> cells{family ? short_kernel_name(r.key, 60) : r.key};
+    const std::size_t shown =
+        top > 0 ? std::min(rows.size(), static_cast<std::size_t>(top)) : rows.size();
+    std::vector<std::string> labels, whole;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < shown; ++i) {
+      labels.push_back(family ? short_kernel_name(rows[i].key, 60) : rows[i].key);
+      whole.push_back(rows[i].key);
+      index.push_back(i);
+    }
+    detail::make_distinct(labels, whole, index, family ? "diff.families" : "diff.categories");
+    for (std::size_t i = 0; i < shown; ++i) {
+      const DiffRow& r = rows[i];
+      std::vector<std::string> cells{labels[i]};
       if (family) cells.push_back(r.category);
       cells.insert(
           cells.end(),
@@ -143,8 +159,15 @@ std::vector<Table> kernel_diff_tables(const KernelDiff& d, int top) {
            fmt::format("{}→{}", format_percent(r.a_share_ratio), format_percent(r.b_share_ratio))});
       x.row(cells);
     }
-    if (top > 0 && static_cast<int>(rows.size()) > top) {
-      x.note(fmt::format("{} more rows in the evidence", rows.size() - top));
+    if (shown < rows.size()) {
+      int64_t a_rest = 0, b_rest = 0;
+      for (std::size_t i = shown; i < rows.size(); ++i) {
+        a_rest += rows[i].a_ns;
+        b_rest += rows[i].b_ns;
+      }
+      x.note(fmt::format("left out: {} more row(s) ({} in A, {} in B), all in the evidence",
+                         rows.size() - shown, format_seconds(double(a_rest) * 1e-9),
+                         format_seconds(double(b_rest) * 1e-9)));
     }
     out.push_back(x);
   };

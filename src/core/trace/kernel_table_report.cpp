@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tprobe/core/base/error.hpp"
+#include "trace/distinct_labels.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -305,6 +308,9 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
   totals.row({"wall span", ms(s.span_ns), "100.0 %", "first device row start .. last end"});
   totals.row({"idle", ms(s.idle_ns), format_percent(s.span_ns ? double(s.idle_ns) / s.span_ns : 0),
               "span − union busy"});
+  totals.note(
+      "left out: host rows (cpu_op, cuda_runtime, python_function, …), flows and "
+      "gpu_user_annotation ranges: they are not device time");
   out.push_back(totals);
 
   Table cats("By category (share of the sum of kernel time)");
@@ -313,11 +319,16 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
       .column("calls")
       .column("time")
       .column("share");
+  std::string empty;
   for (const CategoryRow& c : t.categories) {
-    if (c.count == 0) continue;
+    if (c.count == 0) {
+      empty += (empty.empty() ? "" : ", ") + std::string(to_string(c.category));
+      continue;
+    }
     cats.row({to_string(c.category), format_count(c.kernels), format_count(c.count), ms(c.total_ns),
               format_percent(c.share_ratio)});
   }
+  if (!empty.empty()) cats.note("no rows, not listed: " + empty);
   out.push_back(cats);
 
   Table k(top > 0 && static_cast<int>(t.kernels.size()) > top
@@ -332,12 +343,33 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
       .column("mean")
       .column("median")
       .column("share");
-  int n = 0;
-  for (const KernelRow& r : t.kernels) {
-    if (top > 0 && n++ >= top) break;
-    k.row({r.short_name, to_string(r.category),
-           r.architecture.sm ? sm_label(r.architecture.sm) : "", format_count(r.count),
-           ms(r.total_ns), us(r.mean_ns), us(double(r.median_ns)), format_percent(r.share_ratio)});
+  const std::size_t shown =
+      top > 0 ? std::min(t.kernels.size(), static_cast<std::size_t>(top)) : t.kernels.size();
+  // Two kernels that shorten alike get their place in the evidence's kernels[] beside the name.
+  std::vector<std::string> labels, whole;
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < shown; ++i) {
+    labels.push_back(t.kernels[i].short_name);
+    whole.push_back(t.kernels[i].name);
+    index.push_back(i);
+  }
+  detail::make_distinct(labels, whole, index, "kernels");
+  for (std::size_t i = 0; i < shown; ++i) {
+    const KernelRow& r = t.kernels[i];
+    k.row({labels[i], to_string(r.category), r.architecture.sm ? sm_label(r.architecture.sm) : "",
+           format_count(r.count), ms(r.total_ns), us(r.mean_ns), us(double(r.median_ns)),
+           format_percent(r.share_ratio)});
+  }
+  if (shown < t.kernels.size()) {
+    int64_t rest_ns = 0, rest_count = 0;
+    for (std::size_t i = shown; i < t.kernels.size(); ++i) {
+      rest_ns += t.kernels[i].total_ns;
+      rest_count += t.kernels[i].count;
+    }
+    k.note(fmt::format("left out: the other {} kernel name(s), {} calls, {} ({}): all in the "
+                       "evidence",
+                       t.kernels.size() - shown, format_count(rest_count), ms(rest_ns),
+                       format_percent(s.sum_ns ? double(rest_ns) / double(s.sum_ns) : 0)));
   }
   const CategoryRow& other = t.categories[static_cast<int>(KernelCategory::kOther)];
   if (other.count > 0) {
@@ -359,6 +391,12 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
               ms(r.totals.sum_ns), ms(r.totals.union_busy_ns), ms(r.totals.span_ns),
               ms(r.totals.idle_ns)});
     }
+    std::string skipped;
+    for (int64_t p : t.steps_present) {
+      if (!std::binary_search(t.steps_selected.begin(), t.steps_selected.end(), p))
+        skipped += (skipped.empty() ? "" : ", ") + (p >= 0 ? std::to_string(p) : "outside");
+    }
+    if (!skipped.empty()) st.note("left out by the selection: " + skipped);
     out.push_back(st);
   }
   if (!t.phases.empty() && !(t.phases.size() == 1 && t.phases[0].phase.empty())) {
@@ -393,6 +431,20 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
                       format_percent(a.older_share_ratio))
                 : fmt::format("no kernel name says it was built for a generation older than {}",
                               sm_label(a.device_sm)));
+  }
+  int64_t copy_count = 0, copy_ns = 0;
+  for (const KernelRow& r : t.kernels) {
+    if (r.kind == ActivityKind::kKernel) continue;
+    copy_count += r.count;
+    copy_ns += r.total_ns;
+  }
+  if (copy_count > 0) {
+    const double kernel_share = s.sum_ns ? double(s.sum_ns - copy_ns) / double(s.sum_ns) : 0;
+    ar.note(fmt::format("left out: memcpy/memset rows ({} calls, {}, {}) are not kernels; the "
+                        "shares above add up to {}",
+                        format_count(copy_count), ms(copy_ns),
+                        format_percent(s.sum_ns ? double(copy_ns) / double(s.sum_ns) : 0),
+                        format_percent(kernel_share)));
   }
   out.push_back(ar);
   return out;

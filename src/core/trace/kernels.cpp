@@ -12,6 +12,7 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/trace_stats_report.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -42,6 +43,14 @@ bool looks_like_evidence(const std::string& path) {
   skip_ws();
   static const char kKey[] = "\"schema\"";
   return len - i >= sizeof kKey - 1 && std::memcmp(buf + i, kKey, sizeof kKey - 1) == 0;
+}
+
+// "ProfilerStep#2, ProfilerStep#3, …": the annotation names the trace holds (first 8).
+std::string annotation_list(const DoubleCount& d) {
+  std::string out;
+  for (const std::string& n : d.annotation_names) out += (out.empty() ? "" : ", ") + n;
+  if (d.annotation_names.size() >= 8) out += ", …";
+  return out;
 }
 
 void diagnose_source(const KernelSource& s, const std::string& prefix,
@@ -89,12 +98,18 @@ void diagnose_source(const KernelSource& s, const std::string& prefix,
     }
     const DoubleCount& d = s.trace.double_count;
     if (d.linked_rows > 0) {
+      // Only what this trace holds: the annotation ranges are named when there are some.
+      const std::string ranges =
+          d.annotations > 0
+              ? fmt::format(", plus the {} gpu_user_annotation range(s) on the device ({})",
+                            d.annotations, annotation_list(d))
+              : "";
       add(Severity::kInfo, "key_averages_double_count",
           fmt::format("summing every key_averages() row's self device time would report {} — "
                       "{:.2f}× the {} the device rows hold (each kernel counted again in the op "
-                      "that launched it, plus the ProfilerStep ranges on the device)",
+                      "that launched it{})",
                       format_seconds(double(d.key_averages_style_ns()) * 1e-9), d.ratio(),
-                      format_seconds(double(d.device_rows_ns) * 1e-9)));
+                      format_seconds(double(d.device_rows_ns) * 1e-9), ranges));
     }
   }
   const ArchitectureSummary& a = s.table.architecture;
@@ -237,7 +252,9 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
   return r;
 }
 
-Json to_json(const TraceSummary& s) {
+namespace {
+// The summary's own facts; to_json(TraceSummary) adds the launch-bound statistics beside them.
+Json trace_summary_json(const TraceSummary& s) {
   Json devices = Json::array();
   for (const DeviceProperties& p : s.devices) {
     devices.push_back({{"id", p.id},
@@ -279,6 +296,7 @@ Json to_json(const TraceSummary& s) {
         {"past_trace_end", h.past_trace_end},
         {"unmatched_begin", h.unmatched_begin},
         {"skipped_events", h.skipped_events},
+        {"bad_launch_durations", h.bad_launch_durations},
         {"messages", h.messages}}},
       {"key_averages_trap",
        {{"what", "NOT a total: what summing every key_averages() row's self device time reports"},
@@ -286,6 +304,7 @@ Json to_json(const TraceSummary& s) {
         {"host_attributed_ns", d.host_attributed_ns},
         {"gpu_user_annotation_ns", d.annotation_ns},
         {"gpu_user_annotations", d.annotations},
+        {"gpu_user_annotation_names", d.annotation_names},
         {"op_and_kernel_ns", d.op_and_kernel_ns()},
         {"op_and_kernel_ratio", d.op_and_kernel_ratio()},
         {"key_averages_style_ns", d.key_averages_style_ns()},
@@ -293,6 +312,14 @@ Json to_json(const TraceSummary& s) {
         {"linked_rows", d.linked_rows},
         {"unlinked_rows", d.unlinked_rows},
         {"ac2g_flows", d.flows}}}};
+}
+}  // namespace
+
+Json to_json(const TraceSummary& s) {
+  Json out = trace_summary_json(s);
+  const Json stats = to_json(s.stats);  // named: items() of a temporary would dangle
+  for (const auto& [key, value] : stats.items()) out[key] = value;
+  return out;
 }
 
 Json to_json(const KernelsReport& r) {
@@ -392,9 +419,12 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
       trap.row({"op + kernel: each kernel counted twice",
                 format_seconds(double(d.op_and_kernel_ns()) * 1e-9),
                 fmt::format("{:.2f}×", d.op_and_kernel_ratio())});
-      trap.row({fmt::format("gpu_user_annotation ranges (ProfilerStep#N, ...: {})", d.annotations),
-                format_seconds(double(d.annotation_ns) * 1e-9),
-                fmt::format("{:.2f}×", dev > 0 ? double(d.annotation_ns) / dev : 0)});
+      if (d.annotations > 0) {  // only ranges the trace holds, by their names
+        trap.row({fmt::format("{} gpu_user_annotation range(s) on the device ({})", d.annotations,
+                              annotation_list(d).substr(0, 60)),
+                  format_seconds(double(d.annotation_ns) * 1e-9),
+                  fmt::format("{:.2f}×", dev > 0 ? double(d.annotation_ns) / dev : 0)});
+      }
       trap.row({"sum of every key_averages() row's self device time",
                 format_seconds(double(d.key_averages_style_ns()) * 1e-9),
                 fmt::format("{:.2f}×", d.ratio())});
@@ -408,6 +438,10 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
     case KernelsReport::Mode::kSingle:
       trace_tables(r.sources[0]);
       for (auto& t : kernel_table_tables(r.sources[0].table, top)) out.push_back(std::move(t));
+      if (r.sources[0].has_trace) {
+        for (auto& t : trace_stats_tables(r.sources[0].trace.stats, top))
+          out.push_back(std::move(t));
+      }
       break;
     case KernelsReport::Mode::kDiff:
       for (auto& t : kernel_diff_tables(r.diff, top)) out.push_back(std::move(t));

@@ -18,6 +18,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "trace/json_tokenizer.hpp"
 #include "trace/trace_reader_internal.hpp"
+#include "trace/trace_stats_internal.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -158,44 +159,73 @@ class BufferSource : public ByteSource {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Numbers: Kineto writes ts/dur as microseconds with three decimals ("1234.567"). Parsing the
-// text keeps integer nanoseconds exact where a double would round large timestamps.
+// Numbers: Kineto writes ts/dur as microseconds with up to three decimals ("1234.567"), relative
+// to baseTimeNanoseconds or as absolute epoch microseconds ("1712195495519689.047"). A double
+// holds neither exactly at 1.7e15 us, so the decimal text is shifted three places into integer
+// nanoseconds: any value int64 ns can hold (|us| <= 9223372036854775.807), exponents included
+// ("1.5e3"); digits past the nanosecond round half away from zero. False for anything else.
 bool decimal_us_to_ns(std::string_view raw, int64_t& out) {
+  constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   std::size_t i = 0;
   bool neg = false;
   if (i < raw.size() && (raw[i] == '-' || raw[i] == '+')) neg = raw[i++] == '-';
-  int64_t whole = 0;
-  std::size_t digits = 0;
-  while (i < raw.size() && raw[i] >= '0' && raw[i] <= '9') {
-    if (++digits > 15) return false;  // > 1e15 us: absurd, and would overflow below
-    whole = whole * 10 + (raw[i++] - '0');
-  }
-  int64_t frac = 0;
-  int frac_digits = 0;
-  bool round_up = false;
+  const std::size_t int_begin = i;
+  while (i < raw.size() && raw[i] >= '0' && raw[i] <= '9') ++i;
+  const std::size_t int_end = i;
+  std::size_t frac_begin = i, frac_end = i;
   if (i < raw.size() && raw[i] == '.') {
-    ++i;
-    while (i < raw.size() && raw[i] >= '0' && raw[i] <= '9') {
-      if (frac_digits < 3) {
-        frac = frac * 10 + (raw[i] - '0');
-      } else if (frac_digits == 3) {
-        round_up = raw[i] >= '5';
-      }
-      ++frac_digits;
-      ++i;
-    }
+    frac_begin = ++i;
+    while (i < raw.size() && raw[i] >= '0' && raw[i] <= '9') ++i;
+    frac_end = i;
+    if (frac_end == frac_begin) return false;  // "1."
   }
-  if (i != raw.size() || digits == 0) return false;  // exponent or junk: caller falls back
-  for (int k = frac_digits; k < 3; ++k) frac *= 10;
-  int64_t ns = whole * 1000 + frac + (round_up ? 1 : 0);
-  out = neg ? -ns : ns;
+  if (int_end == int_begin) return false;  // ".5", "-", ""
+  int64_t exponent = 0;
+  if (i < raw.size() && (raw[i] == 'e' || raw[i] == 'E')) {
+    ++i;
+    bool exp_neg = false;
+    if (i < raw.size() && (raw[i] == '-' || raw[i] == '+')) exp_neg = raw[i++] == '-';
+    const std::size_t exp_begin = i;
+    while (i < raw.size() && raw[i] >= '0' && raw[i] <= '9') {
+      exponent = std::min<int64_t>(exponent * 10 + (raw[i] - '0'), 100000);  // clamped: far past
+      ++i;                                                                  // any int64
+    }
+    if (i == exp_begin) return false;
+    if (exp_neg) exponent = -exponent;
+  }
+  if (i != raw.size()) return false;
+  // The digits int..frac form one sequence; the first `whole` of them are whole nanoseconds.
+  const int64_t int_len = static_cast<int64_t>(int_end - int_begin);
+  const int64_t frac_len = static_cast<int64_t>(frac_end - frac_begin);
+  const int64_t whole = int_len + exponent + 3;
+  auto digit = [&](int64_t k) {  // k-th digit of the sequence, 0 past its end
+    if (k < int_len) return raw[int_begin + static_cast<std::size_t>(k)] - '0';
+    if (k < int_len + frac_len) return raw[frac_begin + static_cast<std::size_t>(k - int_len)] - '0';
+    return 0;
+  };
+  uint64_t ns = 0;
+  for (int64_t k = 0; k < whole; ++k) {
+    const int d = digit(k);
+    if (ns == 0 && d == 0) {
+      if (k >= int_len + frac_len) break;  // only zeros remain
+      continue;
+    }
+    if (ns > (kMax - static_cast<uint64_t>(d)) / 10) return false;  // past int64 ns
+    ns = ns * 10 + static_cast<uint64_t>(d);
+  }
+  if (whole >= 0 && digit(whole) >= 5) {
+    if (ns == kMax) return false;
+    ++ns;
+  }
+  out = neg ? -static_cast<int64_t>(ns) : static_cast<int64_t>(ns);
   return true;
 }
 
-bool double_us_to_ns(double us, int64_t& out) {
-  if (!std::isfinite(us) || std::fabs(us) > 1e15) return false;
-  out = std::llround(us * 1000.0);
-  return true;
+// a + b, or the int64 limit it passes (host events' ends: an end no device row reaches).
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
 
 // Integer part of a double, clamped to int64 (a pid/tid written as a fraction).
@@ -222,6 +252,7 @@ enum class EventClass { kDevice, kLaunch, kHostOp, kGpuAnnotation, kFlow, kOther
 struct Classified {
   EventClass cls = EventClass::kOther;
   ActivityKind kind = ActivityKind::kKernel;
+  bool cpu_op = false;  // an operator ("cpu_op", older "Operator"), not a user annotation
 };
 
 // Category spellings, compared without case: PyTorch 2.x / Kineto ("kernel", "gpu_memcpy",
@@ -237,9 +268,9 @@ Classified classify(std::string_view cat) {
       iequals(cat, "privateuse1_runtime") || iequals(cat, "privateuse1_driver")) {
     return {EventClass::kLaunch, ActivityKind::kKernel};
   }
-  if (iequals(cat, "cpu_op") || iequals(cat, "operator") || iequals(cat, "user_annotation")) {
-    return {EventClass::kHostOp, ActivityKind::kKernel};
-  }
+  if (iequals(cat, "cpu_op") || iequals(cat, "operator"))
+    return {EventClass::kHostOp, ActivityKind::kKernel, true};
+  if (iequals(cat, "user_annotation")) return {EventClass::kHostOp, ActivityKind::kKernel};
   if (iequals(cat, "gpu_user_annotation"))
     return {EventClass::kGpuAnnotation, ActivityKind::kKernel};
   if (iequals(cat, "ac2g")) return {EventClass::kFlow, ActivityKind::kKernel};
@@ -253,6 +284,7 @@ struct DeviceRow {
   int64_t correlation;
   int64_t external_id;
   int64_t stream;
+  int64_t bytes;  // args.bytes, -1 if absent
   uint32_t name_id;
   int32_t device;
   ActivityKind kind;
@@ -261,7 +293,16 @@ struct DeviceRow {
 struct Launch {
   int64_t correlation;
   int64_t ts_ns;
+  int64_t dur_ns;  // -1: no usable duration
   int64_t tid;
+};
+
+// A cpu_op event, for the host-op census (the name interned apart from the kernels').
+struct HostOp {
+  int64_t tid;
+  int64_t start_ns;
+  int64_t end_ns;
+  uint32_t name_id;
 };
 
 enum class RangeKind : uint8_t { kBackward, kOptimizer };
@@ -284,6 +325,7 @@ struct Annotation {
   int64_t start_ns;
   int64_t end_ns;
   int64_t step;  // ProfilerStep#N on the device: N; anything else: -1 until placed
+  std::string name;
 };
 
 struct StepSeen {
@@ -321,6 +363,7 @@ enum class Key : uint8_t {
   kCorrelation,
   kDevice,
   kStream,
+  kBytes,
   kId,
   kComputeMajor,
   kComputeMinor,
@@ -359,6 +402,9 @@ Key key_of(std::string_view k) {
       if (is(k, "name")) return Key::kName;
       if (is(k, "args")) return Key::kArgs;
       if (is(k, "rank")) return Key::kRank;
+      break;
+    case 5:
+      if (is(k, "bytes")) return Key::kBytes;
       break;
     case 6:
       if (is(k, "device")) return Key::kDevice;
@@ -448,6 +494,8 @@ class TraceSax {
   std::vector<std::string>& names() { return names_; }
   std::vector<DeviceRow>& rows() { return rows_; }
   std::vector<Launch>& launches() { return launches_; }
+  std::vector<HostOp>& host_ops() { return host_ops_; }
+  std::vector<std::string>& op_names() { return op_names_; }
   std::vector<HostRange>& ranges() { return ranges_; }
   std::vector<StepSeen>& steps() { return steps_; }
   std::vector<int64_t>& host_external_ids() { return host_ext_; }
@@ -475,6 +523,8 @@ class TraceSax {
     int64_t ts_ns = 0, dur_ns = 0;
     bool has_ts = false, has_dur = false;
     int64_t external_id = 0, correlation = 0, device = -1, stream = -1;
+    int64_t bytes = -1;
+    std::string bad_bytes;  // args.bytes as written when it is not a non-negative integer
 
     // Back to a fresh event, keeping the strings' storage for the next one.
     void reset(int64_t i) {
@@ -489,6 +539,8 @@ class TraceSax {
       has_ts = has_dur = false;
       external_id = correlation = 0;
       device = stream = -1;
+      bytes = -1;
+      bad_bytes.clear();
     }
   };
 
@@ -600,6 +652,8 @@ class TraceSax {
         default:
           break;
       }
+    } else if (c == Ctx::kArgs) {
+      if (key_ == Key::kBytes) ev_.bad_bytes = "\"" + std::string(v.substr(0, 40)) + "\"";
     } else if (c == Ctx::kDevProp) {
       if (key_ == Key::kName) dev_.name.assign(v);
     } else if (c == Ctx::kMessages) {
@@ -626,8 +680,8 @@ class TraceSax {
 
   [[noreturn]] void bad_number(Key field, std::string_view raw) const {
     fail(
-        "{}: traceEvents[{}] field '{}' has value {}: not a time in microseconds tprobe can "
-        "hold (finite, |value| < 1e15)",
+        "{}: traceEvents[{}] field '{}' has value {}: not a time in microseconds that int64 "
+        "nanoseconds can hold (|value| <= 9223372036854775.807)",
         source_, ev_.index, field == Key::kTs ? "ts" : "dur",
         raw.size() > 40 ? std::string(raw.substr(0, 40)) + "..." : std::string(raw));
   }
@@ -649,19 +703,9 @@ class TraceSax {
       switch (key_) {
         case Key::kTs:
         case Key::kDur: {
+          // Integers, fractions and exponents alike from the text: exact (decimal_us_to_ns).
           int64_t ns = 0;
-          bool ok;
-          if (is_int) {
-            ok = i > -1000000000000000LL && i < 1000000000000000LL;
-            if (ok) ns = i * 1000;
-          } else {
-            ok = (kind == JsonNumberKind::kFloat && decimal_us_to_ns(tz.text(), ns)) ||
-                 double_us_to_ns(as_double(), ns);
-          }
-          if (!ok) {
-            bad_number(key_, kind == JsonNumberKind::kFloat ? std::string(tz.text())
-                                                            : fmt::format("{}", as_double()));
-          }
+          if (!decimal_us_to_ns(tz.text(), ns)) bad_number(key_, tz.text());
           time_field(key_, ns);
           break;
         }
@@ -674,6 +718,12 @@ class TraceSax {
           break;
         default:
           break;
+      }
+    } else if (c == Ctx::kArgs && key_ == Key::kBytes) {
+      if (is_int && i >= 0) {
+        ev_.bytes = i;
+      } else {
+        ev_.bad_bytes.assign(tz.text().substr(0, 40));
       }
     } else if (!is_int) {
       return;
@@ -744,6 +794,15 @@ class TraceSax {
     return id;
   }
 
+  uint32_t intern_op(const std::string& name) {
+    auto it = op_ids_.find(name);
+    if (it != op_ids_.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(op_names_.size());
+    op_names_.push_back(name);
+    op_ids_.emplace(name, id);
+    return id;
+  }
+
   void finish_event() {
     ++s_.events;
     const Classified k = count_category();
@@ -780,26 +839,40 @@ class TraceSax {
         if (ev_.dur_ns == 0) ++s_.health.zero_duration;
         DeviceRow r;
         r.start_ns = ev_.ts_ns;
-        r.end_ns = ev_.ts_ns + ev_.dur_ns;
+        if (__builtin_add_overflow(ev_.ts_ns, ev_.dur_ns, &r.end_ns)) {
+          fail("{}: traceEvents[{}] ('{}' event '{}') ends past what int64 nanoseconds hold", source_,
+               ev_.index, ev_.cat, ev_.name.substr(0, 60));
+        }
         r.correlation = ev_.correlation;
         r.external_id = ev_.external_id;
         r.stream = ev_.stream >= 0 ? ev_.stream : ev_.tid;
         r.device = static_cast<int32_t>(ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0));
         r.kind = k.kind;
+        if (!ev_.bad_bytes.empty()) {
+          fail("{}: traceEvents[{}] ('{}' event '{}') has args.bytes {}: not a byte count (a "
+               "non-negative integer)",
+               source_, ev_.index, ev_.cat, ev_.name.substr(0, 60), ev_.bad_bytes);
+        }
+        r.bytes = ev_.bytes;
         r.name_id = intern(ev_.name);
         rows_.push_back(r);
         break;
       }
       case EventClass::kLaunch:
-        if (ev_.has_ts && ev_.correlation != 0)
-          launches_.push_back({ev_.correlation, ev_.ts_ns, ev_.tid});
+        if (ev_.has_ts && ev_.correlation != 0) {
+          // The call's duration feeds the launch statistics only: one that is negative or longer
+          // than a day is counted in health and the launch kept without it.
+          const bool usable = ev_.has_dur && ev_.dur_ns >= 0 && ev_.dur_ns <= kMaxDurationNs;
+          if (ev_.has_dur && !usable) ++s_.health.bad_launch_durations;
+          launches_.push_back({ev_.correlation, ev_.ts_ns, usable ? ev_.dur_ns : -1, ev_.tid});
+        }
         break;
       case EventClass::kHostOp: {
         if (!ev_.has_ts || !ev_.has_dur) {
           ++s_.health.skipped_events;
           return;
         }
-        const int64_t end = ev_.ts_ns + std::max<int64_t>(ev_.dur_ns, 0);
+        const int64_t end = saturating_add(ev_.ts_ns, std::max<int64_t>(ev_.dur_ns, 0));
         if (!has_host_) {
           host_min_ = ev_.ts_ns;
           host_max_ = end;
@@ -807,6 +880,7 @@ class TraceSax {
         }
         host_min_ = std::min(host_min_, ev_.ts_ns);
         host_max_ = std::max(host_max_, end);
+        if (k.cpu_op) host_ops_.push_back({ev_.tid, ev_.ts_ns, end, intern_op(ev_.name)});
         if (ev_.external_id != 0) host_ext_.push_back(ev_.external_id);
         const std::string& n = ev_.name;
         if (profiler_step_number(n) >= 0) {
@@ -821,7 +895,8 @@ class TraceSax {
       case EventClass::kGpuAnnotation:
         if (ev_.has_ts && ev_.has_dur && ev_.dur_ns > 0) {
           annotations_.push_back(
-              {ev_.ts_ns, ev_.ts_ns + ev_.dur_ns, profiler_step_number(ev_.name)});
+              {ev_.ts_ns, saturating_add(ev_.ts_ns, ev_.dur_ns), profiler_step_number(ev_.name),
+               ev_.name.substr(0, 200)});
         }
         break;
       case EventClass::kFlow:
@@ -850,6 +925,9 @@ class TraceSax {
   std::vector<std::string> names_;
   std::vector<DeviceRow> rows_;
   std::vector<Launch> launches_;
+  std::vector<HostOp> host_ops_;
+  std::unordered_map<std::string, uint32_t> op_ids_;
+  std::vector<std::string> op_names_;
   std::vector<HostRange> ranges_;
   std::vector<StepSeen> steps_;
   std::vector<int64_t> host_ext_;
@@ -904,6 +982,26 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
          label);
   }
 
+  // Every difference taken below (spans, launch delays, idle waits) must fit int64: the device
+  // rows' and launches' times must lie within 2^63 ns (292 years) of each other.
+  {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = std::numeric_limits<int64_t>::min();
+    for (const DeviceRow& r : sax.rows()) {
+      lo = std::min(lo, r.start_ns);
+      hi = std::max(hi, r.end_ns);
+    }
+    for (const Launch& l : sax.launches()) {
+      lo = std::min(lo, l.ts_ns);
+      hi = std::max(hi, l.ts_ns);
+    }
+    int64_t width = 0;
+    if (lo <= hi && __builtin_sub_overflow(hi, lo, &width)) {
+      fail("{}: the device rows and launches span {} us .. {} us, more than int64 nanoseconds "
+           "hold (292 years)",
+           label, lo / 1000, hi / 1000);
+    }
+  }
+
   // Steps: ProfilerStep#N on the host (several threads may carry the same N: keep the widest).
   std::map<int64_t, TraceStepRange> steps;
   for (const StepSeen& st : sax.steps()) {
@@ -933,7 +1031,11 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
 
   std::vector<Launch>& launches = sax.launches();
   std::sort(launches.begin(), launches.end(),
-            [](const Launch& a, const Launch& b) { return a.correlation < b.correlation; });
+            [](const Launch& a, const Launch& b) {
+              // Ties (one correlation written twice): the earlier call, whatever the file order.
+              return a.correlation != b.correlation ? a.correlation < b.correlation
+                                                    : a.ts_ns < b.ts_ns;
+            });
   std::vector<int64_t>& ext = sax.host_external_ids();
   std::sort(ext.begin(), ext.end());
   ext.erase(std::unique(ext.begin(), ext.end()), ext.end());
@@ -951,13 +1053,17 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
   std::vector<DeviceRow>& rows = sax.rows();
   std::vector<int64_t> row_step(rows.size(), -1);
   std::vector<uint8_t> row_phase(rows.size(), 0);  // 0 unknown, 1 forward, 2 backward, 3 optimizer
+  std::vector<int64_t> row_launch(rows.size(), -1);  // index into launches
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const DeviceRow& r = rows[i];
     const Launch* launch = nullptr;
     if (r.correlation != 0) {
       auto it = std::lower_bound(launches.begin(), launches.end(), r.correlation,
                                  [](const Launch& l, int64_t c) { return l.correlation < c; });
-      if (it != launches.end() && it->correlation == r.correlation) launch = &*it;
+      if (it != launches.end() && it->correlation == r.correlation) {
+        launch = &*it;
+        row_launch[i] = it - launches.begin();
+      }
     }
     const int64_t when = launch ? launch->ts_ns : r.start_ns;
     row_step[i] = step_of(when);
@@ -998,7 +1104,8 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
     constexpr int64_t kSlack = 1000000000;  // 1 s
     for (const DeviceRow& r : rows) {
       if (sax.has_host() &&
-          (r.start_ns < sax.host_min_ns() - kSlack || r.end_ns > sax.host_max_ns() + kSlack)) {
+          (r.start_ns < saturating_add(sax.host_min_ns(), -kSlack) ||
+           r.end_ns > saturating_add(sax.host_max_ns(), kSlack))) {
         ++h.out_of_range;
       }
       if (sax.has_window_end() && r.end_ns > sax.window_end_ns()) ++h.past_trace_end;
@@ -1011,6 +1118,7 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
   static const char* const kPhase[] = {"", "forward", "backward", "optimizer"};
   DoubleCount& dc = s.double_count;
   const std::vector<std::string>& names = sax.names();
+  std::vector<detail::StatRow> stat_rows;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const DeviceRow& r = rows[i];
     rec.kind = r.kind;
@@ -1025,6 +1133,16 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
     const int64_t before = builder.added();
     builder.add(rec);
     if (builder.added() == before) continue;  // outside the selection
+    detail::StatRow sr;
+    sr.start_ns = r.start_ns;
+    sr.end_ns = r.end_ns;
+    sr.stream = r.stream;
+    sr.bytes = r.bytes;
+    sr.launch = row_launch[i];
+    sr.name_id = r.name_id;
+    sr.device = r.device;
+    sr.kind = r.kind;
+    stat_rows.push_back(sr);
     dc.device_rows_ns += r.end_ns - r.start_ns;
     if (r.external_id != 0 && std::binary_search(ext.begin(), ext.end(), r.external_id)) {
       dc.host_attributed_ns += r.end_ns - r.start_ns;
@@ -1047,9 +1165,40 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
         (options.steps.empty() && options.skip_first <= 0)) {
       dc.annotation_ns += a.end_ns - a.start_ns;
       ++dc.annotations;
+      if (dc.annotation_names.size() < 8 &&
+          std::find(dc.annotation_names.begin(), dc.annotation_names.end(), a.name) ==
+              dc.annotation_names.end()) {
+        dc.annotation_names.push_back(a.name);
+      }
     }
   }
+  if (builder.added() == 0 && !rows.empty()) {
+    // The trace has device activity, just none selected: say what it holds, not how to record.
+    std::set<int32_t> devices;
+    for (const DeviceRow& r : rows) devices.insert(r.device);
+    std::string list, chosen;
+    for (int32_t d : devices) list += (list.empty() ? "" : ", ") + std::to_string(d);
+    for (int64_t st : selected)
+      chosen += (chosen.empty() ? "steps " : ", ") + (st < 0 ? "outside" : std::to_string(st));
+    if (options.device >= 0) chosen += fmt::format(", device {}", options.device);
+    fail("{}: none of the trace's {} device row(s) (on device {}) is in the selection ({})", label,
+         rows.size(), list, chosen);
+  }
   result.table = builder.finish();
+
+  // The launch-bound statistics over the same selection.
+  std::vector<detail::StatLaunch> stat_launches(launches.size());
+  for (std::size_t i = 0; i < launches.size(); ++i)
+    stat_launches[i] = {launches[i].ts_ns, launches[i].dur_ns, launches[i].tid};
+  const bool all_steps = options.steps.empty() && options.skip_first <= 0;
+  std::vector<detail::StatOp> stat_ops;
+  stat_ops.reserve(sax.host_ops().size());
+  for (const HostOp& op : sax.host_ops()) {
+    const bool sel =
+        all_steps || std::binary_search(selected.begin(), selected.end(), step_of(op.start_ns));
+    stat_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id, sel});
+  }
+  s.stats = detail::compute_trace_stats(stat_rows, stat_launches, stat_ops, names, sax.op_names());
   return result;
 }
 

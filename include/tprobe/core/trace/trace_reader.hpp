@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/trace_stats.hpp"
 
 namespace tprobe::core {
 
@@ -32,6 +33,7 @@ struct TraceHealth {
   int64_t past_trace_end = 0;         // device rows ending after the last host event ended
   int64_t unmatched_begin = 0;        // "B" events with no "E": the trace ended mid-event
   int64_t skipped_events = 0;         // device-category events missing ts/dur/name (not counted)
+  int64_t bad_launch_durations = 0;   // launch calls with dur < 0 or > a day (kept without it)
   std::vector<std::string> messages;  // Kineto warnings / INFO records, as written (first 20)
 };
 
@@ -46,6 +48,7 @@ struct DoubleCount {
   int64_t host_attributed_ns = 0;  // the same rows again, through their launching host op
   int64_t annotation_ns = 0;       // gpu_user_annotation rows in the selected steps
   int64_t annotations = 0;
+  std::vector<std::string> annotation_names;  // distinct, in file order (first 8)
   int64_t linked_rows = 0;    // device rows whose External id names a host op
   int64_t unlinked_rows = 0;  // no External id, or no host op with it
   int64_t flows = 0;          // ac2g flow events seen
@@ -73,6 +76,7 @@ struct TraceSummary {
   std::string schema_version;                 // schemaVersion, as written
   TraceHealth health;
   DoubleCount double_count;
+  TraceStats stats;  // over the table's selection (trace_stats.hpp)
 };
 
 struct TraceResult {

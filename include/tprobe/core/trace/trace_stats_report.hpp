@@ -1,0 +1,20 @@
+// Views of the launch-bound statistics: their evidence JSON (results.trace.idle_split, .launches,
+// .queue_length, .copies, .host_ops; docs/kernels.md) and their human tables.
+#pragma once
+
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/trace/trace_stats.hpp"
+
+namespace tprobe::core {
+
+// An object with the five keys above, to be merged into results.trace.
+Json to_json(const TraceStats& stats);
+
+// Idle split, launch statistics, launch cost by kernel, queue length, copy bandwidth, host ops.
+// `top` rows at most in the per-kernel and per-op tables (<= 0: all).
+std::vector<Table> trace_stats_tables(const TraceStats& stats, int top = 25);
+
+}  // namespace tprobe::core

@@ -1,0 +1,263 @@
+// Views of the launch-bound statistics: evidence JSON and tables.
+#include "tprobe/core/trace/trace_stats_report.hpp"
+
+#include <fmt/format.h>
+
+#include "trace/distinct_labels.hpp"
+#include "tprobe/core/trace/kernel_category.hpp"
+
+namespace tprobe::core {
+namespace {
+
+std::string ms(int64_t ns) { return format_seconds(double(ns) * 1e-9); }
+std::string us(double ns) { return fmt::format("{:.1f} µs", ns * 1e-3); }
+double ratio(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
+
+Json distribution_json(const Distribution& d) {
+  return Json{{"count", d.count},   {"sum_ns", d.sum_ns}, {"mean_ns", d.mean_ns},
+              {"min_ns", d.min_ns}, {"p50_ns", d.p50_ns}, {"p90_ns", d.p90_ns},
+              {"p99_ns", d.p99_ns}, {"max_ns", d.max_ns}};
+}
+
+}  // namespace
+
+Json to_json(const TraceStats& st) {
+  Json idle = Json::array();
+  for (const IdleSplit& s : st.idle) {
+    idle.push_back({{"device", s.device},
+                    {"idle_ns", s.idle_ns},
+                    {"gaps", s.gaps},
+                    {"host_wait_ns", s.host_wait_ns},
+                    {"kernel_wait_ns", s.kernel_wait_ns},
+                    {"unlaunched_ns", s.unlaunched_ns},
+                    {"host_wait_gaps", s.host_wait_gaps},
+                    {"host_wait_ratio", ratio(s.host_wait_ns, s.idle_ns)},
+                    {"kernel_wait_ratio", ratio(s.kernel_wait_ns, s.idle_ns)}});
+  }
+  const LaunchStats& l = st.launch;
+  Json per = Json::array();
+  for (const LaunchKernelRow& k : l.per_kernel) {
+    per.push_back({{"name", k.name},
+                   {"launches", k.launches},
+                   {"launch_ns", k.launch_ns},
+                   {"delay_ns", k.delay_ns},
+                   {"shorter_than_launch", k.shorter_than_launch},
+                   {"device_ns", k.device_ns}});
+  }
+  Json queues = Json::array();
+  for (const QueueRow& q : st.queues) {
+    queues.push_back({{"device", q.device},
+                      {"stream", q.stream},
+                      {"rows", q.rows},
+                      {"unlaunched_rows", q.unlaunched_rows},
+                      {"window_start_ns", q.window_start_ns},
+                      {"window_end_ns", q.window_end_ns},
+                      {"max_length", q.max_length},
+                      {"mean_length", q.mean_length},
+                      {"time_at_length_ns", q.time_at_length_ns}});
+  }
+  Json copies = Json::array();
+  for (const CopyRow& c : st.copies) {
+    copies.push_back({{"name", c.name},
+                      {"kind", to_string(c.kind)},
+                      {"count", c.count},
+                      {"rows_with_bytes", c.rows_with_bytes},
+                      {"bytes", c.bytes},
+                      {"total_ns", c.total_ns},
+                      {"bytes_per_s", c.bytes_per_s}});
+  }
+  const HostOpCensus& h = st.host_ops;
+  Json ops = Json::array();
+  for (const HostOpRow& o : h.by_name) {
+    ops.push_back({{"name", o.name},
+                   {"calls", o.calls},
+                   {"top_level_calls", o.top_level_calls},
+                   {"device_rows", o.device_rows},
+                   {"device_ns", o.device_ns}});
+  }
+  return Json{
+      {"idle_split", idle},
+      {"launches",
+       {{"kernels", l.kernels},
+        {"with_launch", l.with_launch},
+        {"launch_duration_unknown", l.launch_duration_unknown},
+        {"launch_call", distribution_json(l.launch_call)},
+        {"launch_delay", distribution_json(l.launch_delay)},
+        {"negative_delay", l.negative_delay},
+        {"shorter_than_launch", l.shorter_than_launch},
+        {"shorter_than_launch_ns", l.shorter_than_launch_ns},
+        {"per_kernel", per}}},
+      {"queue_length", queues},
+      {"copies", copies},
+      {"host_ops",
+       {{"ops", h.ops},
+        {"top_level_ops", h.top_level_ops},
+        {"rows_in_op", h.rows_in_op},
+        {"rows_outside_op", h.rows_outside_op},
+        {"by_name", ops}}}};
+}
+
+std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
+  std::vector<Table> out;
+  auto limit = [&](std::size_t n) {
+    return top > 0 ? std::min<std::size_t>(n, static_cast<std::size_t>(top)) : n;
+  };
+
+  Table idle("Idle time split: host wait vs kernel wait (per device)");
+  idle.column("device")
+      .column("idle")
+      .column("gaps")
+      .column("host wait")
+      .column("of idle")
+      .column("kernel wait")
+      .column("of idle")
+      .column("no launch");
+  int64_t host = 0, kernel = 0;
+  for (const IdleSplit& s : st.idle) {
+    idle.row({std::to_string(s.device), ms(s.idle_ns), format_count(s.gaps), ms(s.host_wait_ns),
+              format_percent(ratio(s.host_wait_ns, s.idle_ns)), ms(s.kernel_wait_ns),
+              format_percent(ratio(s.kernel_wait_ns, s.idle_ns)), ms(s.unlaunched_ns)});
+    host += s.host_wait_ns;
+    kernel += s.kernel_wait_ns;
+  }
+  idle.note(
+      "host wait: the part of each gap before the next row's launch call began (the host had not "
+      "asked yet); kernel wait: the rest (asked for, device still idle); no launch: gaps before a "
+      "row with no launch in the trace");
+  if (host + kernel > 0) {
+    idle.note(host > kernel ? "host wait dominates: the device waited for launches (launch-bound)"
+                            : "kernel wait dominates: the work was launched ahead of the device");
+  }
+  out.push_back(idle);
+
+  const LaunchStats& l = st.launch;
+  Table launch("Kernel launches (kernel rows only: memcpy/memset calls are left out)");
+  launch.column("per kernel", Align::kLeft)
+      .column("count")
+      .column("sum")
+      .column("mean")
+      .column("min")
+      .column("p50")
+      .column("p90")
+      .column("p99")
+      .column("max");
+  auto dist_row = [&](const char* what, const Distribution& d) {
+    launch.row({what, format_count(d.count), ms(d.sum_ns), us(d.mean_ns), us(double(d.min_ns)),
+                us(double(d.p50_ns)), us(double(d.p90_ns)), us(double(d.p99_ns)),
+                us(double(d.max_ns))});
+  };
+  dist_row("CPU launch call", l.launch_call);
+  dist_row("launch delay (start − call start)", l.launch_delay);
+  launch.note(fmt::format(
+      "{} of {} kernel rows have a launch in the trace ({} left out); {} kernel(s) ran shorter "
+      "than their launch call ({} of device time); {} launch(es) without a usable duration; {} "
+      "kernel(s) start before their call (clock skew)",
+      format_count(l.with_launch), format_count(l.kernels), format_count(l.kernels - l.with_launch),
+      format_count(l.shorter_than_launch), ms(l.shorter_than_launch_ns),
+      format_count(l.launch_duration_unknown), format_count(l.negative_delay)));
+  out.push_back(launch);
+
+  if (!l.per_kernel.empty()) {
+    const std::size_t n = limit(l.per_kernel.size());
+    Table per(fmt::format("Launch cost by kernel, top {} of {} by CPU launch time", n,
+                          l.per_kernel.size()));
+    per.column("kernel", Align::kLeft)
+        .column("launches")
+        .column("launch time")
+        .column("mean call")
+        .column("mean delay")
+        .column("shorter than call")
+        .column("device time");
+    std::vector<std::string> labels, whole;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < n; ++i) {
+      labels.push_back(short_kernel_name(l.per_kernel[i].name, 60));
+      whole.push_back(l.per_kernel[i].name);
+      index.push_back(i);
+    }
+    detail::make_distinct(labels, whole, index, "launches.per_kernel");
+    int64_t rest = 0;
+    for (std::size_t i = n; i < l.per_kernel.size(); ++i) rest += l.per_kernel[i].launch_ns;
+    for (std::size_t i = 0; i < n; ++i) {
+      const LaunchKernelRow& k = l.per_kernel[i];
+      per.row({labels[i], format_count(k.launches), ms(k.launch_ns),
+               us(double(k.launch_ns) / double(k.launches)),
+               us(double(k.delay_ns) / double(k.launches)), format_count(k.shorter_than_launch),
+               ms(k.device_ns)});
+    }
+    if (n < l.per_kernel.size()) {
+      per.note(fmt::format("{} more kernel(s), {} of launch time, in the evidence",
+                           l.per_kernel.size() - n, ms(rest)));
+    }
+    out.push_back(per);
+  }
+
+  Table q("Queue length per stream (rows launched, not finished)");
+  q.column("device").column("stream").column("rows").column("max").column("mean").column(
+      "≥1 queued");
+  int64_t unlaunched = 0;
+  for (const QueueRow& r : st.queues) {
+    const int64_t window = r.window_end_ns - r.window_start_ns;
+    const int64_t idle_time = r.time_at_length_ns.empty() ? 0 : r.time_at_length_ns[0];
+    q.row({std::to_string(r.device), std::to_string(r.stream), format_count(r.rows),
+           std::to_string(r.max_length), fmt::format("{:.2f}", r.mean_length),
+           format_percent(ratio(window - idle_time, window))});
+    unlaunched += r.unlaunched_rows;
+  }
+  q.note(fmt::format(
+      "a row is queued from its launch call's start to its end; {} row(s) without a launch are "
+      "left out; the time spent at each length is in the evidence",
+      format_count(unlaunched)));
+  out.push_back(q);
+
+  if (!st.copies.empty()) {
+    Table c("Memcpy / memset bandwidth per kind");
+    c.column("kind", Align::kLeft).column("rows").column("bytes").column("time").column("GB/s");
+    int64_t without = 0;
+    for (const CopyRow& r : st.copies) {
+      c.row({r.name, format_count(r.count), format_bytes(double(r.bytes)), ms(r.total_ns),
+             r.total_ns > 0 ? fmt::format("{:.1f}", r.bytes_per_s * 1e-9) : ""});
+      without += r.count - r.rows_with_bytes;
+    }
+    c.note(fmt::format("bytes / time over the rows that carry args.bytes; {} row(s) without it are "
+                       "left out of bytes and time",
+                       format_count(without)));
+    out.push_back(c);
+  }
+
+  const HostOpCensus& h = st.host_ops;
+  if (!h.by_name.empty()) {
+    const std::size_t n = limit(h.by_name.size());
+    Table o(fmt::format("Host ops (cpu_op): dispatches and device rows, top {} of {} names", n,
+                        h.by_name.size()));
+    o.column("op", Align::kLeft)
+        .column("calls")
+        .column("top-level")
+        .column("device rows")
+        .column("device time");
+    std::vector<std::string> labels, whole;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < n; ++i) {
+      labels.push_back(short_kernel_name(h.by_name[i].name, 70));
+      whole.push_back(h.by_name[i].name);
+      index.push_back(i);
+    }
+    detail::make_distinct(labels, whole, index, "host_ops.by_name");
+    for (std::size_t i = 0; i < n; ++i) {
+      const HostOpRow& r = h.by_name[i];
+      o.row({labels[i], format_count(r.calls), format_count(r.top_level_calls),
+             format_count(r.device_rows), ms(r.device_ns)});
+    }
+    o.note(fmt::format(
+        "{} cpu_op events, {} top-level; device rows count toward the top-level op holding their "
+        "launch; {} device row(s) were launched outside any cpu_op{}",
+        format_count(h.ops), format_count(h.top_level_ops), format_count(h.rows_outside_op),
+        n < h.by_name.size() ? fmt::format("; {} more op name(s) in the evidence",
+                                           h.by_name.size() - n)
+                             : ""));
+    out.push_back(o);
+  }
+  return out;
+}
+
+}  // namespace tprobe::core
