@@ -67,12 +67,12 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
     ctx.evidence.options()["sweep"] = report.options.sweep;
     for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
     if (!args->emit_order.empty()) {
-      core::write_file_atomic(args->emit_order,
+      core::write_file_atomic(ctx.files.staged(args->emit_order),
                               core::order_jsonl(ds, report.options, report.chosen_bucket));
       ctx.evidence.results()["emit_order"] = args->emit_order;
     }
     return core::Outcome::kOk;
-  });
+  }, Needs::kCore, {{"dataset", "--dataset", "--scaling-fit"}, {"--emit-order"}, {}});
 }
 
 }  // namespace tprobe::probes

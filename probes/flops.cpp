@@ -81,7 +81,8 @@ void register_flops(CLI::App& app, ProbeSet& set) {
                   "Peak TFLOP/s for MFU (default: measured H200 bf16 dense GEMM)")
       ->check(positive_number())
       ->capture_default_str();
-  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+  set.add(
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore, {{"--config"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

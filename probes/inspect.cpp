@@ -77,7 +77,9 @@ void register_inspect(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_option("--ce-chunk", opt->ce_chunk, "Tokens per chunked cross-entropy chunk")
       ->capture_default_str();
-  set.add(cmd, [opt](RunContext& ctx) { return run_inspect(*opt, ctx); });
+  set.add(
+      cmd, [opt](RunContext& ctx) { return run_inspect(*opt, ctx); }, Needs::kCore,
+      {{"checkpoint"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

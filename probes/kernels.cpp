@@ -47,7 +47,7 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
     for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
     ctx.evidence.results() = core::to_json(report);
     return core::Outcome::kOk;
-  });
+  }, Needs::kCore, {{"inputs"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

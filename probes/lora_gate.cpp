@@ -65,7 +65,9 @@ void register_lora_gate(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Base checkpoint directory (config.json + safetensors headers) for the count")
       ->check(CLI::ExistingDirectory);
-  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+  set.add(
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,
+      {{"adapter", "--checkpoint"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

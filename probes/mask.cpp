@@ -172,7 +172,9 @@ void register_mask(CLI::App& app, ProbeSet& set) {
                   "Backend trials: real length of the padded row in the padded mask case "
                   "(default width / 2)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
-  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+  // The positional is an embedded name or a config.json: a path only when one exists.
+  set.add(
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore, {{"model"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

@@ -40,7 +40,7 @@ void register_padding(CLI::App& app, ProbeSet& set) {
     ctx.out << core::render(report);
     ctx.evidence.results() = core::to_json(report);
     return core::Outcome::kOk;
-  });
+  }, Needs::kCore, {{"dataset", "--dataset"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

@@ -41,7 +41,7 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.attn = model::parse_attn(cli.attn);
   o.moe = model::parse_moe(cli.moe);
   o.ce_chunk = cli.ce_chunk;
-  o.dump_hidden_path = cli.dump_hidden;
+  o.dump_hidden_path = cli.dump_hidden.empty() ? "" : ctx.files.staged(cli.dump_hidden);
   o.adapter_dir = cli.adapter;
   o.backward = cli.backward;
   o.gradient_checkpointing = cli.gradient_checkpointing;
@@ -160,7 +160,8 @@ void register_parity(CLI::App& app, ProbeSet& set) {
                   "With --backward: suffix of HF's own bf16 gradients in REF (default for bf16: "
                   "_hf_bf16_<attn> when present)");
   set.add(
-      cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); }, Needs::kTorch);
+      cmd, [cli](RunContext& ctx) { return run_parity(*cli, ctx); }, Needs::kTorch,
+      {{"--checkpoint", "--reference", "--adapter"}, {"--dump-hidden"}, {}});
 }
 
 }  // namespace tprobe::probes

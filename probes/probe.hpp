@@ -11,15 +11,19 @@
 
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/output_guard.hpp"
 
 namespace tprobe::probes {
 
 // Handed to a probe's run: it fills evidence.results(), prints its tables to `out`, and returns
 // the outcome (kNo maps to exit code 3).
+// A probe writes each declared output to `files.staged(path)`; the driver commits them all, with
+// the evidence, when the run succeeded (core/base/output_guard.hpp).
 struct RunContext {
   core::Evidence& evidence;
   core::Environment& environment;
   std::ostream& out;
+  core::OutputGuard& files;
 };
 
 using RunFn = std::function<core::Outcome(RunContext&)>;
@@ -29,17 +33,31 @@ using RunFn = std::function<core::Outcome(RunContext&)>;
 // it could not be loaded instead of failing.
 enum class Needs { kCore, kTorch, kTorchIfAvailable };
 
+// The files a probe reads and writes beside --json, for the output guard: checked before anything
+// runs (an output that is an input, lies in an input folder or names another output is refused).
+struct ProbeFiles {
+  // Options (a positional's name too) whose values are paths the probe reads; a directory
+  // protects every file under it. Defaults count when the option was not given.
+  std::vector<std::string> inputs;
+  // Options whose values are files the probe writes, each through RunContext::files.staged().
+  std::vector<std::string> outputs;
+  // Paths known only from the values (a default output, a folder's files), declared to the guard
+  // after the options above.
+  std::function<void(core::OutputGuard&)> declare;
+};
+
 struct Probe {
   CLI::App* command = nullptr;
   RunFn run;
   Needs needs = Needs::kCore;
+  ProbeFiles files;
   std::string json_path;  // --json PATH, added to every probe
 };
 
 class ProbeSet {
  public:
-  // Adds --json to `command` and remembers how to run it.
-  void add(CLI::App* command, RunFn run, Needs needs = Needs::kCore);
+  // Adds --json to `command` and remembers how to run it and which files it reads and writes.
+  void add(CLI::App* command, RunFn run, Needs needs = Needs::kCore, ProbeFiles files = {});
   // Runs whichever subcommand was parsed; returns the process exit code.
   int run_parsed(const std::vector<std::string>& argv, std::ostream& out) const;
 

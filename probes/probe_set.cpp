@@ -1,7 +1,6 @@
 // Drives one probe run: environment, options, run, table, atomic evidence write, exit code.
 #include "probes/probe.hpp"
 
-#include <climits>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -141,11 +140,12 @@ std::vector<std::string> lora_targets(const std::vector<std::string>& option) {
   return option;
 }
 
-void ProbeSet::add(CLI::App* command, RunFn run, Needs needs) {
+void ProbeSet::add(CLI::App* command, RunFn run, Needs needs, ProbeFiles files) {
   auto probe = std::make_unique<Probe>();
   probe->command = command;
   probe->run = std::move(run);
   probe->needs = needs;
+  probe->files = std::move(files);
   command->add_option("--json", probe->json_path,
                       "Write the evidence file (JSON) to PATH, atomically");
   probes_.push_back(std::move(probe));
@@ -153,41 +153,32 @@ void ProbeSet::add(CLI::App* command, RunFn run, Needs needs) {
 
 namespace {
 
-// The options through which a probe writes a file, beside its evidence.
-constexpr const char* kOutputOptions[] = {"--json", "--emit-order", "--dump-hidden",
-                                          "--raw-trace"};
-
-// PATH with its folder resolved (symlinks, "..", "."), so that two spellings of one file compare
-// equal; a folder that does not exist leaves PATH as given (the write will fail on its own).
-std::string resolved_path(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  char buf[PATH_MAX];
-  if (base.empty() || realpath(dir.c_str(), buf) == nullptr) return path;
-  return std::string(buf) + (std::string(buf) == "/" ? "" : "/") + base;
+// The values of option `name` as paths: what was given, else a scalar default.
+std::vector<std::string> option_paths(const CLI::App& command, const std::string& name) {
+  const CLI::Option* opt = command.get_option_no_throw(name);
+  if (opt == nullptr) throw Error("internal: probe declares unknown option " + name);
+  if (opt->count() > 0) return opt->results();
+  const std::string def = opt->get_default_str();
+  if (def.empty() || def.front() == '[') return {};
+  return {def};
 }
 
-// Two outputs of one run naming the same file would leave only the one written last: refused
-// before anything runs.
-void check_distinct_outputs(const CLI::App& command) {
-  std::vector<std::pair<std::string, std::string>> seen;  // option, resolved path
-  for (const char* name : kOutputOptions) {
+// Every file of the run declared to the guard: inputs, then side outputs, then the evidence.
+// Checked before anything runs.
+void declare_files(const Probe& probe, core::OutputGuard& guard) {
+  const CLI::App& command = *probe.command;
+  for (const std::string& name : probe.files.inputs) {
+    const std::string role = name.rfind("--", 0) == 0 ? name : "<" + name + ">";
+    for (const std::string& path : option_paths(command, name)) guard.input(role, path);
+  }
+  for (const std::string& name : probe.files.outputs) {
     const CLI::Option* opt = command.get_option_no_throw(name);
     if (opt == nullptr || opt->count() == 0) continue;
-    const std::string value = opt->as<std::string>();
-    if (value.empty()) continue;
-    const std::string path = resolved_path(value);
-    for (const auto& [other, other_path] : seen) {
-      if (other_path == path) {
-        throw UsageError(fmt::format("{} and {} name the same file '{}': give each output its "
-                                     "own path",
-                                     other, name, core::detail::printable(value, 200)));
-      }
-    }
-    seen.emplace_back(name, path);
+    for (const std::string& path : opt->results()) guard.output(name, path);
   }
+  if (probe.files.declare) probe.files.declare(guard);
+  if (command.get_option("--json")->count() > 0) guard.output("--json", probe.json_path);
+  guard.check();
 }
 
 }  // namespace
@@ -195,14 +186,15 @@ void check_distinct_outputs(const CLI::App& command) {
 int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out) const {
   for (const auto& probe : probes_) {
     if (!probe->command->parsed()) continue;
-    check_distinct_outputs(*probe->command);
+    core::OutputGuard files;
+    declare_files(*probe, files);
     core::Evidence evidence(probe->command->get_name(), argv);
     evidence.options() = resolved_options(*probe->command);
     core::Environment env = collect_environment(probe->needs);
-    RunContext ctx{evidence, env, out};
+    RunContext ctx{evidence, env, out, files};
     // SIGINT/SIGTERM from here on: long loops stop at their next poll point and what they
     // measured is written with outcome "interrupted"; a second signal ends the process at once,
-    // removing unfinished temporary files (core/base/interrupt.hpp).
+    // removing unfinished temporary and staged files (core/base/interrupt.hpp).
     core::install_interrupt_handlers();  // idempotent; main() installs them first
     core::Outcome outcome = core::Outcome::kOk;
     try {
@@ -212,12 +204,18 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
       // A poll point that could not return partial results: the evidence says so, with
       // whatever the probe had put in results before.
     }
-    if (core::interrupt_requested()) {
+    const bool interrupted = core::interrupt_requested();
+    if (interrupted) {
       outcome = core::Outcome::kInterrupted;
       evidence.diagnose(core::Severity::kError, "interrupted",
                         fmt::format("stopped by {}: the results hold only what was measured "
                                     "before the signal",
                                     core::interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT"));
+      if (!probe->files.outputs.empty()) {
+        evidence.diagnose(core::Severity::kWarning, "side_outputs_not_written",
+                          "an interrupted run writes its evidence only: no side output (order, "
+                          "dump, trace) of a partial run is left");
+      }
     }
     evidence.set_outcome(outcome);
     evidence.environment() = core::to_json(env);  // after run: probes record attn resolution
@@ -226,7 +224,11 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
         out << core::to_string(d.severity) << ": " << d.message << "\n";
       }
     }
-    if (!probe->json_path.empty()) evidence.write(probe->json_path);
+    const bool json = probe->command->get_option("--json")->count() > 0;
+    if (json) evidence.write(files.staged(probe->json_path));
+    // Every output of the run at once, the evidence last; an interrupted run keeps the evidence
+    // alone. An exception above leaves none (the guard's destructor removes the staged files).
+    files.commit("--json", interrupted ? "--json" : "");
     if (outcome == core::Outcome::kInterrupted) return core::interrupted_exit_code();
     return static_cast<int>(outcome == core::Outcome::kOk ? ExitCode::kOk : ExitCode::kEvidenceNo);
   }

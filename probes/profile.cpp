@@ -114,7 +114,7 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
     s.points.push_back({o.batch, widest, lengths});
   }
   req.trace = o.trace == "on";
-  req.raw_trace_path = o.raw_trace;
+  req.raw_trace_path = o.raw_trace.empty() ? "" : ctx.files.staged(o.raw_trace);
   req.replay_trace = o.replay_trace;
   if (o.peak_tflops > 0) req.peak_tflops = o.peak_tflops;
   req.table_width = o.table_width;
@@ -157,6 +157,7 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
     ctx.out << fmt::format("INTERRUPTED: {} of {} points measured before the signal\n",
                            rep.steps.points.size(), req.spec.points.size());
   }
+  req.raw_trace_path = o.raw_trace;  // the evidence names the file, not its staged name
   ctx.evidence.results() = model::to_json(rep, req);
   ctx.out << "\n";
   for (const auto& t : model::profile_tables(rep)) ctx.out << t.render() << "\n";
@@ -255,7 +256,8 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--seed", o->seed, "Seed of the random weights and inputs")
       ->capture_default_str();
   set.add(
-      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kTorch);
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kTorch,
+      {{"--checkpoint", "--replay-trace"}, {"--raw-trace"}, {}});
 }
 
 }  // namespace tprobe::probes

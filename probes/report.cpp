@@ -18,6 +18,7 @@ struct ReportOptions {
   std::vector<std::string> inputs;
   std::string html;
   std::string markdown;
+  std::string since;
 };
 
 bool is_dir(const std::string& p) {
@@ -25,19 +26,31 @@ bool is_dir(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-core::Outcome run(const ReportOptions& o, RunContext& ctx) {
-  // One directory: the report goes next to its evidence.
+// The two outputs: given, or for one directory next to its evidence.
+std::pair<std::string, std::string> output_paths(const ReportOptions& o) {
   const std::string dir = o.inputs.size() == 1 && is_dir(o.inputs[0]) ? o.inputs[0] + "/" : "";
-  const std::string html = o.html.empty() ? dir + "report.html" : o.html;
-  const std::string md = o.markdown.empty() ? dir + "report.md" : o.markdown;
+  return {o.html.empty() ? dir + "report.html" : o.html,
+          o.markdown.empty() ? dir + "report.md" : o.markdown};
+}
+
+// The evidence files read are the inputs (not their folder, which the report is written into).
+void declare(const ReportOptions& o, core::OutputGuard& guard) {
+  for (const auto& path : core::list_evidence_files(o.inputs)) guard.input_file("<inputs>", path);
+  const auto [html, md] = output_paths(o);
+  guard.output("--html", html);
+  guard.output("--markdown", md);
+}
+
+core::Outcome run(const ReportOptions& o, RunContext& ctx) {
+  const auto [html, md] = output_paths(o);
   const auto inputs = core::collect_evidence(o.inputs);
-  const core::Report report = core::build_report(inputs);
+  const core::Report report = core::build_report(inputs, o.since);
   if (report.sections.empty()) {
     fail("no tprobe evidence files among {} ({} JSON files read)", fmt::join(o.inputs, ", "),
          inputs.size());
   }
-  core::write_file_atomic(html, core::render_html(report));
-  core::write_file_atomic(md, core::render_markdown(report));
+  core::write_file_atomic(ctx.files.staged(html), core::render_html(report));
+  core::write_file_atomic(ctx.files.staged(md), core::render_markdown(report));
 
   core::Table t("report: " + html);
   t.column("file", core::Align::kLeft)
@@ -57,8 +70,10 @@ core::Outcome run(const ReportOptions& o, RunContext& ctx) {
   results["html"] = html;
   results["markdown"] = md;
   ctx.evidence.results() = std::move(results);
-  for (const auto& n : report.notes)
-    ctx.evidence.diagnose(core::Severity::kWarning, "input_skipped", n);
+  for (const auto& n : report.notes) {
+    const bool stale = n.find(": stale: ") != std::string::npos;
+    ctx.evidence.diagnose(core::Severity::kWarning, stale ? "stale_evidence" : "input_skipped", n);
+  }
   return core::Outcome::kOk;
 }
 
@@ -75,7 +90,12 @@ void register_report(CLI::App& app, ProbeSet& set) {
                   "HTML output (default: DIR/report.html for one directory, else report.html)");
   cmd->add_option("--markdown", o->markdown,
                   "Markdown output (default: beside the HTML's default, report.md)");
-  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+  cmd->add_option("--since", o->since,
+                  "Start of the run the evidence belongs to (UTC ISO 8601, as "
+                  "invocation.started_at): evidence started earlier is flagged stale");
+  set.add(
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,
+      {{}, {}, [o](core::OutputGuard& guard) { declare(*o, guard); }});
 }
 
 }  // namespace tprobe::probes

@@ -80,7 +80,9 @@ void register_scaling_fit(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--alpha", o->alpha, "Significance level of the F-tests")
       ->check(CLI::Range(1e-6, 0.5))
       ->capture_default_str();
-  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+  set.add(
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,
+      {{"--csv", "--profile", "--widths-from"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

@@ -9,12 +9,19 @@
 
 #include <signal.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <set>
 
 #include "probes/probe.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/report/report.hpp"
 
@@ -167,9 +174,97 @@ int run_child(const std::string& exe, const std::vector<std::string>& args,
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+// The list of files a suite run wrote into --out, relative to it, one per line: the next run
+// removes exactly these and refuses to start beside anything else.
+constexpr const char* kManifest = ".tprobe-suite-files";
+
+// Every file a suite run writes into `out`, relative to it (the children's; the manifest aside).
+std::vector<std::string> suite_files() {
+  std::vector<std::string> files;
+  for (const Step& s : steps()) {
+    files.push_back(std::string(s.name) + ".json");
+    files.push_back(std::string("logs/") + s.name + ".txt");
+  }
+  files.insert(files.end(),
+               {"bucket-order.jsonl", "report.html", "report.md", "logs/report.txt"});
+  return files;
+}
+
+// Files under `dir` (one level of folders, as the suite writes), relative to it.
+void list_files(const std::string& dir, const std::string& rel, std::vector<std::string>& out) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (dirent* e = ::readdir(d)) {
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    struct stat st {};
+    const std::string full = dir + "/" + n;
+    if (::lstat(full.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && rel.empty()) {
+      list_files(full, n + "/", out);
+      if (n != "logs") out.push_back(n + "/");  // a folder the suite never makes
+    } else {
+      out.push_back(rel + n);
+    }
+  }
+  ::closedir(d);
+}
+
+// A non-empty --out is used only when everything in it is what an earlier suite run wrote (its
+// manifest says so): those files are removed, so no stale evidence reaches the new report.
+// Anything else is refused, never deleted: the folder may hold the user's files.
+void clean_out(const std::string& out) {
+  std::vector<std::string> present;
+  list_files(out, "", present);
+  if (present.empty()) return;
+  std::set<std::string> ours;
+  const std::string manifest = out + "/" + kManifest;
+  struct stat st {};
+  if (::lstat(manifest.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    std::ifstream in(manifest);
+    const auto known = suite_files();
+    // Only names a suite run writes (its files, or its own --json directly inside --out): a
+    // manifest cannot make it delete anything else.
+    for (std::string line; std::getline(in, line);) {
+      if (std::find(known.begin(), known.end(), line) != known.end() ||
+          (!line.empty() && line.find('/') == std::string::npos && line[0] != '.')) {
+        ours.insert(line);
+      }
+    }
+  }
+  std::sort(present.begin(), present.end());
+  for (const std::string& f : present) {
+    if (f == kManifest || ours.count(f)) continue;
+    fail_usage("--out '{}' holds '{}', which no earlier suite run wrote there: give an empty or "
+               "new folder (the suite never deletes files it did not write)",
+               out, f);
+  }
+  for (const std::string& f : present) {
+    if (f != kManifest) ::unlink((out + "/" + f).c_str());
+  }
+  ::unlink(manifest.c_str());
+}
+
+// What this run wrote into `out` (and its own --json when that lies directly inside it).
+void write_manifest(const std::string& out, const core::OutputGuard& files) {
+  std::string text;
+  for (const std::string& f : suite_files()) {
+    struct stat st {};
+    if (::lstat((out + "/" + f).c_str(), &st) == 0) text += f + "\n";
+  }
+  const std::string folder = core::OutputGuard::resolve(out) + "/";
+  for (const auto& e : files.entries()) {
+    if (e.role != "--json" || e.resolved.compare(0, folder.size(), folder) != 0) continue;
+    const std::string rel = e.resolved.substr(folder.size());
+    if (rel.find('/') == std::string::npos) text += rel + "\n";
+  }
+  core::write_file_atomic(out + "/" + kManifest, text);
+}
+
 core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   const std::string exe = self_exe();
-  const std::string out = o.out.empty() ? "." : o.out;
+  const std::string out = o.out;
+  const std::string since = core::utc_timestamp_now();
+  clean_out(out);
   make_dirs(out + "/logs");
   const auto& all = steps();
   const std::size_t total = all.size() + 1;  // + the report
@@ -246,6 +341,7 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
     rows.push_back(row);
   }
   if (interrupted) {
+    write_manifest(out, ctx.files);
     // No report over a half-run suite: the evidence says which steps ran.
     ctx.evidence.results() = {{"out", out}, {"fixtures", o.fixtures}, {"steps", rows},
                               {"failed", failed}, {"said_no", said_no}, {"skipped", skipped}};
@@ -257,7 +353,7 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   // The report over everything just written, next to it.
   const std::string log = out + "/logs/report.txt";
   auto t0 = std::chrono::steady_clock::now();
-  const int code = run_child(exe, {"report", out}, log);
+  const int code = run_child(exe, {"report", out, "--since", since}, log);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   line("report", code == 0 ? "ok" : fmt::format("FAILED (exit {})", code), secs,
        code == 0 ? out + "/report.html" : "see " + log);
@@ -268,10 +364,11 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
                   {"html", out + "/report.html"},
                   {"markdown", out + "/report.md"}});
   if (code != 0) ++failed;
+  write_manifest(out, ctx.files);
 
   // A headline per probe: the first fact the report found.
   if (!o.quiet && code == 0) {
-    const core::Report rep = core::build_report(core::collect_evidence({out}));
+    const core::Report rep = core::build_report(core::collect_evidence({out}), since);
     ctx.out << "\nheadlines\n";
     for (const auto& sec : rep.sections) {
       if (sec.facts.empty()) continue;
@@ -312,7 +409,14 @@ void register_suite(CLI::App& app, ProbeSet& set) {
                   "tprobe's committed fixtures (parity, lora-gate inputs)")
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No headline per probe");
-  set.add(cmd, [o](RunContext& ctx) { return run(*o, ctx); });
+  // Every file the children write is checked against the suite's own --json and its fixtures.
+  auto declare = [o](core::OutputGuard& guard) {
+    if (o->out.empty()) fail_usage("--out: the path is empty; give a folder");
+    for (const std::string& f : suite_files()) guard.reserved("--out", o->out + "/" + f);
+  };
+  set.add(
+      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,
+      {{"--fixtures"}, {}, declare});
 }
 
 }  // namespace tprobe::probes

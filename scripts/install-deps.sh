@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs tprobe's build dependencies from Debian 12 packages (idempotent; skips apt when present).
 # --test adds what the test suite needs beyond the build: chromium, for the report's browser test
-# (that test skips itself, saying so, when chromium is absent).
+# (that test skips itself, saying so, when chromium is absent); clang and python3 for
+# scripts/clang-check.sh, CI's second compiler.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build git libtorch-dev libcli11-dev libfmt-dev nlohmann-json3-dev
       libgtest-dev zlib1g-dev)
-if [ "${1:-}" = "--test" ]; then pkgs+=(chromium); fi
+if [ "${1:-}" = "--test" ]; then pkgs+=(chromium clang python3); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

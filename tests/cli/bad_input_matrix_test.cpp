@@ -78,6 +78,30 @@ class Files {
     neg = neg.substr(0, r) + "\"r\": -4, \"r_was\":" + neg.substr(r + 4);
     write_text(path("ad-negrank") + "/adapter_config.json", neg);
     write_text(path("ad-negrank") + "/adapter_model.safetensors", model);
+    // Configs that disagree with their tensors, and hostile target_modules patterns (issue 23).
+    auto adapter_with = [&](const char* d, const std::string& config) {
+      ::mkdir(path(d).c_str(), 0755);
+      write_text(path(d) + "/adapter_config.json", config);
+      write_text(path(d) + "/adapter_model.safetensors", model);
+    };
+    std::string r8 = cfg;
+    r8.replace(cfg.find("\"r\": 4"), 6, "\"r\": 8");
+    adapter_with("ad-r8", r8);
+    const std::size_t tm = cfg.find("\"target_modules\"");
+    const std::size_t tm_end = cfg.find(']', tm) + 1;
+    auto with_targets = [&](const std::string& targets) {
+      return cfg.substr(0, tm) + "\"target_modules\": " + targets + cfg.substr(tm_end);
+    };
+    adapter_with("ad-notarget", with_targets("[\"gate_proj\"]"));
+    adapter_with("ad-nested",
+                 with_targets("\"" + std::string(20000, '(') + "a" + std::string(20000, ')') + "\""));
+    adapter_with("ad-deep",
+                 with_targets("\"" + std::string(1000, '(') + "a" + std::string(1000, ')') + "\""));
+    std::string trap = ".*";
+    for (int i = 0; i < 40; ++i) trap += "(.*)*";
+    adapter_with("ad-backtrack", with_targets("\"" + trap + "X\""));
+    adapter_with("ad-backref", with_targets("\"(q)\\\\1_proj\""));
+    adapter_with("ad-lookahead", with_targets("\".*(?=q_proj).*\""));
     // A parity reference cut short.
     std::string ref = read_text(fixtures + "/gemma4-tiny-hf/reference.safetensors");
     write_text(path("ref-cut.safetensors"), ref.substr(0, ref.size() / 2));
@@ -287,6 +311,20 @@ std::vector<Case> cases(const Files& f) {
       {"lora-gate/truncated-safetensors", {"lora-gate", f.path("ad-cutst")}, 1,
        f.path("ad-cutst") + "/adapter_model.safetensors"},
       {"lora-gate/negative-rank", {"lora-gate", f.path("ad-negrank")}, 1, "r"},
+      {"lora-gate/config-disagrees/rank", {"lora-gate", f.path("ad-r8")}, 1, "r = 8"},
+      {"lora-gate/config-disagrees/targets", {"lora-gate", f.path("ad-notarget")}, 1,
+       "target_modules does not name"},
+      {"lora-gate/hostile-regex/20000-nested-groups", {"lora-gate", f.path("ad-nested")}, 1,
+       "longer than 4096"},
+      {"lora-gate/hostile-regex/nested-too-deep", {"lora-gate", f.path("ad-deep")}, 1,
+       "nested deeper than 32"},
+      // Matches nothing here (no X), in linear time: the config names none of the tensors.
+      {"lora-gate/hostile-regex/backtracking", {"lora-gate", f.path("ad-backtrack")}, 1,
+       "target_modules does not name"},
+      {"lora-gate/hostile-regex/backreference", {"lora-gate", f.path("ad-backref")}, 1,
+       "backreference"},
+      {"lora-gate/hostile-regex/lookahead", {"lora-gate", f.path("ad-lookahead")}, 1,
+       "lookaround"},
       {"lora-gate/unknown-option", {"lora-gate", f.path("ad-empty"), "--modle", "x"}, 2,
        "--modle"},
       // report

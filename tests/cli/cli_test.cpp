@@ -50,10 +50,10 @@ TEST(Cli, TorchProbeWithoutTheModuleIsAClearError) {
   ScopedEnv env("TPROBE_TORCH_MODULE", "/nonexistent/libtprobe_torch.so");
   std::string dir = make_temp_dir();
   RunResult r = run_tprobe({"parity", "--checkpoint", dir, "--reference", dir + "/r.safetensors",
-                            "--json", dir + "/p.json"});
+                            "--json", dir + "-p.json"});
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.err.find("/nonexistent/libtprobe_torch.so: not found"), std::string::npos) << r.err;
-  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  EXPECT_FALSE(file_exists(dir + "-p.json"));
   // env reports why instead of failing.
   r = run_tprobe({"env", "--json", dir + "/e.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -48,7 +48,7 @@ void expect_published(const json& doc) {
 
 TEST(InspectCli, EmbeddedDefaultGivesPublishedNumbers) {
   std::string dir = make_temp_dir();
-  std::string path = dir + "/inspect.json";
+  std::string path = dir + "-inspect.json";  // not inside the input folder
   RunResult r = run_tprobe({"inspect", "--json", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json doc = json::parse(read_text(path));
@@ -86,7 +86,7 @@ TEST(InspectCli, SparseShardedCheckpointWithRealNames) {
   opt.shards = 3;
   opt.vision_tower = true;
   testing_support::write_synthetic_checkpoint(dir, core::embedded_model("gemma4-26b-a4b"), opt);
-  std::string path = dir + "/inspect.json";
+  std::string path = dir + "-inspect.json";  // not inside the input folder
   RunResult r = run_tprobe({"inspect", "--checkpoint", dir, "--json", path});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json doc = json::parse(read_text(path));
@@ -108,7 +108,7 @@ TEST(InspectCli, TextOnlyAndPerLayerConfigCheckpoints) {
     opt.multimodal = !text_only;
     opt.form = core::ConfigJsonForm::kMultimodalPerLayer;  // used when multimodal
     testing_support::write_synthetic_checkpoint(dir, core::embedded_model("gemma4-26b-a4b"), opt);
-    std::string path = dir + "/inspect.json";
+    std::string path = dir + "-inspect.json";  // not inside the input folder
     RunResult r = run_tprobe({"inspect", "--checkpoint", dir, "--json", path});
     ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
     json doc = json::parse(read_text(path));
@@ -129,7 +129,7 @@ TEST(InspectCli, DisagreeingConfigExitsThreeWithEvidence) {
   core::ModelConfig wrong = tiny;
   wrong.global_head_dim = 48;
   core::write_file_atomic(dir + "/config.json", core::to_config_json(wrong).dump());
-  std::string path = dir + "/inspect.json";
+  std::string path = dir + "-inspect.json";  // not inside the input folder
   RunResult r = run_tprobe({"inspect", "--checkpoint", dir, "--json", path});
   EXPECT_EQ(r.exit_code, 3) << r.err;
   json doc = json::parse(read_text(path));
@@ -142,7 +142,7 @@ TEST(InspectCli, BrokenInputsGiveTheirExitCodesAndNoEvidence) {
   std::string dir = make_temp_dir();
   testing_support::write_synthetic_checkpoint(dir, core::embedded_model("gemma4-tiny"));
   ASSERT_EQ(::truncate((dir + "/model.safetensors").c_str(), 64), 0);
-  std::string path = dir + "/inspect.json";
+  std::string path = dir + "-inspect.json";  // not inside the input folder
   RunResult r = run_tprobe({"inspect", "--checkpoint", dir, "--json", path});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(dir + "/model.safetensors"), std::string::npos) << r.err;

@@ -125,10 +125,10 @@ TEST(ParityCli, BadInputsGiveTheirExitCodes) {
       {"parity", "--checkpoint", kFixture, "--reference", kReference, "--dtype", "fp16"});
   EXPECT_EQ(usage.exit_code, 2);
   RunResult missing = run_tprobe(
-      {"parity", "--checkpoint", dir, "--reference", kReference, "--json", dir + "/p.json"});
+      {"parity", "--checkpoint", dir, "--reference", kReference, "--json", dir + "-p.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("config.json"), std::string::npos) << missing.err;
-  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  EXPECT_FALSE(file_exists(dir + "-p.json"));
   RunResult nokey = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference,
                                 "--logits-key", "no_such_tensor"});
   EXPECT_EQ(nokey.exit_code, 1);

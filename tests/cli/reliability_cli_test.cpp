@@ -51,7 +51,7 @@ TEST(ReliabilityCli, InspectReadsATenThousandTensorShardedCheckpoint) {
         {"model.vision_tower.extra." + std::to_string(k) + ".weight", core::DType::kBF16, {4}});
   }
   testing_support::write_checkpoint(dir, config, tensors, opt);
-  std::string path = dir + "/inspect.json";
+  std::string path = dir + "-inspect.json";  // not inside the input folder
   RunResult r = run_tprobe({"inspect", "--checkpoint", dir, "--json", path});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json doc = json::parse(read_text(path));
@@ -157,7 +157,7 @@ TEST(ReliabilityCli, TwoOutputsNamingOneFileAreRefused) {
   RunResult same = run_tprobe({"bucket", dir + "/l.txt", "--json", dir + "/keep.json",
                                "--emit-order", dir + "/./keep.json"});
   EXPECT_EQ(same.exit_code, 2) << same.out << same.err;
-  EXPECT_NE(same.err.find("--json and --emit-order name the same file"), std::string::npos)
+  EXPECT_NE(same.err.find("--emit-order and --json name the same file"), std::string::npos)
       << same.err;
   EXPECT_EQ(read_text(dir + "/keep.json"), "untouched\n");
   EXPECT_EQ(same.out.find("bucket"), std::string::npos) << "ran before refusing: " << same.out;

@@ -1,5 +1,6 @@
 // Reads a PEFT LoRA adapter directory: config, single or sharded safetensors, paired and normed.
 #include "tprobe/core/adapter/lora_adapter.hpp"
+#include "tprobe/core/adapter/target_pattern.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -162,6 +164,8 @@ AdapterConfig parse_adapter_config(const std::string& text, const std::string& p
   if (targets->is_string()) {
     c.target_regex = targets->get<std::string>();
     if (c.target_regex.empty()) fail("{}: field 'target_modules' is an empty string", path);
+    // Refused here, naming the file, when outside the linear-time subset.
+    TargetPattern check(c.target_regex, path);
   } else if (targets->is_array()) {
     for (const auto& t : *targets) {
       if (!t.is_string() || t.get<std::string>().empty()) {
@@ -202,6 +206,9 @@ AdapterConfig parse_adapter_config(const std::string& text, const std::string& p
       c.exclude_modules.push_back(e.get<std::string>());
     }
   }
+  auto rank_pattern = doc.find("rank_pattern");
+  c.rank_pattern =
+      rank_pattern != doc.end() && rank_pattern->is_object() && !rank_pattern->empty();
   c.base_model_name_or_path = str("base_model_name_or_path", false);
   return c;
 }
@@ -378,7 +385,47 @@ LoraAdapter read_lora_adapter(const std::string& dir_in) {
                        : form.substr(0, n + 9) + "<module>" + form.substr(l));
   }
   adapter.naming_forms.assign(compact.begin(), compact.end());
+  check_config_against_tensors(adapter, config_path);
   return adapter;
+}
+
+void check_config_against_tensors(const LoraAdapter& adapter, const std::string& config_path) {
+  const AdapterConfig& c = adapter.config;
+  if (c.lora_alpha != 0.0 && !(std::isfinite(c.lora_alpha) && c.lora_alpha > 0)) {
+    fail("{}: field 'lora_alpha' is {}: must be a positive number", config_path, c.lora_alpha);
+  }
+  std::optional<TargetPattern> re;
+  if (!c.target_regex.empty()) re.emplace(c.target_regex, config_path);
+  for (const AdapterModule& m : adapter.modules) {
+    // Rank: lora_A is [r, in], lora_B is [out, r] (a per-module rank_pattern may differ).
+    if (!c.rank_pattern) {
+      for (const bool is_a : {true, false}) {
+        const std::optional<TensorStats>& t = is_a ? m.a : m.b;
+        if (!t || t->shape.size() != 2) continue;
+        const int64_t rank = is_a ? t->shape[0] : t->shape[1];
+        if (rank != c.r) {
+          fail("{}: tensor '{}' has rank {} ([{}]), but {} says r = {}", t->file, t->name, rank,
+               fmt::join(t->shape, ", "), config_path, c.r);
+        }
+      }
+    }
+    // Targets: PEFT adapts a module when its name is a target or ends with ".<target>" (list),
+    // or when the whole name matches (string form).
+    bool targeted = false;
+    if (re) {
+      targeted = re->full_match(m.module);
+    } else {
+      for (const auto& t : c.target_modules) {
+        targeted = targeted || m.module == t || detail::ends_with(m.module, "." + t);
+      }
+    }
+    if (!targeted) {
+      const TensorStats& t0 = m.a ? *m.a : *m.b;
+      const TensorStats* t = &t0;
+      fail("{}: tensor '{}' adapts module '{}', which {} target_modules does not name", t->file,
+           t->name, m.module, config_path);
+    }
+  }
 }
 
 }  // namespace tprobe::core

@@ -5,10 +5,11 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
+#include <optional>
 #include <set>
 
 #include "base/string_util.hpp"
+#include "tprobe/core/adapter/target_pattern.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
@@ -45,21 +46,17 @@ std::map<std::string, Expected> expected_modules(const AdapterConfig& config, co
   const bool regex_form = !config.target_regex.empty();
   LoraPlan plan = plan_lora(base.config, base.tensors, base.prefix,
                             regex_form ? linear_names() : config.target_modules, config.r);
-  std::regex re;
+  // Linear-time matching of PEFT's re.fullmatch (never a backtracking engine; target_pattern.hpp).
+  std::optional<TargetPattern> re;
   if (regex_form) {
-    try {
-      re = std::regex(config.target_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      fail("adapter_config.json: target_modules regex '{}' does not compile: {}",
-           config.target_regex, e.what());
-    }
+    re.emplace(config.target_regex, kAdapterConfigName);
   } else {
     for (const auto& miss : plan.missing) notes->push_back(miss.message);
   }
   std::set<int64_t> layers(config.layers_to_transform.begin(), config.layers_to_transform.end());
   std::map<std::string, Expected> out;
   for (const auto& m : plan.modules) {
-    if (regex_form && !std::regex_match(m.name, re)) continue;
+    if (re && !re->full_match(m.name)) continue;
     if (!layers.empty() && !layers.count(m.layer)) continue;
     bool excluded = false;
     for (const auto& e : config.exclude_modules) {

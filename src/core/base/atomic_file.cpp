@@ -68,6 +68,13 @@ void AtomicFile::commit() {
     ::unlink(tmp_.c_str());
     fail("cannot write '{}' (close): {}", path_, std::strerror(err));
   }
+  // Never renamed over a FIFO, a device or a folder (the output guard refuses them up front; this
+  // holds for every writer).
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    ::unlink(tmp_.c_str());
+    fail("cannot write '{}': it exists and is not a regular file", path_);
+  }
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int err = errno;
     ::unlink(tmp_.c_str());

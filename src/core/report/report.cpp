@@ -1065,7 +1065,7 @@ std::vector<std::string> report_known_probes() {
   return out;
 }
 
-std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& paths) {
+std::vector<std::string> list_evidence_files(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const auto& p : paths) {
     if (is_dir(p)) {
@@ -1085,6 +1085,11 @@ std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& path
       files.push_back(p);
     }
   }
+  return files;
+}
+
+std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& paths) {
+  const std::vector<std::string> files = list_evidence_files(paths);
   std::vector<EvidenceInput> out;
   for (const auto& f : files) {
     EvidenceInput in;
@@ -1108,7 +1113,7 @@ std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& path
   return out;
 }
 
-Report build_report(const std::vector<EvidenceInput>& inputs) {
+Report build_report(const std::vector<EvidenceInput>& inputs, const std::string& since) {
   Report rep;
   rep.generated_at = utc_timestamp_now();
   rep.tool_version = TPROBE_VERSION;
@@ -1159,6 +1164,14 @@ Report build_report(const std::vector<EvidenceInput>& inputs) {
       sec.notes.push_back(fmt::format(
           "schema version {} is not the one this tprobe reads ({}): only the status is shown",
           string_at(in.doc, "schema.version"), kEvidenceSchemaVersion));
+    }
+    // Timestamps are fixed-width UTC ISO 8601, so text order is time order.
+    if (!since.empty() && !pr.started_at.empty() && pr.started_at < since) {
+      const std::string stale = fmt::format(
+          "{}: stale: started {}, before the run it belongs to (started {})", in.name,
+          pr.started_at, since);
+      sec.notes.push_back(stale);
+      rep.notes.push_back(stale);
     }
     if (pr.tool_version != TPROBE_VERSION) {
       sec.notes.push_back(fmt::format(

@@ -278,16 +278,19 @@ KernelTable kernel_table_from_json(const Json& j, const std::string& where) {
     t.architecture.by_target.push_back(row);
   }
   const Json& sel = field(j, "selection", where);
-  for (const Json& s : array_field(sel, "steps_present", where + " selection")) {
+  // A named string, not `where + " selection"` in the range expression: g++ 13's
+  // -Wdangling-reference cannot tell that array_field's result does not refer to that temporary.
+  const std::string sel_where = where + " selection";
+  for (const Json& s : array_field(sel, "steps_present", sel_where)) {
     if (!s.is_number_integer()) fail("{} selection: steps_present holds a non-integer", where);
     t.steps_present.push_back(s.get<int64_t>());
   }
-  for (const Json& s : array_field(sel, "steps_selected", where + " selection")) {
+  for (const Json& s : array_field(sel, "steps_selected", sel_where)) {
     if (!s.is_number_integer()) fail("{} selection: steps_selected holds a non-integer", where);
     t.steps_selected.push_back(s.get<int64_t>());
   }
-  t.options.skip_first = int_field(sel, "skip_first", where + " selection");
-  t.options.device = static_cast<int32_t>(int_field(sel, "device", where + " selection"));
+  t.options.skip_first = int_field(sel, "skip_first", sel_where);
+  t.options.device = static_cast<int32_t>(int_field(sel, "device", sel_where));
   return t;
 }
 

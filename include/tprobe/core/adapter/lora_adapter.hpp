@@ -26,6 +26,7 @@ struct AdapterConfig {
   std::string target_regex;                  // the string form; "" when a list was given
   std::vector<int64_t> layers_to_transform;  // empty: every layer
   std::vector<std::string> exclude_modules;  // list form only
+  bool rank_pattern = false;                 // a non-empty rank_pattern: ranks vary per module
   std::string base_model_name_or_path;
 };
 
@@ -74,6 +75,14 @@ TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const st
 // Reads `dir`: adapter_config.json, then adapter_model.safetensors.index.json (every shard
 // validated, no tensor in two shards, weight_map and shards agree) or adapter_model.safetensors.
 // A pickled adapter_model.bin is refused with a message saying how to re-save it.
+// Then the config is checked against the tensors (check_config_against_tensors).
 LoraAdapter read_lora_adapter(const std::string& dir);
+
+// The adapter's own config against its tensors, shared by lora-gate and parity --adapter
+// (model/loader.cpp): every lora_A is [r, in] and lora_B [out, r] with the config's r (unless a
+// rank_pattern varies it), lora_alpha when given is a positive number, and every adapted module
+// is one target_modules names (PEFT's list rule, or a full match of the string form). Throws
+// tprobe::Error naming the tensor, its file and the config.
+void check_config_against_tensors(const LoraAdapter& adapter, const std::string& config_path);
 
 }  // namespace tprobe::core

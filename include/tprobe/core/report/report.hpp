@@ -71,10 +71,14 @@ struct Report {
 // Files and directories (every *.json directly inside, sorted); a file that cannot be parsed is
 // kept with its error, never thrown. Throws tprobe::Error only for a path that does not exist.
 std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& paths);
+// The files collect_evidence reads, in its order, without reading them.
+std::vector<std::string> list_evidence_files(const std::vector<std::string>& paths);
 
 // Sections in a fixed probe order (env first, then as the main job runs them), unknown probes
-// last. Never throws on evidence content: absent or ill-typed fields become notes.
-Report build_report(const std::vector<EvidenceInput>& inputs);
+// last. Never throws on evidence content: absent or ill-typed fields become notes. `since`: the
+// start (UTC ISO 8601, as invocation.started_at) of the run the evidence belongs to; evidence
+// started before it is flagged stale, in its section and in the report's notes.
+Report build_report(const std::vector<EvidenceInput>& inputs, const std::string& since = "");
 
 // The probes the report draws figures for (others get a generic section).
 std::vector<std::string> report_known_probes();

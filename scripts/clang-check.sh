@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# CI's second compiler (docs/ARCHITECTURE.md, "Two builds, one tree"): Debian's clang++ parses every
+# torch-free translation unit (core, the CUPTI layer, probes, the binary) with the build's own
+# flags and -Werror, -fsyntax-only — warnings, no code generation, no second build. It reads the
+# compile commands of an already configured build (default build/asan), so the flags, include
+# folders and generated headers are exactly the ones g++ used. A GCC-only warning (g++ 13's
+# -Wdangling-reference on the GPU host) is not caught here, but clang's own set is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/asan}
+clang=${TPROBE_CLANG:-clang++}
+python3 - "$build" "$clang" "${TPROBE_CLANG_JOBS:-$(nproc)}" <<'EOF'
+import json, os, shlex, subprocess, sys
+from concurrent.futures import ThreadPoolExecutor
+
+build, clang, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+root = os.getcwd()
+torch_free = ("src/core/", "src/cupti/", "probes/", "src/app/")
+# g++ spellings clang does not know (it would fail -Werror on the unknown option), and the
+# precompiled header g++ built (clang reads its own format only).
+drop = {"-Wshadow=local", "-Wno-maybe-uninitialized", "-Winvalid-pch"}
+units = []
+for c in json.load(open(os.path.join(build, "compile_commands.json"))):
+    rel = os.path.relpath(c["file"], root)
+    if not rel.startswith(torch_free):
+        continue
+    args = shlex.split(c["command"]) if "command" in c else c["arguments"]
+    if args and args[0].endswith("ccache"):
+        args = args[1:]
+    out, skip = [clang], False
+    for a in args[1:]:
+        if skip:
+            skip = False
+            continue
+        if a in ("-o", "-MF", "-MT", "-include"):
+            skip = True  # the output, dependency file, and the g++ precompiled header
+            continue
+        if a in drop or a in ("-c", "-MD"):
+            continue
+        out.append(a)
+    # -Wshadow=local in clang's terms.
+    out += ["-fsyntax-only", "-Wshadow-uncaptured-local", "-Werror"]
+    units.append((rel, out, c["directory"]))
+
+def check(unit):
+    rel, cmd, cwd = unit
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    return rel, p.returncode, p.stderr
+
+failed = 0
+with ThreadPoolExecutor(max_workers=jobs) as pool:
+    for rel, rc, err in pool.map(check, units):
+        if rc != 0:
+            failed += 1
+            sys.stderr.write(f"clang-check: {rel}\n{err}")
+print(f"clang-check: {len(units)} torch-free translation units, {failed} with warnings or errors")
+sys.exit(1 if failed else 0)
+EOF
