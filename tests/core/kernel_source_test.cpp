@@ -54,6 +54,25 @@ TEST(ReplaySource, AttributesTheRecordedTrace) {
   EXPECT_EQ(src->take().records.size(), 10u);
 }
 
+// The raw trace recorded on the H200 (tiny model, CUDA) through the same replay seam a GPU run
+// takes: every record launched inside a backward node finds the forward op that made the node.
+TEST(ReplaySource, RecordedCudaTraceAttributesItsBackward) {
+  auto src = make_replay_source(std::string(TPROBE_FIXTURES_DIR) + "/raw_trace_tiny_cuda.json.gz");
+  src->begin();
+  src->end();
+  TraceCapture c = src->take();
+  EXPECT_GT(c.records.size(), 4000u);
+  EXPECT_GT(c.counts.linked, 1000);
+  EXPECT_EQ(c.counts.untagged_unlinked, 0);
+  int64_t backward = 0, recompute = 0;
+  for (const auto& r : c.records) {
+    backward += r.phase == "backward";
+    recompute += r.phase == "recompute";
+  }
+  EXPECT_GT(backward, 1000);
+  EXPECT_GT(recompute, 1000);
+}
+
 TEST(CuptiSource, ReportsWhyWhenItCannotTrace) {
   // Here (no GPU) the CUPTI source either is not built or finds no device to trace; either way
   // take() after a window must not pass off an empty table silently.

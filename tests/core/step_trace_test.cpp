@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "test_paths.hpp"
@@ -123,6 +124,63 @@ TEST(Attribution, BackwardRecordsWithoutLinksAreUntagged) {
   for (auto& f : u.forward_ops) f.tag = 0;
   recs = u.records;
   EXPECT_EQ(attribute(u, recs).linked, 0);
+}
+
+// A raw trace recorded on the H200 (benchmarks/gpu/record-fixtures.sh: the tiny model's CUDA
+// step, bf16, sdpa, 2x64, checkpointing), replayed here without a GPU.
+TEST(Attribution, RecordedCudaStepOfTheTinyModel) {
+  RawTrace t = read_raw_trace(std::string(TPROBE_FIXTURES_DIR) + "/raw_trace_tiny_cuda.json.gz");
+  ASSERT_GT(t.records.size(), 4000u);
+  // Independently of attribute(): how many records were launched inside a backward node.
+  int64_t in_node = 0;
+  for (const auto& r : t.records) {
+    auto it = t.launches.find(r.correlation_id);
+    in_node += it != t.launches.end() && it->second.node;
+  }
+  ASSERT_GT(in_node, 1000);
+  std::vector<KernelRecord> recs = t.records;
+  AttributionCounts n = attribute(t, recs);
+  EXPECT_EQ(n.linked + n.untagged_unlinked, in_node);
+  EXPECT_EQ(n.untagged_unlinked, 0);
+  StepBreakdown b = break_down(recs);
+  EXPECT_LT(static_cast<double>(b.untagged_kernel_ns), 0.01 * static_cast<double>(b.kernel_ns));
+  int64_t sum = 0;
+  std::map<std::pair<std::string, std::string>, int64_t> fwd, rec, bwd;
+  for (const auto& r : b.rows) {
+    sum += r.kernel_ns;
+    auto& m = r.phase == "forward" ? fwd : r.phase == "recompute" ? rec : bwd;
+    if (r.phase == "forward" || r.phase == "recompute" || r.phase == "backward")
+      m[{r.layer_kind, r.part}] += r.kernel_ns;
+  }
+  EXPECT_EQ(sum, b.kernel_ns);
+  // The recompute is the forward again: row by row within 10 % where the row is 20 us or more.
+  int compared = 0;
+  for (const auto& [key, ns] : fwd) {
+    if (key.first == "-" || ns < 20000) continue;
+    ++compared;
+    EXPECT_NEAR(static_cast<double>(rec[key]), static_cast<double>(ns), 0.10 * ns)
+        << key.first << "/" << key.second;
+  }
+  EXPECT_GE(compared, 8);
+  // The backward of the experts is neither empty nor the forward under another name.
+  for (const char* kind : {"sliding", "full"}) {
+    const std::pair<std::string, std::string> key{kind, "experts"};
+    EXPECT_GT(bwd[key], 0) << kind;
+    EXPECT_NE(bwd[key], fwd[key]) << kind;
+  }
+  // The negative control on the real trace: without the links, every record launched inside a
+  // node is untagged.
+  t.forward_ops.clear();
+  recs = t.records;
+  n = attribute(t, recs);
+  EXPECT_EQ(n.linked, 0);
+  EXPECT_EQ(n.untagged_unlinked, in_node);
+  for (const auto& r : recs) {
+    auto it = t.launches.find(r.correlation_id);
+    if (it != t.launches.end() && it->second.node) {
+      EXPECT_EQ(r.phase, "untagged") << r.name;
+    }
+  }
 }
 
 TEST(RawTraceFile, WriteReadRoundTrip) {

@@ -3,11 +3,10 @@
 #include "tprobe/core/trace/step_trace.hpp"
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <array>
-#include <fstream>
-#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -316,11 +315,31 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
 }
 
 RawTrace read_raw_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open", path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_raw_trace(buf.str(), path);
+  // Plain or gzip (zlib reads both); bounded, so that a gzip bomb is an error, not an OOM.
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) fail("{}: cannot open", path);
+  std::string text;
+  char buf[1 << 16];
+  while (true) {
+    const int n = gzread(f, buf, sizeof buf);
+    if (n < 0) {
+      int code = 0;
+      const char* why = gzerror(f, &code);
+      std::string msg = why ? why : "read error";
+      gzclose(f);
+      fail("{}: cannot read: {}", path, msg);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+    if (text.size() > kMaxBytes) {
+      gzclose(f);
+      fail("{}: larger than {} bytes (uncompressed): not a raw trace of one step", path,
+           kMaxBytes);
+    }
+  }
+  gzclose(f);
+  return parse_raw_trace(text, path);
 }
 
 // ---- attribution ------------------------------------------------------------------------------
