@@ -1,6 +1,7 @@
 // `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/flops_report.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
@@ -66,9 +67,8 @@ void register_flops(CLI::App& app, ProbeSet& set) {
          "--lengths", o->lengths,
          "Real tokens per sequence, right-padded to --width (comma list, one per sequence)")
       ->delimiter(',');
-  cmd->add_option("--attn", o->attn,
-                  "Attention path: eager, sdpa, sdpa-masked or flash-window (docs/flops.md)")
-      ->check(CLI::IsMember(core::attention_path_names()))
+  cmd->add_option("--attn", o->attn, core::attention_help(core::AttentionUse::kCost))
+      ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kCost)))
       ->capture_default_str();
   add_lora_options(cmd, o->targets, o->rank);
   cmd->add_option("--checkpointing", o->checkpointing,

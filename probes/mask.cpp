@@ -4,6 +4,7 @@
 
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/io/config_json.hpp"
@@ -141,8 +142,10 @@ void register_mask(CLI::App& app, ProbeSet& set) {
                   "passes a 2-D padding mask")
       ->delimiter(',');
   cmd->add_option("--attn", o->attn,
-                  "Rules the assertions use: hf-sdpa (transformers 5.17) or a tprobe path "
-                  "(eager, sdpa, flash-window); the table shows all")
+                  "Rules the assertions use: hf-sdpa (transformers 5.17) or a tprobe engine path "
+                  "(" + fmt::format("{}", fmt::join(core::attention_names(
+                                                         core::AttentionUse::kEngine), ", ")) +
+                  "); the table shows all")
       ->check(CLI::IsMember(core::mask_rules_names()))
       ->capture_default_str();
   cmd->add_option("--expect-window", o->expect_window,

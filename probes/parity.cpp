@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "probes/probe.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/model/parity_report.hpp"
 #include "tprobe/model/torch_api.hpp"
@@ -129,10 +130,8 @@ void register_parity(CLI::App& app, ProbeSet& set) {
                   "when REF carries it, else 5e-2)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
-  cmd->add_option("--attn", cli->attn,
-                  "Attention path: eager, sdpa (libtorch >= 2), flash-window (CUDA) or "
-                  "blockwise (GEMMs, any device)")
-      ->check(CLI::IsMember({"eager", "sdpa", "flash-window", "blockwise"}))
+  cmd->add_option("--attn", cli->attn, core::attention_help(core::AttentionUse::kEngine))
+      ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kEngine)))
       ->capture_default_str();
   cmd->add_option("--device", cli->device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))

@@ -1,5 +1,6 @@
 // `tprobe profile`: the measured LoRA step — time, memory, FLOPs/MFU, scaling fit and the CUPTI
 // phase table of tprobe's own step, per point of batch × widths (docs/profile.md).
+#include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/model/profile.hpp"
 
@@ -205,9 +206,9 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--attn", o->attn,
-                  "Attention path: sdpa (libtorch >= 2), flash-window (CUDA) or eager; default "
-                  "sdpa where available, else eager")
-      ->check(CLI::IsMember({"eager", "sdpa", "flash-window"}));
+                  core::attention_help(core::AttentionUse::kEngine) +
+                      " Default: sdpa where the linked libtorch has it, else eager.")
+      ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kEngine)));
   cmd->add_option("--moe", o->moe, "Expert dispatch: loop or grouped_mm (CUDA, libtorch >= 2.8)")
       ->check(CLI::IsMember({"loop", "grouped_mm"}))
       ->capture_default_str();

@@ -313,7 +313,7 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
   if (mask_skipped) {
     const bool causal = seq > 1;
 #if TPROBE_TORCH_AT_LEAST(2, 5)
-    if (n_rep > 1 && q.size(3) <= 256) {
+    if (n_rep > 1 && q.size(3) <= core::kFusedAttentionMaxHeadDim) {
       if (resolved) *resolved = causal ? "sdpa(is_causal,enable_gqa)" : "sdpa(no_mask,enable_gqa)";
       return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, 1.0, true);
     }
@@ -406,10 +406,10 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
         "bf16, or sdpa/eager for fp32");
   }
   const bool padded = has_padding(lengths, seq);
-  if (dim > 256 && !flash_window_global_on_sdpa()) {
+  if (dim > core::kFusedAttentionMaxHeadDim && !flash_window_global_on_sdpa()) {
     return blockwise_gemm_attention(q, k, v, window, resolved, lengths);
   }
-  if (dim > 256) {
+  if (dim > core::kFusedAttentionMaxHeadDim) {
     if (resolved) {
       *resolved = padded ? "sdpa(is_causal,repeat_kv) head_dim>256, right padding exact"
                          : "sdpa(is_causal,repeat_kv) head_dim>256";
@@ -483,13 +483,15 @@ torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const 
 }
 
 bool packs_padding(core::AttentionPath path, const torch::Device& device) {
-  if (path == core::AttentionPath::kBlockwise) return true;
+  const core::AttentionPathInfo& info = core::attention_info(path);
+  if (!info.packs_padding) return false;
+  if (!info.packs_padding_cuda_only) return true;
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-  if (path == core::AttentionPath::kFlashWindow) return device.is_cuda();
+  return device.is_cuda();
 #else
   (void)device;
-#endif
   return false;
+#endif
 }
 
 torch::Tensor packed_attention(core::AttentionPath path, const torch::Tensor& q,

@@ -270,7 +270,11 @@ TEST(MaskGeometry, JsonCarriesEveryLayer) {
   EXPECT_EQ(j["layers"][5]["paths"]["flash_window"]["mask"], "none");
   EXPECT_EQ(j["layers"][5]["paths"]["eager"]["mask"], "explicit");
   EXPECT_EQ(j["attention_mask_2d"], "padded");
-  EXPECT_EQ(j["bands"].size(), 8u);
+  // one band per rule set and layer type: hf-sdpa and every engine path of the registry
+  EXPECT_EQ(j["bands"].size(), 2 * all_mask_rules().size());
+  EXPECT_EQ(all_mask_rules().size(), 5u);
+  EXPECT_EQ(j["layers"][5]["paths"]["blockwise"]["mask"], "none");
+  EXPECT_EQ(j["layers"][0]["paths"]["blockwise"]["fast_path"], true);
   EXPECT_EQ(format_ranges({0, 1, 2, 4, 6, 7}), "0-2,4,6-7");
   EXPECT_FALSE(mask_tables(r).empty());
 }

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "tprobe/core/gemma4/attention_path.hpp"
+
 namespace tprobe::model {
 
 // Query positions per block when the caller does not choose: on the H200 at B=2, N=16,384 blocks
 // of 512 and 1024 ran equally fast and 512 holds half the memory (docs/global-attention.md).
-constexpr int64_t kBlockwiseDefaultBlock = 512;
+constexpr int64_t kBlockwiseDefaultBlock = core::kBlockwiseBlock;
 
 // How the backward gets a block row's probabilities back. Every block row holds all the keys its
 // queries see, so a softmax over it again is exact; kLogSumExp saves the fp32 per-row

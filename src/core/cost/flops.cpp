@@ -182,8 +182,7 @@ void count_decoder_layers(const ModelConfig& c, const FlopsRequest& req,
                           const std::set<std::string>& targets, FlopsReport& rep) {
   const double real = static_cast<double>(rep.real_tokens);
   // What the linear layers run over: every position, or the real tokens where padding is packed.
-  const bool packs =
-      req.path == AttentionPath::kFlashWindow || req.path == AttentionPath::kBlockwise;
+  const bool packs = attention_info(req.path).packs_padding;
   const double padded = static_cast<double>(packs ? rep.real_tokens : rep.padded_tokens);
   const std::vector<std::string> known = linear_module_names();
   RowAccumulator acc(req.gradient_checkpointing);

@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -14,12 +15,11 @@ namespace {
 // HF's sdpa path passes enable_gqa=True instead of repeating K/V only when no mask is passed, and
 // (transformers 5.17, docs/mask.md) only up to this head_dim: at 512 enable_gqa fell back to the
 // math kernel. tprobe's sdpa path copies the rule (src/model/torch_compat.cpp).
-constexpr int64_t kGqaMaxHeadDim = 256;
-// The flash kernels refuse head_dim above this; tprobe's flash-window path sends such layers to
-// its blockwise-GEMM attention, in query blocks of this many positions
-// (kBlockwiseDefaultBlock in include/tprobe/model/blockwise_attention.hpp).
-constexpr int64_t kFlashMaxHeadDim = 256;
-constexpr int64_t kBlockwiseBlock = 512;
+constexpr int64_t kGqaMaxHeadDim = kFusedAttentionMaxHeadDim;
+// The flash kernels refuse head_dim above kFusedAttentionMaxHeadDim; tprobe's flash-window path
+// sends such layers to its blockwise-GEMM attention, in query blocks of kBlockwiseBlock positions
+// (both in the attention registry, core/gemma4/attention_path.hpp).
+constexpr int64_t kFlashMaxHeadDim = kFusedAttentionMaxHeadDim;
 
 const char* kFullyMaskedSdpa =
     "kept with no allowed key in the bool mask; what SDPA returns there depends on the backend "
@@ -91,12 +91,17 @@ const char* to_string(MaskRules rules) {
       return "sdpa";
     case MaskRules::kFlashWindow:
       return "flash-window";
+    case MaskRules::kBlockwise:
+      return "blockwise";
   }
   return "?";
 }
 
 std::vector<MaskRules> all_mask_rules() {
-  return {MaskRules::kHfSdpa, MaskRules::kEager, MaskRules::kSdpa, MaskRules::kFlashWindow};
+  // HF's own rules, then the engine's paths in registry order (a test checks they are the
+  // registry's engine names).
+  return {MaskRules::kHfSdpa, MaskRules::kEager, MaskRules::kSdpa, MaskRules::kFlashWindow,
+          MaskRules::kBlockwise};
 }
 
 std::vector<std::string> mask_rules_names() {
@@ -134,8 +139,9 @@ LayerMaskPlan plan_layer_mask(MaskRules rules, const LayerGeometry& layer, int64
       p.padded_query_rows = kFullyMaskedEager;
       return p;
     }
+    case MaskRules::kBlockwise:
     case MaskRules::kFlashWindow: {
-      if (layer.head_dim > kFlashMaxHeadDim) {
+      if (rules == MaskRules::kBlockwise || layer.head_dim > kFlashMaxHeadDim) {
         // Flash refuses the head_dim: the blockwise-GEMM path (src/model/blockwise_attention.cpp)
         // takes the window and the lengths as arguments and builds each block's mask itself.
         LayerMaskPlan p;
@@ -146,10 +152,13 @@ LayerMaskPlan plan_layer_mask(MaskRules rules, const LayerGeometry& layer, int64
         p.call = fmt::format("blockwise_gemm(block={}{})", kBlockwiseBlock,
                              sliding ? fmt::format(", window={}", window) : std::string());
         if (shape.padded()) p.call += " with the lengths";
-        p.reason = fmt::format(
-            "head_dim {} > {} (flash refuses it): blockwise GEMMs; the band and the lengths are "
-            "arguments, no mask tensor",
-            layer.head_dim, kFlashMaxHeadDim);
+        p.reason = rules == MaskRules::kBlockwise
+                       ? std::string("blockwise GEMMs on every layer; the band and the lengths are "
+                                     "arguments, no mask tensor")
+                       : fmt::format(
+                             "head_dim {} > {} (flash refuses it): blockwise GEMMs; the band and "
+                             "the lengths are arguments, no mask tensor",
+                             layer.head_dim, kFlashMaxHeadDim);
         return p;
       }
       LayerMaskPlan p;

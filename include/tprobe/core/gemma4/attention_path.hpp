@@ -2,6 +2,7 @@
 // (what "performed" means) and the libtorch engine (which kernels it calls).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,6 +33,39 @@ std::optional<AttentionPath> parse_attention_path(std::string_view text);
 // The same, throwing UsageError that names `what` (the user-facing name, e.g. "--attn") and the
 // known names for anything else.
 AttentionPath attention_path_from_name(std::string_view text, std::string_view what);
+// The attention registry: one entry per path holding every fact a probe, the FLOP counter, the
+// mask geometry and the engine need about it. Adding a path = one entry here plus its engine code
+// (src/model/torch_compat.cpp) and its FLOP rule (src/core/cost/flops.cpp).
+struct AttentionPathInfo {
+  AttentionPath path = AttentionPath::kEager;
+  const char* name = "";
+  const char* summary = "";  // the help text's words for it
+  bool engine = true;        // the libtorch engine runs it (parity, profile, mask's rules)
+  bool cuda_only = false;    // needs a CUDA device
+  bool half_only = false;    // bf16/fp16 only
+  int torch_major = 0, torch_minor = 0;  // the libtorch it needs at least (0.0: any)
+  bool sliding_dense = false;   // sliding layers computed dense (attention grows with w²)
+  bool packs_padding = false;   // a padded batch runs as the rows' real tokens, packed
+  bool packs_padding_cuda_only = false;
+};
+// Fused attention kernels (flash, cuDNN, memory-efficient) take head_dim up to this; Gemma-4's
+// full layers have 512. HF's sdpa passes enable_gqa only up to it (transformers 5.17).
+constexpr int64_t kFusedAttentionMaxHeadDim = 256;
+// Query positions per block row of the blockwise-GEMM attention (512 and 1024 ran equally fast on
+// the H200, 512 holds half the memory: docs/global-attention.md).
+constexpr int64_t kBlockwiseBlock = 512;
+
+const std::vector<AttentionPathInfo>& attention_registry();
+const AttentionPathInfo& attention_info(AttentionPath path);
+// Which probes take a path: every path has a FLOP rule (flops); engine paths run (parity,
+// profile, and mask's rules beside hf-sdpa).
+enum class AttentionUse { kCost, kEngine };
+std::vector<std::string> attention_names(AttentionUse use);
+// "--attn" help: each name of `use` with its summary.
+std::string attention_help(AttentionUse use);
+// The same as attention_path_from_name, refusing a path `use` does not take.
+AttentionPath attention_path_for(std::string_view text, AttentionUse use, std::string_view what);
+
 // Whether the path computes the sliding layers' attention dense (every key up to the query, the
 // window applied by a mask or not at all): their attention core then grows with w², as the full
 // layers' always does; windowed paths (flash-window, blockwise) grow with w·window.

@@ -33,8 +33,9 @@ KeyInterval reference_keys(int64_t row, int64_t window, int64_t real_length);
 
 // The rule sets whose mask decisions are reported: Hugging Face's sdpa path (as read from
 // transformers 5.17, docs/mask.md) and each of tprobe's attention paths (model::AttnImpl).
-enum class MaskRules { kHfSdpa, kEager, kSdpa, kFlashWindow };
-const char* to_string(MaskRules rules);  // "hf-sdpa", "eager", "sdpa", "flash-window"
+enum class MaskRules { kHfSdpa, kEager, kSdpa, kFlashWindow, kBlockwise };
+// "hf-sdpa", then every engine path of the attention registry under its own name.
+const char* to_string(MaskRules rules);
 std::optional<MaskRules> parse_mask_rules(std::string_view text);
 std::vector<std::string> mask_rules_names();
 std::vector<MaskRules> all_mask_rules();
