@@ -4,7 +4,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}; LOG=$OUT/log.txt
+OUT=${OUT:-$PWD/out}; LOG=$OUT/log.txt
 ( TPROBE_BUILD_TARGETS="tprobe" timeout 300 bash scripts/gpu-build.sh -DTPROBE_WERROR=OFF >/tmp/build.log 2>&1; echo "build rc $?" >>/tmp/build.log ) &
 timeout 200 python3 scripts/make_parity_fixture.py mid /tmp/mid 2>&1 | grep -E "rel L2|loss=" >>"$LOG"
 wait

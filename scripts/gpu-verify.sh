@@ -6,7 +6,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 LOG=$OUT/log.txt
 say() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }

@@ -2,10 +2,10 @@
 # On the GPU host, after scripts/gpu-build.sh: tprobe profile with another CUPTI subscriber already
 # in the process (benchmarks/gpu/other_subscriber.c, LD_PRELOAD). Expected: the traced step is
 # refused loudly (cupti_refused in the table and the evidence), the timings are still measured,
-# and the run exits 0. Output under ${OUT:-/tmp/out}/cupti-refusal.
+# and the run exits 0. Output under ${OUT:-$PWD/out}/cupti-refusal.
 set -u
 cd "$(dirname "$0")/../.."
-D=${OUT:-/tmp/out}/cupti-refusal
+D=${OUT:-$PWD/out}/cupti-refusal
 mkdir -p "$D"
 cupti=$(grep -E '^TPROBE_CUPTI_LIBRARY' build/cuda/CMakeCache.txt | cut -d= -f2)
 inc=$(grep -E '^TPROBE_CUPTI_INCLUDE_DIR' build/cuda/CMakeCache.txt | cut -d= -f2)

@@ -5,7 +5,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-$PWD/out}
 D=$OUT/global-attn
 mkdir -p "$D"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$D/gpu.txt" 2>&1

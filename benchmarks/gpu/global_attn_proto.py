@@ -2,8 +2,10 @@
 """Prototype of the blockwise-GEMM global attention (issue 17) beside today's path, on one GPU.
 
 The Gemma-4 26B-A4B global layers: head_dim 512, 16 query heads over 2 KV heads, causal, scale 1.0.
-Today tprobe's flash-window runs them as is_causal SDPA on repeated KV heads (flash and cuDNN refuse
-head_dim 512, so the memory-efficient sm80 kernels run). The prototype is a torch.autograd.Function:
+Before issue 17, tprobe's flash-window ran them as is_causal SDPA on repeated KV heads (flash and
+cuDNN refuse head_dim 512, so the memory-efficient sm80 kernels ran); the engine now runs the
+blockwise-GEMM attention this prototype led to (src/model/blockwise_attention.cpp), and this file
+is kept as the record of the prototype's measurements (docs/global-attention.md). The prototype is a torch.autograd.Function:
 
   forward   per query block of `block` positions, the 8 query heads of a KV head folded into the
             GEMM rows: S = Q_blk K[:end]^T (fp32 out, or bf16 in the "bf16s" variant), the causal

@@ -6,7 +6,7 @@
 # process: importing transformers takes ~8 s there). Output: $OUT/mask/.
 set -u
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-$PWD/out}
 D=${MASK_HF_OUT:-$OUT/mask}
 mkdir -p "$D"
 PY=$D/hf_mask_rules.py

@@ -7,7 +7,7 @@
 # At most ~145 s in all. Output: $OUT/mask_backends/ (evidence JSON, stdout tables, summary last).
 set -u
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-$PWD/out}
 D=$OUT/mask_backends
 mkdir -p "$D"
 T=build/cuda/src/app/tprobe

@@ -7,7 +7,7 @@
 # Evidence and logs -> $OUT/padded-parity/. Budget: <= 90 s; every step under timeout.
 set -u
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-$PWD/out}
 D=$OUT/padded-parity
 mkdir -p "$D"
 LOG=$D/log.txt

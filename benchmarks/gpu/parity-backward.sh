@@ -7,7 +7,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-$PWD/out}
 D=$OUT/parity-backward
 mkdir -p "$D"
 LOG=$D/log.txt

@@ -9,7 +9,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
+OUT=${OUT:-$PWD/out}
 D=$OUT/parity
 mkdir -p "$D/gemma4-tiny-hf" "$D/mid"
 LOG=$D/log.txt
