@@ -563,7 +563,7 @@ TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& 
                                    options.layer_kinds.size()) {
     out.notes.push_back(fmt::format(
         "the trace has {} distinct decoder-layer module(s), the model config ({}) {} layer(s): "
-        "layers past the config's have no kind",
+        "is it the traced model's? (layers past the config's have no kind)",
         out.decoder_layers.size(), options.model, options.layer_kinds.size()));
   }
   if (!out.layer_kinds_known) {
