@@ -2,6 +2,9 @@
 #include "tprobe/core/trace/kernels.hpp"
 
 #include "probes/probe.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/io/config_json.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -10,7 +13,35 @@ struct KernelsArgs {
   std::vector<std::string> inputs;
   core::KernelTableOptions table;
   int top = 25;
+  std::string config_path;  // the model's config.json: the layer kinds of the phase × part table
+  std::string checkpoint;   // or a checkpoint directory holding one
+  std::string model;        // or an embedded model name
 };
+
+// The per-layer kinds (sliding / full) of the model the trace ran, when the user names it.
+core::TracePartsOptions parts_options(const KernelsArgs& a) {
+  core::TracePartsOptions o;
+  const int given = !a.config_path.empty() + !a.checkpoint.empty() + !a.model.empty();
+  if (given > 1)
+    fail_usage("give at most one of --config, --checkpoint and --model (got {})", given);
+  if (given == 0) return o;
+  core::ModelConfig config;
+  if (!a.config_path.empty()) {
+    config = core::read_config_json(a.config_path).config;
+    o.model = a.config_path;
+  } else if (!a.checkpoint.empty()) {
+    config = core::read_config_json(a.checkpoint + "/config.json").config;
+    o.model = a.checkpoint + "/config.json";
+  } else {
+    config = core::embedded_model(a.model);
+    o.model = a.model;
+  }
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    o.layer_kinds.push_back(config.layer(i).type == core::LayerType::kFull ? core::LayerKind::kFull
+                                                                           : core::LayerKind::kSliding);
+  }
+  return o;
+}
 
 }  // namespace
 
@@ -19,7 +50,7 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
   CLI::App* cmd = app.add_subcommand(
       "kernels",
       "Device-only kernel table of a torch.profiler trace (.json/.json.gz), a directory of "
-      "per-rank traces, or A B compared");
+      "per-rank traces, or A B compared; by phase and part when the trace has module events");
   cmd->add_option("inputs", args->inputs,
                   "A trace or tprobe evidence file; a directory of per-rank traces; or two inputs "
                   "A B to compare")
@@ -38,8 +69,15 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--top", args->top, "Kernels listed in the table (0: all; the evidence has all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
       ->capture_default_str();
+  cmd->add_option("--config", args->config_path,
+                  "The traced model's config.json: sliding/full kind of each decoder layer in the "
+                  "phase x part table");
+  cmd->add_option("--checkpoint", args->checkpoint,
+                  "A checkpoint directory whose config.json gives the layer kinds");
+  cmd->add_option("--model", args->model, "An embedded model whose layer kinds to use")
+      ->check(CLI::IsMember(core::embedded_model_names()));
   set.add(cmd, [args](RunContext& ctx) {
-    core::KernelsRequest request{args->inputs, args->table};
+    core::KernelsRequest request{args->inputs, args->table, parts_options(*args)};
     const core::KernelsReport report = core::analyze_kernels(request);
     for (const auto& table : core::kernels_tables(report, args->top)) {
       ctx.out << table.render() << "\n";
@@ -47,7 +85,7 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
     for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
     ctx.evidence.results() = core::to_json(report);
     return core::Outcome::kOk;
-  }, Needs::kCore, {{"inputs"}, {}, {}});
+  }, Needs::kCore, {{"inputs", "--config", "--checkpoint"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

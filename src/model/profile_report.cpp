@@ -6,6 +6,7 @@
 
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/model/profile.hpp"
 
 namespace tprobe::model {
@@ -51,16 +52,6 @@ std::string point_name(const PointResult& p) {
   return fmt::format("{}x{}{}", p.point.batch, p.point.width, p.point.padded() ? " padded" : "");
 }
 
-// Kernel time of one (layer kind, part) in one phase, summed over the breakdown's rows.
-int64_t cell_ns(const core::StepBreakdown& b, const std::string& kind, const std::string& part,
-                const std::string& phase) {
-  int64_t ns = 0;
-  for (const auto& r : b.rows) {
-    if (r.layer_kind == kind && r.part == part && r.phase == phase) ns += r.kernel_ns;
-  }
-  return ns;
-}
-
 int64_t phase_ns(const core::StepBreakdown& b, const std::string& phase) {
   int64_t ns = 0;
   for (const auto& r : b.rows) {
@@ -74,52 +65,16 @@ std::string share_of(int64_t ns, int64_t of) {
                 : std::string("-");
 }
 
-// The phase × part matrix of one traced point: rows (layer kind, part), columns the phases, each
-// cell the kernel time and its share of the step's device span.
+// The phase × part matrix of one traced point (core's, shared with `kernels`): rows (layer kind,
+// part), columns the phases, each cell the kernel time, the last column its share of the step's
+// device span.
 core::Table phase_part_matrix(const PointResult& p, const PointTrace& t) {
-  const core::StepBreakdown& b = t.breakdown;
-  core::Table m(fmt::format("where the step's device time went, {} (traced step; kernel time and "
-                            "share of the step's device span {})",
-                            point_name(p), core::format_seconds(t.span_s)));
-  const std::vector<std::string> phases = {"forward", "loss", "recompute", "backward", "untagged"};
-  m.column("layers", core::Align::kLeft).column("part", core::Align::kLeft);
-  for (const auto& ph : phases) m.column(ph);
-  m.column("all phases").column("of span");
-  std::vector<std::pair<std::string, std::string>> keys;
-  for (const auto& r : b.rows) {
-    std::pair<std::string, std::string> k{r.layer_kind, r.part};
-    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-  }
-  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& c) {
-    auto rank_kind = [](const std::string& k) { return k == "sliding" ? 0 : k == "full" ? 1 : 2; };
-    auto rank_part = [](const std::string& part) {
-      auto v = core::parse_step_part(part);
-      return v ? static_cast<int>(*v) : 100;
-    };
-    return std::make_pair(rank_kind(a.first), rank_part(a.second)) <
-           std::make_pair(rank_kind(c.first), rank_part(c.second));
-  });
-  for (const auto& [kind, part] : keys) {
-    std::vector<std::string> row = {kind, part};
-    int64_t all = 0;
-    for (const auto& ph : phases) {
-      const int64_t ns = cell_ns(b, kind, part, ph);
-      all += ns;
-      row.push_back(ns > 0 ? core::format_seconds(static_cast<double>(ns) * 1e-9) : "");
-    }
-    row.push_back(core::format_seconds(static_cast<double>(all) * 1e-9));
-    row.push_back(share_of(all, b.span_ns));
-    m.row(std::move(row));
-  }
-  m.separator();
-  std::vector<std::string> total = {"all", "all"};
-  for (const auto& ph : phases) {
-    const int64_t ns = phase_ns(b, ph);
-    total.push_back(ns > 0 ? core::format_seconds(static_cast<double>(ns) * 1e-9) : "");
-  }
-  total.push_back(core::format_seconds(t.kernel_sum_s));
-  total.push_back(share_of(b.kernel_ns, b.span_ns));
-  m.row(std::move(total));
+  core::Table m = core::phase_part_matrix(
+      t.breakdown,
+      fmt::format("where the step's device time went, {} (traced step; kernel time and share of "
+                  "the step's device span {})",
+                  point_name(p), core::format_seconds(t.span_s)),
+      {"forward", "loss", "recompute", "backward", "untagged"}, t.breakdown.span_ns);
   m.note("backward rows: each kernel of autograd's backward takes the part and layer of the "
          "forward (or recompute) operation it differentiates, through autograd's sequence numbers "
          "(docs/profile.md, \"Attribution\"); recompute: the checkpointed layers' forward run "

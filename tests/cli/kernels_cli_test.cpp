@@ -251,3 +251,75 @@ TEST(KernelsCli, DiagnosticsMentionOnlyWhatTheTraceHolds) {
 
 }  // namespace
 }  // namespace tprobe::testing
+
+namespace tprobe::testing {
+namespace {
+
+// tests/fixtures/traces/parts-small.json, hand-made (module events, one fwdbwd flow, the
+// optimizer): kernel k of correlation k lasts k µs, and its place is worked out by hand:
+// 1 forward sliding attention_proj (layer 0), 2 forward sliding attention_core (the SDPA wrapper),
+// 3 forward sliding experts, 4 loss loss_head (lm_head), 5 backward sliding attention_proj
+// (its backward op's fwdbwd flow names the q_proj mm), 6 untagged (a backward op without a
+// flow), 7 optimizer.
+TEST(KernelsCli, PartsOfAHandMadeTraceWithModuleEvents) {
+  const std::string fixture = std::string(TPROBE_FIXTURES_DIR) + "/traces/parts-small.json";
+  const std::string dir = make_temp_dir();
+  RunResult r = run_tprobe(
+      {"kernels", fixture, "--model", "gemma4-tiny", "--json", dir + "/p.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("by phase and part"), std::string::npos) << r.out;
+  const json res = json::parse(read_text(dir + "/p.json"))["results"];
+  std::map<std::string, int64_t> got;
+  for (const auto& row : res["by_phase_part"]) {
+    const std::string key = row["phase"].get<std::string>() + "/" +
+                            row["layer_kind"].get<std::string>() + "/" +
+                            row["part"].get<std::string>();
+    got[key] += std::llround(row["kernel_s"].get<double>() * 1e9);
+  }
+  const std::map<std::string, int64_t> want = {
+      {"forward/sliding/attention_proj", 1000}, {"forward/sliding/attention_core", 2000},
+      {"forward/sliding/experts", 3000},        {"loss/-/loss_head", 4000},
+      {"backward/sliding/attention_proj", 5000}, {"untagged/-/untagged", 6000},
+      {"optimizer/-/other", 7000}};
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(res["attribution"]["rows"], 7);
+  EXPECT_EQ(res["attribution"]["linked_rows"], 1);
+  EXPECT_EQ(res["attribution"]["untagged_unlinked_rows"], 1);
+  EXPECT_EQ(res["attribution"]["kernel_ns"], res["kernel_table"]["totals"]["sum_ns"]);
+  EXPECT_EQ(res["by_layer"].size(), 1u);
+  EXPECT_EQ(res["parts"]["model"], "gemma4-tiny");
+  EXPECT_EQ(res["parts_steps"], 1);
+  // Two of --config / --checkpoint / --model are a usage error.
+  EXPECT_EQ(run_tprobe({"kernels", fixture, "--model", "gemma4-tiny", "--config", fixture})
+                .exit_code,
+            2);
+
+  // The part-level diff: the trace against its own evidence moves nothing.
+  RunResult d = run_tprobe({"kernels", fixture, dir + "/p.json", "--json", dir + "/d.json"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("Parts compared"), std::string::npos);
+  const json diff = json::parse(read_text(dir + "/d.json"))["results"]["part_diff"];
+  ASSERT_TRUE(diff["available"].get<bool>());
+  EXPECT_EQ(diff["rows"].size(), 7u);
+  for (const auto& row : diff["rows"]) EXPECT_EQ(row["delta_ns_per_step"], 0) << row.dump();
+}
+
+// The real H200 trace was recorded without with_stack: one line says what to add, the phase
+// split stays, exit 0.
+TEST(KernelsCli, ATraceWithoutModuleEventsSaysWhichFlagToAdd) {
+  const std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"kernels", kTrace, "--json", dir + "/k.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("torch.profiler.profile(..., with_stack=True)"), std::string::npos);
+  const json res = json::parse(read_text(dir + "/k.json"))["results"];
+  EXPECT_TRUE(res["by_phase_part"].is_null());
+  EXPECT_FALSE(res["parts"]["module_events"].get<bool>());
+  EXPECT_FALSE(res["kernel_table"]["phases"].empty());
+  bool diag = false;
+  for (const auto& d : json::parse(read_text(dir + "/k.json"))["status"]["diagnostics"])
+    diag |= d["code"] == "trace_no_module_events";
+  EXPECT_TRUE(diag);
+}
+
+}  // namespace
+}  // namespace tprobe::testing

@@ -132,17 +132,52 @@ void diagnose_source(const KernelSource& s, const std::string& prefix,
   }
 }
 
+// The profiler steps a trace's selection covers (ProfilerStep#N ranges; 1 without any).
+int64_t selected_steps(const KernelTable& t) {
+  int64_t n = 0;
+  for (int64_t st : t.steps_selected) n += st >= 0 ? 1 : 0;
+  return std::max<int64_t>(n, 1);
+}
+
+// results.by_phase_part, .by_layer, .attribution, .parts and .parts_steps of a trace.
+void put_parts(Json& out, const KernelSource& s) {
+  const Json p = to_json(s.trace.parts);
+  for (const auto& [key, value] : p.items()) out[key] = value;
+  out["parts_steps"] = selected_steps(s.table);
+}
+
+void diagnose_parts(const KernelSource& s, const std::string& prefix,
+                    std::vector<Diagnostic>& out) {
+  if (!s.has_trace) return;
+  const TraceParts& p = s.trace.parts;
+  if (!p.module_events) {
+    out.push_back(Diagnostic{Severity::kInfo, "trace_no_module_events", prefix + trace_parts_hint()});
+    return;
+  }
+  const StepBreakdown& b = p.breakdown;
+  const double untagged = b.kernel_ns > 0 ? double(b.untagged_kernel_ns) / double(b.kernel_ns) : 0;
+  if (untagged > 0.02) {
+    out.push_back(Diagnostic{
+        Severity::kWarning, "trace_parts_untagged",
+        prefix + fmt::format("{} of the kernel time ({} of {} rows) could not be given a phase and "
+                             "part: see attribution in the evidence",
+                             format_percent(untagged), p.counts.untagged, p.counts.rows)});
+  }
+}
+
 Json source_json(const KernelSource& s) {
   Json out = {{"path", s.path}, {"kind", s.kind}};
   if (s.kind == "evidence") out["evidence_probe"] = s.evidence_probe;
   if (s.has_trace) out["trace"] = to_json(s.trace);
   out["kernel_table"] = to_json(s.table);
+  if (s.has_trace) put_parts(out, s);
   return out;
 }
 
 }  // namespace
 
-KernelSource load_kernel_source(const std::string& path, const KernelTableOptions& options) {
+KernelSource load_kernel_source(const std::string& path, const KernelTableOptions& options,
+                                const TracePartsOptions& parts) {
   KernelSource s;
   s.path = path;
   if (looks_like_evidence(path)) {
@@ -164,13 +199,15 @@ KernelSource load_kernel_source(const std::string& path, const KernelTableOption
           path, name);
     }
     s.table = kernel_table_from_json(results["kernel_table"], path + ": results.kernel_table");
+    s.parts = part_side_from_evidence(results, s.evidence_probe, path);
     return s;
   }
-  TraceResult r = read_trace_file(path, options);
+  TraceResult r = read_trace_file(path, options, parts);
   s.kind = "trace";
   s.has_trace = true;
   s.trace = std::move(r.summary);
   s.table = std::move(r.table);
+  s.parts = part_side_from_trace(s.trace.parts, selected_steps(s.table), path);
   return s;
 }
 
@@ -239,16 +276,20 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
   }
   if (q.inputs.size() == 1) {
     r.mode = KernelsReport::Mode::kSingle;
-    r.sources.push_back(load_kernel_source(q.inputs[0], q.table));
+    r.sources.push_back(load_kernel_source(q.inputs[0], q.table, q.parts));
     diagnose_source(r.sources[0], "", r.diagnostics);
+    diagnose_parts(r.sources[0], "", r.diagnostics);
     return r;
   }
   r.mode = KernelsReport::Mode::kDiff;
-  r.sources.push_back(load_kernel_source(q.inputs[0], q.table));
-  r.sources.push_back(load_kernel_source(q.inputs[1], q.table));
+  r.sources.push_back(load_kernel_source(q.inputs[0], q.table, q.parts));
+  r.sources.push_back(load_kernel_source(q.inputs[1], q.table, q.parts));
   diagnose_source(r.sources[0], "A: ", r.diagnostics);
   diagnose_source(r.sources[1], "B: ", r.diagnostics);
+  diagnose_parts(r.sources[0], "A: ", r.diagnostics);
+  diagnose_parts(r.sources[1], "B: ", r.diagnostics);
   r.diff = diff_kernel_tables(r.sources[0].table, q.inputs[0], r.sources[1].table, q.inputs[1]);
+  r.part_diff = diff_parts(r.sources[0].parts, r.sources[1].parts);
   return r;
 }
 
@@ -332,12 +373,14 @@ Json to_json(const KernelsReport& r) {
         out["source"]["evidence_probe"] = r.sources[0].evidence_probe;
       if (r.sources[0].has_trace) out["trace"] = to_json(r.sources[0].trace);
       out["kernel_table"] = to_json(r.sources[0].table);
+      if (r.sources[0].has_trace) put_parts(out, r.sources[0]);
       break;
     case KernelsReport::Mode::kDiff:
       out["mode"] = "diff";
       out["a"] = source_json(r.sources[0]);
       out["b"] = source_json(r.sources[1]);
       out["diff"] = to_json(r.diff);
+      out["part_diff"] = to_json(r.part_diff);
       break;
     case KernelsReport::Mode::kRanks: {
       out["mode"] = "ranks";
@@ -439,12 +482,14 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
       trace_tables(r.sources[0]);
       for (auto& t : kernel_table_tables(r.sources[0].table, top)) out.push_back(std::move(t));
       if (r.sources[0].has_trace) {
+        for (auto& t : trace_parts_tables(r.sources[0].trace.parts)) out.push_back(std::move(t));
         for (auto& t : trace_stats_tables(r.sources[0].trace.stats, top))
           out.push_back(std::move(t));
       }
       break;
     case KernelsReport::Mode::kDiff:
       for (auto& t : kernel_diff_tables(r.diff, top)) out.push_back(std::move(t));
+      for (auto& t : part_diff_tables(r.part_diff)) out.push_back(std::move(t));
       break;
     case KernelsReport::Mode::kRanks: {
       Table t(fmt::format("{} rank(s); slowest: rank {}", r.ranks.size(), r.slowest_rank));

@@ -17,6 +17,7 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "trace/json_tokenizer.hpp"
+#include "trace/trace_parts_internal.hpp"
 #include "trace/trace_reader_internal.hpp"
 #include "trace/trace_stats_internal.hpp"
 
@@ -247,7 +248,7 @@ bool iequals(std::string_view s, std::string_view lower_literal) {
   return true;
 }
 
-enum class EventClass { kDevice, kLaunch, kHostOp, kGpuAnnotation, kFlow, kOther };
+enum class EventClass { kDevice, kLaunch, kHostOp, kGpuAnnotation, kFlow, kFwdBwd, kPython, kOther };
 
 struct Classified {
   EventClass cls = EventClass::kOther;
@@ -274,6 +275,8 @@ Classified classify(std::string_view cat) {
   if (iequals(cat, "gpu_user_annotation"))
     return {EventClass::kGpuAnnotation, ActivityKind::kKernel};
   if (iequals(cat, "ac2g")) return {EventClass::kFlow, ActivityKind::kKernel};
+  if (iequals(cat, "fwdbwd")) return {EventClass::kFwdBwd, ActivityKind::kKernel};
+  if (iequals(cat, "python_function")) return {EventClass::kPython, ActivityKind::kKernel};
   return {};
 }
 
@@ -500,6 +503,11 @@ class TraceSax {
   std::vector<StepSeen>& steps() { return steps_; }
   std::vector<int64_t>& host_external_ids() { return host_ext_; }
   std::vector<Annotation>& annotations() { return annotations_; }
+  std::vector<detail::PyEvent>& python() { return python_; }
+  std::vector<detail::FlowEnd>& flows() { return flows_; }
+  std::vector<std::string>& module_names() { return module_names_; }
+  int64_t python_events() const { return python_events_; }
+  bool has_modules() const { return has_modules_; }
   int64_t host_min_ns() const { return host_min_; }
   int64_t host_max_ns() const { return host_max_; }
   bool has_host() const { return has_host_; }
@@ -525,6 +533,8 @@ class TraceSax {
     int64_t external_id = 0, correlation = 0, device = -1, stream = -1;
     int64_t bytes = -1;
     std::string bad_bytes;  // args.bytes as written when it is not a non-negative integer
+    int64_t flow_id = 0;    // "id" of a flow event
+    bool has_id = false;
 
     // Back to a fresh event, keeping the strings' storage for the next one.
     void reset(int64_t i) {
@@ -541,6 +551,8 @@ class TraceSax {
       device = stream = -1;
       bytes = -1;
       bad_bytes.clear();
+      flow_id = 0;
+      has_id = false;
     }
   };
 
@@ -642,6 +654,10 @@ class TraceSax {
         case Key::kTid:
           ev_.tid = hash_id(v);
           break;
+        case Key::kId:  // a flow's id written as a string: compared for equality only
+          ev_.flow_id = hash_id(v);
+          ev_.has_id = true;
+          break;
         case Key::kTs:
         case Key::kDur: {
           int64_t ns = 0;
@@ -715,6 +731,12 @@ class TraceSax {
           break;
         case Key::kTid:
           ev_.tid = is_int ? i : to_int64(as_double());
+          break;
+        case Key::kId:  // flow ids are integers; anything else cannot pair and is left out
+          if (is_int) {
+            ev_.flow_id = i;
+            ev_.has_id = true;
+          }
           break;
         default:
           break;
@@ -814,6 +836,13 @@ class TraceSax {
     }
     if (ev_.ph != 'X') {
       if (k.cls == EventClass::kFlow) ++s_.double_count.flows;
+      if (k.cls == EventClass::kFwdBwd && (ev_.ph == 's' || ev_.ph == 'f')) {
+        if (!ev_.has_ts || !ev_.has_id) {
+          ++s_.health.skipped_events;
+          return;
+        }
+        flows_.push_back({ev_.flow_id, ev_.tid, ev_.ts_ns, ev_.ph == 's'});
+      }
       return;
     }
     switch (k.cls) {
@@ -902,9 +931,63 @@ class TraceSax {
       case EventClass::kFlow:
         ++s_.double_count.flows;
         break;
+      case EventClass::kFwdBwd:
+        break;
+      case EventClass::kPython:
+        python_event();
+        break;
       case EventClass::kOther:
         break;
     }
+  }
+
+  // A python_function event: kept when it is a module call or one of the few functions that
+  // name a part (trace_parts_internal.hpp); its time must be a proper interval.
+  void python_event() {
+    ++python_events_;
+    if (!ev_.has_ts || !ev_.has_dur || ev_.dur_ns < 0 || ev_.dur_ns > kMaxDurationNs) {
+      ++s_.health.skipped_events;
+      return;
+    }
+    detail::PyEvent e;
+    e.tid = ev_.tid;
+    e.start_ns = ev_.ts_ns;
+    e.end_ns = saturating_add(ev_.ts_ns, ev_.dur_ns);
+    const std::string& n = ev_.name;
+    static const char kModule[] = "nn.Module: ";
+    if (n.compare(0, sizeof kModule - 1, kModule) == 0) {
+      if (n.size() == sizeof kModule - 1) return;  // no class name: nothing to place rows with
+      e.kind = detail::PyKind::kModule;
+      e.module = intern_module(n.substr(sizeof kModule - 1));
+      has_modules_ = true;
+    } else {
+      // "file.py(123): function"
+      const std::size_t sep = n.rfind("): ");
+      if (sep == std::string::npos) return;
+      const std::string_view func = std::string_view(n).substr(sep + 3);
+      const std::string_view file = std::string_view(n).substr(0, sep);
+      if (func.find("attention_forward") != std::string_view::npos) {
+        e.kind = detail::PyKind::kAttentionFunction;
+      } else if (file.find("masking_utils") != std::string_view::npos) {
+        e.kind = detail::PyKind::kMaskFunction;
+      } else if (func.find("loss") != std::string_view::npos ||
+                 func.find("Loss") != std::string_view::npos ||
+                 func.find("cross_entropy") != std::string_view::npos) {
+        e.kind = detail::PyKind::kLossFunction;
+      } else {
+        return;
+      }
+    }
+    python_.push_back(e);
+  }
+
+  uint32_t intern_module(const std::string& name) {
+    auto it = module_ids_.find(name);
+    if (it != module_ids_.end()) return it->second;
+    const uint32_t id = static_cast<uint32_t>(module_names_.size());
+    module_names_.push_back(name);
+    module_ids_.emplace(name, id);
+    return id;
   }
 
   std::string source_;
@@ -932,6 +1015,12 @@ class TraceSax {
   std::vector<StepSeen> steps_;
   std::vector<int64_t> host_ext_;
   std::vector<Annotation> annotations_;
+  std::vector<detail::PyEvent> python_;
+  std::vector<detail::FlowEnd> flows_;
+  std::unordered_map<std::string, uint32_t> module_ids_;
+  std::vector<std::string> module_names_;
+  int64_t python_events_ = 0;
+  bool has_modules_ = false;
   std::map<std::pair<int64_t, int64_t>, int64_t> open_;
   int64_t host_min_ = 0, host_max_ = 0;
   bool has_host_ = false;
@@ -967,6 +1056,7 @@ class RangeIndex {
 };
 
 TraceResult read_from(ByteSource& src, const std::string& label, const KernelTableOptions& options,
+                      const TracePartsOptions& parts_options,
                       std::size_t chunk = JsonTokenizer::kDefaultChunk) {
   TraceResult result;
   TraceSummary& s = result.summary;
@@ -1119,6 +1209,10 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
   DoubleCount& dc = s.double_count;
   const std::vector<std::string>& names = sax.names();
   std::vector<detail::StatRow> stat_rows;
+  // Module attribution only when there are modules to attribute with: a trace without them pays
+  // nothing (the phase split above is all it can have).
+  const bool parts = sax.has_modules();
+  detail::PartsInput parts_in;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const DeviceRow& r = rows[i];
     rec.kind = r.kind;
@@ -1143,6 +1237,19 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
     sr.device = r.device;
     sr.kind = r.kind;
     stat_rows.push_back(sr);
+    if (parts) {
+      detail::PartsRow pr;
+      pr.start_ns = r.start_ns;
+      pr.end_ns = r.end_ns;
+      pr.kind = r.kind;
+      if (row_launch[i] >= 0) {
+        const Launch& l = launches[static_cast<std::size_t>(row_launch[i])];
+        pr.launched = true;
+        pr.tid = l.tid;
+        pr.launch_ns = l.ts_ns;
+      }
+      parts_in.rows.push_back(pr);
+    }
     dc.device_rows_ns += r.end_ns - r.start_ns;
     if (r.external_id != 0 && std::binary_search(ext.begin(), ext.end(), r.external_id)) {
       dc.host_attributed_ns += r.end_ns - r.start_ns;
@@ -1199,6 +1306,26 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
     stat_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id, sel});
   }
   s.stats = detail::compute_trace_stats(stat_rows, stat_launches, stat_ops, names, sax.op_names());
+
+  // Phase × part × layer through the module events and the fwdbwd flows (trace_parts.hpp).
+  std::vector<detail::PartsOp> parts_ops;
+  if (parts) {
+    parts_ops.reserve(sax.host_ops().size());
+    for (const HostOp& op : sax.host_ops())
+      parts_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id});
+    for (const HostRange& r : sax.ranges()) {
+      (r.kind == RangeKind::kBackward ? parts_in.backward_ranges : parts_in.optimizer_ranges)
+          .push_back({r.tid, r.start_ns, r.end_ns});
+    }
+    parts_in.python = std::move(sax.python());
+    parts_in.module_names = std::move(sax.module_names());
+    parts_in.flows = std::move(sax.flows());
+    parts_in.ops = &parts_ops;
+    parts_in.op_names = &sax.op_names();
+  }
+  parts_in.selected_rows = static_cast<int64_t>(stat_rows.size());
+  parts_in.python_events = sax.python_events();
+  s.parts = detail::attribute_trace_parts(parts_in, parts_options);
   return result;
 }
 
@@ -1206,22 +1333,23 @@ bool has_suffix(const std::string& s, const char* suf) { return detail::ends_wit
 
 }  // namespace
 
-TraceResult read_trace_file(const std::string& path, const KernelTableOptions& options) {
+TraceResult read_trace_file(const std::string& path, const KernelTableOptions& options,
+                            const TracePartsOptions& parts) {
   FileSource src(path);
-  return read_from(src, path, options);
+  return read_from(src, path, options, parts);
 }
 
 TraceResult read_trace_buffer(std::string_view bytes, const std::string& label,
-                              const KernelTableOptions& options) {
+                              const KernelTableOptions& options, const TracePartsOptions& parts) {
   BufferSource src(bytes, label);
-  return read_from(src, label, options);
+  return read_from(src, label, options, parts);
 }
 
 namespace detail {
 TraceResult read_trace_buffer_in_chunks(std::string_view bytes, const std::string& label,
                                         std::size_t chunk, const KernelTableOptions& options) {
   BufferSource src(bytes, label);
-  return read_from(src, label, options, chunk);
+  return read_from(src, label, options, TracePartsOptions{}, chunk);
 }
 }  // namespace detail
 

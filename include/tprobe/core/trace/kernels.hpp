@@ -10,6 +10,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/trace/kernel_diff.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/core/trace/trace_reader.hpp"
 
 namespace tprobe::core {
@@ -23,12 +24,14 @@ struct KernelSource {
   bool has_trace = false;
   TraceSummary trace;  // kind == "trace"
   KernelTable table;
+  PartSide parts;      // its phase × part rows (a trace's attribution or the evidence's rows)
 };
 
 // Reads `path` as a trace or an evidence file (told apart by content: an evidence file's first
 // key is "schema"). Selection options apply to traces only; given with an evidence file they are
 // a usage error (the table was selected when it was written).
-KernelSource load_kernel_source(const std::string& path, const KernelTableOptions& options);
+KernelSource load_kernel_source(const std::string& path, const KernelTableOptions& options,
+                                const TracePartsOptions& parts = {});
 
 // Per rank of a multi-rank job.
 struct RankRow {
@@ -48,6 +51,7 @@ std::vector<RankRow> rank_rows(const std::vector<RankTrace>& ranks);
 struct KernelsRequest {
   std::vector<std::string> inputs;  // 1 (file or directory) or 2 (files)
   KernelTableOptions table;
+  TracePartsOptions parts;  // layer kinds for the phase × part attribution of traces
 };
 
 struct KernelsReport {
@@ -57,6 +61,7 @@ struct KernelsReport {
   std::vector<RankRow> ranks;         // ranks mode
   int64_t slowest_rank = -1;          // the rank with the longest device span
   KernelDiff diff;                    // diff mode
+  PartDiff part_diff;                 // diff mode: phase × part rows side by side
   std::vector<Diagnostic> diagnostics;
 };
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/core/trace/trace_stats.hpp"
 
 namespace tprobe::core {
@@ -32,7 +33,8 @@ struct TraceHealth {
   int64_t out_of_range = 0;           // device rows outside the host events' span (±1 s)
   int64_t past_trace_end = 0;         // device rows ending after the last host event ended
   int64_t unmatched_begin = 0;        // "B" events with no "E": the trace ended mid-event
-  int64_t skipped_events = 0;         // device-category events missing ts/dur/name (not counted)
+  int64_t skipped_events = 0;  // device, host-op, python_function or fwdbwd events missing ts, dur,
+                               // name or id, or with an impossible duration (left out)
   int64_t bad_launch_durations = 0;   // launch calls with dur < 0 or > a day (kept without it)
   std::vector<std::string> messages;  // Kineto warnings / INFO records, as written (first 20)
 };
@@ -77,6 +79,7 @@ struct TraceSummary {
   TraceHealth health;
   DoubleCount double_count;
   TraceStats stats;  // over the table's selection (trace_stats.hpp)
+  TraceParts parts;  // over the same selection (trace_parts.hpp)
 };
 
 struct TraceResult {
@@ -87,10 +90,12 @@ struct TraceResult {
 // Reads a trace file (gzip detected by its magic bytes, not the suffix). Throws tprobe::Error
 // naming the file and, for JSON problems, the byte offset; a selection with no device rows is an
 // error too (exit 1, docs/kernels.md).
-TraceResult read_trace_file(const std::string& path, const KernelTableOptions& options = {});
+TraceResult read_trace_file(const std::string& path, const KernelTableOptions& options = {},
+                            const TracePartsOptions& parts = {});
 // The same from bytes already in memory (tests, fuzzing). `label` names it in messages.
 TraceResult read_trace_buffer(std::string_view bytes, const std::string& label,
-                              const KernelTableOptions& options = {});
+                              const KernelTableOptions& options = {},
+                              const TracePartsOptions& parts = {});
 
 // The per-rank traces of a directory (*.json, *.json.gz, *.pt.trace.json[.gz]), sorted by rank
 // (distributedInfo.rank, else file name order). Throws when none is found or one is bad.

@@ -1,0 +1,104 @@
+// A user's torch.profiler trace by phase × part × layer, in the vocabulary of `profile`
+// (core/trace/step_trace.hpp): every selected device row goes to a phase (forward, loss,
+// recompute, backward, optimizer) and a part (embedding, attention_proj, attention_core,
+// dense_mlp, router, experts, loss_head, other) through the module events torch.profiler writes
+// with `with_stack=True` (python_function "nn.Module: Class_N") and Kineto's forward→backward
+// flows ("cat": "fwdbwd"). Rows it cannot place are untagged, counted by reason, never guessed.
+// docs/kernels.md, "Parts", defines every rule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/trace/step_trace.hpp"
+
+namespace tprobe::core {
+
+struct TracePartsOptions {
+  // Per decoder layer, from the model's config (layer i of the trace = the i-th distinct decoder
+  // layer module); empty: the kinds are unknown and print as "-".
+  std::vector<LayerKind> layer_kinds;
+  std::string model;  // where the kinds came from (a config path, a checkpoint, a model name)
+};
+
+struct TracePartsCounts {
+  int64_t rows = 0;        // selected device rows
+  int64_t attributed = 0;  // rows given a phase and part
+  int64_t linked = 0;      // of those: backward rows placed through a fwdbwd flow
+  int64_t untagged = 0;    // every kind below
+  int64_t untagged_no_launch = 0;  // no cuda_runtime/cuda_driver event carries its correlation
+  int64_t untagged_no_module = 0;  // launched outside every module event (and every node)
+  int64_t untagged_unlinked = 0;   // inside a backward op without a fwdbwd flow to a forward op
+  int64_t untagged_link_no_module = 0;  // the flow's forward op is outside every module event
+};
+
+struct TraceParts {
+  bool module_events = false;     // the trace holds python_function "nn.Module: ..." events
+  int64_t python_events = 0;      // python_function events in the trace
+  int64_t module_event_count = 0;
+  int64_t fwdbwd_links = 0;       // flow ids with both a start and an end
+  int64_t fwdbwd_unpaired = 0;    // flow ends without the other end (or ids seen twice)
+  int64_t backward_ops_linked = 0;  // cpu_ops an "f" end binds to
+  std::vector<std::string> decoder_layers;  // instance names, in layer order
+  std::string model;
+  bool layer_kinds_known = false;
+  std::vector<std::string> notes;  // what the reader of the table should know
+  TracePartsCounts counts;
+  StepBreakdown breakdown;  // rows by phase, layer kind, part (untagged last) and per layer
+};
+
+// The one line said when a trace has no module events.
+std::string trace_parts_hint();
+
+// results.by_phase_part, .by_layer, .attribution and .parts (status) of a trace.
+Json to_json(const TraceParts& parts);
+// The phase × part matrix and the per-layer table (or the one-line hint without module events).
+std::vector<Table> trace_parts_tables(const TraceParts& parts);
+
+// ---- the phase × part matrix, shared by `profile` and `kernels` ----------------------------
+// Rows (layer kind, part) in display order, one column per phase in `phases`, then all phases and
+// the share of `span_ns` (the step's device span; "-" when 0; negative: no share column).
+Table phase_part_matrix(const StepBreakdown& b, const std::string& title,
+                        const std::vector<std::string>& phases, int64_t span_ns);
+// Per decoder layer: one column per (phase) of its kernel time, parts summed.
+Table layer_matrix(const StepBreakdown& b, const std::string& title,
+                   const std::vector<std::string>& phases);
+
+// ---- part-level diff ------------------------------------------------------------------------
+// One side's phase × part rows: a trace's own attribution, or the by_phase_part rows of a
+// `kernels` or `profile` evidence file.
+struct PartSide {
+  bool available = false;
+  std::string why_not;  // when not available
+  std::string label;    // path
+  std::string origin;   // "trace", "kernels evidence", "profile evidence, point 2x2048"
+  int64_t steps = 1;    // profiler steps the rows cover (per-step figures divide by this)
+  std::vector<PartRow> rows;
+  int64_t kernel_ns = 0;  // Σ rows' kernel time
+};
+// From evidence results (`where` names the file in errors). Bounds-checked: every row an object
+// with phase, layer_kind and part strings of the vocabulary (or "untagged"), kernel_s a finite
+// number in 0..1e6 s, kernels a non-negative integer when given.
+PartSide part_side_from_evidence(const Json& results, const std::string& probe,
+                                 const std::string& where);
+PartSide part_side_from_trace(const TraceParts& parts, int64_t steps, const std::string& label);
+
+struct PartDiffRow {
+  std::string phase, layer_kind, part;
+  int64_t a_ns = 0, b_ns = 0;  // per step
+  double a_share_ratio = 0, b_share_ratio = 0;  // of the side's Σ kernel time
+};
+struct PartDiff {
+  bool available = false;
+  std::string why_not;
+  PartSide a, b;
+  std::vector<PartDiffRow> rows;  // phase order, then layer kind, then part; untagged last
+};
+PartDiff diff_parts(const PartSide& a, const PartSide& b);
+Json to_json(const PartDiff& d);
+std::vector<Table> part_diff_tables(const PartDiff& d);
+
+}  // namespace tprobe::core

@@ -1,0 +1,65 @@
+// The trace reader's hand-over to the part attribution (internal to tprobe_core).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/trace/kernel_record.hpp"
+#include "tprobe/core/trace/trace_parts.hpp"
+
+namespace tprobe::core::detail {
+
+// A python_function event the attribution keeps: a module call, or one of the few plain Python
+// functions that name a part (an attention kernel's wrapper, HF's mask builders, a loss).
+enum class PyKind : uint8_t { kModule, kAttentionFunction, kMaskFunction, kLossFunction };
+struct PyEvent {
+  int64_t tid = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t module = 0;  // kModule: index into the module instance names
+  PyKind kind = PyKind::kModule;
+};
+
+// One end of a fwdbwd flow: "s" at the forward op, "f" at the backward op (same id).
+struct FlowEnd {
+  int64_t id = 0;
+  int64_t tid = 0;
+  int64_t ts_ns = 0;
+  bool start = false;
+};
+
+struct PartsOp {  // a cpu_op
+  int64_t tid = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  uint32_t name_id = 0;
+};
+struct PartsRange {  // autograd::engine::evaluate_function / Optimizer.* ranges
+  int64_t tid = 0;
+  int64_t start_ns = 0, end_ns = 0;
+};
+
+// A selected device row: its launch call's thread and start (launched == false: none).
+struct PartsRow {
+  bool launched = false;
+  int64_t tid = 0;
+  int64_t launch_ns = 0;
+  int64_t start_ns = 0, end_ns = 0;
+  ActivityKind kind = ActivityKind::kKernel;
+};
+
+struct PartsInput {
+  std::vector<PyEvent> python;
+  std::vector<std::string> module_names;  // instance names without "nn.Module: "
+  int64_t python_events = 0;
+  std::vector<FlowEnd> flows;
+  const std::vector<PartsOp>* ops = nullptr;
+  const std::vector<std::string>* op_names = nullptr;
+  std::vector<PartsRange> backward_ranges;
+  std::vector<PartsRange> optimizer_ranges;
+  std::vector<PartsRow> rows;  // filled only when there are module events
+  int64_t selected_rows = 0;
+};
+
+TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& options);
+
+}  // namespace tprobe::core::detail

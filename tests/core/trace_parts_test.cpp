@@ -1,0 +1,377 @@
+// Phase × part × layer of a user's trace (trace_parts.hpp): a hand-made Kineto trace with module
+// events, fwdbwd flows, a reentrant-checkpoint recompute on autograd's thread, the loss and the
+// optimizer, whose every row's place is worked out by hand below; the negative control (flows
+// removed: the backward rows come out untagged); no module events; broken inputs.
+#include "tprobe/core/trace/trace_parts.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <tuple>
+
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/trace/trace_reader.hpp"
+
+namespace tprobe::core {
+namespace {
+
+constexpr int kMain = 1, kAutograd = 2;
+
+struct Builder {
+  Json events = Json::array();
+  int64_t corr = 0;
+
+  void module(int tid, const std::string& name, double ts, double end) {
+    events.push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", "nn.Module: " + name},
+                      {"pid", 1}, {"tid", tid}, {"ts", ts}, {"dur", end - ts}});
+  }
+  void py(int tid, const std::string& name, double ts, double end) {
+    events.push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", name}, {"pid", 1},
+                      {"tid", tid}, {"ts", ts}, {"dur", end - ts}});
+  }
+  void op(int tid, const std::string& name, double ts, double end) {
+    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 1}, {"tid", tid},
+                      {"ts", ts}, {"dur", end - ts}});
+  }
+  void flow(bool start, int64_t id, int tid, double ts) {
+    Json f = {{"ph", start ? "s" : "f"}, {"id", id}, {"pid", 1}, {"tid", tid}, {"ts", ts},
+              {"cat", "fwdbwd"}, {"name", "fwdbwd"}};
+    if (!start) f["bp"] = "e";
+    events.push_back(f);
+  }
+  // A launch on `tid` at `ts` and its kernel: correlation c, device time c µs (exact ns).
+  int64_t launch(int tid, double ts, const char* cat = "kernel") {
+    const int64_t c = ++corr;
+    events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"},
+                      {"pid", 1}, {"tid", tid}, {"ts", ts}, {"dur", 0.5},
+                      {"args", {{"correlation", c}}}});
+    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", fmt::format("k{}", c)}, {"pid", 0},
+                      {"tid", 7}, {"ts", 10000 + 100 * c}, {"dur", c},
+                      {"args", {{"correlation", c}, {"device", 0}, {"stream", 7}}}});
+    return c;
+  }
+  std::string text() const { return Json{{"traceEvents", events}}.dump(); }
+};
+
+using Cell = std::tuple<std::string, std::string, std::string>;  // phase, layer kind, part
+
+// The trace, and by hand the cell each correlation's row belongs to.
+struct Fixture {
+  Builder b;
+  std::map<int64_t, Cell> cell;
+  std::map<int64_t, int32_t> layer;
+};
+
+Fixture make(bool flows, bool modules) {
+  Fixture f;
+  Builder& b = f.b;
+  auto M = [&](int tid, const std::string& n, double s, double e) {
+    if (modules) b.module(tid, n, s, e);
+  };
+  auto P = [&](int tid, const std::string& n, double s, double e) {
+    if (modules) b.py(tid, n, s, e);
+  };
+  auto F = [&](bool s, int64_t id, int tid, double ts) {
+    if (flows) b.flow(s, id, tid, ts);
+  };
+  auto at = [&](int64_t c, const char* phase, const char* kind, const char* part, int32_t l = -1) {
+    f.cell[c] = {phase, kind, part};
+    f.layer[c] = l;
+  };
+  // Forward on the main thread.
+  M(kMain, "Gemma4ForCausalLM_0", 0, 1000);
+  M(kMain, "Gemma4TextModel_0", 10, 800);
+  M(kMain, "Gemma4TextScaledWordEmbedding_0", 20, 40);
+  at(b.launch(kMain, 25), "forward", "-", "embedding");
+  at(b.launch(kMain, 26, "gpu_memcpy"), "forward", "-", "embedding");
+  P(kMain, "transformers/masking_utils.py(10): create_causal_mask", 45, 55);
+  at(b.launch(kMain, 50), "forward", "-", "attention_core");
+  b.op(kMain, "CheckpointFunction", 99, 401);
+  F(true, 4, kMain, 99);
+  // Layer 0 is instance _7, layer 1 instance _2: the order of first calls, not the counter.
+  M(kMain, "Gemma4TextDecoderLayer_7", 100, 400);
+  M(kMain, "Gemma4TextRMSNorm_0", 105, 110);
+  at(b.launch(kMain, 107), "forward", "sliding", "attention_proj", 0);
+  M(kMain, "Gemma4TextAttention_0", 120, 200);
+  M(kMain, "Linear_0", 125, 135);
+  at(b.launch(kMain, 130), "forward", "sliding", "attention_proj", 0);
+  b.op(kMain, "aten::mm", 131, 134);
+  F(true, 1, kMain, 131);
+  at(b.launch(kMain, 140), "forward", "sliding", "attention_proj", 0);  // RoPE
+  P(kMain, "transformers/integrations/sdpa_attention.py(20): sdpa_attention_forward", 150, 180);
+  at(b.launch(kMain, 160), "forward", "sliding", "attention_core", 0);
+  b.op(kMain, "aten::scaled_dot_product_attention", 185, 195);
+  b.op(kMain, "aten::_scaled_dot_product_efficient_attention", 186, 194);
+  F(true, 2, kMain, 186);
+  at(b.launch(kMain, 190), "forward", "sliding", "attention_core", 0);
+  M(kMain, "Gemma4TextRMSNorm_1", 205, 210);
+  at(b.launch(kMain, 207), "forward", "sliding", "attention_proj", 0);
+  M(kMain, "Gemma4TextRMSNorm_2", 215, 220);
+  at(b.launch(kMain, 217), "forward", "sliding", "dense_mlp", 0);
+  M(kMain, "Gemma4TextMLP_0", 225, 250);
+  at(b.launch(kMain, 230), "forward", "sliding", "dense_mlp", 0);
+  M(kMain, "Gemma4TextRMSNorm_3", 255, 260);
+  at(b.launch(kMain, 257), "forward", "sliding", "dense_mlp", 0);
+  M(kMain, "Gemma4TextRouter_0", 265, 280);
+  at(b.launch(kMain, 270), "forward", "sliding", "router", 0);
+  M(kMain, "Gemma4TextRMSNorm_4", 285, 290);
+  at(b.launch(kMain, 287), "forward", "sliding", "experts", 0);
+  M(kMain, "Gemma4TextExperts_0", 300, 350);
+  at(b.launch(kMain, 320), "forward", "sliding", "experts", 0);
+  M(kMain, "Gemma4TextRMSNorm_5", 355, 360);
+  at(b.launch(kMain, 357), "forward", "sliding", "experts", 0);
+  M(kMain, "Gemma4TextRMSNorm_6", 365, 370);
+  at(b.launch(kMain, 367), "forward", "sliding", "other", 0);  // the closing norm
+  at(b.launch(kMain, 380), "forward", "sliding", "other", 0);  // residual add
+  M(kMain, "Gemma4TextDecoderLayer_2", 500, 700);
+  M(kMain, "Gemma4TextAttention_1", 510, 600);
+  M(kMain, "Linear_1", 520, 530);
+  at(b.launch(kMain, 525), "forward", "full", "attention_proj", 1);
+  M(kMain, "Gemma4TextRMSNorm_9", 750, 760);
+  at(b.launch(kMain, 755), "forward", "-", "other");  // the final norm
+  M(kMain, "Linear_5", 820, 850);
+  at(b.launch(kMain, 830), "loss", "-", "loss_head");  // lm_head
+  P(kMain, "transformers/loss/loss_utils.py(30): ForCausalLMLoss", 860, 900);
+  b.op(kMain, "aten::nll_loss", 875, 880);
+  F(true, 3, kMain, 875);
+  at(b.launch(kMain, 870), "loss", "-", "loss_head");
+  at(b.launch(kMain, 1100), "untagged", "-", "untagged");  // user code outside every module
+  // Backward on autograd's thread.
+  b.op(kAutograd, "autograd::engine::evaluate_function: MmBackward0", 2000, 2100);
+  b.op(kAutograd, "MmBackward0", 2005, 2095);
+  F(false, 1, kAutograd, 2005);
+  at(b.launch(kAutograd, 2050), flows ? "backward" : "untagged", flows ? "sliding" : "-",
+     flows ? "attention_proj" : "untagged", flows ? 0 : -1);
+  b.op(kAutograd, "autograd::engine::evaluate_function: SdpaBackward0", 2200, 2300);
+  b.op(kAutograd, "SdpaBackward0", 2201, 2299);
+  F(false, 2, kAutograd, 2201);
+  at(b.launch(kAutograd, 2250), flows ? "backward" : "untagged", flows ? "sliding" : "-",
+     flows ? "attention_core" : "untagged", flows ? 0 : -1);
+  b.op(kAutograd, "autograd::engine::evaluate_function: NllLossBackward0", 2400, 2450);
+  b.op(kAutograd, "NllLossBackward0", 2401, 2449);
+  F(false, 3, kAutograd, 2401);
+  at(b.launch(kAutograd, 2420), flows ? "loss" : "untagged", "-", flows ? "loss_head" : "untagged");
+  b.op(kAutograd, "autograd::engine::evaluate_function: MulBackward0", 2500, 2550);
+  at(b.launch(kAutograd, 2520), "untagged", "-", "untagged");  // no flow at all
+  b.op(kAutograd, "autograd::engine::evaluate_function: AddBackward0", 2600, 2650);
+  b.op(kAutograd, "AddBackward0", 2601, 2649);
+  F(false, 6, kAutograd, 2601);  // an end whose start is missing
+  at(b.launch(kAutograd, 2620), "untagged", "-", "untagged");
+  // Reentrant checkpointing: the layer's forward again inside the checkpoint's backward op.
+  b.op(kAutograd, "autograd::engine::evaluate_function: CheckpointFunctionBackward", 3000, 4000);
+  b.op(kAutograd, "CheckpointFunctionBackward", 3001, 3999);
+  F(false, 4, kAutograd, 3001);
+  at(b.launch(kAutograd, 3050), flows ? "backward" : "untagged", "-",
+     flows ? "other" : "untagged");  // checkpoint glue: the op that made the node is in the model
+  M(kAutograd, "Gemma4TextDecoderLayer_7", 3100, 3500);
+  M(kAutograd, "Gemma4TextAttention_0", 3150, 3300);
+  M(kAutograd, "Linear_0", 3160, 3170);
+  b.op(kAutograd, "aten::mm", 3161, 3164);
+  F(true, 5, kAutograd, 3161);
+  at(b.launch(kAutograd, 3165), "recompute", "sliding", "attention_proj", 0);
+  at(b.launch(kAutograd, 3400), "recompute", "sliding", "other", 0);
+  b.op(kAutograd, "autograd::engine::evaluate_function: MmBackward0", 3600, 3700);
+  b.op(kAutograd, "MmBackward0", 3601, 3699);
+  F(false, 5, kAutograd, 3601);
+  at(b.launch(kAutograd, 3650), flows ? "backward" : "untagged", flows ? "sliding" : "-",
+     flows ? "attention_proj" : "untagged", flows ? 0 : -1);
+  // The optimizer, and a device row no launch event names.
+  b.events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "Optimizer.step#AdamW.step"},
+                      {"pid", 1}, {"tid", kMain}, {"ts", 5000}, {"dur", 100}});
+  at(b.launch(kMain, 5050), "optimizer", "-", "other");
+  b.events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "orphan"}, {"pid", 0}, {"tid", 7},
+                      {"ts", 20000}, {"dur", 0.077},
+                      {"args", {{"correlation", 999}, {"device", 0}, {"stream", 7}}}});
+  return f;
+}
+
+TracePartsOptions two_layers() {
+  TracePartsOptions o;
+  o.layer_kinds = {LayerKind::kSliding, LayerKind::kFull};
+  o.model = "test config";
+  return o;
+}
+
+// The expected rows, summed from the hand placements (kernel rows: c µs each; memcpy apart).
+std::map<Cell, int64_t> expected_cells(const Fixture& f, bool memcpy) {
+  std::map<Cell, int64_t> out;
+  for (const auto& [c, cell] : f.cell) {
+    if ((c == 2) != memcpy) continue;  // correlation 2 is the memcpy
+    out[cell] += c * 1000;
+  }
+  if (!memcpy) out[{"untagged", "-", "untagged"}] += 77;  // the orphan
+  return out;
+}
+
+std::map<Cell, int64_t> actual_cells(const StepBreakdown& b, bool memcpy) {
+  std::map<Cell, int64_t> out;
+  for (const PartRow& r : b.rows) {
+    const int64_t v = memcpy ? r.memcpy_memset_ns : r.kernel_ns;
+    if (v != 0) out[{r.phase, r.layer_kind, r.part}] += v;
+  }
+  return out;
+}
+
+TEST(TraceParts, EveryRowGoesWhereTheHandWorkedPlacementSays) {
+  Fixture f = make(true, true);
+  TraceResult r = read_trace_buffer(f.b.text(), "parts", {}, two_layers());
+  const TraceParts& p = r.summary.parts;
+  ASSERT_TRUE(p.module_events);
+  EXPECT_EQ(actual_cells(p.breakdown, false), expected_cells(f, false));
+  EXPECT_EQ(actual_cells(p.breakdown, true), expected_cells(f, true));
+  // Rows add up to the table exactly.
+  EXPECT_EQ(p.breakdown.kernel_ns + p.breakdown.memcpy_memset_ns, r.table.totals.sum_ns);
+  EXPECT_EQ(p.counts.rows, r.table.totals.events);
+  EXPECT_EQ(p.counts.attributed + p.counts.untagged, p.counts.rows);
+  EXPECT_EQ(p.counts.untagged, 4);
+  EXPECT_EQ(p.counts.untagged_no_launch, 1);
+  EXPECT_EQ(p.counts.untagged_no_module, 1);
+  EXPECT_EQ(p.counts.untagged_unlinked, 2);
+  EXPECT_EQ(p.counts.untagged_link_no_module, 0);
+  EXPECT_EQ(p.counts.linked, 5);
+  EXPECT_EQ(p.fwdbwd_links, 5);
+  EXPECT_EQ(p.fwdbwd_unpaired, 1);
+  EXPECT_EQ(p.backward_ops_linked, 5);
+  ASSERT_EQ(p.decoder_layers.size(), 2u);
+  EXPECT_EQ(p.decoder_layers[0], "Gemma4TextDecoderLayer_7");
+  EXPECT_EQ(p.decoder_layers[1], "Gemma4TextDecoderLayer_2");
+  // Per layer: layer 0 forward, summed from the hand placements.
+  int64_t l0_forward = 0;
+  for (const auto& [c, cell] : f.cell) {
+    if (f.layer[c] == 0 && std::get<0>(cell) == "forward") l0_forward += c * 1000;
+  }
+  ASSERT_EQ(p.breakdown.layers.size(), 2u);
+  int64_t got = 0;
+  for (const auto& [part, ns] : p.breakdown.layers[0].kernel_ns.at("forward")) got += ns;
+  EXPECT_EQ(got, l0_forward);
+  EXPECT_EQ(p.breakdown.layers[1].layer_kind, "full");
+  // The evidence keys.
+  const Json j = to_json(p);
+  EXPECT_TRUE(j["by_phase_part"].is_array());
+  EXPECT_TRUE(j["by_layer"].is_array());
+  EXPECT_EQ(j["attribution"]["linked_rows"], 5);
+  EXPECT_FALSE(trace_parts_tables(p).empty());
+}
+
+TEST(TraceParts, BackwardRowsWithoutTheirFwdbwdLinksAreUntagged) {
+  Fixture f = make(false, true);  // the negative control
+  TraceResult r = read_trace_buffer(f.b.text(), "no flows", {}, two_layers());
+  const TraceParts& p = r.summary.parts;
+  EXPECT_EQ(actual_cells(p.breakdown, false), expected_cells(f, false));
+  EXPECT_EQ(p.counts.linked, 0);
+  EXPECT_EQ(p.counts.untagged_unlinked, 7);
+  for (const PartRow& row : p.breakdown.rows) EXPECT_NE(row.phase, "backward");
+  EXPECT_FALSE(p.notes.empty());
+}
+
+TEST(TraceParts, WithoutModuleEventsTheHintAndThePhaseSplitRemain) {
+  Fixture f = make(true, false);
+  TraceResult r = read_trace_buffer(f.b.text(), "no modules", {}, two_layers());
+  const TraceParts& p = r.summary.parts;
+  EXPECT_FALSE(p.module_events);
+  EXPECT_EQ(p.counts.rows, r.table.totals.events);
+  EXPECT_TRUE(p.breakdown.rows.empty());
+  EXPECT_FALSE(r.table.phases.empty());
+  const Json j = to_json(p);
+  EXPECT_TRUE(j["by_phase_part"].is_null());
+  EXPECT_NE(j["parts"]["hint"].get<std::string>().find("with_stack=True"), std::string::npos);
+  const auto tables = trace_parts_tables(p);
+  ASSERT_EQ(tables.size(), 1u);
+  EXPECT_NE(tables[0].render().find("with_stack=True"), std::string::npos);
+}
+
+TEST(TraceParts, LayerKindsAreUnknownWithoutAConfig) {
+  Fixture f = make(true, true);
+  TraceResult r = read_trace_buffer(f.b.text(), "no config");
+  for (const PartRow& row : r.summary.parts.breakdown.rows) EXPECT_EQ(row.layer_kind, "-");
+  EXPECT_FALSE(r.summary.parts.layer_kinds_known);
+}
+
+// Broken or odd events never crash and are left out, counted where they are events.
+TEST(TraceParts, BrokenEventsAreLeftOut) {
+  Fixture f = make(true, true);
+  Builder& b = f.b;
+  b.events.push_back({{"ph", "s"}, {"cat", "fwdbwd"}, {"pid", 1}, {"tid", 1}, {"ts", 5}});  // no id
+  b.events.push_back({{"ph", "f"}, {"cat", "fwdbwd"}, {"id", 1.5}, {"tid", 1}, {"ts", 5}});
+  b.events.push_back({{"ph", "s"}, {"cat", "fwdbwd"}, {"id", 77}, {"tid", 1}});  // no ts
+  b.events.push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", "nn.Module: X_1"},
+                      {"tid", 1}, {"ts", 3}, {"dur", -1}});
+  b.events.push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", "nn.Module: "},
+                      {"tid", 1}, {"ts", 3}, {"dur", 1}});
+  b.events.push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", "nn.Module: Y_2"},
+                      {"tid", 1}, {"ts", 3}});  // no dur
+  // Two flows whose ids are strings pair as well as integers do.
+  b.events.push_back({{"ph", "s"}, {"cat", "fwdbwd"}, {"id", "a"}, {"tid", 1}, {"ts", 131}});
+  b.events.push_back({{"ph", "f"}, {"cat", "fwdbwd"}, {"id", "a"}, {"tid", 2}, {"ts", 2201}});
+  // A module partly overlapping another on its thread.
+  b.events.push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", "nn.Module: Z_0"},
+                      {"tid", 1}, {"ts", 390}, {"dur", 200}});
+  TraceResult r = read_trace_buffer(b.text(), "broken", {}, two_layers());
+  const TraceParts& p = r.summary.parts;
+  EXPECT_GE(r.summary.health.skipped_events, 4);
+  EXPECT_EQ(p.fwdbwd_links, 6);
+  EXPECT_EQ(p.counts.attributed + p.counts.untagged, p.counts.rows);
+  EXPECT_EQ(p.breakdown.kernel_ns + p.breakdown.memcpy_memset_ns, r.table.totals.sum_ns);
+  // A huge dur on a module is refused as an impossible interval, not wrapped.
+  Builder big;
+  big.module(1, "Gemma4TextDecoderLayer_0", 0, 9.2e15);
+  big.launch(1, 5);
+  TraceResult rb = read_trace_buffer(big.text(), "big");
+  EXPECT_FALSE(rb.summary.parts.module_events);
+}
+
+TEST(PartDiff, EvidenceRowsAreBoundsCheckedAndComparedPerStep) {
+  Json results = {{"points", Json::array({{{"batch", 2}, {"width", 256},
+                                           {"kernel_trace",
+                                            {{"by_phase_part",
+                                              Json::array({{{"phase", "forward"},
+                                                            {"layer_kind", "sliding"},
+                                                            {"part", "experts"},
+                                                            {"kernels", 3},
+                                                            {"kernel_s", 0.002}}})}}}}})},
+                  {"kernel_table_point", {{"batch", 2}, {"width", 256}}}};
+  PartSide b = part_side_from_evidence(results, "profile", "p.json");
+  ASSERT_TRUE(b.available);
+  EXPECT_EQ(b.origin, "profile evidence, point 2x256");
+  EXPECT_EQ(b.kernel_ns, 2000000);
+  Fixture f = make(true, true);
+  TraceResult r = read_trace_buffer(f.b.text(), "parts", {}, two_layers());
+  PartSide a = part_side_from_trace(r.summary.parts, 2, "a.json");
+  PartDiff d = diff_parts(a, b);
+  ASSERT_TRUE(d.available);
+  int64_t a_sum = 0;
+  bool found = false;
+  for (const PartDiffRow& row : d.rows) {
+    a_sum += row.a_ns;
+    if (row.phase == "forward" && row.layer_kind == "sliding" && row.part == "experts") {
+      found = true;
+      EXPECT_EQ(row.b_ns, 2000000);
+      EXPECT_EQ(row.a_ns, (14 + 15 + 16) * 1000 / 2);  // three rows, two steps
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_FALSE(part_diff_tables(d).empty());
+  EXPECT_TRUE(to_json(d)["rows"].is_array());
+
+  auto bad = [&](Json row) {
+    Json res = {{"by_phase_part", Json::array({row})}};
+    EXPECT_THROW(part_side_from_evidence(res, "kernels", "bad.json"), Error) << row.dump();
+  };
+  bad({{"phase", "sideways"}, {"layer_kind", "-"}, {"part", "experts"}, {"kernel_s", 1}});
+  bad({{"phase", "forward"}, {"layer_kind", "-"}, {"part", "lm"}, {"kernel_s", 1}});
+  bad({{"phase", "forward"}, {"layer_kind", "-"}, {"part", "experts"}, {"kernel_s", -1}});
+  bad({{"phase", "forward"}, {"layer_kind", "-"}, {"part", "experts"}, {"kernel_s", "1"}});
+  bad({{"phase", "forward"}, {"layer_kind", "-"}, {"part", "experts"}});
+  bad({{"phase", "forward"}, {"layer_kind", "-"}, {"part", "experts"}, {"kernel_s", 1},
+       {"kernels", -2}});
+  bad({{"phase", "forward"}, {"layer_kind", 3}, {"part", "experts"}, {"kernel_s", 1}});
+  EXPECT_THROW(part_side_from_evidence(Json{{"by_phase_part", 5}}, "kernels", "x"), Error);
+  // A side without rows says why, and the diff says so too.
+  PartSide none = part_side_from_evidence(Json::object(), "kernels", "empty.json");
+  EXPECT_FALSE(none.available);
+  EXPECT_FALSE(diff_parts(a, none).available);
+}
+
+}  // namespace
+}  // namespace tprobe::core
