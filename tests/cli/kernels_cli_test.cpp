@@ -295,7 +295,8 @@ TEST(KernelsCli, PartsOfAHandMadeTraceWithModuleEvents) {
             2);
 
   // The part-level diff: the trace against its own evidence moves nothing.
-  RunResult d = run_tprobe({"kernels", fixture, dir + "/p.json", "--json", dir + "/d.json"});
+  RunResult d = run_tprobe({"kernels", fixture, dir + "/p.json", "--model", "gemma4-tiny", "--json",
+                            dir + "/d.json"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_NE(d.out.find("Parts compared"), std::string::npos);
   const json diff = json::parse(read_text(dir + "/d.json"))["results"]["part_diff"];
@@ -316,8 +317,8 @@ TEST(KernelsCli, ATraceWithoutModuleEventsSaysWhichFlagToAdd) {
   EXPECT_FALSE(res["parts"]["module_events"].get<bool>());
   EXPECT_FALSE(res["kernel_table"]["phases"].empty());
   bool diag = false;
-  for (const auto& d : json::parse(read_text(dir + "/k.json"))["status"]["diagnostics"])
-    diag |= d["code"] == "trace_no_module_events";
+  const json doc = json::parse(read_text(dir + "/k.json"));  // held: the loop reads inside it
+  for (const auto& d : doc["status"]["diagnostics"]) diag |= d["code"] == "trace_no_module_events";
   EXPECT_TRUE(diag);
 }
 
