@@ -45,18 +45,6 @@ int kind_rank(const std::string& kind) {
   return 100;
 }
 
-const char* kind_name(ActivityKind k) {
-  switch (k) {
-    case ActivityKind::kKernel:
-      return "kernel";
-    case ActivityKind::kMemcpy:
-      return "memcpy";
-    case ActivityKind::kMemset:
-      return "memset";
-  }
-  return "?";
-}
-
 }  // namespace
 
 const char* to_string(StepPhase phase) { return kPhaseNames.at(static_cast<size_t>(phase)); }
@@ -105,7 +93,7 @@ Json to_json(const RawTrace& t) {
   out["dropped_records"] = t.dropped_records;
   out["records"] = Json::array();
   for (const auto& r : t.records) {
-    out["records"].push_back({{"kind", kind_name(r.kind)},
+    out["records"].push_back({{"kind", to_string(r.kind)},
                               {"name", r.name},
                               {"start_ns", r.start_ns},
                               {"end_ns", r.end_ns},
