@@ -176,6 +176,13 @@ Fixture make(bool flows, bool modules) {
   F(false, 5, kAutograd, 3601);
   at(b.launch(kAutograd, 3650), flows ? "backward" : "untagged", flows ? "sliding" : "-",
      flows ? "attention_proj" : "untagged", flows ? 0 : -1);
+  // The engine's glue in a backward op with no flow of its own (AccumulateGrad) inside the
+  // checkpoint's: the enclosing op's flow names the checkpoint call, and the decoder layer it
+  // recomputes gives the layer (its backward `other`).
+  b.op(kAutograd, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 3750,
+       3800);
+  at(b.launch(kAutograd, 3760), flows ? "backward" : "untagged", flows ? "sliding" : "-",
+     flows ? "other" : "untagged", flows ? 0 : -1);
   // The optimizer, and a device row no launch event names.
   b.events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "Optimizer.step#AdamW.step"},
                       {"pid", 1}, {"tid", kMain}, {"ts", 5000}, {"dur", 100}});
@@ -229,7 +236,8 @@ TEST(TraceParts, EveryRowGoesWhereTheHandWorkedPlacementSays) {
   EXPECT_EQ(p.counts.untagged_no_module, 1);
   EXPECT_EQ(p.counts.untagged_unlinked, 2);
   EXPECT_EQ(p.counts.untagged_link_no_module, 0);
-  EXPECT_EQ(p.counts.linked, 5);
+  EXPECT_EQ(p.counts.linked, 6);
+  EXPECT_EQ(p.counts.linked_enclosing, 1);
   EXPECT_EQ(p.fwdbwd_links, 5);
   EXPECT_EQ(p.fwdbwd_unpaired, 1);
   EXPECT_EQ(p.backward_ops_linked, 5);
@@ -250,7 +258,8 @@ TEST(TraceParts, EveryRowGoesWhereTheHandWorkedPlacementSays) {
   const Json j = to_json(p);
   EXPECT_TRUE(j["by_phase_part"].is_array());
   EXPECT_TRUE(j["by_layer"].is_array());
-  EXPECT_EQ(j["attribution"]["linked_rows"], 5);
+  EXPECT_EQ(j["attribution"]["linked_rows"], 6);
+  EXPECT_EQ(j["attribution"]["linked_enclosing_rows"], 1);
   EXPECT_FALSE(trace_parts_tables(p).empty());
 }
 
@@ -260,7 +269,8 @@ TEST(TraceParts, BackwardRowsWithoutTheirFwdbwdLinksAreUntagged) {
   const TraceParts& p = r.summary.parts;
   EXPECT_EQ(actual_cells(p.breakdown, false), expected_cells(f, false));
   EXPECT_EQ(p.counts.linked, 0);
-  EXPECT_EQ(p.counts.untagged_unlinked, 7);
+  EXPECT_EQ(p.counts.untagged_unlinked, 8);
+  EXPECT_EQ(p.counts.linked_enclosing, 0);
   for (const PartRow& row : p.breakdown.rows) EXPECT_NE(row.phase, "backward");
   EXPECT_FALSE(p.notes.empty());
 }

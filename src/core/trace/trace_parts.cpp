@@ -448,7 +448,15 @@ class Attributor {
           } else {
             const int64_t flow = t->second.ivs[static_cast<std::size_t>(chain[node])].flow;
             auto s = flow >= 0 ? start_of_.find(flow) : start_of_.end();
-            if (s == start_of_.end()) {
+            std::optional<StepTag> outer;
+            if (s == start_of_.end()) outer = enclosing_link(t->second, chain, node);
+            if (s == start_of_.end() && outer) {
+              // The autograd engine's glue inside an enclosing backward op: a reentrant
+              // checkpoint's backward runs its layer's recompute and nodes inside one op.
+              tag = outer;
+              ++n.linked;
+              ++n.linked_enclosing;
+            } else if (s == start_of_.end()) {
               ++n.untagged_unlinked;
               counted = true;
             } else {
@@ -478,6 +486,57 @@ class Attributor {
       add(row, tag);
     }
     finish();
+  }
+
+  // A row launched in a backward op with no flow of its own: the nearest enclosing backward op
+  // whose flow names a forward op gives the tag (backward of that op: for a reentrant
+  // checkpoint, the checkpoint call), and the decoder layer that op recomputes inside it, when it
+  // recomputes one, gives the layer — the layer's backward `other`, as tprobe's own engine files
+  // its glue. Nothing without a flow: the negative control (no fwdbwd events) stays untagged.
+  std::optional<StepTag> enclosing_link(const ThreadTree& tree, const std::vector<int32_t>& chain,
+                                        std::size_t node) {
+    std::vector<int32_t> fwd;
+    for (std::size_t p = node + 1; p < chain.size(); ++p) {
+      const Iv& iv = tree.ivs[static_cast<std::size_t>(chain[p])];
+      if (iv.kind != IvKind::kNode || iv.flow < 0) continue;
+      auto s = start_of_.find(iv.flow);
+      if (s == start_of_.end()) continue;
+      auto ft = trees_.find(s->second.first);
+      if (ft == trees_.end()) continue;
+      fwd.clear();
+      ft->second.chain(s->second.second, fwd);
+      std::size_t fnode = fwd.size();
+      for (std::size_t q = 0; q < fwd.size(); ++q) {
+        if (ft->second.ivs[static_cast<std::size_t>(fwd[q])].kind == IvKind::kNode) {
+          fnode = q;
+          break;
+        }
+      }
+      Resolved fr = fwd.empty() ? Resolved{} : resolve(ft->second, fwd, fnode);
+      if (!fr.ok) continue;
+      StepTag tag = backward_of(fr.tag);
+      if (tag.layer < 0) {
+        // the decoder layer recomputed inside this op (the first one that starts in it)
+        auto from = std::lower_bound(tree.starts.begin(), tree.starts.end(), iv.start);
+        for (auto k = static_cast<std::size_t>(from - tree.starts.begin()); k < tree.ivs.size();
+             ++k) {
+          const Iv& m = tree.ivs[k];
+          if (m.start > iv.end) break;  // ivs are by start ascending
+          if (m.kind != IvKind::kModule || m.cls != ModClass::kDecoderLayer) continue;
+          auto li = layer_of_.find(m.module);
+          if (li == layer_of_.end()) continue;
+          tag.layer = li->second;
+          tag.layer_kind =
+              static_cast<std::size_t>(tag.layer) < options_.layer_kinds.size()
+                  ? options_.layer_kinds[static_cast<std::size_t>(tag.layer)]
+                  : LayerKind::kNone;
+          tag.part = StepPart::kOther;
+          break;
+        }
+      }
+      return tag;
+    }
+    return std::nullopt;
   }
 
   struct Key {
@@ -623,6 +682,7 @@ Json to_json(const TraceParts& p) {
   out["attribution"] = {{"rows", c.rows},
                         {"attributed_rows", c.attributed},
                         {"linked_rows", c.linked},
+                        {"linked_enclosing_rows", c.linked_enclosing},
                         {"untagged_rows", c.untagged},
                         {"untagged_no_launch_rows", c.untagged_no_launch},
                         {"untagged_no_module_rows", c.untagged_no_module},
@@ -739,10 +799,12 @@ std::vector<Table> trace_parts_tables(const TraceParts& p) {
       phases, b.span_ns);
   const TracePartsCounts& c = p.counts;
   m.note(fmt::format(
-      "{} of {} device rows placed ({} backward rows through a fwdbwd flow); untagged {}: no "
-      "launch {}, outside every module {}, backward op without a flow {}, flow to an op outside "
-      "every module {}; untagged kernel time {} ({})",
+      "{} of {} device rows placed ({} backward rows through a fwdbwd flow, {} of them through "
+      "the flow of an enclosing backward op); untagged {}: no launch {}, outside every module {}, "
+      "backward op without a flow {}, flow to an op outside every module {}; untagged kernel time "
+      "{} ({})",
       format_count(c.attributed), format_count(c.rows), format_count(c.linked),
+      format_count(c.linked_enclosing),
       format_count(c.untagged), c.untagged_no_launch, c.untagged_no_module, c.untagged_unlinked,
       c.untagged_link_no_module, secs(b.untagged_kernel_ns),
       b.kernel_ns > 0 ? format_percent(double(b.untagged_kernel_ns) / double(b.kernel_ns)) : "-"));

@@ -28,6 +28,7 @@ struct TracePartsCounts {
   int64_t rows = 0;        // selected device rows
   int64_t attributed = 0;  // rows given a phase and part
   int64_t linked = 0;      // of those: backward rows placed through a fwdbwd flow
+  int64_t linked_enclosing = 0;  // of those: through the flow of an enclosing backward op
   int64_t untagged = 0;    // every kind below
   int64_t untagged_no_launch = 0;  // no cuda_runtime/cuda_driver event carries its correlation
   int64_t untagged_no_module = 0;  // launched outside every module event (and every node)
