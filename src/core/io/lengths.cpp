@@ -352,7 +352,10 @@ class JsonRecordSax {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    if (error.empty()) error = fmt::format("malformed JSON: {}", detail::printable(e.what(), 200));
+    if (error.empty()) {
+      error = fmt::format("malformed JSON {}",
+                          detail::printable(detail::json_error_text(e.what()), 200));
+    }
     return false;
   }
 
@@ -677,7 +680,11 @@ LengthDataset read_lengths(const std::string& path, LengthFormat format) {
 
 LengthDataset synthetic_corpus(int64_t records, uint64_t seed) {
   if (records < 1) fail_usage("a synthetic corpus needs at least 1 record, got {}", records);
-  if (records > 0xFFFFFFFELL) fail_usage("a synthetic corpus is limited to 2^32-2 records");
+  if (records > kMaxSyntheticRecords) {
+    fail_usage("a synthetic corpus of {} records: at most {} (12 bytes each in memory, before the "
+               "probe's own copies)",
+               records, kMaxSyntheticRecords);
+  }
   const auto& sources = synthetic_sources();
   LengthDataset ds;
   ds.name = "synthetic";
@@ -716,6 +723,11 @@ LengthDataset load_dataset(const std::string& spec, LengthFormat format) {
     auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), records);
     if (ec != std::errc() || ptr != n.data() + n.size() || records < 1) {
       fail_usage("dataset '{}': expected synthetic:N with N a positive record count", spec);
+    }
+    if (records > kMaxSyntheticRecords) {
+      fail_usage("dataset '{}': at most {} synthetic records (12 bytes each in memory, before "
+                 "the probe's own copies)",
+                 spec, kMaxSyntheticRecords);
     }
     LengthDataset ds = synthetic_corpus(records);
     ds.name = spec;

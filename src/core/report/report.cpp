@@ -1202,7 +1202,8 @@ Report build_report(const std::vector<EvidenceInput>& inputs, const std::string&
         known->build(ctx);
       } catch (const std::exception& e) {
         // A shape the builder did not foresee: say so and keep the page.
-        sec.notes.push_back(std::string("could not draw this section: ") + e.what());
+        sec.notes.push_back("could not draw this section: " +
+                            detail::printable(detail::json_error_text(e.what()), 200));
       }
     } else if (!known) {
       sec.notes.push_back("this tprobe draws no figures for probe '" + probe +
