@@ -41,6 +41,16 @@ core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
   rates.peak_tflops = o.peak_tflops;
 
   core::FlopsReport report = core::count_flops(config, req);
+  if (rates.step_time_s) {
+    // An MFU above 100 % is no measurement: the step time (or the peak) is wrong.
+    const double performed = core::total(report.performed_total);
+    const double fastest = performed / (rates.peak_tflops * 1e12);
+    if (core::mfu(performed, *rates.step_time_s, rates.peak_tflops) > 1.0) {
+      fail_usage("--step-time {:g} s: the step's {:.4g} performed FLOPs take at least {:.4g} s at "
+                 "--peak-tflops {:g}; a shorter step time would mean an MFU above 100 %",
+                 *rates.step_time_s, performed, fastest, rates.peak_tflops);
+    }
+  }
   for (const auto& table : core::flops_tables(report, rates)) ctx.out << table.render() << "\n";
   ctx.evidence.results() = core::to_json(report, rates);
   return core::Outcome::kOk;
@@ -52,11 +62,12 @@ void register_flops(CLI::App& app, ProbeSet& set) {
   auto o = std::make_shared<FlopsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "flops", "FLOPs of one LoRA fwd+bwd step per component: intended vs performed, and MFU");
-  cmd->add_option("--model", o->model, "Embedded model name")
-      ->check(CLI::IsMember(core::embedded_model_names()))
-      ->capture_default_str();
+  CLI::Option* model = cmd->add_option("--model", o->model, "Embedded model name")
+                           ->check(CLI::IsMember(core::embedded_model_names()))
+                           ->capture_default_str();
   cmd->add_option("--config", o->config_path,
-                  "A Gemma-4 config.json (multimodal or text-only) instead of --model");
+                  "A Gemma-4 config.json (multimodal or text-only) instead of --model")
+      ->excludes(model);
   cmd->add_option("--batch", o->batch, "Sequences per micro-batch")
       ->check(positive_number())
       ->capture_default_str();

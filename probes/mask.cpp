@@ -32,6 +32,9 @@ struct MaskOptions {
   int64_t padded_length = 0;
 };
 
+// --materialise builds whole masks: refused above this many bytes per mask, with the limit named.
+constexpr int64_t kMaxMaterialisedBytes = int64_t{1} << 34;
+
 core::ModelConfig load_config(const std::string& model) {
   for (const std::string& name : core::embedded_model_names()) {
     if (model == name) return core::embedded_model(name);
@@ -52,6 +55,17 @@ core::Outcome run(const MaskOptions& o, RunContext& ctx) {
   for (int64_t l : req.lengths) {
     if (l < 1 || l > o.width)
       fail_usage("--lengths value {} is outside 1..{} (--width)", l, o.width);
+  }
+  if (o.materialise) {
+    // Checked before anything runs: one bool mask [B or 1, 1, S, S] per layer type.
+    const int64_t rows = o.lengths.empty() ? 1 : o.batch;
+    const long double bytes = static_cast<long double>(rows) * o.width * o.width;
+    if (bytes > static_cast<long double>(kMaxMaterialisedBytes)) {
+      fail_usage("--materialise at --width {}{}: a [{}, 1, {}, {}] bool mask is {:.0f} bytes; at "
+                 "most {} (16 GiB) per mask",
+                 o.width, o.lengths.empty() ? "" : fmt::format(" --batch {}", o.batch), rows,
+                 o.width, o.width, bytes, kMaxMaterialisedBytes);
+    }
   }
   req.rules = *core::parse_mask_rules(o.attn);
   if (o.expect_window > 0) req.expect.window = o.expect_window;

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <new>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -181,6 +184,49 @@ void declare_files(const Probe& probe, core::OutputGuard& guard) {
   guard.check();
 }
 
+// The run's input paths, for a message: " (reading A, B)", "" when it reads none.
+std::string inputs_of(const Probe& probe) {
+  std::vector<std::string> paths;
+  for (const std::string& name : probe.files.inputs) {
+    for (const std::string& path : option_paths(*probe.command, name)) paths.push_back(path);
+  }
+  if (paths.empty()) return "";
+  if (paths.size() > 3) {
+    paths.resize(3);
+    paths.back() = "...";
+  }
+  return fmt::format(" (reading {})", fmt::join(paths, ", "));
+}
+
+std::string one_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  for (char& ch : line) {
+    if (ch < 0x20 || ch >= 0x7f) ch = '?';
+  }
+  return line.size() > 200 ? line.substr(0, 200) + "..." : line;
+}
+
+// An exception that is not a tprobe::Error escaped the probe: turned into one line naming the
+// probe and its inputs. nlohmann's "[json.exception.type_error.302] " tag, a bare
+// "std::bad_alloc" and library-internal texts (vector::_M_range_check ...) never reach the user.
+[[noreturn]] void fail_plainly(const Probe& probe) {
+  const std::string where = probe.command->get_name() + inputs_of(probe);
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    fail("{}: out of memory", where);
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: a JSON value is not what it should be: {}", where,
+         one_line(core::detail::json_error_text(e.what())));
+  } catch (const std::logic_error&) {
+    // out_of_range, length_error, invalid_argument: their texts name library internals.
+    fail("{}: an input is outside what tprobe can represent (a size or index out of range)",
+         where);
+  } catch (const std::exception& e) {
+    fail("{}: {}", where, one_line(e.what()));
+  }
+}
+
 }  // namespace
 
 int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out) const {
@@ -203,6 +249,10 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
     } catch (const core::Interrupted&) {
       // A poll point that could not return partial results: the evidence says so, with
       // whatever the probe had put in results before.
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception&) {
+      fail_plainly(*probe);
     }
     const bool interrupted = core::interrupt_requested();
     if (interrupted) {

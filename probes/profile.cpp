@@ -41,7 +41,8 @@ struct ProfileOptions {
   int64_t batch = 2;
   std::vector<int64_t> widths;  // empty: by device
   std::vector<int64_t> lengths;
-  double pad_fraction = -1;  // < 0: no padded point
+  double pad_fraction = 0;
+  bool pad_fraction_given = false;  // --pad-fraction was given: then it must be in (0, 1)
   int64_t warmup = 1;
   int64_t repeats = 3;
   double peak_tflops = 0;  // 0: measure
@@ -102,10 +103,15 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
       fail_usage("--lengths has {} values for --batch {}: one real length per row",
                  o.lengths.size(), o.batch);
     const int64_t w = *std::max_element(o.lengths.begin(), o.lengths.end());
-    s.points.push_back({o.batch, std::max(w, widest), o.lengths});
+    // The padded point is padded to the widest width: a longer row would add a width of its own.
+    if (w > widest) {
+      fail_usage("--lengths value {} is above the widest --widths ({}): the padded point is "
+                 "right-padded to the widest width",
+                 w, widest);
+    }
+    s.points.push_back({o.batch, widest, o.lengths});
   }
-  if (std::isnan(o.pad_fraction)) fail_usage("--pad-fraction nan: must be in (0, 1)");
-  if (o.pad_fraction >= 0) {
+  if (o.pad_fraction_given) {
     if (!(o.pad_fraction > 0 && o.pad_fraction < 1))
       fail_usage("--pad-fraction {}: must be in (0, 1)", o.pad_fraction);
     std::vector<int64_t> lengths(static_cast<size_t>(o.batch), widest);
@@ -118,6 +124,10 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   req.raw_trace_path = o.raw_trace.empty() ? "" : ctx.files.staged(o.raw_trace);
   req.replay_trace = o.replay_trace;
   if (o.peak_tflops > 0) req.peak_tflops = o.peak_tflops;
+  if (o.table_width > 0 && std::find(widths.begin(), widths.end(), o.table_width) == widths.end()) {
+    fail_usage("--table-width {} is none of this run's widths ({})", o.table_width,
+               fmt::join(widths, ", "));
+  }
   req.table_width = o.table_width;
 
   const bool tty = ctx.out.rdbuf() == std::cout.rdbuf() && isatty(STDOUT_FILENO);
@@ -230,7 +240,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "right-padded to the widest width")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  cmd->add_option("--pad-fraction", o->pad_fraction,
+  CLI::Option* pad_fraction = cmd->add_option("--pad-fraction", o->pad_fraction,
                   "An extra padded point at the widest width with the last row padded by this "
                   "fraction (0.5 is the standard penalty test)");
   cmd->add_option("--warmup", o->warmup, "Untimed steps per point")
@@ -257,7 +267,12 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--seed", o->seed, "Seed of the random weights and inputs")
       ->capture_default_str();
   set.add(
-      cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kTorch,
+      cmd,
+      [o, pad_fraction](RunContext& ctx) {
+        o->pad_fraction_given = pad_fraction->count() > 0;
+        return run(*o, ctx);
+      },
+      Needs::kTorch,
       {{"--checkpoint", "--replay-trace"}, {"--raw-trace"}, {}});
 }
 

@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
+#include <map>
 
+#include "tprobe/core/adapter/lora_adapter.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
@@ -17,8 +17,6 @@ using torch::Tensor;
 
 namespace {
 
-constexpr const char* kAdapterWeights = "adapter_model.safetensors";
-constexpr const char* kAdapterConfig = "adapter_config.json";
 constexpr const char* kPeftPrefix = "base_model.model.";
 
 torch::Dtype to_torch(core::DType d, const std::string& where) {
@@ -52,18 +50,6 @@ core::DType from_torch(torch::Dtype d, const std::string& where) {
       return core::DType::kF64;
     default:
       fail("{}: dtype {} cannot be saved", where, std::string(c10::toString(d)));
-  }
-}
-
-core::Json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) fail("{}: cannot open", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return core::Json::parse(ss.str());
-  } catch (const std::exception& e) {
-    fail("{}: not valid JSON: {}", path, e.what());
   }
 }
 
@@ -127,7 +113,7 @@ void save_adapter(Gemma4Model& model, const std::string& dir, const std::string&
     w.data = host.back().data_ptr();
     out.push_back(w);
   }
-  core::write_safetensors(dir + "/" + kAdapterWeights, out, {{"format", "pt"}});
+  core::write_safetensors(dir + "/" + core::kAdapterWeightsName, out, {{"format", "pt"}});
   core::Json cfg = core::Json::object();
   cfg["peft_type"] = "LORA";
   cfg["task_type"] = "CAUSAL_LM";
@@ -143,57 +129,63 @@ void save_adapter(Gemma4Model& model, const std::string& dir, const std::string&
   cfg["inference_mode"] = true;
   cfg["modules_to_save"] = nullptr;
   cfg["base_model_name_or_path"] = model.config().name;
-  core::write_file_atomic(dir + "/" + kAdapterConfig, cfg.dump(2) + "\n");
+  core::write_file_atomic(dir + "/" + core::kAdapterConfigName, cfg.dump(2) + "\n");
 }
 
 void load_adapter(Gemma4Model& model, const std::string& dir) {
-  const std::string cfg_path = dir + "/" + kAdapterConfig;
-  core::Json cfg = read_json_file(cfg_path);
-  LoraConfig lora;
-  try {
-    if (cfg.value("peft_type", std::string()) != "LORA")
-      fail("{}: peft_type is not LORA", cfg_path);
-    // Variants tprobe's LoRA does not compute: refuse them rather than give other gradients.
-    for (const char* flag : {"use_rslora", "use_dora"}) {
-      if (cfg.contains(flag) && cfg[flag].is_boolean() && cfg[flag].get<bool>())
-        fail("{}: {} is true; tprobe implements plain LoRA (alpha / r scaling) only", cfg_path,
-             flag);
-    }
-    for (const char* pattern : {"rank_pattern", "alpha_pattern"}) {
-      if (cfg.contains(pattern) && cfg[pattern].is_object() && !cfg[pattern].empty())
-        fail("{}: {} is not empty; per-module ranks and alphas are not supported", cfg_path,
-             pattern);
-    }
-    lora.rank = cfg.at("r").get<int64_t>();
-    lora.alpha = cfg.at("lora_alpha").get<double>();
-    const auto& targets = cfg.at("target_modules");
-    if (!targets.is_array())
-      fail("{}: target_modules must be a list (a regex string is not supported)", cfg_path);
-    for (const auto& t : targets) lora.targets.push_back(t.get<std::string>());
-  } catch (const nlohmann::json::exception& e) {
-    fail("{}: {}", cfg_path, e.what());
+  // The config is parsed, and checked against the adapter's own tensors (rank, alpha, targets),
+  // by the reader lora-gate uses: one adapter is refused by both probes with the same message.
+  const core::LoraAdapter adapter = core::read_lora_adapter(dir);
+  const core::AdapterConfig& c = adapter.config;
+  const std::string cfg_path = adapter.dir + "/" + core::kAdapterConfigName;
+  // What tprobe's LoRA does not compute: refused rather than give other gradients.
+  if (c.use_rslora)
+    fail("{}: use_rslora is true; tprobe implements plain LoRA (alpha / r scaling) only", cfg_path);
+  if (c.use_dora)
+    fail("{}: use_dora is true; tprobe implements plain LoRA (alpha / r scaling) only", cfg_path);
+  if (c.rank_pattern || c.alpha_pattern) {
+    fail("{}: {} is not empty; per-module ranks and alphas are not supported", cfg_path,
+         c.rank_pattern ? "rank_pattern" : "alpha_pattern");
   }
+  if (!c.target_regex.empty())
+    fail("{}: target_modules must be a list (a regex string is not supported)", cfg_path);
+  if (c.lora_alpha == 0.0)
+    fail("{}: field 'lora_alpha' is missing: the adapter's scale is lora_alpha / r", cfg_path);
+  LoraConfig lora;
+  lora.rank = c.r;
+  lora.alpha = c.lora_alpha;
+  lora.targets = c.target_modules;
   validate_lora(lora);
   model.add_lora(lora, 0);
-  const std::string weights_path = dir + "/" + kAdapterWeights;
-  core::SafetensorsFile file = core::SafetensorsFile::open(weights_path);
+  // Where each stored tensor is (one file, or the index's shards).
+  std::map<std::string, std::string> file_of;
+  for (const core::AdapterModule& m : adapter.modules) {
+    for (const auto& t : {m.a, m.b}) {
+      if (t) file_of[t->name] = t->file;
+    }
+  }
+  std::map<std::string, core::SafetensorsFile> files;
   torch::NoGradGuard no_grad;
   for (auto& [name, slot] : model.lora_parameters()) {
-    const core::TensorInfo* info = nullptr;
     std::string full;
+    auto where = file_of.end();
     for (const char* p : {core::kMultimodalTextPrefix, core::kTextOnlyPrefix}) {
       full = std::string(kPeftPrefix) + p + name;
-      info = file.find(full);
-      if (info) break;
+      where = file_of.find(full);
+      if (where != file_of.end()) break;
     }
-    if (!info)
-      fail("{}: adapter tensor '{}' is missing", weights_path,
+    if (where == file_of.end())
+      fail("{}: adapter tensor '{}' is missing", adapter.dir,
            std::string(kPeftPrefix) + "model.[language_model.]" + name);
-    if (info->shape != slot->sizes().vec()) {
-      fail("{}: tensor '{}' has shape [{}], expected [{}]", weights_path, full,
-           fmt::join(info->shape, ", "), fmt::join(slot->sizes().vec(), ", "));
+    auto file = files.find(where->second);
+    if (file == files.end())
+      file = files.emplace(where->second, core::SafetensorsFile::open(where->second)).first;
+    const core::TensorInfo& info = file->second.tensor(full);
+    if (info.shape != slot->sizes().vec()) {
+      fail("{}: tensor '{}' has shape [{}], expected [{}]", where->second, full,
+           fmt::join(info.shape, ", "), fmt::join(slot->sizes().vec(), ", "));
     }
-    slot->copy_(read_tensor(file, full, slot->scalar_type(), slot->device()));
+    slot->copy_(read_tensor(file->second, full, slot->scalar_type(), slot->device()));
   }
 }
 

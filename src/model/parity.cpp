@@ -69,7 +69,20 @@ Tensor read_shaped(const core::SafetensorsFile& ref, const std::string& key,
 double read_scalar(const core::SafetensorsFile& ref, const std::string& key) {
   Tensor t = read_tensor(ref, key, torch::kDouble, torch::kCPU);
   if (t.numel() != 1) fail("{}: '{}' has {} elements, expected 1", ref.path(), key, t.numel());
-  return t.reshape({-1})[0].item<double>();
+  const double v = t.reshape({-1})[0].item<double>();
+  if (!std::isfinite(v)) fail("{}: '{}' is {}: a reference must be finite", ref.path(), key, v);
+  return v;
+}
+
+// A reference tensor with a NaN or Inf is a broken reference (exit 1), not a parity failure.
+void check_finite(const core::SafetensorsFile& ref, const std::string& key, const Tensor& t) {
+  const Tensor bad = torch::logical_not(torch::isfinite(t));
+  const int64_t n = bad.sum().item<int64_t>();
+  if (n == 0) return;
+  const int64_t first = bad.reshape({-1}).nonzero()[0][0].item<int64_t>();
+  fail("{}: '{}' holds {} non-finite values (the first at flat index {}): a reference must be "
+       "finite",
+       ref.path(), key, n, first);
 }
 
 // The module of a LoRA tensor name and whether it is A: "layers.0.self_attn.q_proj".
@@ -444,6 +457,9 @@ ParityResult run_parity(const ParityOptions& o) {
     fail("{}: '{}' has shape [{}], expected [{}, {}, {}]", o.reference_path, o.logits_key,
          fmt::join(want.sizes().vec(), ", "), ids.size(0), ids.size(1), vocab);
   }
+  check_finite(ref, o.logits_key, want);
+  std::optional<double> reference_loss;
+  if (ref.find(o.loss_key)) reference_loss = read_scalar(ref, o.loss_key);
   if (!o.adapter_dir.empty()) load_adapter(model, o.adapter_dir);
   torch::NoGradGuard no_grad;
   ForwardRecord rec;
@@ -510,12 +526,13 @@ ParityResult run_parity(const ParityOptions& o) {
            fmt::join(base.sizes().vec(), ", "), o.logits_key,
            fmt::join(full_want.sizes().vec(), ", "));
     }
+    check_finite(ref, r.baseline_key, base);
     if (real.defined()) base = base.index({real});
     r.baseline = logits_error(base, want);
   }
   r.loss = loss.loss.item<double>();
-  if (ref.find(o.loss_key)) {
-    r.reference_loss = read_tensor(ref, o.loss_key, torch::kDouble, torch::kCPU).item<double>();
+  if (reference_loss) {
+    r.reference_loss = reference_loss;
     r.loss_abs_diff = std::abs(r.loss - *r.reference_loss);
   }
   const VerdictRule rule = verdict_rule(

@@ -1,4 +1,17 @@
 // The entry point of libtprobe_torch.so: the table of torch-backed work the binary calls.
+//
+// Every call is wrapped: a libtorch (c10::Error), allocator or other std exception never leaves
+// the module as itself. It becomes one tprobe::Error line naming the work and its input — c10's
+// own text without its backtrace, first line only — so no "internal error" and no 15-line
+// backtrace reach the user (issue 23, item 4).
+#include <c10/util/Exception.h>
+#include <fmt/format.h>
+
+#include <functional>
+#include <new>
+#include <string>
+
+#include "tprobe/core/base/error.hpp"
 #include "tprobe/cupti/cupti_info.hpp"
 #include "tprobe/model/mask_check.hpp"
 #include "tprobe/model/profile.hpp"
@@ -7,19 +20,67 @@
 
 namespace {
 
+using tprobe::Error;
+
+std::string first_line(const std::string& s) {
+  const std::string line = s.substr(0, s.find('\n'));
+  return line.size() > 240 ? line.substr(0, 240) + "..." : line;
+}
+
+template <typename Fn>
+auto translated(const std::string& what, Fn&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const Error&) {
+    throw;  // already a message for the user (Interrupted included)
+  } catch (const c10::OutOfMemoryError& e) {
+    throw Error(fmt::format("{}: out of memory: {}", what, first_line(e.what_without_backtrace())));
+  } catch (const c10::Error& e) {
+    throw Error(fmt::format("{}: libtorch refused it: {}", what,
+                            first_line(e.what_without_backtrace())));
+  } catch (const std::bad_alloc&) {
+    throw Error(fmt::format("{}: out of memory", what));
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{}: {}", what, first_line(e.what())));
+  }
+}
+
 void describe(tprobe::core::Environment& env) {
-  tprobe::model::describe_torch(env);
-  tprobe::cupti::describe_cupti(env);
+  translated("libtorch environment", [&] {
+    tprobe::model::describe_torch(env);
+    tprobe::cupti::describe_cupti(env);
+  });
+}
+
+tprobe::model::ParityResult run_parity(const tprobe::model::ParityOptions& o) {
+  return translated(fmt::format("parity of {} against {}", o.checkpoint_dir, o.reference_path),
+                    [&] { return tprobe::model::run_parity(o); });
+}
+
+tprobe::model::MaskCheckResult run_mask_check(const tprobe::model::MaskCheckOptions& o) {
+  return translated(fmt::format("mask --materialise at width {}", o.width),
+                    [&] { return tprobe::model::run_mask_check(o); });
+}
+
+tprobe::model::MaskBackendsResult run_mask_backends(const tprobe::model::MaskBackendsOptions& o) {
+  return translated(fmt::format("mask --backends at width {}", o.width),
+                    [&] { return tprobe::model::run_mask_backends(o); });
+}
+
+tprobe::model::ProfileReport run_profile(
+    const tprobe::model::ProfileRequest& request,
+    const std::function<void(const tprobe::model::PointResult&)>& on_point) {
+  return translated("profile", [&] { return tprobe::model::run_profile(request, on_point); });
 }
 
 const tprobe::model::TorchApi kApi = [] {
   tprobe::model::TorchApi api;
   api.version = tprobe::model::kTorchApiVersion;
   api.describe = &describe;
-  api.run_parity = &tprobe::model::run_parity;
-  api.run_mask_check = &tprobe::model::run_mask_check;
-  api.run_mask_backends = &tprobe::model::run_mask_backends;
-  api.run_profile = &tprobe::model::run_profile;
+  api.run_parity = &run_parity;
+  api.run_mask_check = &run_mask_check;
+  api.run_mask_backends = &run_mask_backends;
+  api.run_profile = &run_profile;
   return api;
 }();
 

@@ -1,10 +1,20 @@
 // The bad-input matrix (docs/evidence.md, "Bad input"): for each probe and each class of bad input
 // (missing, empty, wrong type, truncated, absurd sizes, NaN/inf/negative, unknown option, evidence
-// of the wrong probe) the documented exit code, a one-line message naming the file, field, line or
-// option, no evidence file, and no death by a signal.
+// of the wrong probe, inputs accepted that should not be, resource limits) the documented exit
+// code, a one-line message naming the file, field, line or option and no library text
+// ("json.exception", "internal error", a backtrace), every input byte-identical afterwards, no
+// evidence or other file left, and no death by a signal.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
 
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,6 +22,7 @@
 #include "run_tprobe.hpp"
 #include "support/synthetic_checkpoint.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::testing {
 namespace {
@@ -22,6 +33,81 @@ struct Case {
   int exit_code;
   std::string needle;  // must appear in the message
 };
+
+// A gzip stream of `text`, as gzip(1) writes it.
+std::string gzip_of(const std::string& text) {
+  z_stream z{};
+  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&z, text.size()) + 64, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// A copy of the parity reference with `edit` applied to its tensors (name -> F32 values).
+void write_reference_with(const std::string& from, const std::string& to,
+                          const std::function<void(std::map<std::string, std::vector<float>>&,
+                                                   std::map<std::string, std::vector<int64_t>>&)>&
+                              edit) {
+  core::SafetensorsFile ref = core::SafetensorsFile::open(from);
+  std::map<std::string, std::vector<float>> f32;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::vector<int64_t> ids;
+  std::vector<int64_t> ids_shape;
+  for (const auto& t : ref.tensors()) {
+    core::ByteSpan b = ref.data(t.name);
+    if (t.dtype == core::DType::kI64) {
+      ids.resize(b.size / 8);
+      std::memcpy(ids.data(), b.data, b.size);
+      ids_shape = t.shape;
+      continue;
+    }
+    ASSERT_EQ(t.dtype, core::DType::kF32) << t.name;
+    std::vector<float>& v = f32[t.name];
+    v.resize(b.size / 4);
+    std::memcpy(v.data(), b.data, b.size);
+    shapes[t.name] = t.shape;
+  }
+  edit(f32, shapes);
+  std::vector<core::TensorToWrite> out;
+  out.push_back({{"input_ids", core::DType::kI64, ids_shape}, ids.data()});
+  for (auto& [name, v] : f32) out.push_back({{name, core::DType::kF32, shapes[name]}, v.data()});
+  core::write_safetensors(to, out);
+}
+
+// Every regular file under `root` (recursively): what changes when a file is written, renamed
+// over or created. Contents are compared separately (contents_of).
+std::map<std::string, std::string> signature_of(const std::string& root) {
+  std::map<std::string, std::string> out;
+  struct stat st {};
+  if (::lstat(root.c_str(), &st) != 0) return out;
+  if (!S_ISDIR(st.st_mode)) {
+    out[root] = std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+                std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) +
+                ":" + std::to_string(st.st_mode);
+    return out;
+  }
+  DIR* d = ::opendir(root.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    for (auto& kv : signature_of(root + "/" + name)) out.insert(std::move(kv));
+  }
+  ::closedir(d);
+  return out;
+}
+
+std::map<std::string, std::string> contents_of(const std::map<std::string, std::string>& files) {
+  std::map<std::string, std::string> out;
+  for (const auto& [path, sig] : files) out[path] = read_text(path);
+  return out;
+}
 
 // Bad files, built once in one directory.
 class Files {
@@ -102,11 +188,56 @@ class Files {
     adapter_with("ad-backtrack", with_targets("\"" + trap + "X\""));
     adapter_with("ad-backref", with_targets("\"(q)\\\\1_proj\""));
     adapter_with("ad-lookahead", with_targets("\".*(?=q_proj).*\""));
-    // A parity reference cut short.
-    std::string ref = read_text(fixtures + "/gemma4-tiny-hf/reference.safetensors");
+    // An adapter whose safetensors header length runs 4 bytes into the data (issue 23).
+    {
+      ::mkdir(path("ad-hdrlen").c_str(), 0755);
+      write_text(path("ad-hdrlen") + "/adapter_config.json", cfg);
+      std::string longer = model;
+      uint64_t n = 0;
+      for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(longer[i]);
+      n += 4;
+      for (int i = 0; i < 8; ++i) longer[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+      write_text(path("ad-hdrlen") + "/adapter_model.safetensors", longer);
+    }
+    // A parity reference cut short, and references with values no reference can hold.
+    const std::string ref_path = fixtures + "/gemma4-tiny-hf/reference.safetensors";
+    std::string ref = read_text(ref_path);
     write_text(path("ref-cut.safetensors"), ref.substr(0, ref.size() / 2));
+    write_reference_with(ref_path, path("ref-loss2.safetensors"), [](auto& v, auto& shape) {
+      v["loss"] = {v["loss"][0], v["loss"][0]};
+      shape["loss"] = {2};
+    });
+    write_reference_with(ref_path, path("ref-nan-logits.safetensors"), [](auto& v, auto&) {
+      v["logits"][700] = std::numeric_limits<float>::quiet_NaN();
+    });
+    write_reference_with(ref_path, path("ref-inf-logits.safetensors"), [](auto& v, auto&) {
+      v["logits"][5] = std::numeric_limits<float>::infinity();
+    });
+    write_reference_with(ref_path, path("ref-nan-loss.safetensors"), [](auto& v, auto&) {
+      v["loss"][0] = std::numeric_limits<float>::quiet_NaN();
+    });
+    // Traces kernels accepted although they are wrong (issue 23).
+    const std::string one_kernel =
+        R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
+        R"( "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}}]})";
+    write_text(path("trace-gz-garbage.json.gz"), gzip_of(one_kernel) + "garbage after the gzip");
+    write_text(path("trace-two-event-arrays.json"),
+               R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7,)"
+               R"( "ts": 10, "dur": 5}], "traceEvents": [{"ph": "X", "cat": "kernel",)"
+               R"( "name": "b", "pid": 0, "tid": 7, "ts": 20, "dur": 5}]})");
+    write_text(path("trace-device-2^32.json"),
+               R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
+               R"( "ts": 10, "dur": 5, "args": {"device": 4294967296, "stream": 7}}]})");
+    write_text(path("trace-string-ts.json"),
+               R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
+               R"( "ts": "ten", "dur": 5}]})");
+    write_text(path("trace-long-name.json"),
+               R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")" +
+                   std::string((std::size_t{16} << 20) + 1, 'k') +
+                   R"(", "pid": 0, "tid": 7, "ts": 10, "dur": 5}]})");
   }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  const std::string& dir() const { return dir_; }
   std::string missing() const { return dir_ + "/no-such-file"; }
 
  private:
@@ -149,6 +280,8 @@ std::vector<Case> cases(const Files& f) {
       {"padding/nan-micro-batch", {"padding", "--micro-batch", nanopt}, 2, "--micro-batch"},
       {"padding/unknown-option", {"padding", "--micro-batches", "2"}, 2, "--micro-batches"},
       {"padding/bad-format", {"padding", "--format", "parquet"}, 2, "parquet"},
+      {"padding/absurd-synthetic", {"padding", "--dataset", "synthetic:4294967294"}, 2,
+       "at most 100000000 synthetic records"},
       // bucket
       {"bucket/missing", {"bucket", "--dataset", f.missing()}, 1, f.missing()},
       {"bucket/empty", {"bucket", "--dataset", f.path("empty")}, 1, f.path("empty")},
@@ -252,6 +385,12 @@ std::vector<Case> cases(const Files& f) {
       {"flops/duplicate-target", {"flops", "--targets", "q_proj,q_proj"}, 2, "q_proj"},
       {"flops/none-and-target", {"flops", "--targets", "none,q_proj"}, 2, "none"},
       {"flops/unknown-option", {"flops", "--widht", "2"}, 2, "--widht"},
+      {"flops/step-time-below-peak", {"flops", "--step-time", "1e-300"}, 2,
+       "--step-time 1e-300 s: the step's"},
+      {"flops/config-and-model",
+       {"flops", "--config", f.path("config-neg.json"), "--model", "gemma4-tiny"},
+       2,
+       "excludes"},
       // inspect
       {"inspect/missing", {"inspect", "--checkpoint", f.missing()}, 1, f.missing()},
       {"inspect/empty-dir", {"inspect", "--checkpoint", f.path("emptydir")}, 1, f.path("emptydir")},
@@ -288,6 +427,24 @@ std::vector<Case> cases(const Files& f) {
        1,
        f.path("trace-absurd.json")},
       {"kernels/wrong-probe", {"kernels", f.path("wrong-probe.json")}, 1, "tprobe.flops"},
+      {"kernels/gzip-then-garbage",
+       {"kernels", f.path("trace-gz-garbage.json.gz")},
+       1,
+       "bytes of data that are not gzip follow the gzip stream"},
+      {"kernels/duplicate-top-level-key",
+       {"kernels", f.path("trace-two-event-arrays.json")},
+       1,
+       "the top-level key 'traceEvents' appears twice"},
+      {"kernels/device-id-above-2^32",
+       {"kernels", f.path("trace-device-2^32.json")},
+       1,
+       "is on device 4294967296: not a device index"},
+      // A string holding a decimal time is read as the number (docs/kernels.md); any other
+      // string is refused.
+      {"kernels/string-ts-not-a-number", {"kernels", f.path("trace-string-ts.json")}, 1,
+       "field 'ts' has value ten: not a time in microseconds"},
+      {"kernels/name-longer-than-16-MiB", {"kernels", f.path("trace-long-name.json")}, 1,
+       "a string longer than 16777216 bytes"},
       {"kernels/negative-skip", {"kernels", f.path("empty"), "--skip-first", "-1"}, 2,
        "--skip-first"},
       {"kernels/unknown-option", {"kernels", f.path("empty"), "--stpe", "1"}, 2, "--stpe"},
@@ -303,6 +460,8 @@ std::vector<Case> cases(const Files& f) {
        "65"},
       {"mask/negative-window", {"mask", "--expect-window", "-3"}, 2, "window"},
       {"mask/unknown-option", {"mask", "--widht", "64"}, 2, "--widht"},
+      {"mask/materialise-too-large", {"mask", "--width", "4194304", "--materialise"}, 2,
+       "at most 17179869184 (16 GiB) per mask"},
       // lora-gate
       {"lora-gate/missing", {"lora-gate", f.missing()}, 1, f.missing()},
       {"lora-gate/empty-dir", {"lora-gate", f.path("ad-empty")}, 1, f.path("ad-empty")},
@@ -327,6 +486,8 @@ std::vector<Case> cases(const Files& f) {
        "lookaround"},
       {"lora-gate/unknown-option", {"lora-gate", f.path("ad-empty"), "--modle", "x"}, 2,
        "--modle"},
+      {"lora-gate/safetensors-header-length-into-data", {"lora-gate", f.path("ad-hdrlen")}, 1,
+       "runs past the header's JSON object"},
       // report
       {"report/missing", {"report", f.missing()}, 1, f.missing()},
       {"report/unknown-option", {"report", f.path("emptydir"), "--htm", "x"}, 2, "--htm"},
@@ -340,6 +501,34 @@ std::vector<Case> cases(const Files& f) {
         "--reference", f.path("ref-cut.safetensors")},
        1,
        f.path("ref-cut.safetensors")},
+      // The adapter lora-gate refuses (r=8 config over r=4 tensors), refused by parity with the
+      // same message (one shared check; ParityAndLoraGateRefuseOneAdapterAlike below).
+      {"parity/config-disagrees/rank",
+       {"parity", "--checkpoint", std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf",
+        "--reference", std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf/reference.safetensors",
+        "--adapter", f.path("ad-r8")},
+       1,
+       "r = 8"},
+      {"parity/reference-loss-two-elements",
+       {"parity", "--checkpoint", std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf",
+        "--reference", f.path("ref-loss2.safetensors")},
+       1,
+       "'loss' has 2 elements, expected 1"},
+      {"parity/reference-nan-logits",
+       {"parity", "--checkpoint", std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf",
+        "--reference", f.path("ref-nan-logits.safetensors")},
+       1,
+       "'logits' holds 1 non-finite values (the first at flat index 700)"},
+      {"parity/reference-inf-logits",
+       {"parity", "--checkpoint", std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf",
+        "--reference", f.path("ref-inf-logits.safetensors")},
+       1,
+       "(the first at flat index 5)"},
+      {"parity/reference-nan-loss",
+       {"parity", "--checkpoint", std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf",
+        "--reference", f.path("ref-nan-loss.safetensors")},
+       1,
+       "'loss' is nan: a reference must be finite"},
       {"parity/bad-dtype",
        {"parity", "--checkpoint", f.missing(), "--reference", f.missing(), "--dtype", "fp8"},
        2,
@@ -358,6 +547,23 @@ std::vector<Case> cases(const Files& f) {
       {"profile/absurd-repeats", {"profile", "--device", "cpu", "--repeats", "1000000000"}, 2,
        "--repeats"},
       {"profile/unknown-option", {"profile", "--widht", "64"}, 2, "--widht"},
+      {"profile/replay-trace-not-json",
+       {"profile", "--device", "cpu", "--widths", "16", "--replay-trace",
+        f.path("config-text.json")},
+       1,
+       f.path("config-text.json") + ": not valid JSON at line 1, column 2"},
+      {"profile/negative-pad-fraction",
+       {"profile", "--device", "cpu", "--widths", "16", "--pad-fraction", "-0.5"},
+       2,
+       "--pad-fraction -0.5: must be in (0, 1)"},
+      {"profile/lengths-past-widest-width",
+       {"profile", "--device", "cpu", "--batch", "1", "--widths", "16", "--lengths", "32"},
+       2,
+       "--lengths value 32 is above the widest --widths (16)"},
+      {"profile/table-width-not-a-width",
+       {"profile", "--device", "cpu", "--widths", "16,24", "--table-width", "99"},
+       2,
+       "--table-width 99 is none of this run's widths (16, 24)"},
       // suite and the binary itself
       {"suite/unknown-option", {"suite", "--otu", "x"}, 2, "--otu"},
       {"tprobe/unknown-subcommand", {"frobnicate"}, 2, "frobnicate"},
@@ -375,6 +581,17 @@ Files* BadInputMatrix::files_ = nullptr;
 TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) {
   const std::string out_dir = make_temp_dir();
   const std::vector<Case> cases_list = cases(*files_);
+  // The inputs: the bad files and the fixtures the cases read, by signature (inode, size, mtime)
+  // after every case and by content at the end.
+  auto all_inputs = [&] {
+    std::map<std::string, std::string> sig = signature_of(files_->dir());
+    for (const char* fx : {"/gemma4-tiny-hf", "/adapters/after-step"}) {
+      for (auto& kv : signature_of(std::string(TPROBE_FIXTURES_DIR) + fx)) sig.insert(kv);
+    }
+    return sig;
+  };
+  const auto inputs_before = all_inputs();
+  const auto contents_before = contents_of(inputs_before);
   for (const Case& c : cases_list) {
     SCOPED_TRACE(c.name);
     const std::string json = out_dir + "/" + std::to_string(&c - cases_list.data()) + ".json";
@@ -389,8 +606,90 @@ TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) 
     std::string first = r.err.substr(0, r.err.find('\n'));
     EXPECT_LE(first.size(), 300u) << first;
     for (char ch : r.err) EXPECT_TRUE(ch == '\n' || (ch >= 0x20 && ch < 0x7f)) << r.err;
+    if (c.exit_code == 1) {
+      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    }
+    // No library's own text: nlohmann's tags, "internal error", c10's backtraces.
+    for (const char* leak : {"json.exception", "internal error", "Exception raised from",
+                             "frame #", "std::bad_alloc", "basic_string", "vector::"}) {
+      EXPECT_EQ(r.err.find(leak), std::string::npos) << "'" << leak << "' in: " << r.err;
+    }
     EXPECT_FALSE(file_exists(json)) << "evidence written by a failed run";
+    EXPECT_TRUE(signature_of(out_dir).empty()) << "a file left in the output folder";
+    ::unlink(json.c_str());  // one failure above must not fail every later case
+    EXPECT_EQ(all_inputs(), inputs_before) << "an input was written, replaced or added to";
   }
+  EXPECT_EQ(contents_of(inputs_before), contents_before) << "an input's bytes changed";
+}
+
+// One adapter (an r=8 config over r=4 tensors) refused by lora-gate and parity --adapter with the
+// same message: both read it through core::read_lora_adapter (issue 23, item 3).
+TEST_F(BadInputMatrix, ParityAndLoraGateRefuseOneAdapterAlike) {
+  const std::string fx = TPROBE_FIXTURES_DIR;
+  RunResult gate = run_tprobe({"lora-gate", files_->path("ad-r8")});
+  RunResult parity =
+      run_tprobe({"parity", "--checkpoint", fx + "/gemma4-tiny-hf", "--reference",
+                  fx + "/gemma4-tiny-hf/reference.safetensors", "--adapter", files_->path("ad-r8")});
+  EXPECT_EQ(gate.exit_code, 1) << gate.err;
+  EXPECT_EQ(parity.exit_code, 1) << parity.err;
+  EXPECT_NE(gate.err.find("but " + files_->path("ad-r8") + "/adapter_config.json says r = 8"),
+            std::string::npos)
+      << gate.err;
+  EXPECT_EQ(parity.err, gate.err);
+}
+
+// report.md escapes what the evidence says (input HTML passed through before), and two evidence
+// files of one probe give every figure and table of report.html an id of its own (issue 23).
+TEST_F(BadInputMatrix, ReportEscapesMarkdownAndKeepsEveryIdUnique) {
+  const std::string dir = make_temp_dir();
+  const std::string fx = std::string(TPROBE_FIXTURES_DIR) + "/report/kernels.json";
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(read_text(fx));
+  const std::string hostile = "<script>alert(1)</script> [click](javascript:x) `tick`\n# heading";
+  doc["status"]["diagnostics"] = nlohmann::ordered_json::array(
+      {{{"severity", "warning"}, {"code", "hostile"}, {"message", hostile}}});
+  write_text(dir + "/a.json", doc.dump(2));
+  write_text(dir + "/b.json", read_text(fx));
+  RunResult r = run_tprobe(
+      {"report", dir + "/a.json", dir + "/b.json", "--html", dir + "/r.html", "--markdown",
+       dir + "/r.md"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string md = read_text(dir + "/r.md");
+  EXPECT_EQ(md.find("<script>"), std::string::npos) << md;
+  EXPECT_NE(md.find("&lt;script&gt;alert(1)&lt;/script&gt; \\[click\\](javascript:x) \\`tick\\` # heading"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("\n# heading"), std::string::npos) << md;
+  const std::string html = read_text(dir + "/r.html");
+  std::map<std::string, int> ids;
+  for (std::size_t at = html.find(" id=\""); at != std::string::npos;
+       at = html.find(" id=\"", at + 1)) {
+    const std::size_t start = at + 5, end = html.find('"', start);
+    ++ids[html.substr(start, end - start)];
+  }
+  int figures = 0;
+  for (const auto& [id, n] : ids) {
+    EXPECT_EQ(n, 1) << "id '" << id << "' appears " << n << " times";
+    figures += id.rfind("fig-", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_GE(figures, 2) << "the two sections' figures were not found";
+}
+
+// An event without "ph" is not silently dropped: it is counted and warned about (issue 23).
+TEST_F(BadInputMatrix, TraceEventsWithoutPhAreCounted) {
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/t.json",
+             R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
+             R"( "ts": 10, "dur": 5}, {"cat": "kernel", "name": "no-ph", "pid": 0, "tid": 7,)"
+             R"( "ts": 20, "dur": 5}]})");
+  JsonRun run = run_json({"kernels", dir + "/t.json"});
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_EQ(run.doc["results"]["trace"]["health"]["skipped_events"], 1) << run.doc.dump();
+  bool warned = false;
+  for (const auto& d : run.doc["status"]["diagnostics"]) {
+    warned = warned || d["code"] == "trace_skipped_events";
+  }
+  EXPECT_TRUE(warned) << run.doc["status"].dump();
+  EXPECT_NE(run.r.out.find("1 event(s) left out: no 'ph' field"), std::string::npos) << run.r.out;
 }
 
 }  // namespace

@@ -191,6 +191,21 @@ TEST(SafetensorsBroken, HeaderLongerThanFile) {
   expect_error(path, {path, "4096", "longer than the rest of the file"});
 }
 
+// A length pointing past the header's object into the data section is the length's fault, not
+// a JSON error on the data bytes (issue 23); a '}' inside a tensor name does not end the object,
+// and trailing spaces (the format's padding) are still accepted.
+TEST(SafetensorsBroken, HeaderLengthIntoTheData) {
+  std::string dir = testing_support::temp_dir();
+  const std::string header = R"({"a}b":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string path = raw_file(dir, "into.safetensors", header, 8,
+                              static_cast<int64_t>(header.size()) + 4);
+  expect_error(path, {path, "header length " + std::to_string(header.size() + 4),
+                      "runs past the header's JSON object",
+                      "ends after " + std::to_string(header.size()) + " bytes"});
+  path = raw_file(dir, "padded.safetensors", header + "    ", 8);
+  EXPECT_EQ(SafetensorsFile::open(path).tensors().size(), 1u);
+}
+
 TEST(SafetensorsBroken, AbsurdHeaderLength) {
   std::string dir = testing_support::temp_dir();
   std::string path = raw_file(dir, "a.safetensors", "{}", 0, int64_t{1} << 40);

@@ -11,10 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/adapter/lora_adapter.hpp"
+#include "tprobe/core/adapter/target_pattern.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/scaling_fit.hpp"
 #include "tprobe/core/data/bucket.hpp"
@@ -231,6 +233,61 @@ void adapter(const uint8_t* data, std::size_t size) {
   });
 }
 
+void adapter_config(const uint8_t* data, std::size_t size) {
+  if (size == 0) return;
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  // Module names as PEFT writes them for a Gemma-4 text decoder, and one long name.
+  static const std::vector<std::string> kNames = {
+      "model.language_model.layers.0.self_attn.q_proj",
+      "model.language_model.layers.5.self_attn.v_proj",
+      "model.language_model.layers.29.mlp.down_proj",
+      "base_model.model.model.language_model.layers.3.experts.gate_up_proj",
+      "model.vision_tower.encoder.layers.0.attn.k_proj",
+      "q_proj",
+      "",
+      std::string(200, 'a') + ".q_proj",
+  };
+  if (data[0] % 2 == 0) {
+    expect_error_or_ok([&] {
+      const core::AdapterConfig c = core::parse_adapter_config(std::string(rest), "fuzz.json");
+      if (c.r <= 0) broken("a non-positive r accepted");
+      if (c.target_regex.empty() == c.target_modules.empty()) {
+        broken("target_modules accepted as neither (or both) a list and a string");
+      }
+      for (const auto& t : c.target_modules) {
+        if (t.empty()) broken("an empty target accepted");
+      }
+      if (!std::is_sorted(c.target_modules.begin(), c.target_modules.end()) ||
+          std::adjacent_find(c.target_modules.begin(), c.target_modules.end()) !=
+              c.target_modules.end()) {
+        broken("target_modules list not sorted and unique");
+      }
+      if (!c.target_regex.empty()) {
+        // Accepted by the parser: it must compile here too, and match in linear time.
+        const core::TargetPattern re(c.target_regex, "fuzz.json");
+        if (re.program_size() > core::TargetPattern::kMaxProgram) broken("program over its limit");
+        for (const auto& name : kNames) re.full_match(name);
+      }
+    });
+    return;
+  }
+  const std::size_t nl = rest.find('\n');
+  const std::string_view pattern = rest.substr(0, nl);
+  std::string_view text = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+  // O(|text| x program): bounded so a 64 KiB input cannot be a (linear) timeout.
+  if (text.size() > 1024) text = text.substr(0, 1024);
+  expect_error_or_ok([&] {
+    const core::TargetPattern re(pattern, "fuzz");
+    if (pattern.size() > core::TargetPattern::kMaxLength) broken("pattern over its length limit");
+    const bool m = re.full_match(text);
+    // A pattern with no metacharacter is a literal: it matches itself and nothing else.
+    if (pattern.find_first_of(".*+?{}()[]|\\^$") == std::string_view::npos) {
+      if (m != (text == pattern)) broken("a literal pattern matched another text");
+      if (!re.full_match(pattern)) broken("a literal pattern did not match itself");
+    }
+  });
+}
+
 void report(const uint8_t* data, std::size_t size) {
   // One evidence file in a folder of its own, through the report's reader and both renderers:
   // build_report promises never to throw on content.
@@ -254,6 +311,7 @@ const std::vector<Entry>& entries() {
       {"evidence", &evidence},
       {"trace", &trace},
       {"adapter", &adapter},
+      {"adapter_config", &adapter_config},
       {"report", &report},
   };
   return all;

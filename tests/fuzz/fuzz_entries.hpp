@@ -35,6 +35,11 @@ void trace(const uint8_t* data, std::size_t size);
 // adapter: the first two bytes split the rest into adapter_config.json and
 // adapter_model.safetensors for read_lora_adapter.
 void adapter(const uint8_t* data, std::size_t size);
+// adapter_config: byte 0 even: the rest as adapter_config.json text through
+// parse_adapter_config, an accepted target_modules string then compiled and matched against
+// module names; odd: the rest split at the first '\n' into a target_modules pattern and one module
+// name (at most 1 KiB) for TargetPattern directly.
+void adapter_config(const uint8_t* data, std::size_t size);
 // report: the input as the one evidence file of a folder, through collect_evidence,
 // build_report and both renderers (which promise never to throw on content).
 void report(const uint8_t* data, std::size_t size);

@@ -26,8 +26,11 @@ torch::Tensor read_tensor(const core::SafetensorsFile& file, const std::string& 
 // DIR/adapter_config.json (peft_type LORA, r, lora_alpha, target_modules, ...). Atomic writes.
 void save_adapter(Gemma4Model& model, const std::string& dir,
                   const std::string& text_prefix = "model.language_model.");
-// Reads adapter_config.json, attaches adapters of that shape and fills them from the file
-// (either text prefix). Throws naming the file and tensor for anything missing or mis-shaped.
+// Reads the adapter with core::read_lora_adapter (the reader lora-gate uses: the config checked
+// against its own tensors, one file or shards), refuses what tprobe's LoRA does not compute
+// (rsLoRA, DoRA, rank/alpha patterns, a regex target_modules, no lora_alpha), attaches adapters of
+// that shape and fills them (either text prefix). Throws naming the file and tensor for anything
+// missing or mis-shaped.
 void load_adapter(Gemma4Model& model, const std::string& dir);
 
 }  // namespace tprobe::model

@@ -206,9 +206,23 @@ AdapterConfig parse_adapter_config(const std::string& text, const std::string& p
       c.exclude_modules.push_back(e.get<std::string>());
     }
   }
-  auto rank_pattern = doc.find("rank_pattern");
-  c.rank_pattern =
-      rank_pattern != doc.end() && rank_pattern->is_object() && !rank_pattern->empty();
+  auto non_empty_object = [&](const char* key) {
+    auto it = doc.find(key);
+    return it != doc.end() && it->is_object() && !it->empty();
+  };
+  c.rank_pattern = non_empty_object("rank_pattern");
+  c.alpha_pattern = non_empty_object("alpha_pattern");
+  auto flag = [&](const char* key) {
+    auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) return false;
+    if (!it->is_boolean())
+      fail("{}: field '{}' must be true or false, got {}", path, key, it->type_name());
+    return it->get<bool>();
+  };
+  c.use_rslora = flag("use_rslora");
+  // PEFT writes use_dora only from 0.9 on; a DoRA adapter also holds lora_magnitude_vector
+  // tensors (LoraAdapter::other_tensors).
+  c.use_dora = flag("use_dora");
   c.base_model_name_or_path = str("base_model_name_or_path", false);
   return c;
 }

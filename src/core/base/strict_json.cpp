@@ -33,6 +33,7 @@ class StrictDomBuilder {
   Json root;
   std::string error;  // set when parsing was stopped by us (duplicate, depth)
   std::string syntax_error;
+  std::size_t syntax_position = 0;  // bytes read when the error was found
 
   bool null() { return add(Json(nullptr)); }
   bool boolean(bool v) { return add(Json(v)); }
@@ -69,8 +70,10 @@ class StrictDomBuilder {
     return true;
   }
 
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    syntax_error = e.what();
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& e) {
+    syntax_error = json_error_text(e.what());
+    syntax_position = position;
     return false;
   }
 
@@ -129,13 +132,29 @@ Json parse_json_strict(std::string_view text, const std::string& source) {
   try {
     ok = Json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const Json::exception& e) {
-    fail("{}: not valid JSON: {}", source, printable(e.what(), 200));
+    fail("{}: not valid JSON: {}", source, printable(json_error_text(e.what()), 200));
   }
   if (!builder.error.empty()) fail("{}: {}", source, builder.error);
   if (!ok || !builder.syntax_error.empty()) {
-    fail("{}: not valid JSON: {}", source, printable(builder.syntax_error, 200));
+    // nlohmann names the line and column ("at line 2, column 5: ..."); else the byte.
+    const std::string& e = builder.syntax_error;
+    if (e.rfind("at line ", 0) == 0) fail("{}: not valid JSON {}", source, printable(e, 200));
+    fail("{}: not valid JSON at byte {}: {}", source, builder.syntax_position, printable(e, 200));
   }
   return std::move(builder.root);
+}
+
+std::string json_error_text(std::string_view what) {
+  // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
+  if (!what.empty() && what.front() == '[') {
+    const std::size_t close = what.find("] ");
+    if (close != std::string_view::npos) what.remove_prefix(close + 2);
+  }
+  // "parse error at line 1, column 5: ..." -> "at line 1, column 5: ..."; "parse error: ..."
+  // -> "...".
+  if (what.substr(0, 12) == "parse error ") what.remove_prefix(12);
+  if (what.substr(0, 13) == "parse error: ") what.remove_prefix(13);
+  return std::string(what);
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {

@@ -4,13 +4,13 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,6 +19,7 @@
 
 #include "base/string_util.hpp"
 #include "base/strict_json.hpp"
+#include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/base/rng.hpp"
@@ -34,41 +35,22 @@ using detail::trim;
 std::string quote(std::string_view s) { return "'" + detail::printable(s, 40) + "'"; }
 
 // Lines of a plain or gzip file (gzip detected from the magic bytes, members concatenated as
-// gzip allows), streamed through fixed buffers. Counts lines from 1; strips a trailing '\r'.
-// zlib's gzread is not used: it silently ignores bytes after the last gzip member, and a
-// dataset with a second half that is not gzip is a broken file, not a shorter dataset.
+// gzip allows, bytes after the last member refused: io/decoded_file.hpp), streamed through fixed
+// buffers. Counts lines from 1; strips a trailing '\r'.
 class LineReader {
   static constexpr std::size_t kBufferBytes = std::size_t{1} << 17;
 
  public:
-  explicit LineReader(const std::string& path)
-      : path_(path), buf_(kBufferBytes), raw_(kBufferBytes) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) fail("cannot open dataset '{}': {}", path, std::strerror(errno));
+  explicit LineReader(const std::string& path) : path_(path), buf_(kBufferBytes) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("cannot open dataset '{}': {}", path, std::strerror(errno));
     struct stat st {};
-    if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
-      ::close(fd_);
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+      ::close(fd);
       fail("cannot open dataset '{}': it is a directory", path);
     }
-    while (raw_end_ < 2 && read_raw()) {
-    }
-    gzip_ = raw_end_ >= 2 && static_cast<unsigned char>(raw_[0]) == 0x1f &&
-            static_cast<unsigned char>(raw_[1]) == 0x8b;
-    if (gzip_) {
-      if (inflateInit2(&z_, 15 + 16) != Z_OK) {
-        ::close(fd_);
-        fail("{}: cannot start gzip decoding (out of memory)", path);
-      }
-      z_.next_in = reinterpret_cast<Bytef*>(raw_.data());
-      z_.avail_in = static_cast<uInt>(raw_end_);
-    }
+    file_ = std::make_unique<detail::DecodedFile>(fd, path);
   }
-  ~LineReader() {
-    if (gzip_) inflateEnd(&z_);
-    if (fd_ >= 0) ::close(fd_);
-  }
-  LineReader(const LineReader&) = delete;
-  LineReader& operator=(const LineReader&) = delete;
 
   int64_t line_number() const { return line_; }
 
@@ -105,101 +87,15 @@ class LineReader {
   }
 
  private:
-  // Appends what read() gives to raw_ after raw_end_; false at the end of the file.
-  bool read_raw() {
-    for (;;) {
-      ssize_t n = ::read(fd_, raw_.data() + raw_end_, raw_.size() - raw_end_);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail("{}: after line {}: cannot read: {}", path_, line_, std::strerror(errno));
-      raw_total_ += static_cast<uint64_t>(n);
-      raw_end_ += static_cast<std::size_t>(n);
-      return n > 0;
-    }
-  }
-
   bool refill() {
     pos_ = 0;
-    end_ = 0;
-    if (!gzip_) {
-      if (raw_end_ > 0) {  // the bytes read to look for the gzip magic
-        std::memcpy(buf_.data(), raw_.data(), raw_end_);
-        end_ = raw_end_;
-        raw_end_ = 0;
-        return true;
-      }
-      for (;;) {
-        ssize_t n = ::read(fd_, buf_.data(), buf_.size());
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) fail("{}: after line {}: cannot read: {}", path_, line_, std::strerror(errno));
-        end_ = static_cast<std::size_t>(n);
-        return n > 0;
-      }
-    }
-    for (;;) {
-      if (z_.avail_in == 0) {
-        raw_end_ = 0;
-        if (read_raw()) {
-          z_.next_in = reinterpret_cast<Bytef*>(raw_.data());
-          z_.avail_in = static_cast<uInt>(raw_end_);
-        } else if (member_done_) {
-          return false;  // the last member ended exactly at the end of the file
-        } else {
-          fail("{}: after line {}: the gzip stream ends early (truncated gzip file?)", path_,
-               line_);
-        }
-      }
-      if (member_done_) {
-        // More bytes after a complete member: another member, or garbage.
-        const uint64_t at = raw_total_ - z_.avail_in;
-        if (*z_.next_in != 0x1f) fail_trailing(at);
-        inflateReset(&z_);
-        member_done_ = false;
-        member_start_ = at;
-        member_out_ = 0;
-      }
-      z_.next_out = reinterpret_cast<Bytef*>(buf_.data());
-      z_.avail_out = static_cast<uInt>(buf_.size());
-      const int ret = inflate(&z_, Z_NO_FLUSH);
-      const std::size_t produced = buf_.size() - z_.avail_out;
-      member_out_ += produced;
-      if (ret == Z_STREAM_END) {
-        member_done_ = true;
-      } else if (ret == Z_DATA_ERROR && member_start_ > 0 && member_out_ == 0) {
-        fail_trailing(member_start_);
-      } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
-        fail("{}: after line {}: corrupt gzip data: {}", path_, line_,
-             z_.msg != nullptr ? z_.msg : "inflate failed");
-      }
-      if (produced > 0) {
-        end_ = produced;
-        return true;
-      }
-    }
-  }
-
-  [[noreturn]] void fail_trailing(uint64_t at) const {
-    fail("{}: {} bytes of data that are not gzip follow the gzip stream at byte {} (a damaged "
-         "or concatenated file?)",
-         path_, file_size_from(at), at);
-  }
-  // Bytes from `at` to the end of the file, for the trailing-garbage message.
-  uint64_t file_size_from(uint64_t at) const {
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0 || static_cast<uint64_t>(st.st_size) < at) return 0;
-    return static_cast<uint64_t>(st.st_size) - at;
+    end_ = file_->read(buf_.data(), buf_.size(), fmt::format("after line {}", line_));
+    return end_ > 0;
   }
 
   std::string path_;
-  int fd_ = -1;
-  bool gzip_ = false;
-  z_stream z_{};
+  std::unique_ptr<detail::DecodedFile> file_;
   std::vector<char> buf_;  // decoded bytes
-  std::vector<char> raw_;  // file bytes (gzip input)
-  std::size_t raw_end_ = 0;
-  uint64_t raw_total_ = 0;     // file bytes read so far
-  bool member_done_ = false;   // the current gzip member has ended
-  uint64_t member_start_ = 0;  // file offset of the current member
-  uint64_t member_out_ = 0;    // bytes the current member decoded to
   std::size_t pos_ = 0;
   std::size_t end_ = 0;
   int64_t line_ = 0;
@@ -352,7 +248,10 @@ class JsonRecordSax {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    if (error.empty()) error = fmt::format("malformed JSON: {}", detail::printable(e.what(), 200));
+    if (error.empty()) {
+      error = fmt::format("malformed JSON {}",
+                          detail::printable(detail::json_error_text(e.what()), 200));
+    }
     return false;
   }
 
@@ -677,7 +576,11 @@ LengthDataset read_lengths(const std::string& path, LengthFormat format) {
 
 LengthDataset synthetic_corpus(int64_t records, uint64_t seed) {
   if (records < 1) fail_usage("a synthetic corpus needs at least 1 record, got {}", records);
-  if (records > 0xFFFFFFFELL) fail_usage("a synthetic corpus is limited to 2^32-2 records");
+  if (records > kMaxSyntheticRecords) {
+    fail_usage("a synthetic corpus of {} records: at most {} (12 bytes each in memory, before the "
+               "probe's own copies)",
+               records, kMaxSyntheticRecords);
+  }
   const auto& sources = synthetic_sources();
   LengthDataset ds;
   ds.name = "synthetic";
@@ -716,6 +619,11 @@ LengthDataset load_dataset(const std::string& spec, LengthFormat format) {
     auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), records);
     if (ec != std::errc() || ptr != n.data() + n.size() || records < 1) {
       fail_usage("dataset '{}': expected synthetic:N with N a positive record count", spec);
+    }
+    if (records > kMaxSyntheticRecords) {
+      fail_usage("dataset '{}': at most {} synthetic records (12 bytes each in memory, before "
+                 "the probe's own copies)",
+                 spec, kMaxSyntheticRecords);
     }
     LengthDataset ds = synthetic_corpus(records);
     ds.name = spec;

@@ -219,6 +219,36 @@ SafetensorsHeader parse_safetensors_header(std::string_view json_text, uint64_t 
   return header;
 }
 
+namespace {
+
+// Bytes up to the end of the JSON object `text` starts with (strings and escapes respected), or
+// npos when it does not start with '{' or the object does not close inside `text`.
+std::size_t json_object_end(std::string_view text) {
+  std::size_t i = text.find_first_not_of(" \t\r\n");
+  if (i == std::string_view::npos || text[i] != '{') return std::string_view::npos;
+  int depth = 0;
+  bool in_string = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
@@ -252,6 +282,15 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   file.header_size_ = n;
   std::string text(static_cast<std::size_t>(n), '\0');
   if (!pread_all(fd, text.data(), text.size(), 8)) fail("{}: cannot read the header", path);
+  // A length that runs past the header's JSON object into the data would otherwise be reported
+  // as a JSON error on data bytes: say what is wrong, the length.
+  const std::size_t object_end = json_object_end(text);
+  if (object_end != std::string::npos &&
+      text.find_first_not_of(" \t\r\n", object_end) != std::string::npos) {
+    fail("{}: header length {} bytes runs past the header's JSON object, which ends after {} "
+         "bytes: the length field is wrong (or the file was rewritten in place)",
+         path, n, object_end);
+  }
   SafetensorsHeader header = parse_safetensors_header(text, file.file_size_ - 8 - n, path);
   file.metadata_ = std::move(header.metadata);
   file.tensors_ = std::move(header.tensors);

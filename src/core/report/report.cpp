@@ -1202,7 +1202,8 @@ Report build_report(const std::vector<EvidenceInput>& inputs, const std::string&
         known->build(ctx);
       } catch (const std::exception& e) {
         // A shape the builder did not foresee: say so and keep the page.
-        sec.notes.push_back(std::string("could not draw this section: ") + e.what());
+        sec.notes.push_back("could not draw this section: " +
+                            detail::printable(detail::json_error_text(e.what()), 200));
       }
     } else if (!known) {
       sec.notes.push_back("this tprobe draws no figures for probe '" + probe +
@@ -1212,9 +1213,23 @@ Report build_report(const std::vector<EvidenceInput>& inputs, const std::string&
   }
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::map<std::string, int> seen;
+  // Every id of the page unique: two files of one probe give their sections, figures and tables
+  // the same ids, which the second gets with "-2" (and so on).
+  std::set<std::string> used = {"provenance"};
+  auto unique = [&](std::string& id) {
+    if (used.insert(id).second) return;
+    for (int n = 2;; ++n) {
+      std::string candidate = id + "-" + std::to_string(n);
+      if (used.insert(candidate).second) {
+        id = std::move(candidate);
+        return;
+      }
+    }
+  };
   for (auto& [o, sec] : ordered) {
-    if (int n = seen[sec.id]++) sec.id += "-" + std::to_string(n + 1);  // two files of one probe
+    unique(sec.id);
+    for (auto& f : sec.figures) unique(f.id);
+    for (auto& t : sec.tables) unique(t.id);
     rep.sections.push_back(std::move(sec));
   }
   return rep;

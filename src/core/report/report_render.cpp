@@ -2,6 +2,9 @@
 // network) and a Markdown summary.
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
 #include "tprobe/core/report/report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
@@ -10,6 +13,51 @@ namespace tprobe::core {
 namespace {
 
 std::string esc(const std::string& s) { return xml_escape(s); }
+
+// Markdown text from an evidence file: HTML markup (a renderer passes it through), link brackets,
+// backticks and line breaks (a heading or list of its own) are neutralised; `table` also escapes
+// the cell separator.
+std::string md(const std::string& s, bool table = false) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '&') {
+      out += "&amp;";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '[' || c == ']' || c == '`' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '|' && table) {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// Inside a code span nothing is markup; only a backtick (it would end the span), a line break
+// and, in a table, the cell separator need care.
+std::string md_code(const std::string& s, bool table = false) {
+  std::string out;
+  for (char c : s) {
+    if (c == '`') {
+      out += '\'';
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else if (c == '|' && table) {
+      out += "\\|";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
 const char* kCss = R"(
 body{font-family:sans-serif;margin:0;color:#222;background:#fff;line-height:1.4}
@@ -139,32 +187,38 @@ std::string render_markdown(const Report& r) {
   std::string m = fmt::format(
       "# tprobe report\n\n{} evidence files, drawn by tprobe {} ({}) at {}. Figures are in the "
       "HTML report; every number below names its evidence field.\n\n",
-      r.provenance.size(), r.tool_version, r.git_sha, r.generated_at);
-  for (const auto& n : r.notes) m += "> note: " + n + "\n\n";
+      r.provenance.size(), md(r.tool_version), md(r.git_sha), md(r.generated_at));
+  for (const auto& n : r.notes) m += "> note: " + md(n) + "\n\n";
   for (const auto& s : r.sections) {
-    m += fmt::format("## {} — `{}` ({})\n\n", s.title, s.source,
-                     s.outcome == "no" ? "**evidence says no**" : s.outcome);
-    for (const auto& n : s.notes) m += "> note: " + n + "\n>\n";
+    m += fmt::format("## {} — `{}` ({})\n\n", md(s.title), md_code(s.source),
+                     s.outcome == "no" ? "**evidence says no**" : md(s.outcome));
+    for (const auto& n : s.notes) m += "> note: " + md(n) + "\n>\n";
     if (!s.notes.empty()) m += "\n";
     for (const auto& d : s.diagnostics) {
       if (d.severity != Severity::kInfo)
-        m += fmt::format("- **{}** `{}`: {}\n", to_string(d.severity), d.code, d.message);
+        m += fmt::format("- **{}** `{}`: {}\n", to_string(d.severity), md_code(d.code),
+                         md(d.message));
     }
     for (const auto& f : s.facts) {
-      m += fmt::format("- {}{}{}: {} (`{}`)\n", f.alarm ? "**" : "", f.label, f.alarm ? "**" : "",
-                       f.value, f.field);
+      m += fmt::format("- {}{}{}: {} (`{}`)\n", f.alarm ? "**" : "", md(f.label),
+                       f.alarm ? "**" : "", md(f.value), md_code(f.field));
     }
-    for (const auto& f : s.figures)
-      m += fmt::format("- figure *{}* (`{}`: {})\n", f.title, f.source, fmt::join(f.fields, ", "));
+    for (const auto& f : s.figures) {
+      std::vector<std::string> fields;
+      for (const auto& x : f.fields) fields.push_back(md(x));
+      m += fmt::format("- figure *{}* (`{}`: {})\n", md(f.title), md_code(f.source),
+                       fmt::join(fields, ", "));
+    }
     m += "\n";
   }
   m += "## Provenance\n\n| file | schema | tool | device | torch | attention requested / resolved "
        "| outcome |\n|---|---|---|---|---|---|---|\n";
   for (const auto& p : r.provenance) {
-    m += fmt::format("| `{}` | {} | {} {} | {} | {} | {} / {} | {} |\n", p.file, p.schema,
-                     p.tool_version, p.git_sha, p.device, p.torch,
-                     p.attn_requested.empty() ? "-" : p.attn_requested,
-                     p.attn_resolved.empty() ? "-" : p.attn_resolved, p.outcome);
+    m += fmt::format("| `{}` | {} | {} {} | {} | {} | {} / {} | {} |\n", md_code(p.file, true),
+                     md(p.schema, true), md(p.tool_version, true), md(p.git_sha, true),
+                     md(p.device, true), md(p.torch, true),
+                     p.attn_requested.empty() ? "-" : md(p.attn_requested, true),
+                     p.attn_resolved.empty() ? "-" : md(p.attn_resolved, true), md(p.outcome, true));
   }
   return m;
 }

@@ -321,12 +321,17 @@ void JsonTokenizer::scan_string() {
   const char* p = seg;
   const char* end = buf_.data() + end_;
   bool scratch = false;
+  const int64_t start = offset();
   auto flush = [&](const char* upto) {
     if (!scratch) {
       scratch_.assign(seg, static_cast<std::size_t>(upto - seg));
       scratch = true;
     } else {
       scratch_.append(seg, static_cast<std::size_t>(upto - seg));
+    }
+    if (scratch_.size() > kMaxTokenBytes) {
+      error(start, fmt::format("a string longer than {} bytes (the limit for one JSON string)",
+                               kMaxTokenBytes));
     }
   };
   auto resume = [&] {
@@ -345,10 +350,15 @@ void JsonTokenizer::scan_string() {
     const auto c = static_cast<unsigned char>(*p);
     if (c == '"') {
       if (scratch) {
-        scratch_.append(seg, static_cast<std::size_t>(p - seg));
+        flush(p);
         text_ = scratch_;
       } else {
         text_ = std::string_view(seg, static_cast<std::size_t>(p - seg));
+        if (text_.size() > kMaxTokenBytes) {  // a chunk larger than the limit holds it whole
+          error(start, fmt::format("a string longer than {} bytes (the limit for one JSON "
+                                   "string)",
+                                   kMaxTokenBytes));
+        }
       }
       pos_ = static_cast<std::size_t>(p + 1 - buf_.data());
       return;
@@ -483,6 +493,9 @@ void JsonTokenizer::scan_number() {
       while (j < end_ && is_number_char(buf_[j])) ++j;
       scratch_.append(buf_.data(), j);
       pos_ = j;
+      if (scratch_.size() > kMaxTokenBytes) {
+        error_here(fmt::format("a number longer than {} bytes", kMaxTokenBytes));
+      }
       if (j < end_) break;
     }
     text_ = scratch_;

@@ -6,7 +6,8 @@
 // token straddles two chunks. It checks the grammar as it goes (object/array nesting, commas,
 // colons, one document and nothing after it) and refuses what a strict parser refuses: bad
 // escapes and lone surrogates, control characters and ill-formed UTF-8 in strings, malformed
-// or non-finite numbers, bad literals, input that ends early, nesting deeper than a limit.
+// or non-finite numbers, bad literals, input that ends early, nesting deeper than a limit, a
+// string or number longer than kMaxTokenBytes.
 // Errors are tprobe::Error naming the source and the 1-based byte position of the problem.
 #pragma once
 
@@ -49,6 +50,9 @@ class JsonTokenizer {
  public:
   static constexpr std::size_t kDefaultChunk = std::size_t{1} << 18;
   static constexpr int kDefaultMaxDepth = 512;
+  // One string (key or value) or number token longer than this is refused, naming the limit: a
+  // 2 GiB kernel name would otherwise be buffered whole (4.2 GB resident, issue 23).
+  static constexpr std::size_t kMaxTokenBytes = std::size_t{16} << 20;
 
   // `label` names the source in error messages (a path, or a buffer's name).
   JsonTokenizer(JsonByteSource& src, std::string label, std::size_t chunk = kDefaultChunk,

@@ -65,6 +65,11 @@ void diagnose_source(const KernelSource& s, const std::string& prefix,
           fmt::format("{} device row(s) with a negative duration were left out",
                       h.negative_duration));
     }
+    if (h.skipped_events) {
+      add(Severity::kWarning, "trace_skipped_events",
+          fmt::format("{} event(s) left out: no 'ph' field, or a host op without ts/dur",
+                      h.skipped_events));
+    }
     if (h.zero_duration) {
       add(Severity::kInfo, "trace_zero_duration",
           fmt::format("{} device row(s) have zero duration", h.zero_duration));

@@ -2,6 +2,7 @@
 #include "tprobe/core/trace/trace_reader.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <zlib.h>
@@ -11,10 +12,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
+#include "base/strict_json.hpp"
 #include "base/string_util.hpp"
+#include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "trace/json_tokenizer.hpp"
 #include "trace/trace_parts_internal.hpp"
@@ -33,7 +37,7 @@ constexpr std::size_t kMaxMessages = 20;
 constexpr std::size_t kMaxNameBytes = std::size_t{1} << 16;
 
 // ---------------------------------------------------------------------------------------------
-// Bytes in: a gzip or plain file through zlib (gzread passes plain files through), or a buffer
+// Bytes in: a gzip or plain file (io/decoded_file.hpp), or a buffer
 // (inflated here when it starts with the gzip magic).
 class ByteSource : public detail::JsonByteSource {
  public:
@@ -50,42 +54,22 @@ class FileSource : public ByteSource {
       fail("cannot open trace '{}': {}", path, std::strerror(errno));
     if (S_ISDIR(st.st_mode))
       fail("trace '{}' is a directory (give the directory alone for per-rank traces)", path);
-    errno = 0;
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_ == nullptr) {
-      fail("cannot open trace '{}': {}", path, errno ? std::strerror(errno) : "out of memory");
-    }
-    gzbuffer(file_, 1U << 18);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail("cannot open trace '{}': {}", path, std::strerror(errno));
+    // Plain or gzip by content; bytes after the last gzip member are an error (padding's reader).
+    file_ = std::make_unique<detail::DecodedFile>(fd, path);
   }
-  ~FileSource() override {
-    if (file_ != nullptr) gzclose(file_);
-  }
-  FileSource(const FileSource&) = delete;
-  FileSource& operator=(const FileSource&) = delete;
 
   std::size_t read(char* buf, std::size_t size) override {
-    const int n = gzread(file_, buf, static_cast<unsigned>(size));
-    int err = Z_OK;
-    const char* msg = gzerror(file_, &err);
-    if (n < 0 || (err != Z_OK && err != Z_STREAM_END)) {
-      fail("{}: cannot read after {} bytes: {}{}", path_, total_,
-           err == Z_ERRNO ? std::strerror(errno) : msg,
-           err == Z_BUF_ERROR ? " (truncated gzip file?)" : "");
-    }
-    if (first_) {
-      first_ = false;
-      gzip_ = gzdirect(file_) == 0;
-    }
-    total_ += n;
-    return static_cast<std::size_t>(n);
+    const std::size_t n = file_->read(buf, size, fmt::format("after {} bytes", total_));
+    total_ += static_cast<int64_t>(n);
+    return n;
   }
-  bool gzip() const override { return gzip_; }
+  bool gzip() const override { return file_->gzip(); }
 
  private:
   std::string path_;
-  gzFile file_ = nullptr;
-  bool first_ = true;
-  bool gzip_ = false;
+  std::unique_ptr<detail::DecodedFile> file_;
   int64_t total_ = 0;
 };
 
@@ -122,6 +106,18 @@ class BufferSource : public ByteSource {
       if (z_.avail_in == 0 && fed_ < bytes_.size()) feed();
       const int rc = inflate(&z_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
+        // Another member may follow (gzip allows it); anything else after the stream is an
+        // error, as for files.
+        const std::size_t at = fed_ - z_.avail_in;
+        if (at < bytes_.size()) {
+          if (static_cast<unsigned char>(bytes_[at]) != 0x1f) {
+            fail("{}: {} bytes of data that are not gzip follow the gzip stream at byte {} (a "
+                 "damaged or concatenated file?)",
+                 label_, bytes_.size() - at, at);
+          }
+          inflateReset(&z_);
+          continue;
+        }
         done_ = true;
         break;
       }
@@ -572,7 +568,15 @@ class TraceSax {
       return;
     }
     key_ = key_of(k);
-    if (c == Ctx::kTopObject) top_key_.assign(k);
+    if (c == Ctx::kTopObject) {
+      top_key_.assign(k);
+      // A repeated top-level key would merge two traceEvents arrays (or two of anything): the
+      // file is two traces pasted together or damaged, not one trace.
+      if (!top_keys_.insert(top_key_).second) {
+        fail("{}: the top-level key '{}' appears twice (a damaged or concatenated trace?)",
+             source_, detail::printable(top_key_, 60));
+      }
+    }
   }
 
   void start_object() {
@@ -834,6 +838,11 @@ class TraceSax {
       has_window_end_ = true;
       window_end_ = ev_.ts_ns;
     }
+    if (ev_.ph == 0) {
+      // No "ph": the Chrome format cannot say what the event is. Counted, not silently dropped.
+      ++s_.health.skipped_events;
+      return;
+    }
     if (ev_.ph != 'X') {
       if (k.cls == EventClass::kFlow) ++s_.double_count.flows;
       if (k.cls == EventClass::kFwdBwd && (ev_.ph == 's' || ev_.ph == 'f')) {
@@ -875,7 +884,14 @@ class TraceSax {
         r.correlation = ev_.correlation;
         r.external_id = ev_.external_id;
         r.stream = ev_.stream >= 0 ? ev_.stream : ev_.tid;
-        r.device = static_cast<int32_t>(ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0));
+        const int64_t device = ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0);
+        if (device < 0 || device > std::numeric_limits<int32_t>::max()) {
+          // A wrapped id would put the row on another device (and raise false overlaps).
+          fail("{}: traceEvents[{}] ('{}' event '{}') is on device {}: not a device index "
+               "(0..2147483647)",
+               source_, ev_.index, ev_.cat, ev_.name.substr(0, 60), device);
+        }
+        r.device = static_cast<int32_t>(device);
         r.kind = k.kind;
         if (!ev_.bad_bytes.empty()) {
           fail("{}: traceEvents[{}] ('{}' event '{}') has args.bytes {}: not a byte count (a "
@@ -995,6 +1011,7 @@ class TraceSax {
   std::vector<Ctx> stack_;
   Key key_ = Key::kOther;
   std::string top_key_;  // the last key of the top-level object
+  std::set<std::string> top_keys_;  // every key of the top-level object so far
   std::string msg_key_;
   std::vector<Category> categories_;
   std::unordered_map<std::string, std::size_t> category_ids_;

@@ -27,6 +27,9 @@ struct AdapterConfig {
   std::vector<int64_t> layers_to_transform;  // empty: every layer
   std::vector<std::string> exclude_modules;  // list form only
   bool rank_pattern = false;                 // a non-empty rank_pattern: ranks vary per module
+  bool alpha_pattern = false;                // a non-empty alpha_pattern: alphas vary per module
+  bool use_rslora = false;                   // alpha / sqrt(r) scaling
+  bool use_dora = false;                     // weight-decomposed LoRA (magnitude vectors)
   std::string base_model_name_or_path;
 };
 
@@ -65,7 +68,8 @@ struct LoraAdapter {
 };
 
 // Parses adapter_config.json text; `path` is used in messages. Throws tprobe::Error naming the
-// field for a missing/ill-typed r, lora_alpha, target_modules or a peft_type other than LORA.
+// field for a missing/ill-typed r, lora_alpha, target_modules, use_rslora, use_dora or a
+// peft_type other than LORA.
 AdapterConfig parse_adapter_config(const std::string& text, const std::string& path);
 
 // Norms a tensor's bytes (F32, F16, BF16, F64). Throws naming the tensor for other dtypes or a

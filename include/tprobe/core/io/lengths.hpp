@@ -41,6 +41,9 @@ LengthDataset read_lengths(const std::string& path, LengthFormat format = Length
 // dialogue. Records are interleaved across sources, as in a pre-mixed training file.
 inline constexpr int64_t kSyntheticRecords = 20982;
 inline constexpr uint64_t kSyntheticSeed = 1729;
+// synthetic:N is refused above this (a usage error naming it) rather than left to the allocator:
+// 1.2 GB of records, 100x the largest benchmark (docs/benchmarks.md).
+inline constexpr int64_t kMaxSyntheticRecords = 100000000;
 LengthDataset synthetic_corpus(int64_t records = kSyntheticRecords,
                                uint64_t seed = kSyntheticSeed);
 

@@ -33,8 +33,9 @@ struct TraceHealth {
   int64_t out_of_range = 0;           // device rows outside the host events' span (±1 s)
   int64_t past_trace_end = 0;         // device rows ending after the last host event ended
   int64_t unmatched_begin = 0;        // "B" events with no "E": the trace ended mid-event
-  int64_t skipped_events = 0;  // device, host-op, python_function or fwdbwd events missing ts, dur,
-                               // name or id, or with an impossible duration (left out)
+  int64_t skipped_events = 0;  // events without "ph"; device, host-op, python_function or fwdbwd
+                               // events missing ts, dur, name or id, or with an impossible
+                               // duration (left out)
   int64_t bad_launch_durations = 0;   // launch calls with dur < 0 or > a day (kept without it)
   std::vector<std::string> messages;  // Kineto warnings / INFO records, as written (first 20)
 };
