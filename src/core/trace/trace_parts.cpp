@@ -460,17 +460,7 @@ class Attributor {
               ++n.untagged_unlinked;
               counted = true;
             } else {
-              auto ft = trees_.find(s->second.first);
-              fwd_chain.clear();
-              if (ft != trees_.end()) ft->second.chain(s->second.second, fwd_chain);
-              std::size_t fnode = fwd_chain.size();
-              for (std::size_t p = 0; p < fwd_chain.size(); ++p) {
-                if (ft->second.ivs[static_cast<std::size_t>(fwd_chain[p])].kind == IvKind::kNode) {
-                  fnode = p;
-                  break;
-                }
-              }
-              Resolved fr = fwd_chain.empty() ? Resolved{} : resolve(ft->second, fwd_chain, fnode);
+              Resolved fr = resolve_flow_start(s->second, fwd_chain);
               if (fr.ok) {
                 tag = backward_of(fr.tag);
                 ++n.linked;
@@ -488,6 +478,24 @@ class Attributor {
     finish();
   }
 
+  // What the forward op at a flow's start (thread, ts) resolves to: its enclosing modules, up to
+  // its own innermost backward op when it ran inside one (a recompute). `fwd` is scratch.
+  Resolved resolve_flow_start(const std::pair<int64_t, int64_t>& at, std::vector<int32_t>& fwd) {
+    fwd.clear();
+    auto ft = trees_.find(at.first);
+    if (ft == trees_.end()) return Resolved{};
+    ft->second.chain(at.second, fwd);
+    if (fwd.empty()) return Resolved{};
+    std::size_t fnode = fwd.size();
+    for (std::size_t q = 0; q < fwd.size(); ++q) {
+      if (ft->second.ivs[static_cast<std::size_t>(fwd[q])].kind == IvKind::kNode) {
+        fnode = q;
+        break;
+      }
+    }
+    return resolve(ft->second, fwd, fnode);
+  }
+
   // A row launched in a backward op with no flow of its own: the nearest enclosing backward op
   // whose flow names a forward op gives the tag (backward of that op: for a reentrant
   // checkpoint, the checkpoint call), and the decoder layer that op recomputes inside it, when it
@@ -501,18 +509,7 @@ class Attributor {
       if (iv.kind != IvKind::kNode || iv.flow < 0) continue;
       auto s = start_of_.find(iv.flow);
       if (s == start_of_.end()) continue;
-      auto ft = trees_.find(s->second.first);
-      if (ft == trees_.end()) continue;
-      fwd.clear();
-      ft->second.chain(s->second.second, fwd);
-      std::size_t fnode = fwd.size();
-      for (std::size_t q = 0; q < fwd.size(); ++q) {
-        if (ft->second.ivs[static_cast<std::size_t>(fwd[q])].kind == IvKind::kNode) {
-          fnode = q;
-          break;
-        }
-      }
-      Resolved fr = fwd.empty() ? Resolved{} : resolve(ft->second, fwd, fnode);
+      Resolved fr = resolve_flow_start(s->second, fwd);
       if (!fr.ok) continue;
       StepTag tag = backward_of(fr.tag);
       if (tag.layer < 0) {
