@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cmath>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include "support/synthetic_checkpoint.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/io/safetensors.hpp"
+#include "support/gzip_text.hpp"
 
 namespace tprobe::testing {
 namespace {
@@ -34,20 +34,7 @@ struct Case {
   std::string needle;  // must appear in the message
 };
 
-// A gzip stream of `text`, as gzip(1) writes it.
-std::string gzip_of(const std::string& text) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, text.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+std::string gzip_of(const std::string& text) { return testing_support::gzip_text(text); }
 
 // A copy of the parity reference with `edit` applied to its tensors (name -> F32 values).
 void write_reference_with(const std::string& from, const std::string& to,

@@ -3,7 +3,6 @@
 #include "tprobe/core/trace/trace_reader.hpp"
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <cstdio>
 #include <fstream>
@@ -13,6 +12,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/rng.hpp"
+#include "support/gzip_text.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -70,19 +70,7 @@ std::string small_trace() {
 })J";
 }
 
-std::string gzip_bytes(const std::string& plain) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(plain.size() + 1024, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(plain.data()));
-  z.avail_in = static_cast<uInt>(plain.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+std::string gzip_bytes(const std::string& text) { return testing_support::gzip_text(text); }
 
 std::string error_of(const std::string& bytes, const KernelTableOptions& o = {}) {
   try {
