@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
       std::vector<Path> paths;
       if (!skip_sdpa && model::has_sdpa()) {
         paths.push_back({"sdpa(is_causal,repeat_kv)", [&] {
-                           return model::attention(model::AttnImpl::kSdpa, q, k, v, 0, nullptr);
+                           return model::attention(core::AttentionPath::kSdpa, q, k, v, 0, nullptr);
                          }});
       }
       auto add_blockwise = [&](int64_t b, model::BlockwiseRecompute how) {

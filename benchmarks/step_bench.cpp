@@ -10,8 +10,8 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/flops.hpp"
-#include "tprobe/model/step_report.hpp"
-#include "tprobe/model/step_runner.hpp"
+#include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/torch_api/step_runner.hpp"
 
 using namespace tprobe;
 
@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::vector<std::string> args(argv, argv + argc);
   try {
-    spec.attn = model::parse_attn(attn);
+    spec.attn = core::attention_path_from_name(attn, "--attn");
     spec.moe = model::parse_moe(moe);
     for (int64_t s : seqs) spec.points.push_back({batch, s, {}});
     model::StepReport r = model::run_steps(

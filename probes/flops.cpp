@@ -6,7 +6,7 @@
 #include "tprobe/core/cost/flops_report.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 
 namespace tprobe::probes {
 namespace {

@@ -7,7 +7,7 @@
 #include "tprobe/core/cost/inspect_report.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 
 namespace tprobe::probes {
 

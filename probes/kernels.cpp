@@ -4,7 +4,7 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 
 namespace tprobe::probes {
 namespace {

@@ -8,7 +8,7 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/adapter/lora_gate_report.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 
 namespace tprobe::probes {
 

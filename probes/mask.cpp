@@ -7,10 +7,10 @@
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/mask/mask_report.hpp"
-#include "tprobe/model/mask_check_report.hpp"
-#include "tprobe/model/torch_api.hpp"
+#include "tprobe/torch_api/mask_check_report.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {

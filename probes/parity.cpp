@@ -5,8 +5,8 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/model/parity_report.hpp"
-#include "tprobe/model/torch_api.hpp"
+#include "tprobe/torch_api/parity_report.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -39,7 +39,7 @@ core::Outcome run_parity(const ParityCliOptions& cli, RunContext& ctx) {
   o.baseline_key = cli.baseline_key;
   o.dtype = cli.dtype;
   o.device = cli.device;
-  o.attn = model::parse_attn(cli.attn);
+  o.attn = core::attention_path_from_name(cli.attn, "--attn");
   o.moe = model::parse_moe(cli.moe);
   o.ce_chunk = cli.ce_chunk;
   o.dump_hidden_path = cli.dump_hidden.empty() ? "" : ctx.files.staged(cli.dump_hidden);

@@ -15,11 +15,10 @@
 #include <fmt/format.h>
 
 #include "probes/option_checks.hpp"
-#include "src/core/base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/base/interrupt.hpp"
-#include "tprobe/model/torch_api.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -217,7 +216,7 @@ std::string one_line(const std::string& text) {
     fail("{}: out of memory", where);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: a JSON value is not what it should be: {}", where,
-         one_line(core::detail::json_error_text(e.what())));
+         one_line(core::json_error_text(e.what())));
   } catch (const std::logic_error&) {
     // out_of_range, length_error, invalid_argument: their texts name library internals.
     fail("{}: an input is outside what tprobe can represent (a size or index out of range)",

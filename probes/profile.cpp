@@ -2,7 +2,7 @@
 // phase table of tprobe's own step, per point of batch × widths (docs/profile.md).
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
-#include "tprobe/model/profile.hpp"
+#include "tprobe/torch_api/profile.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/model/torch_api.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -71,7 +71,7 @@ core::Outcome run(const ProfileOptions& o, RunContext& ctx) {
   s.ce_chunk = o.ce_chunk;
   s.fused_rms_norm = o.norm == "fused";
   req.attn_default = o.attn.empty();
-  if (!o.attn.empty()) s.attn = model::parse_attn(o.attn);
+  if (!o.attn.empty()) s.attn = core::attention_path_from_name(o.attn, "--attn");
   s.moe = model::parse_moe(o.moe);
   s.dtype = o.dtype;
   s.device = o.device;

@@ -213,7 +213,7 @@ MaskBackendsResult run_mask_backends(const MaskBackendsOptions& o) {
               "argument";
         } else {
           attempt(row, o, case_in, [&] {
-            return attention(AttnImpl::kFlashWindow, case_in.q, case_in.k, case_in.v, shape.window,
+            return attention(core::AttentionPath::kFlashWindow, case_in.q, case_in.k, case_in.v, shape.window,
                              &row.resolved);
           });
         }

@@ -1,6 +1,6 @@
 // `tprobe parity`'s computation: tprobe's forward on a Hugging Face reference's input_ids against
 // HF's logits and loss, or (backward) its loss and LoRA gradients against HF + PEFT's.
-#include "tprobe/model/parity.hpp"
+#include "tprobe/torch_api/parity.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <map>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/model/loader.hpp"
 
@@ -304,8 +304,8 @@ VerdictRule verdict_rule(const std::string& dtype, std::optional<double> baselin
   return {"fixed_bf16_fallback", kBf16FallbackTolerance};
 }
 
-std::vector<std::string> baseline_candidates(AttnImpl attn) {
-  std::vector<std::string> out{attn == AttnImpl::kEager ? "eager" : "sdpa"};
+std::vector<std::string> baseline_candidates(core::AttentionPath attn) {
+  std::vector<std::string> out{attn == core::AttentionPath::kEager ? "eager" : "sdpa"};
   for (const char* path : {"sdpa", "eager"}) {
     if (out.front() != path) out.emplace_back(path);
   }

@@ -1,6 +1,6 @@
 // `tprobe profile`'s computation: the sweep through the step runner with a kernel source attached,
 // then FLOPs, MFUs, the scaling fit and the per-point trace summaries (docs/profile.md).
-#include "tprobe/model/profile.hpp"
+#include "tprobe/torch_api/profile.hpp"
 
 #include <fmt/format.h>
 
@@ -13,12 +13,12 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
-#include "tprobe/model/runtime_info.hpp"
+#include "tprobe/torch_api/runtime_info.hpp"
 
 namespace tprobe::model {
 
 // The engine and the FLOP counter share one enum (core/gemma4/attention_path.hpp).
-core::AttentionPath flops_path(AttnImpl impl) { return impl; }
+core::AttentionPath flops_path(core::AttentionPath impl) { return impl; }
 
 namespace {
 
@@ -133,8 +133,8 @@ ProfileReport run_profile(const ProfileRequest& request,
   StepSpec spec = request.spec;
   if (request.attn_default) {
     std::string why;
-    spec.attn = attn_available(AttnImpl::kSdpa, &why) ? AttnImpl::kSdpa : AttnImpl::kEager;
-    if (spec.attn == AttnImpl::kEager) {
+    spec.attn = attn_available(core::AttentionPath::kSdpa, &why) ? core::AttentionPath::kSdpa : core::AttentionPath::kEager;
+    if (spec.attn == core::AttentionPath::kEager) {
       rep.diagnostics.push_back(
           {core::Severity::kInfo, "attn_default_eager",
            "no attention path given and sdpa is unavailable (" + why + "): eager"});

@@ -1,6 +1,6 @@
 // The measured LoRA step (step_runner.hpp): model build, per-point warm-up, timed repeats with
 // forward / loss / backward split, peak memory, OOM as a result, and one optional traced step.
-#include "tprobe/model/step_runner.hpp"
+#include "tprobe/torch_api/step_runner.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -11,7 +11,7 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/model/loader.hpp"
@@ -94,7 +94,7 @@ void validate(const StepSpec& s) {
   parse_dtype(s.dtype);
   std::string why;
   if (!attn_available(s.attn, &why)) fail_usage("attention {}: {}", to_string(s.attn), why);
-  if (s.attn == AttnImpl::kFlashWindow && s.device != "cuda")
+  if (s.attn == core::AttentionPath::kFlashWindow && s.device != "cuda")
     fail_usage("attention flash-window needs the cuda device");
   if (s.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || s.device != "cuda"))
     fail_usage("MoE dispatch grouped_mm needs a CUDA device and libtorch >= 2.8");

@@ -13,10 +13,10 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/cupti/cupti_info.hpp"
-#include "tprobe/model/mask_check.hpp"
-#include "tprobe/model/profile.hpp"
-#include "tprobe/model/runtime_info.hpp"
-#include "tprobe/model/torch_api.hpp"
+#include "tprobe/torch_api/mask_check.hpp"
+#include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/runtime_info.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace {
 

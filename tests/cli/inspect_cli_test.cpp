@@ -9,7 +9,7 @@
 #include "run_tprobe.hpp"
 #include "support/synthetic_checkpoint.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 
 namespace tprobe::testing {
 namespace {

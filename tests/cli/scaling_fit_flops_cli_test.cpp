@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::testing {

@@ -1,5 +1,5 @@
 // Checkpoint directories (single, sharded, text-only), tensor layout, and the config cross-check.
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
 // config.json reader: the published 26B-A4B form, text-only, per_layer_config, HF traps, refusals.
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/rng.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 

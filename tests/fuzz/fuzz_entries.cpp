@@ -20,7 +20,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/scaling_fit.hpp"
 #include "tprobe/core/data/bucket.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/core/report/report.hpp"

@@ -261,17 +261,17 @@ TEST(BlockwiseAttention, DispatchRecordsWhatRan) {
   auto o = torch::TensorOptions().dtype(torch::kDouble);
   Tensor q = torch::randn({1, 4, 9, 8}, o), k = torch::randn({1, 2, 9, 8}, o),
          v = torch::randn({1, 2, 9, 8}, o);
-  EXPECT_EQ(parse_attn("blockwise"), AttnImpl::kBlockwise);
-  EXPECT_STREQ(to_string(AttnImpl::kBlockwise), "blockwise");
-  EXPECT_TRUE(attn_available(AttnImpl::kBlockwise, nullptr));
+  EXPECT_EQ(core::attention_path_from_name("blockwise", "--attn"), core::AttentionPath::kBlockwise);
+  EXPECT_STREQ(to_string(core::AttentionPath::kBlockwise), "blockwise");
+  EXPECT_TRUE(attn_available(core::AttentionPath::kBlockwise, nullptr));
   std::string resolved;
-  Tensor out = attention(AttnImpl::kBlockwise, q, k, v, 0, &resolved);
+  Tensor out = attention(core::AttentionPath::kBlockwise, q, k, v, 0, &resolved);
   EXPECT_EQ(resolved, "blockwise_gemm(block=" + std::to_string(kBlockwiseDefaultBlock) + ")");
   EXPECT_LT(rel_max_diff(out, reference(q, k, v, 0, {})), 1e-12);
-  attention(AttnImpl::kBlockwise, q, k, v, 4, &resolved);
+  attention(core::AttentionPath::kBlockwise, q, k, v, 4, &resolved);
   EXPECT_NE(resolved.find(",window=4"), std::string::npos) << resolved;
   // bf16 on the CPU has no fp32-output GEMM: the record says the scores were rounded.
-  attention(AttnImpl::kBlockwise, q.to(torch::kBFloat16), k.to(torch::kBFloat16),
+  attention(core::AttentionPath::kBlockwise, q.to(torch::kBFloat16), k.to(torch::kBFloat16),
             v.to(torch::kBFloat16), 0, &resolved);
   EXPECT_NE(resolved.find("scores=rounded"), std::string::npos) << resolved;
 }
@@ -287,7 +287,7 @@ TEST(BlockwiseAttention, ModelLogitsAndLoraGradientsMatchEager) {
   // The tiny model (two key=value full layers, sliding window) through every attention layer of
   // the blockwise path, fp64, with checkpointing: same loss and adapter gradients as eager.
   auto cfg = core::embedded_model("gemma4-tiny");
-  auto step = [&](AttnImpl impl) {
+  auto step = [&](core::AttentionPath impl) {
     ModelOptions o;
     o.dtype = torch::kDouble;
     o.attn = impl;
@@ -313,8 +313,8 @@ TEST(BlockwiseAttention, ModelLogitsAndLoraGradientsMatchEager) {
     for (auto& [name, t] : m.lora_parameters()) grads.push_back(t->grad().clone());
     return std::make_tuple(loss.loss.item<double>(), grads, rec.attn_full);
   };
-  auto [eager_loss, eager_grads, eager_full] = step(AttnImpl::kEager);
-  auto [bw_loss, bw_grads, bw_full] = step(AttnImpl::kBlockwise);
+  auto [eager_loss, eager_grads, eager_full] = step(core::AttentionPath::kEager);
+  auto [bw_loss, bw_grads, bw_full] = step(core::AttentionPath::kBlockwise);
   EXPECT_NEAR(eager_loss, bw_loss, 1e-12);
   ASSERT_EQ(eager_grads.size(), bw_grads.size());
   for (size_t i = 0; i < eager_grads.size(); ++i) {

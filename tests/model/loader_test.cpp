@@ -13,8 +13,8 @@
 #include <fstream>
 
 #include "tprobe/core/base/atomic_file.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "temp_dir.hpp"

@@ -1,7 +1,7 @@
 // Backward parity's verdict rules on hand-made errors, run_parity's handling of broken backward
 // references (missing gradients, no gradients at all, broken attention masks and labels), and
 // right-padded batches against Hugging Face + PEFT (tests/fixtures/gemma4-tiny-hf).
-#include "tprobe/model/parity.hpp"
+#include "tprobe/torch_api/parity.hpp"
 
 #include <fmt/format.h>
 #include <ftw.h>
@@ -15,7 +15,7 @@
 #include <map>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/model/loader.hpp"
 #include "temp_dir.hpp"
@@ -159,9 +159,9 @@ TEST(ParityVerdict, LogitsRuleAndBaselineOrder) {
   EXPECT_EQ(verdict_rule("bf16", 0.0).tolerance, kFp32Tolerance);  // never below fp32's
   EXPECT_EQ(verdict_rule("bf16", std::numeric_limits<double>::infinity()).rule,
             "fixed_bf16_fallback");
-  EXPECT_EQ(baseline_candidates(AttnImpl::kEager), (std::vector<std::string>{"eager", "sdpa"}));
-  EXPECT_EQ(baseline_candidates(AttnImpl::kSdpa), (std::vector<std::string>{"sdpa", "eager"}));
-  EXPECT_EQ(baseline_candidates(AttnImpl::kFlashWindow),
+  EXPECT_EQ(baseline_candidates(core::AttentionPath::kEager), (std::vector<std::string>{"eager", "sdpa"}));
+  EXPECT_EQ(baseline_candidates(core::AttentionPath::kSdpa), (std::vector<std::string>{"sdpa", "eager"}));
+  EXPECT_EQ(baseline_candidates(core::AttentionPath::kFlashWindow),
             (std::vector<std::string>{"sdpa", "eager"}));
 }
 

@@ -1,7 +1,7 @@
 // Padding as an engine input (checked against each row run alone, fp64) and the step runner on
 // the CPU: points, samples, OOM parsing, bad specs, and the observer's phase/part tags.
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
-#include "tprobe/model/step_runner.hpp"
+#include "tprobe/torch_api/step_runner.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -16,7 +16,7 @@
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
-#include "tprobe/model/step_report.hpp"
+#include "tprobe/torch_api/step_report.hpp"
 
 namespace tprobe::model {
 namespace {
@@ -362,7 +362,7 @@ TEST(StepRunner, BadSpecsAreUsageErrors) {
   s.dtype = "int8";
   expect_usage(s);
   s = tiny_spec();
-  s.attn = AttnImpl::kFlashWindow;
+  s.attn = core::AttentionPath::kFlashWindow;
   expect_usage(s);
 }
 

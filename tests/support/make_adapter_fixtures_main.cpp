@@ -15,7 +15,7 @@
 #include "tprobe/core/adapter/lora_adapter.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/model/loader.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 

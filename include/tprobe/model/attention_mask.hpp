@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tprobe/model/mask_check.hpp"
+#include "tprobe/torch_api/mask_check.hpp"
 
 namespace tprobe::model {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/model/gemma4.hpp"
 
 namespace tprobe::model {

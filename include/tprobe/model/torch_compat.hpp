@@ -9,6 +9,7 @@
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
+#include "tprobe/torch_api/moe_dispatch.hpp"
 
 namespace tprobe::model {
 
@@ -46,17 +47,7 @@ std::vector<core::SdpaBackend> sdpa_backends();
 // what each is); when not, `why` says why.
 bool attn_available(core::AttentionPath path, std::string* why);
 
-// Until probes/parity.cpp uses core::AttentionPath directly: the old model-side spellings.
-using AttnImpl = core::AttentionPath;
-inline core::AttentionPath parse_attn(const std::string& name) {
-  return core::attention_path_from_name(name, "--attn");
-}
-
-// MoE expert dispatch: a per-expert GEMM loop (any libtorch), or one grouped GEMM call per
-// projection where the linked libtorch has at::_grouped_mm (CUDA, >= 2.8).
-enum class MoeDispatch { kLoop, kGroupedMm };
-const char* to_string(MoeDispatch dispatch);
-MoeDispatch parse_moe(const std::string& name);  // "loop" / "grouped_mm"
+// Whether the linked libtorch has at::_grouped_mm (CUDA, >= 2.8): MoeDispatch::kGroupedMm.
 bool has_grouped_mm();
 
 // CUDA device 0 helpers for timing and memory (no-ops / 0 on CPU-only builds).

@@ -144,19 +144,6 @@ Json parse_json_strict(std::string_view text, const std::string& source) {
   return std::move(builder.root);
 }
 
-std::string json_error_text(std::string_view what) {
-  // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
-  if (!what.empty() && what.front() == '[') {
-    const std::size_t close = what.find("] ");
-    if (close != std::string_view::npos) what.remove_prefix(close + 2);
-  }
-  // "parse error at line 1, column 5: ..." -> "at line 1, column 5: ..."; "parse error: ..."
-  // -> "...".
-  if (what.substr(0, 12) == "parse error ") what.remove_prefix(12);
-  if (what.substr(0, 13) == "parse error: ") what.remove_prefix(13);
-  return std::string(what);
-}
-
 std::string printable(std::string_view text, std::size_t max_chars) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -181,3 +168,20 @@ std::string printable(std::string_view text, std::size_t max_chars) {
 }
 
 }  // namespace tprobe::core::detail
+
+namespace tprobe::core {
+
+std::string json_error_text(std::string_view what) {
+  // "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
+  if (!what.empty() && what.front() == '[') {
+    const std::size_t close = what.find("] ");
+    if (close != std::string_view::npos) what.remove_prefix(close + 2);
+  }
+  // "parse error at line 1, column 5: ..." -> "at line 1, column 5: ..."; "parse error: ..."
+  // -> "...".
+  if (what.substr(0, 12) == "parse error ") what.remove_prefix(12);
+  if (what.substr(0, 13) == "parse error: ") what.remove_prefix(13);
+  return std::string(what);
+}
+
+}  // namespace tprobe::core

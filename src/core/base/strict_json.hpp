@@ -21,10 +21,9 @@ inline constexpr std::size_t kMaxJsonDepth = 256;
 // found with a hash set once an object grows past a few keys.
 Json parse_json_strict(std::string_view text, const std::string& source);
 
-// nlohmann's exception text without its "[json.exception.parse_error.101] " tag and its
-// "parse error " lead: "at line 2, column 5: syntax error while parsing ..." or, for a type
-// error, what is wrong in words.
-std::string json_error_text(std::string_view what);
+// json_error_text (tprobe/core/base/evidence.hpp) is public: the probe driver turns nlohmann's
+// exceptions into messages with it.
+using core::json_error_text;
 
 // `text` made safe to quote in a one-line message: bytes outside printable ASCII become \xNN,
 // and anything past `max_chars` is cut with "...".

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -64,6 +65,11 @@ class Evidence {
 
 // UTC time as ISO 8601 with milliseconds, e.g. "2026-11-29T14:37:25.123Z".
 std::string utc_timestamp_now();
+
+// nlohmann's exception text without its "[json.exception.parse_error.101] " tag and its
+// "parse error " lead: "at line 2, column 5: syntax error while parsing ..." or, for a type
+// error, what is wrong in words.
+std::string json_error_text(std::string_view what);
 
 // Reads an evidence file written by another probe run (e.g. scaling-fit reading profile output),
 // checking the schema name prefix and version. Throws tprobe::Error naming the file.

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"

@@ -32,7 +32,7 @@ struct KeyInterval {
 KeyInterval reference_keys(int64_t row, int64_t window, int64_t real_length);
 
 // The rule sets whose mask decisions are reported: Hugging Face's sdpa path (as read from
-// transformers 5.17, docs/mask.md) and each of tprobe's attention paths (model::AttnImpl).
+// transformers 5.17, docs/mask.md) and each of tprobe's attention paths (core::AttentionPath).
 enum class MaskRules { kHfSdpa, kEager, kSdpa, kFlashWindow, kBlockwise };
 // "hf-sdpa", then every engine path of the attention registry under its own name.
 const char* to_string(MaskRules rules);

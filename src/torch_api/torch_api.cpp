@@ -1,5 +1,5 @@
 // Finds and loads libtprobe_torch.so on demand (no libtorch in this file or its library).
-#include "tprobe/model/torch_api.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::core {

@@ -1,5 +1,5 @@
 // Renders the materialised mask check and the SDPA backend trials: evidence JSON and tables.
-#include "tprobe/model/mask_check_report.hpp"
+#include "tprobe/torch_api/mask_check_report.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Gemma-4 config.json -> ModelConfig, strictly typed, with HF's defaults and traps made explicit.
-#include "tprobe/core/io/config_json.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 
 #include <fmt/format.h>
 

@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
-#include "tprobe/model/torch_compat.hpp"
+#include "tprobe/torch_api/moe_dispatch.hpp"
 
 namespace tprobe::model {
 
@@ -33,7 +34,7 @@ struct StepSpec {
   int64_t lora_rank = 64;
   double lora_alpha = 128;
   bool lora_fp32 = false;  // adapter factors in fp32 under a bf16 model (PEFT's default)
-  AttnImpl attn = AttnImpl::kEager;
+  core::AttentionPath attn = core::AttentionPath::kEager;
   MoeDispatch moe = MoeDispatch::kLoop;
   bool gradient_checkpointing = true;
   bool input_requires_grad = true;

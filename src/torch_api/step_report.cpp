@@ -1,5 +1,5 @@
 // JSON, line and table views of a StepReport: no libtorch here, so they compile fast.
-#include "tprobe/model/step_report.hpp"
+#include "tprobe/torch_api/step_report.hpp"
 
 #include <fmt/format.h>
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "tprobe/core/base/environment.hpp"
-#include "tprobe/model/mask_check.hpp"
-#include "tprobe/model/parity.hpp"
-#include "tprobe/model/profile.hpp"
+#include "tprobe/torch_api/mask_check.hpp"
+#include "tprobe/torch_api/parity.hpp"
+#include "tprobe/torch_api/profile.hpp"
 
 namespace tprobe::model {
 

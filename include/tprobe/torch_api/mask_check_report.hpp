@@ -5,7 +5,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/model/mask_check.hpp"
+#include "tprobe/torch_api/mask_check.hpp"
 
 namespace tprobe::model {
 

@@ -7,7 +7,7 @@
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
-#include "tprobe/model/profile.hpp"
+#include "tprobe/torch_api/profile.hpp"
 
 namespace tprobe::model {
 

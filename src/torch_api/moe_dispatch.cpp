@@ -1,7 +1,7 @@
 // Names of the MoE dispatches (torch-free: the probes parse them; the attention paths are named
 // in core/gemma4/attention_path).
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/model/torch_compat.hpp"
+#include "tprobe/torch_api/moe_dispatch.hpp"
 
 namespace tprobe::model {
 

@@ -13,8 +13,8 @@
 #include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
-#include "tprobe/model/step_report.hpp"
-#include "tprobe/model/step_runner.hpp"
+#include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/torch_api/step_runner.hpp"
 
 namespace tprobe::model {
 
@@ -60,7 +60,7 @@ struct PointCost {
 
 struct ProfileReport {
   StepReport steps;
-  AttnImpl attn = AttnImpl::kEager;  // what the sweep ran (the request's, or the default's choice)
+  core::AttentionPath attn = core::AttentionPath::kEager;  // what the sweep ran (the request's, or the default's choice)
   std::vector<PointCost> costs;      // one per steps.points entry
   std::vector<PointTrace> traces;    // one per steps.points entry
   std::optional<double> peak_tflops;
@@ -87,7 +87,7 @@ ProfileReport run_profile(const ProfileRequest& request,
                           const std::function<void(const PointResult&)>& on_point = {});
 
 // The FLOPs path that matches an engine attention implementation (docs/flops.md's table).
-core::AttentionPath flops_path(AttnImpl impl);
+core::AttentionPath flops_path(core::AttentionPath impl);
 
 // Views (profile_report.cpp, no libtorch).
 core::Json to_json(const ProfileReport& report, const ProfileRequest& request);

@@ -1,5 +1,5 @@
 // JSON and table views of a parity result: no libtorch here, so they compile fast.
-#include "tprobe/model/parity_report.hpp"
+#include "tprobe/torch_api/parity_report.hpp"
 
 #include <fmt/format.h>
 

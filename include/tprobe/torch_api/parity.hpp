@@ -10,7 +10,8 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/model/torch_compat.hpp"
+#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/torch_api/moe_dispatch.hpp"
 
 namespace tprobe::model {
 
@@ -63,7 +64,7 @@ VerdictRule verdict_rule(const std::string& dtype, std::optional<double> baselin
 // Reference names to try, in order, for HF's own bf16 run of attention path `attn`: the same
 // path ("eager", "sdpa"; flash-window has no HF twin and uses sdpa's), then sdpa, then eager.
 // The logits are stem + "_hf_bf16_" + path; gradients "<name>.grad_hf_bf16_" + path.
-std::vector<std::string> baseline_candidates(AttnImpl attn);
+std::vector<std::string> baseline_candidates(core::AttentionPath attn);
 
 // Error of one logits tensor against the reference.
 struct LogitsError {

@@ -3,7 +3,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/model/parity.hpp"
+#include "tprobe/torch_api/parity.hpp"
 
 namespace tprobe::model {
 

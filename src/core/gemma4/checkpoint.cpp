@@ -1,5 +1,5 @@
 // Checkpoint directory: config.json + single or sharded safetensors, indexed by tensor name.
-#include "tprobe/core/io/checkpoint.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
