@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI's second compiler (docs/ARCHITECTURE.md, "Two builds, one tree"): Debian's clang++ parses every
-# torch-free translation unit (core, the CUPTI layer, probes, the binary) with the build's own
+# torch-free translation unit (core, the CUPTI layer, the engine interface, probes, the binary) with the build's own
 # flags and -Werror, -fsyntax-only — warnings, no code generation, no second build. It reads the
 # compile commands of an already configured build (default build/asan), so the flags, include
 # folders and generated headers are exactly the ones g++ used. A GCC-only warning (g++ 13's
@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 build, clang, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 root = os.getcwd()
-torch_free = ("src/core/", "src/cupti/", "probes/", "src/app/")
+torch_free = ("src/core/", "src/cupti/", "src/torch_api/", "probes/", "src/app/")
 # g++ spellings clang does not know (it would fail -Werror on the unknown option), and the
 # precompiled header g++ built (clang reads its own format only).
 drop = {"-Wshadow=local", "-Wno-maybe-uninitialized", "-Winvalid-pch"}
