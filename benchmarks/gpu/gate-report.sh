@@ -2,12 +2,13 @@
 # GPU host: `tprobe suite` with the CUDA build, so the report's provenance shows a real device and
 # libtorch 2.11, plus lora-gate on the PEFT-saved adapters. Brings back 5 files in
 # $OUT/gate-report/: report.html, report.md, suite.json, stdout.txt and all.tar.gz (every evidence
-# file and log). Needs build/cuda/src/app/tprobe (scripts/gpu-build.sh). About 2 minutes.
+# file and log; OUT defaults to ./out). The suite runs in a temporary folder, removed at exit.
+# Needs build/cuda/src/app/tprobe (scripts/gpu-build.sh). About 2 minutes.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-dest="${OUT:?}/gate-report"
-work=/tmp/gate-report-suite
-rm -rf "$work"
+dest="${OUT:-$PWD/out}/gate-report"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 mkdir -p "$dest" "$work/logs"
 bin=build/cuda/src/app/tprobe
 if [ ! -x "$bin" ]; then echo "gate-report: $bin missing (run scripts/gpu-build.sh)" | tee "$dest/stdout.txt"; exit 1; fi

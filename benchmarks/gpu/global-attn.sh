@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU call 1 for issue 17 (global attention, head_dim 512): the PyTorch prototype of the blockwise
-# GEMM attention beside today's is_causal SDPA at B=2, N=16,384, plus its error against an fp32
-# reference. Python only, no build. Writes to "$OUT/global-attn/"; about 60 s, bounded at 110 s.
+# GEMM attention beside is_causal SDPA (flash-window's path before it) at B=2, N=16,384, plus its
+# error against an fp32 reference. Python only, no build. Writes to "$OUT/global-attn/"; about
+# 60 s, bounded at 110 s.
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."

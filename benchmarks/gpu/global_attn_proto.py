@@ -1,18 +1,27 @@
 #!/usr/bin/env python3
-"""Prototype of the blockwise-GEMM global attention (issue 17) beside today's path, on one GPU.
+"""Prototype of the blockwise-GEMM global attention (issue 17) beside is_causal SDPA, on one GPU.
 
 The Gemma-4 26B-A4B global layers: head_dim 512, 16 query heads over 2 KV heads, causal, scale 1.0.
 Before issue 17, tprobe's flash-window ran them as is_causal SDPA on repeated KV heads (flash and
-cuDNN refuse head_dim 512, so the memory-efficient sm80 kernels ran); the engine now runs the
-blockwise-GEMM attention this prototype led to (src/model/blockwise_attention.cpp), and this file
-is kept as the record of the prototype's measurements (docs/global-attention.md). The prototype is a torch.autograd.Function:
+cuDNN refuse head_dim 512, so the memory-efficient sm80 kernels ran); that is the `sdpa_today` row
+(named when it was the path).
+The prototype is a torch.autograd.Function:
 
   forward   per query block of `block` positions, the 8 query heads of a KV head folded into the
             GEMM rows: S = Q_blk K[:end]^T (fp32 out, or bf16 in the "bf16s" variant), the causal
-            mask applied to the diagonal block only, fp32 softmax statistics, P (bf16) V.
-            Saves q, k, v and the per-row log-sum-exp, never the probabilities.
-  backward  per query block: S recomputed, P = exp(S - lse), dP = dO V^T, dS = P (dP - rowsum(P dP)),
+            mask applied to the diagonal block only; fp32 scores: log-sum-exp L, P = exp(S - L) in
+            place, P (bf16) V; bf16s: softmax, L kept beside. Saves q, k, v and L, never P.
+  backward  per query block: S recomputed; fp32 scores: P = exp(S - L); bf16s: P = softmax(S)
+            again; dP = dO V^T, dS = _softmax_backward_data(dP, P) = P (dP - rowsum(P dP)),
             dQ_blk = dS K, dK += dS^T Q_blk, dV += P^T dO (dK, dV accumulated in fp32).
+
+The engine's path it led to (src/model/blockwise_attention.cpp, flash-window's head_dim > 256
+layers on CUDA and every layer of --attn blockwise) keeps the folded block rows, fp32 scores, the
+diagonal-only mask and the fp32 dK/dV, and differs: the forward takes softmax over each block row
+and saves only q, k, v; the backward takes the softmax of the recomputed row again (exact: a block
+row holds every key its queries see). Saving L is its kLogSumExp option (tprobe_global_attn_bench
+--lse-block). It also takes a sliding window and per-row lengths, and defaults to block 512.
+This file is kept as the record of the prototype's measurements (docs/global-attention.md).
 
 Timing: CUDA events, 2 warm-ups, median of 5, at B=2, N=16,384 (and --n). Peak memory is the
 caching allocator's peak above what the inputs already hold. Error: relative L2 of out/dq/dk/dv

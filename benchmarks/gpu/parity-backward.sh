@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GPU-host call 2 for backward parity (needs build/cuda): HF + PEFT write the mid-size bf16
 # checkpoint, a PEFT adapter after one AdamW step and the loss + LoRA gradients (fp32 reference,
-# HF's own bf16 eager and sdpa beside it) into /tmp; then `tprobe parity --backward` in bf16 with
-# each attention path (eager, sdpa, flash-window), sdpa with gradient checkpointing too, and fp32
-# eager. Evidence and logs -> $OUT/parity-backward/. Budget: <= 120 s; every step under timeout.
+# HF's own bf16 eager and sdpa beside it) into a temporary folder (removed at exit); then
+# `tprobe parity --backward` in bf16 with each attention path (eager, sdpa, flash-window), sdpa
+# with gradient checkpointing too, and fp32 eager. Evidence and logs -> $OUT/parity-backward/
+# (OUT defaults to ./out). Budget: <= 120 s; every step under timeout.
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
@@ -14,9 +15,10 @@ LOG=$D/log.txt
 say() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
 S=scripts/make_parity_fixture.py
 TP=build/cuda/src/app/tprobe
-MID=/tmp/parity-backward-ckpt
-REF=/tmp/parity-backward-ref
-rm -rf "$MID" "$REF"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+MID=$W/ckpt
+REF=$W/ref
 
 say "mid checkpoint (bf16, input_ids only)"
 timeout 30 python3 $S mid "$MID" noref >"$D/mid.log" 2>&1

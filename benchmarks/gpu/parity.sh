@@ -3,8 +3,8 @@
 #  1. for the committed tiny fixture (CPU, fp32 + HF's bf16): PEFT adapters before/after one step,
 #     loss + LoRA gradients with checkpointing off/on, the input-grads-off trap, a padded batch,
 #     and the forward reference with HF's bf16 logits -> $OUT/parity/gemma4-tiny-hf/
-#  2. the mid-size checkpoint (bf16, CUDA) and its backward references in /tmp (too large to
-#     return); only its summary comes back -> $OUT/parity/mid/summary.json
+#  2. the mid-size checkpoint (bf16, CUDA) and its backward references in a temporary folder
+#     (too large to return; removed at exit); only its summary is kept -> $OUT/parity/mid/summary.json
 # Budget: <= 150 s. Each step under `timeout`; a failed step is logged and the rest goes on.
 set -u
 export PYTHONUNBUFFERED=1
@@ -16,9 +16,10 @@ LOG=$D/log.txt
 say() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
 S=scripts/make_parity_fixture.py
 T=tests/fixtures/gemma4-tiny-hf
-MID=/tmp/parity-mid-ckpt
-MIDREF=/tmp/parity-mid-ref
-rm -rf "$MID" "$MIDREF"
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+MID=$W/mid-ckpt
+MIDREF=$W/mid-ref
 
 say "tiny backward references (CPU)"
 timeout 50 python3 $S backward $T "$D/gemma4-tiny-hf" cpu >"$D/tiny.log" 2>&1

@@ -3,7 +3,8 @@
 # one Hugging Face + PEFT LoRA step of the 26B-A4B shapes at 2x2,048 (benchmarks/hf_lora_step.py)
 # — attributed by phase x part, beside `tprobe profile --attn sdpa --lora-dtype fp32` on the same
 # shapes (the same computation), the part-level diff of the two, and the read time of the trace
-# with and without its module events. Output: $OUT/user-trace/ (OUT defaults to ./out).
+# with and without its module events. Output: $OUT/user-trace/ (OUT defaults to ./out); the
+# trace itself (87.7 MB of JSON at 2x2,048) goes to a temporary folder, removed at exit.
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
@@ -21,7 +22,9 @@ if [ ! -x "$T" ]; then
   TPROBE_BUILD_TARGETS="tprobe" bash scripts/gpu-build.sh >"$D/build.txt" 2>&1
   echo "build exit $?" | tee -a "$LOG"
 fi
-TR=/tmp/user-trace-hf-$W.json
+TMPD=$(mktemp -d)
+trap 'rm -rf "$TMPD"' EXIT
+TR=$TMPD/user-trace-hf-$W.json
 say hf step with a with_stack trace
 timeout 200 python3 benchmarks/hf_lora_step.py --attn sdpa --seq $W --reps 1 --trace-out $TR \
   --with-stack --json "$D/hf.json" >"$D/hf.txt" 2>&1
@@ -72,5 +75,4 @@ for key in sorted(set(a) | set(b)):
     print(f"  forward {key[0]:>7} {key[1]:<15} HF {da:5.1f} %  tprobe {db:5.1f} %  diff {da - db:+5.1f} pt")
 print(f"worst forward part share difference: {worst:.1f} points")
 PY
-rm -f $TR $TR.nomod.json
 say done

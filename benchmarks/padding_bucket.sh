@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Benchmark of `tprobe padding` and `tprobe bucket` at up to 1,000,000 records (docs/benchmarks.md).
-# Needs a RelWithDebInfo/Release build (the cpu preset) and GNU time (/usr/bin/time -v).
+# Benchmark of `tprobe padding` and `tprobe bucket` at up to 1,000,000 records, and of the analyses
+# alone (tprobe_padding_bench, benchmarks/padding_bucket_bench.cpp) at up to 2,000,000
+# (docs/benchmarks.md). Needs a RelWithDebInfo/Release build (the cpu preset) and GNU time
+# (/usr/bin/time -v). Prints to stdout only: one line per run, and the in-process timings the bench
+# prints; the generated inputs live in a temporary folder removed at exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${TPROBE_BIN:-build/cpu/src/app/tprobe}
-bench=${TPROBE_BENCH:-build/cpu/tests/tprobe_padding_bench}
+bench=${TPROBE_BENCH:-build/cpu/benchmarks/tprobe_padding_bench}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 measure() {  # label, command...: wall, user+sys, max RSS of one run
