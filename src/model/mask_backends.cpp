@@ -213,8 +213,8 @@ MaskBackendsResult run_mask_backends(const MaskBackendsOptions& o) {
               "argument";
         } else {
           attempt(row, o, case_in, [&] {
-            return attention(core::AttentionPath::kFlashWindow, case_in.q, case_in.k, case_in.v, shape.window,
-                             &row.resolved);
+            return attention(core::AttentionPath::kFlashWindow, case_in.q, case_in.k, case_in.v,
+                             shape.window, &row.resolved);
           });
         }
         r.rows.push_back(std::move(row));

@@ -13,6 +13,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
+#include "tprobe/model/torch_compat.hpp"
 #include "tprobe/torch_api/runtime_info.hpp"
 
 namespace tprobe::model {
@@ -133,7 +134,8 @@ ProfileReport run_profile(const ProfileRequest& request,
   StepSpec spec = request.spec;
   if (request.attn_default) {
     std::string why;
-    spec.attn = attn_available(core::AttentionPath::kSdpa, &why) ? core::AttentionPath::kSdpa : core::AttentionPath::kEager;
+    spec.attn = attn_available(core::AttentionPath::kSdpa, &why) ? core::AttentionPath::kSdpa
+                                                                  : core::AttentionPath::kEager;
     if (spec.attn == core::AttentionPath::kEager) {
       rep.diagnostics.push_back(
           {core::Severity::kInfo, "attn_default_eager",
