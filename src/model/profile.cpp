@@ -142,6 +142,17 @@ ProfileReport run_profile(const ProfileRequest& request,
            "no attention path given and sdpa is unavailable (" + why + "): eager"});
     }
   }
+  if (request.moe_default) {
+    const bool grouped = has_grouped_mm() && spec.device == "cuda";
+    spec.moe = grouped ? MoeDispatch::kGroupedMm : MoeDispatch::kLoop;
+    if (!grouped) {
+      rep.diagnostics.push_back(
+          {core::Severity::kInfo, "moe_default_loop",
+           fmt::format("no MoE dispatch given and grouped_mm needs a CUDA device and libtorch >= "
+                       "2.8 (this is {} on {}): the expert loop, as transformers' eager experts",
+                       torch_version(), spec.device)});
+    }
+  }
   rep.attn = spec.attn;
   std::unique_ptr<cupti::KernelSource> source;
   if (!request.trace) {

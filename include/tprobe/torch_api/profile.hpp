@@ -28,6 +28,9 @@ struct ProfileRequest {
   // spec.attn was not chosen: sdpa where the linked libtorch has it, else eager (said in a
   // diagnostic). The probe cannot ask itself: libtorch lives in the module.
   bool attn_default = false;
+  // spec.moe was not chosen: grouped_mm where the device and libtorch have it (as transformers
+  // 5.17's default experts implementation), else the loop (said in a diagnostic).
+  bool moe_default = false;
 };
 
 // A kernel on one side only of "attention core (parts)" vs "attention (kernel-name category)".

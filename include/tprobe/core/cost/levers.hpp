@@ -1,0 +1,128 @@
+// `tprobe levers`: which knobs of a LoRA step move its time and memory, each measured against a
+// baseline that reproduces a default Hugging Face + PEFT run of the same shapes. This file holds
+// the torch-free half: the catalogue of levers (what each moves, how a user pulls it in their own
+// stack), the configurations to measure, the comparison of a lever's repeats with the baseline's
+// (with the run-to-run spread of both), the best combination, and the views (docs/levers.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+
+namespace tprobe::core {
+
+// The knobs of one step configuration, in the engine's spellings (the same words as `profile`'s
+// options): a lever moves one of them.
+struct StepKnobs {
+  std::string attn = "sdpa";        // an engine attention path (core/gemma4/attention_path)
+  std::string norm = "hf";          // hf | fused
+  std::string lora_dtype = "fp32";  // fp32 | model
+  std::string moe = "grouped_mm";   // loop | grouped_mm
+  std::string checkpointing = "on"; // on | off
+  std::string ce = "chunked";       // chunked | naive
+  int64_t batch = 2;                // rows per micro-batch
+  bool operator==(const StepKnobs& o) const;
+  bool operator!=(const StepKnobs& o) const { return !(*this == o); }
+};
+// "--attn flash-window --norm fused": the knobs of `k` that differ from `base`, as profile options
+// ("" when none differ).
+std::string knob_options(const StepKnobs& k, const StepKnobs& base);
+Json to_json(const StepKnobs& k);
+
+enum class LeverId { kAttention, kNorm, kLoraDtype, kMoe, kCheckpointing, kCe, kPacking, kBatch };
+
+struct LeverInfo {
+  LeverId id = LeverId::kAttention;
+  const char* name = "";   // "attention", "norm", ...
+  const char* moves = "";  // what it changes in the step
+  // How a user pulls the same lever in a Hugging Face + PEFT harness, or "none" said plainly.
+  const char* in_hf_stack = "";
+};
+const std::vector<LeverInfo>& lever_catalogue();
+const LeverInfo& lever_info(LeverId id);
+const char* to_string(LeverId id);
+
+// One configuration to measure.
+struct LeverConfig {
+  std::string lever;    // "baseline", a LeverInfo name, or "best"
+  std::string setting;  // knob_options against the baseline ("" for the baseline)
+  StepKnobs knobs;
+  bool padded_only = false;  // packing: measured at the padded point only
+};
+
+// What the levers are measured on: the engine attention paths that can run on the device (others
+// become refusal rows with the engine's reason), and whether a padded point exists.
+struct LeverPlanInput {
+  StepKnobs baseline;
+  std::string device = "cuda";  // cuda | cpu
+  bool padded_point = false;    // a padded point is measured (packing applies only then)
+  // The path that packs a padded batch on this device (flash-window on CUDA, blockwise on the
+  // CPU); "" when none.
+  std::string packing_path;
+};
+// The baseline first, then every lever's alternative settings alone, in catalogue order.
+std::vector<LeverConfig> lever_configs(const LeverPlanInput& in);
+
+// A point's repeats, as measured.
+struct Timing {
+  std::vector<double> samples_s;
+  double median_s = 0, min_s = 0, max_s = 0;
+};
+Timing make_timing(std::vector<double> samples_s);
+
+// A lever's time against the baseline's at one point. `scale` multiplies the lever's times before
+// comparing (the batch lever compares the same tokens: baseline batch / lever batch).
+struct LeverDelta {
+  double delta_s = 0;  // scaled lever median − baseline median
+  double ratio = 0;    // baseline median / scaled lever median (> 1: faster)
+  // The two [min, max] ranges overlap: the lever cannot be told from the run-to-run spread.
+  bool inside_noise = false;
+  bool spread_measured = false;  // both sides have at least two repeats
+  std::string verdict;           // "faster", "slower", "inside the noise", "no spread measured"
+};
+LeverDelta compare(const Timing& baseline, const Timing& lever, double scale = 1.0);
+
+// One measured configuration at one point.
+struct LeverRow {
+  std::string lever, setting;
+  StepKnobs knobs;
+  int64_t batch = 0, width = 0;
+  std::vector<int64_t> lengths;  // empty: every row full
+  int64_t tokens = 0;            // real tokens of the micro-batch
+  std::string outcome = "ok";    // ok | oom | refused | error | interrupted
+  std::string message;           // why, when not ok
+  Timing timing;
+  std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes;
+  std::optional<double> performed_mfu;
+  std::optional<LeverDelta> delta;  // against the baseline's row at the same point
+};
+
+struct LeversReport {
+  std::string baseline_name;  // what the baseline reproduces
+  StepKnobs baseline;
+  std::string device, model;
+  std::vector<LeverRow> rows;  // baseline rows first, then each lever's, then the best's
+  // The levers that were faster beyond the noise at every point they ran (and never OOM or
+  // refused), combined; empty when none helped.
+  std::optional<StepKnobs> best;
+  std::string best_setting;
+  std::vector<std::string> best_from;  // the levers it combines
+  std::vector<Diagnostic> diagnostics;
+  Outcome outcome = Outcome::kOk;
+};
+
+// Fills every row's delta against the baseline row of the same point (batch lever: per token).
+void compare_rows(LeversReport& report);
+// The best combination of the levers measured so far (no batch lever: it changes the recipe,
+// reported on its own; packing comes with the attention path that packs).
+std::optional<StepKnobs> best_combination(const LeversReport& report,
+                                          std::vector<std::string>* from);
+
+Json to_json(const LeversReport& report);
+std::vector<Table> levers_tables(const LeversReport& report);
+
+}  // namespace tprobe::core

@@ -1,0 +1,347 @@
+#include "tprobe/core/cost/levers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core {
+
+bool StepKnobs::operator==(const StepKnobs& o) const {
+  return attn == o.attn && norm == o.norm && lora_dtype == o.lora_dtype && moe == o.moe &&
+         checkpointing == o.checkpointing && ce == o.ce && batch == o.batch;
+}
+
+std::string knob_options(const StepKnobs& k, const StepKnobs& base) {
+  std::vector<std::string> parts;
+  auto add = [&](const char* flag, const std::string& v, const std::string& b) {
+    if (v != b) parts.push_back(fmt::format("{} {}", flag, v));
+  };
+  add("--attn", k.attn, base.attn);
+  add("--norm", k.norm, base.norm);
+  add("--lora-dtype", k.lora_dtype, base.lora_dtype);
+  add("--moe", k.moe, base.moe);
+  add("--checkpointing", k.checkpointing, base.checkpointing);
+  add("--ce", k.ce, base.ce);
+  if (k.batch != base.batch) parts.push_back(fmt::format("--batch {}", k.batch));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+Json to_json(const StepKnobs& k) {
+  return Json{{"attn", k.attn},         {"norm", k.norm},
+              {"lora_dtype", k.lora_dtype}, {"moe", k.moe},
+              {"checkpointing", k.checkpointing}, {"ce", k.ce},
+              {"batch", k.batch}};
+}
+
+const std::vector<LeverInfo>& lever_catalogue() {
+  static const std::vector<LeverInfo> kLevers = {
+      {LeverId::kAttention, "attention",
+       "the attention path: which kernels compute the sliding and the full layers",
+       "transformers' attn_implementation (eager, sdpa, flash_attention_2/3). No built-in one "
+       "does flash-window: flash-attn takes head_dim up to 256 and Gemma-4's full layers have "
+       "512; a custom function registered with transformers' AttentionInterface can"},
+      {LeverId::kNorm, "norm",
+       "RMSNorm as one fused kernel each way instead of transformers' formula op by op",
+       "a fused-norm kernel library that patches the model's RMSNorm (e.g. Liger Kernel, where "
+       "it supports the model class), or torch.compile; transformers itself has none"},
+      {LeverId::kLoraDtype, "lora-dtype",
+       "the LoRA factors in the model's dtype instead of fp32",
+       "PEFT: get_peft_model(..., autocast_adapter_dtype=False) keeps the adapters in the "
+       "base model's dtype (the default True keeps them in fp32 under a bf16 model)"},
+      {LeverId::kMoe, "moe",
+       "the experts' GEMMs: one grouped GEMM per projection or a loop over experts",
+       "transformers' experts_implementation (from_pretrained: grouped_mm, eager, batched_mm)"},
+      {LeverId::kCheckpointing, "checkpointing",
+       "per-layer gradient checkpointing off: no recompute, every layer's activations kept",
+       "TrainingArguments(gradient_checkpointing=False), or not calling "
+       "model.gradient_checkpointing_enable()"},
+      {LeverId::kCe, "ce", "the cross-entropy over the vocabulary in chunks, or at once",
+       "transformers computes the full logits and an fp32 cross-entropy; a chunked or fused "
+       "linear cross-entropy comes from a kernel library (e.g. Liger Kernel's)"},
+      {LeverId::kPacking, "packing",
+       "a padded micro-batch run as its real tokens only (packed rows, attention kept inside "
+       "each row); in tprobe's engine it comes with the attention path that packs",
+       "a flattening data collator (transformers' DataCollatorWithFlattening, TRL's "
+       "padding_free) with an attention implementation that takes packed sequences"},
+      {LeverId::kBatch, "batch",
+       "rows per micro-batch at the same tokens per optimizer step (compared per token)",
+       "TrainingArguments' per_device_train_batch_size with gradient_accumulation_steps "
+       "changed inversely"},
+  };
+  return kLevers;
+}
+
+const LeverInfo& lever_info(LeverId id) {
+  for (const LeverInfo& l : lever_catalogue()) {
+    if (l.id == id) return l;
+  }
+  fail("unknown lever");
+}
+
+const char* to_string(LeverId id) { return lever_info(id).name; }
+
+std::vector<LeverConfig> lever_configs(const LeverPlanInput& in) {
+  const StepKnobs& b = in.baseline;
+  std::vector<LeverConfig> out;
+  out.push_back({"baseline", "", b, false});
+  auto alone = [&](LeverId id, StepKnobs k, bool padded_only = false) {
+    if (k == b) return;
+    out.push_back({to_string(id), knob_options(k, b), k, padded_only});
+  };
+  auto with = [&](auto set) {
+    StepKnobs k = b;
+    set(k);
+    return k;
+  };
+  for (const char* attn : {"flash-window", "blockwise", "sdpa", "eager"}) {
+    if (attn == b.attn) continue;
+    // eager is the slow reference, never a lever; blockwise is the CPU's windowed path.
+    if (std::string(attn) == "eager") continue;
+    if (std::string(attn) == "flash-window" && in.device != "cuda") continue;
+    if (std::string(attn) == "blockwise" && in.device == "cuda") continue;
+    alone(LeverId::kAttention, with([&](StepKnobs& k) { k.attn = attn; }));
+  }
+  alone(LeverId::kNorm, with([](StepKnobs& k) { k.norm = k.norm == "hf" ? "fused" : "hf"; }));
+  alone(LeverId::kLoraDtype, with([](StepKnobs& k) {
+          k.lora_dtype = k.lora_dtype == "fp32" ? "model" : "fp32";
+        }));
+  alone(LeverId::kMoe,
+        with([](StepKnobs& k) { k.moe = k.moe == "grouped_mm" ? "loop" : "grouped_mm"; }));
+  alone(LeverId::kCheckpointing, with([](StepKnobs& k) {
+          k.checkpointing = k.checkpointing == "on" ? "off" : "on";
+        }));
+  alone(LeverId::kCe,
+        with([](StepKnobs& k) { k.ce = k.ce == "chunked" ? "naive" : "chunked"; }));
+  if (in.padded_point && !in.packing_path.empty() && in.packing_path != b.attn) {
+    alone(LeverId::kPacking, with([&](StepKnobs& k) { k.attn = in.packing_path; }), true);
+  }
+  if (b.batch >= 2 && b.batch % 2 == 0) {
+    alone(LeverId::kBatch, with([](StepKnobs& k) { k.batch /= 2; }));
+  }
+  alone(LeverId::kBatch, with([](StepKnobs& k) { k.batch *= 2; }));
+  return out;
+}
+
+Timing make_timing(std::vector<double> samples_s) {
+  Timing t;
+  t.samples_s = std::move(samples_s);
+  if (t.samples_s.empty()) return t;
+  std::vector<double> s = t.samples_s;
+  std::sort(s.begin(), s.end());
+  const std::size_t n = s.size();
+  t.median_s = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  t.min_s = s.front();
+  t.max_s = s.back();
+  return t;
+}
+
+LeverDelta compare(const Timing& baseline, const Timing& lever, double scale) {
+  LeverDelta d;
+  const double lm = lever.median_s * scale, lo = lever.min_s * scale, hi = lever.max_s * scale;
+  d.delta_s = lm - baseline.median_s;
+  d.ratio = lm > 0 ? baseline.median_s / lm : 0;
+  d.spread_measured = baseline.samples_s.size() >= 2 && lever.samples_s.size() >= 2;
+  d.inside_noise = lo <= baseline.max_s && baseline.min_s <= hi;
+  if (!d.spread_measured) {
+    d.verdict = "no spread measured";
+  } else if (d.inside_noise) {
+    d.verdict = "inside the noise";
+  } else {
+    d.verdict = d.delta_s < 0 ? "faster" : "slower";
+  }
+  return d;
+}
+
+namespace {
+
+std::string point_key(int64_t width, const std::vector<int64_t>& lengths) {
+  return fmt::format("{}/{}", width, fmt::join(lengths, ","));
+}
+
+}  // namespace
+
+void compare_rows(LeversReport& report) {
+  std::map<std::string, const LeverRow*> base;
+  for (const LeverRow& r : report.rows) {
+    if (r.lever == "baseline" && r.outcome == "ok") base[point_key(r.width, r.lengths)] = &r;
+  }
+  for (LeverRow& r : report.rows) {
+    r.delta.reset();
+    if (r.lever == "baseline" || r.outcome != "ok") continue;
+    auto it = base.find(point_key(r.width, r.lengths));
+    if (it == base.end()) continue;
+    // The batch lever runs other rows per micro-batch: compare the time for the same tokens.
+    const double scale =
+        r.batch > 0 ? static_cast<double>(it->second->batch) / static_cast<double>(r.batch) : 1.0;
+    r.delta = compare(it->second->timing, r.timing, scale);
+  }
+}
+
+std::optional<StepKnobs> best_combination(const LeversReport& report,
+                                          std::vector<std::string>* from) {
+  // A lever setting wins when every one of its rows ran and was faster beyond the noise.
+  std::map<std::string, bool> wins;  // setting -> still winning
+  std::map<std::string, const LeverRow*> first;
+  for (const LeverRow& r : report.rows) {
+    if (r.lever == "baseline" || r.lever == "best" || r.lever == "batch" ||
+        r.lever == "packing") {
+      continue;
+    }
+    const bool faster = r.outcome == "ok" && r.delta && r.delta->verdict == "faster";
+    auto [it, fresh] = wins.emplace(r.setting, faster);
+    if (!fresh) it->second = it->second && faster;
+    first.emplace(r.setting, &r);
+  }
+  StepKnobs best = report.baseline;
+  std::set<std::string> taken;  // one setting per lever: the attention lever may offer two
+  std::vector<std::string> used;
+  // The fastest winning setting of each lever at the widest point it ran.
+  std::map<std::string, std::pair<double, const LeverRow*>> per_lever;
+  for (const LeverRow& r : report.rows) {
+    auto w = wins.find(r.setting);
+    if (w == wins.end() || !w->second || !r.delta) continue;
+    auto& slot = per_lever[r.lever];
+    if (!slot.second || r.width > slot.second->width ||
+        (r.width == slot.second->width && r.delta->ratio > slot.first)) {
+      slot = {r.delta->ratio, &r};
+    }
+  }
+  for (const LeverInfo& l : lever_catalogue()) {
+    auto it = per_lever.find(l.name);
+    if (it == per_lever.end()) continue;
+    const StepKnobs& k = it->second.second->knobs;
+    switch (l.id) {
+      case LeverId::kAttention: best.attn = k.attn; break;
+      case LeverId::kNorm: best.norm = k.norm; break;
+      case LeverId::kLoraDtype: best.lora_dtype = k.lora_dtype; break;
+      case LeverId::kMoe: best.moe = k.moe; break;
+      case LeverId::kCheckpointing: best.checkpointing = k.checkpointing; break;
+      case LeverId::kCe: best.ce = k.ce; break;
+      case LeverId::kPacking:
+      case LeverId::kBatch: continue;
+    }
+    used.push_back(it->second.second->setting);
+  }
+  if (from) *from = used;
+  if (used.size() < 2) return std::nullopt;  // one lever alone is already its own row
+  return best;
+}
+
+namespace {
+
+Json opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+std::string point_label(const LeverRow& r) {
+  std::string s = fmt::format("{}×{}", r.batch, format_count(r.width));
+  if (!r.lengths.empty()) s += " padded";
+  return s;
+}
+
+}  // namespace
+
+Json to_json(const LeversReport& report) {
+  Json j;
+  j["baseline"] = {{"reproduces", report.baseline_name}, {"knobs", to_json(report.baseline)}};
+  j["device"] = report.device;
+  j["model"] = report.model;
+  Json levers = Json::array();
+  for (const LeverInfo& l : lever_catalogue()) {
+    levers.push_back({{"lever", l.name}, {"moves", l.moves}, {"in_hf_stack", l.in_hf_stack}});
+  }
+  j["levers"] = levers;
+  Json rows = Json::array();
+  for (const LeverRow& r : report.rows) {
+    Json row = {{"lever", r.lever},
+                {"setting", r.setting},
+                {"knobs", to_json(r.knobs)},
+                {"batch", r.batch},
+                {"width", r.width},
+                {"lengths", r.lengths},
+                {"tokens", r.tokens},
+                {"outcome", r.outcome},
+                {"message", r.message},
+                {"samples_s", r.timing.samples_s}};
+    if (r.outcome == "ok" && !r.timing.samples_s.empty()) {
+      row["median_s"] = r.timing.median_s;
+      row["min_s"] = r.timing.min_s;
+      row["max_s"] = r.timing.max_s;
+    } else {
+      row["median_s"] = nullptr;
+      row["min_s"] = nullptr;
+      row["max_s"] = nullptr;
+    }
+    row["peak_allocated_bytes"] = opt(r.peak_allocated_bytes);
+    row["peak_reserved_bytes"] = opt(r.peak_reserved_bytes);
+    row["performed_mfu_ratio"] = opt(r.performed_mfu);
+    if (r.delta) {
+      row["vs_baseline"] = {{"delta_s", r.delta->delta_s},
+                            {"speedup_ratio", r.delta->ratio},
+                            {"inside_noise", r.delta->inside_noise},
+                            {"spread_measured", r.delta->spread_measured},
+                            {"verdict", r.delta->verdict},
+                            {"per_token", r.batch != 0 && r.lever == "batch"}};
+    } else {
+      row["vs_baseline"] = nullptr;
+    }
+    rows.push_back(std::move(row));
+  }
+  j["rows"] = rows;
+  if (report.best) {
+    j["best"] = {{"knobs", to_json(*report.best)},
+                 {"setting", report.best_setting},
+                 {"combines", report.best_from}};
+  } else {
+    j["best"] = {{"knobs", nullptr},
+                 {"setting", ""},
+                 {"combines", report.best_from},
+                 {"why_none", report.best_from.empty()
+                                  ? "no lever was faster beyond the noise at every point"
+                                  : "one lever alone: its own row is the best"}};
+  }
+  return j;
+}
+
+std::vector<Table> levers_tables(const LeversReport& report) {
+  Table t(fmt::format("Levers against the baseline ({}), {} on {}", report.baseline_name,
+                      report.model, report.device));
+  t.column("lever", Align::kLeft)
+      .column("setting", Align::kLeft)
+      .column("point", Align::kLeft)
+      .column("step (median)")
+      .column("min–max")
+      .column("vs baseline")
+      .column("verdict", Align::kLeft)
+      .column("peak alloc")
+      .column("MFU");
+  for (const LeverRow& r : report.rows) {
+    std::string step = "-", range = "-", vs = "-", verdict = r.outcome;
+    if (r.outcome == "ok" && !r.timing.samples_s.empty()) {
+      step = format_seconds(r.timing.median_s);
+      range = fmt::format("{}–{}", format_seconds(r.timing.min_s), format_seconds(r.timing.max_s));
+    }
+    if (r.delta) {
+      vs = fmt::format("{}{:.2f}×", r.lever == "batch" ? "per token " : "", r.delta->ratio);
+      verdict = r.delta->verdict;
+    } else if (r.outcome != "ok") {
+      verdict = r.outcome + (r.message.empty() ? "" : ": " + r.message);
+    } else if (r.lever == "baseline") {
+      verdict = "";
+    }
+    t.row({r.lever, r.setting.empty() ? "(baseline)" : r.setting, point_label(r), step, range, vs,
+           verdict, r.peak_allocated_bytes ? format_bytes(*r.peak_allocated_bytes) : "-",
+           r.performed_mfu ? format_percent(*r.performed_mfu) : "-"});
+  }
+  Table how("How to pull each lever in a Hugging Face + PEFT harness");
+  how.column("lever", Align::kLeft)
+      .column("what it moves", Align::kLeft)
+      .column("in your stack", Align::kLeft);
+  for (const LeverInfo& l : lever_catalogue()) how.row({l.name, l.moves, l.in_hf_stack});
+  return {t, how};
+}
+
+}  // namespace tprobe::core
