@@ -8,6 +8,7 @@
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::probes {
 
@@ -59,7 +60,9 @@ void register_inspect(CLI::App& app, ProbeSet& set) {
       "Parameters by block, the 4-bit trap, LoRA targets and a memory estimate, from "
       "checkpoint headers or an embedded model");
   CLI::Option* model =
-      cmd->add_option("--model", opt->model, "Embedded model name")->capture_default_str();
+      cmd->add_option("--model", opt->model, "Embedded model name")
+          ->check(CLI::IsMember(core::embedded_model_names()))
+          ->capture_default_str();
   cmd->add_option("checkpoint,--checkpoint", opt->checkpoint,
                   "Checkpoint directory (config.json + safetensors); headers only")
       ->excludes(model);
