@@ -68,7 +68,9 @@ void register_inspect(CLI::App& app, ProbeSet& set) {
       ->excludes(model);
   cmd->add_option("--targets", opt->targets, "LoRA target modules, comma-separated")
       ->capture_default_str();
-  cmd->add_option("--rank", opt->rank, "LoRA rank")->check(positive_number())->capture_default_str();
+  cmd->add_option("--rank", opt->rank, "LoRA rank")
+      ->check(positive_number())
+      ->capture_default_str();
   cmd->add_option("--batch", opt->batch, "Sequences per step (memory estimate)")
       ->check(positive_number())
       ->capture_default_str();

@@ -78,8 +78,8 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
           ->capture_default_str();
   set.deprecated(cmd,
                  cmd->add_option("--device", args->table.device, "Deprecated: --device-id")
-                     ->check(CLI::Range(-1, 1 << 20))
-                     ->excludes(device_id),
+                     ->check(CLI::Range(-1, 1 << 20)),
+                 device_id,
                  "kernels --device N is deprecated (removed in the next release; --device names "
                  "cpu or cuda elsewhere): write --device-id N");
   cmd->add_option("--top", args->top, "Kernels listed in the table (0: all; the evidence has all)")

@@ -89,7 +89,8 @@ void register_mask(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--warmup", o->analysis.warmup, "Backend trials: untimed runs before timing")
       ->check(CLI::Range(0, 1000))
       ->capture_default_str();
-  cmd->add_option("--repeats", o->analysis.repeats, "Backend trials: timed runs (the median is reported)")
+  cmd->add_option("--repeats", o->analysis.repeats,
+                  "Backend trials: timed runs (the median is reported)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   cmd->add_option("--padded-length", o->analysis.padded_length,

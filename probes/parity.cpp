@@ -13,6 +13,7 @@ struct ParityOptions {
   std::string attn = "eager";
   std::string moe = "loop";
   std::string checkpointing = "off";
+  bool gradient_checkpointing = false;  // the old spelling of --checkpointing on
   bool no_input_grads = false;
   std::string dump_hidden;
   model::ParityOptions analysis;
@@ -22,6 +23,7 @@ core::Outcome run(ParityOptions& o, RunContext& ctx) {
   model::ParityOptions& a = o.analysis;
   a.attn = core::attention_path_from_name(o.attn, "--attn");
   a.moe = model::parse_moe(o.moe);
+  if (o.gradient_checkpointing) o.checkpointing = "on";
   a.gradient_checkpointing = o.checkpointing == "on";
   ctx.evidence.options()["checkpointing"] = o.checkpointing;  // as set by either spelling
   a.input_grads = !o.no_input_grads;
@@ -53,7 +55,8 @@ void register_parity(CLI::App& app, ProbeSet& set) {
       ->required();
   cmd->add_option("--logits-key", cli->analysis.logits_key, "Reference tensor to compare with")
       ->capture_default_str();
-  cmd->add_option("--loss-key", cli->analysis.loss_key, "Reference loss tensor (skipped when absent)")
+  cmd->add_option("--loss-key", cli->analysis.loss_key,
+                  "Reference loss tensor (skipped when absent)")
       ->capture_default_str();
   cmd->add_option(
       "--baseline-key", cli->analysis.baseline_key,
@@ -92,10 +95,9 @@ void register_parity(CLI::App& app, ProbeSet& set) {
           ->check(CLI::IsMember({"on", "off"}))
           ->capture_default_str();
   set.deprecated(cmd,
-                 cmd->add_flag_callback(
-                        "--gradient-checkpointing", [cli] { cli->checkpointing = "on"; },
-                        "Deprecated: --checkpointing on")
-                     ->excludes(checkpointing),
+                 cmd->add_flag("--gradient-checkpointing", cli->gradient_checkpointing,
+                               "Deprecated: --checkpointing on"),
+                 checkpointing,
                  "--gradient-checkpointing is deprecated (removed in the next release): write "
                  "--checkpointing on");
   cmd->add_flag("--no-input-grads", cli->no_input_grads,

@@ -59,10 +59,12 @@ class ProbeSet {
  public:
   // Adds --json to `command` and remembers how to run it and which files it reads and writes.
   void add(CLI::App* command, RunFn run, Needs needs = Needs::kCore, ProbeFiles files = {});
-  // An old spelling of one of `command`'s options, kept for one release: hidden from --help;
-  // when it is given, the run prints "deprecated: <note>" to stderr and records the note as a
-  // warning (code "deprecated_option") in the evidence. `note` says what to write instead.
-  void deprecated(CLI::App* command, CLI::Option* old, std::string note);
+  // `old`, an old spelling of `command`'s option `replacement`, kept for one release: hidden from
+  // --help; when it is given, the run prints "deprecated: <note>" to stderr and records the note
+  // as a warning (code "deprecated_option") in the evidence; both given is a usage error. `note`
+  // says what to write instead.
+  void deprecated(CLI::App* command, CLI::Option* old, const CLI::Option* replacement,
+                  std::string note);
   // Runs whichever subcommand was parsed; returns the process exit code.
   int run_parsed(const std::vector<std::string>& argv, std::ostream& out) const;
 
@@ -70,6 +72,7 @@ class ProbeSet {
   struct Deprecated {
     CLI::App* command;
     CLI::Option* option;
+    const CLI::Option* replacement;
     std::string note;
   };
   std::vector<std::unique_ptr<Probe>> probes_;

@@ -158,9 +158,10 @@ std::string side_output_path(const RunContext& ctx, const std::string& path) {
   return path.empty() ? "" : ctx.files.staged(path);
 }
 
-void ProbeSet::deprecated(CLI::App* command, CLI::Option* old, std::string note) {
+void ProbeSet::deprecated(CLI::App* command, CLI::Option* old, const CLI::Option* replacement,
+                          std::string note) {
   old->group("");
-  deprecated_.push_back({command, old, std::move(note)});
+  deprecated_.push_back({command, old, replacement, std::move(note)});
 }
 
 void ProbeSet::add(CLI::App* command, RunFn run, Needs needs, ProbeFiles files) {
@@ -252,6 +253,13 @@ std::string one_line(const std::string& text) {
 int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out) const {
   for (const auto& probe : probes_) {
     if (!probe->command->parsed()) continue;
+    // (Not CLI11's excludes: that would print the hidden spelling's name in --help.)
+    for (const Deprecated& d : deprecated_) {
+      if (d.command == probe->command && d.option->count() > 0 && d.replacement->count() > 0) {
+        fail_usage("--{} is the old spelling of --{}: give one of them",
+                   d.option->get_single_name(), d.replacement->get_single_name());
+      }
+    }
     core::OutputGuard files;
     declare_files(*probe, files);
     core::Evidence evidence(probe->command->get_name(), argv);

@@ -51,7 +51,11 @@ TEST(SpellingCli, KernelsOldDeviceSpellingStillFiltersAndSaysItIsDeprecated) {
   EXPECT_EQ(none.exit_code, 1) << none.err;
   EXPECT_NE(none.err.find("is in the selection"), std::string::npos) << none.err;
   // Both spellings at once: a usage error.
-  EXPECT_EQ(run_tprobe({"kernels", kTrace, "--device", "0", "--device-id", "0"}).exit_code, 2);
+  RunResult both = run_tprobe({"kernels", kTrace, "--device", "0", "--device-id", "0"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("--device is the old spelling of --device-id: give one of them"),
+            std::string::npos)
+      << both.err;
 }
 
 TEST(SpellingCli, OldSpellingsAreHiddenFromHelp) {
@@ -60,6 +64,8 @@ TEST(SpellingCli, OldSpellingsAreHiddenFromHelp) {
   EXPECT_NE(kernels.out.find("--device-id"), std::string::npos) << kernels.out;
   EXPECT_EQ(kernels.out.find("--device "), std::string::npos) << kernels.out;
   EXPECT_EQ(kernels.out.find("Deprecated"), std::string::npos) << kernels.out;
+  // Nor does the new spelling's help name an exclusion it cannot show.
+  EXPECT_EQ(kernels.out.find("Excludes: \n"), std::string::npos) << kernels.out;
   RunResult parity = run_tprobe({"parity", "--help"});
   EXPECT_EQ(parity.exit_code, 0);
   EXPECT_NE(parity.out.find("--checkpointing"), std::string::npos) << parity.out;
