@@ -1,13 +1,11 @@
 // `tprobe bucket`: what a bucket-to-pair, shuffle-to-mix sampler buys, swept over bucket size.
 #include "probes/probe.hpp"
-#include "tprobe/core/base/atomic_file.hpp"
-#include "tprobe/core/base/error.hpp"
 #include "tprobe/core/data/bucket_report.hpp"
 
 namespace tprobe::probes {
 namespace {
 
-struct BucketArgs {
+struct BucketOptions {
   std::string dataset = "synthetic";
   std::string format = "auto";
   std::string baseline = "sequential";
@@ -17,10 +15,33 @@ struct BucketArgs {
   core::BucketOptions options;
 };
 
+core::Outcome run(BucketOptions& args, RunContext& ctx) {
+  core::BucketOptions& o = args.options;
+  o.baseline = core::parse_batch_order(args.baseline);
+  core::validate(o);
+  if (!args.cost.empty()) o.cost = core::parse_cost(args.cost);
+  if (!args.scaling_fit.empty()) o.cost = core::cost_from_scaling_fit(args.scaling_fit);
+  const core::LengthDataset ds =
+      core::load_dataset(args.dataset, core::parse_length_format(args.format));
+  core::BucketReport report = core::analyze_bucket(ds, o);
+  report.cost_hint = "predicted time: give --cost A,B[,C] or --scaling-fit PATH.";
+  ctx.out << core::render(report);
+  ctx.evidence.results() = core::to_json(report);
+  // The sweep as analysed (ascending, duplicates dropped), not CLI11's default text.
+  ctx.evidence.options()["sweep"] = report.options.sweep;
+  add_diagnostics(ctx.evidence, report.diagnostics);
+  if (!args.emit_order.empty()) {
+    write_side_output(ctx, args.emit_order,
+                      core::order_jsonl(ds, report.options, report.chosen_bucket));
+    ctx.evidence.results()["emit_order"] = args.emit_order;
+  }
+  return report.outcome;
+}
+
 }  // namespace
 
 void register_bucket(CLI::App& app, ProbeSet& set) {
-  auto args = std::make_shared<BucketArgs>();
+  auto args = std::make_shared<BucketOptions>();
   CLI::App* cmd = app.add_subcommand(
       "bucket", "Sweep a bucket-to-pair, shuffle-to-mix sampler: waste, source mix, time");
   add_dataset_options(cmd, args->dataset, args->format);
@@ -51,28 +72,9 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
   cost->excludes(fit);
   cmd->add_option("--emit-order", args->emit_order,
                   "Write the chosen order as JSONL (micro-batch -> record indices) to PATH");
-  set.add(cmd, [args](RunContext& ctx) {
-    core::BucketOptions& o = args->options;
-    o.baseline = core::parse_batch_order(args->baseline);
-    core::validate(o);
-    if (!args->cost.empty()) o.cost = core::parse_cost(args->cost);
-    if (!args->scaling_fit.empty()) o.cost = core::cost_from_scaling_fit(args->scaling_fit);
-    const core::LengthDataset ds =
-        core::load_dataset(args->dataset, core::parse_length_format(args->format));
-    core::BucketReport report = core::analyze_bucket(ds, o);
-    report.cost_hint = "predicted time: give --cost A,B[,C] or --scaling-fit PATH.";
-    ctx.out << core::render(report);
-    ctx.evidence.results() = core::to_json(report);
-    // The sweep as analysed (ascending, duplicates dropped), not CLI11's default text.
-    ctx.evidence.options()["sweep"] = report.options.sweep;
-    for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
-    if (!args->emit_order.empty()) {
-      core::write_file_atomic(ctx.files.staged(args->emit_order),
-                              core::order_jsonl(ds, report.options, report.chosen_bucket));
-      ctx.evidence.results()["emit_order"] = args->emit_order;
-    }
-    return core::Outcome::kOk;
-  }, Needs::kCore, {{"dataset", "--dataset", "--scaling-fit"}, {"--emit-order"}, {}});
+  set.add(
+      cmd, [args](RunContext& ctx) { return run(*args, ctx); }, Needs::kCore,
+      {{"dataset", "--dataset", "--scaling-fit"}, {"--emit-order"}, {}});
 }
 
 }  // namespace tprobe::probes

@@ -2,15 +2,21 @@
 #include "probes/probe.hpp"
 
 namespace tprobe::probes {
+namespace {
+
+// No options and no analysis: the report is the environment the driver collected.
+core::Outcome run(RunContext& ctx) {
+  ctx.out << core::environment_table(ctx.environment).render();
+  ctx.evidence.results() = core::to_json(ctx.environment);
+  return core::Outcome::kOk;
+}
+
+}  // namespace
 
 void register_env(CLI::App& app, ProbeSet& set) {
   CLI::App* cmd = app.add_subcommand(
       "env", "Report tool, libtorch, CUDA device, CUPTI and SDPA backend facts");
-  set.add(cmd, [](RunContext& ctx) {
-    ctx.out << core::environment_table(ctx.environment).render();
-    ctx.evidence.results() = core::to_json(ctx.environment);
-    return core::Outcome::kOk;
-  }, Needs::kTorchIfAvailable);
+  set.add(cmd, run, Needs::kTorchIfAvailable);
 }
 
 }  // namespace tprobe::probes

@@ -53,7 +53,8 @@ core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
   }
   for (const auto& table : core::flops_tables(report, rates)) ctx.out << table.render() << "\n";
   ctx.evidence.results() = core::to_json(report, rates);
-  return core::Outcome::kOk;
+  add_diagnostics(ctx.evidence, report.diagnostics);
+  return report.outcome;
 }
 
 }  // namespace

@@ -2,12 +2,13 @@
 // trap, LoRA target discovery and a memory budget estimate. docs/inspect.md.
 #include <memory>
 
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
-#include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/inspect_report.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::probes {
 
@@ -20,15 +21,10 @@ struct InspectOptions {
   int64_t rank = 64;
   int64_t batch = 2;
   int64_t width = 16384;
-  int64_t ce_chunk = 1024;
+  int64_t ce_chunk = 4096;
 };
 
-core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
-  if (opt.rank <= 0) fail_usage("--rank {}: must be positive", opt.rank);
-  if (opt.batch <= 0) fail_usage("--batch {}: must be positive", opt.batch);
-  if (opt.width <= 0) fail_usage("--width {}: must be positive", opt.width);
-  if (opt.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", opt.ce_chunk);
-
+core::Outcome run(const InspectOptions& opt, RunContext& ctx) {
   core::InspectInput in;
   in.targets = core::parse_target_list(opt.targets, "--targets");
   in.rank = opt.rank;
@@ -51,7 +47,7 @@ core::Outcome run_inspect(const InspectOptions& opt, RunContext& ctx) {
   const core::InspectReport report = core::analyze_inspect(in);
   ctx.out << core::render(report);
   ctx.evidence.results() = core::to_json(report);
-  for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
+  add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;
 }
 
@@ -64,21 +60,28 @@ void register_inspect(CLI::App& app, ProbeSet& set) {
       "Parameters by block, the 4-bit trap, LoRA targets and a memory estimate, from "
       "checkpoint headers or an embedded model");
   CLI::Option* model =
-      cmd->add_option("--model", opt->model, "Embedded model name")->capture_default_str();
+      cmd->add_option("--model", opt->model, "Embedded model name")
+          ->check(CLI::IsMember(core::embedded_model_names()))
+          ->capture_default_str();
   cmd->add_option("checkpoint,--checkpoint", opt->checkpoint,
                   "Checkpoint directory (config.json + safetensors); headers only")
       ->excludes(model);
   cmd->add_option("--targets", opt->targets, "LoRA target modules, comma-separated")
       ->capture_default_str();
-  cmd->add_option("--rank", opt->rank, "LoRA rank")->capture_default_str();
+  cmd->add_option("--rank", opt->rank, "LoRA rank")
+      ->check(positive_number())
+      ->capture_default_str();
   cmd->add_option("--batch", opt->batch, "Sequences per step (memory estimate)")
+      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--width", opt->width, "Tokens per sequence (memory estimate)")
+      ->check(positive_number())
       ->capture_default_str();
-  cmd->add_option("--ce-chunk", opt->ce_chunk, "Tokens per chunked cross-entropy chunk")
+  cmd->add_option("--ce-chunk", opt->ce_chunk, "Tokens per cross-entropy chunk")
+      ->check(positive_number())
       ->capture_default_str();
   set.add(
-      cmd, [opt](RunContext& ctx) { return run_inspect(*opt, ctx); }, Needs::kCore,
+      cmd, [opt](RunContext& ctx) { return run(*opt, ctx); }, Needs::kCore,
       {{"checkpoint"}, {}, {}});
 }
 

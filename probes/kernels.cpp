@@ -9,7 +9,7 @@
 namespace tprobe::probes {
 namespace {
 
-struct KernelsArgs {
+struct KernelsOptions {
   std::vector<std::string> inputs;
   core::KernelTableOptions table;
   int top = 25;
@@ -19,12 +19,9 @@ struct KernelsArgs {
 };
 
 // The per-layer kinds (sliding / full) of the model the trace ran, when the user names it.
-core::TracePartsOptions parts_options(const KernelsArgs& a) {
+core::TracePartsOptions parts_options(const KernelsOptions& a) {
   core::TracePartsOptions o;
-  const int given = !a.config_path.empty() + !a.checkpoint.empty() + !a.model.empty();
-  if (given > 1)
-    fail_usage("give at most one of --config, --checkpoint and --model (got {})", given);
-  if (given == 0) return o;
+  if (a.config_path.empty() && a.checkpoint.empty() && a.model.empty()) return o;
   core::ModelConfig config;
   if (!a.config_path.empty()) {
     config = core::read_config_json(a.config_path).config;
@@ -43,10 +40,21 @@ core::TracePartsOptions parts_options(const KernelsArgs& a) {
   return o;
 }
 
+core::Outcome run(const KernelsOptions& o, RunContext& ctx) {
+  const core::KernelsRequest request{o.inputs, o.table, parts_options(o)};
+  const core::KernelsReport report = core::analyze_kernels(request);
+  for (const auto& table : core::kernels_tables(report, o.top)) ctx.out << table.render() << "\n";
+  ctx.evidence.results() = core::to_json(report);
+  // The device index as filtered, whichever spelling gave it.
+  ctx.evidence.options()["device-id"] = o.table.device;
+  add_diagnostics(ctx.evidence, report.diagnostics);
+  return report.outcome;
+}
+
 }  // namespace
 
 void register_kernels(CLI::App& app, ProbeSet& set) {
-  auto args = std::make_shared<KernelsArgs>();
+  auto args = std::make_shared<KernelsOptions>();
   CLI::App* cmd = app.add_subcommand(
       "kernels",
       "Device-only kernel table of a torch.profiler trace (.json/.json.gz), a directory of "
@@ -63,29 +71,34 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
                   "Leave out the first K profiler steps present (warm-up)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
-  cmd->add_option("--device", args->table.device, "Only this device (-1: all)")
-      ->check(CLI::Range(-1, 1 << 20))
-      ->capture_default_str();
+  CLI::Option* device_id =
+      cmd->add_option("--device-id", args->table.device,
+                      "Only the kernels of this device index of the trace (-1: all)")
+          ->check(CLI::Range(-1, 1 << 20))
+          ->capture_default_str();
+  set.deprecated(cmd,
+                 cmd->add_option("--device", args->table.device, "Deprecated: --device-id")
+                     ->check(CLI::Range(-1, 1 << 20)),
+                 device_id,
+                 "kernels --device N is deprecated (removed in the next release; --device names "
+                 "cpu or cuda elsewhere): write --device-id N");
   cmd->add_option("--top", args->top, "Kernels listed in the table (0: all; the evidence has all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
       ->capture_default_str();
-  cmd->add_option("--config", args->config_path,
+  CLI::Option* config = cmd->add_option("--config", args->config_path,
                   "The traced model's config.json: sliding/full kind of each decoder layer in the "
                   "phase x part table");
-  cmd->add_option("--checkpoint", args->checkpoint,
-                  "A checkpoint directory whose config.json gives the layer kinds");
+  CLI::Option* checkpoint =
+      cmd->add_option("--checkpoint", args->checkpoint,
+                      "A checkpoint directory whose config.json gives the layer kinds")
+          ->excludes(config);
   cmd->add_option("--model", args->model, "An embedded model whose layer kinds to use")
-      ->check(CLI::IsMember(core::embedded_model_names()));
-  set.add(cmd, [args](RunContext& ctx) {
-    core::KernelsRequest request{args->inputs, args->table, parts_options(*args)};
-    const core::KernelsReport report = core::analyze_kernels(request);
-    for (const auto& table : core::kernels_tables(report, args->top)) {
-      ctx.out << table.render() << "\n";
-    }
-    for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
-    ctx.evidence.results() = core::to_json(report);
-    return core::Outcome::kOk;
-  }, Needs::kCore, {{"inputs", "--config", "--checkpoint"}, {}, {}});
+      ->check(CLI::IsMember(core::embedded_model_names()))
+      ->excludes(config)
+      ->excludes(checkpoint);
+  set.add(
+      cmd, [args](RunContext& ctx) { return run(*args, ctx); }, Needs::kCore,
+      {{"inputs", "--config", "--checkpoint"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

@@ -2,12 +2,10 @@
 // the modules its targets imply on the base model? docs/lora-gate.md.
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 
 #include "probes/probe.hpp"
 #include "tprobe/core/adapter/lora_gate_report.hpp"
-#include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
 
 namespace tprobe::probes {
@@ -21,9 +19,6 @@ struct LoraGateOptions {
 };
 
 core::Outcome run(const LoraGateOptions& o, RunContext& ctx) {
-  if (!o.model.empty() && !o.checkpoint.empty()) {
-    fail_usage("give --model or --checkpoint, not both");
-  }
   const core::LoraAdapter adapter = core::read_lora_adapter(o.adapter);
   std::optional<core::GateBase> base;
   if (!o.checkpoint.empty()) {
@@ -32,19 +27,13 @@ core::Outcome run(const LoraGateOptions& o, RunContext& ctx) {
   } else if (!o.model.empty()) {
     base = core::gate_base_from_model(o.model);
   } else {
-    // tprobe's own save_adapter records the embedded model's name there.
-    const auto names = core::embedded_model_names();
-    const std::string& named = adapter.config.base_model_name_or_path;
-    if (std::find(names.begin(), names.end(), named) != names.end()) {
-      base = core::gate_base_from_model(named);
-      base->source = "adapter_config.json base_model_name_or_path '" + named + "'";
-    }
+    base = core::gate_base_from_adapter(adapter);
   }
   const core::LoraGateReport report = core::gate_lora_adapter(adapter, base);
   for (const auto& table : core::lora_gate_tables(report)) ctx.out << table.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
-  for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
-  return report.passed() ? core::Outcome::kOk : core::Outcome::kNo;
+  add_diagnostics(ctx.evidence, report.diagnostics);
+  return report.outcome;
 }
 
 }  // namespace
@@ -58,13 +47,14 @@ void register_lora_gate(CLI::App& app, ProbeSet& set) {
          "adapter", o->adapter,
          "PEFT adapter directory (adapter_config.json + adapter_model.safetensors or shards)")
       ->required();  // a missing directory is the reader's error (exit 1), like every input
-  cmd->add_option("--model", o->model,
+  CLI::Option* model = cmd->add_option("--model", o->model,
                   "Embedded base model for the expected-module count (default: the adapter "
                   "config's base_model_name_or_path when it names one)")
       ->check(CLI::IsMember(core::embedded_model_names()));
   cmd->add_option("--checkpoint", o->checkpoint,
                   "Base checkpoint directory (config.json + safetensors headers) for the count")
-      ->check(CLI::ExistingDirectory);
+      ->check(CLI::ExistingDirectory)
+      ->excludes(model);
   set.add(
       cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,
       {{"adapter", "--checkpoint"}, {}, {}});

@@ -5,17 +5,28 @@
 namespace tprobe::probes {
 namespace {
 
-struct PaddingArgs {
+struct PaddingOptions {
   std::string dataset = "synthetic";
   std::string format = "auto";
   std::string order = "sequential";
   core::PaddingOptions options;
 };
 
+core::Outcome run(PaddingOptions& o, RunContext& ctx) {
+  o.options.order = core::parse_batch_order(o.order);
+  core::validate(o.options);
+  const core::LengthDataset ds = core::load_dataset(o.dataset, core::parse_length_format(o.format));
+  const core::PaddingReport report = core::analyze_padding(ds, o.options);
+  ctx.out << core::render(report);
+  ctx.evidence.results() = core::to_json(report);
+  add_diagnostics(ctx.evidence, report.diagnostics);
+  return report.outcome;
+}
+
 }  // namespace
 
 void register_padding(CLI::App& app, ProbeSet& set) {
-  auto args = std::make_shared<PaddingArgs>();
+  auto args = std::make_shared<PaddingOptions>();
   CLI::App* cmd = app.add_subcommand(
       "padding", "Padding waste, micro-batch widths, truncation per source, loss-head memory");
   add_dataset_options(cmd, args->dataset, args->format);
@@ -31,16 +42,9 @@ void register_padding(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_option("--ce-chunk", args->options.ce_chunk, "Tokens per cross-entropy chunk")
       ->capture_default_str();
-  set.add(cmd, [args](RunContext& ctx) {
-    args->options.order = core::parse_batch_order(args->order);
-    core::validate(args->options);
-    const core::LengthDataset ds =
-        core::load_dataset(args->dataset, core::parse_length_format(args->format));
-    const core::PaddingReport report = core::analyze_padding(ds, args->options);
-    ctx.out << core::render(report);
-    ctx.evidence.results() = core::to_json(report);
-    return core::Outcome::kOk;
-  }, Needs::kCore, {{"dataset", "--dataset"}, {}, {}});
+  set.add(
+      cmd, [args](RunContext& ctx) { return run(*args, ctx); }, Needs::kCore,
+      {{"dataset", "--dataset"}, {}, {}});
 }
 
 }  // namespace tprobe::probes

@@ -5,6 +5,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -58,12 +59,37 @@ class ProbeSet {
  public:
   // Adds --json to `command` and remembers how to run it and which files it reads and writes.
   void add(CLI::App* command, RunFn run, Needs needs = Needs::kCore, ProbeFiles files = {});
+  // `old`, an old spelling of `command`'s option `replacement`, kept for one release: hidden from
+  // --help; when it is given, the run prints "deprecated: <note>" to stderr and records the note
+  // as a warning (code "deprecated_option") in the evidence; both given is a usage error. `note`
+  // says what to write instead.
+  void deprecated(CLI::App* command, CLI::Option* old, const CLI::Option* replacement,
+                  std::string note);
   // Runs whichever subcommand was parsed; returns the process exit code.
   int run_parsed(const std::vector<std::string>& argv, std::ostream& out) const;
 
  private:
+  struct Deprecated {
+    CLI::App* command;
+    CLI::Option* option;
+    const CLI::Option* replacement;
+    std::string note;
+  };
   std::vector<std::unique_ptr<Probe>> probes_;
+  std::vector<Deprecated> deprecated_;
 };
+
+// The one way a probe hands an analysis' diagnostics to the envelope (in order).
+void add_diagnostics(core::Evidence& evidence, const std::vector<core::Diagnostic>& diagnostics);
+
+// Side outputs: the files a run writes beside --json. Each is declared in the probe's ProbeFiles
+// (its option in `outputs`, or through `declare`), and these two are the only ways one is
+// written: under the output guard's staged name, committed with the evidence when the run
+// succeeds, removed when it fails; an interrupted run keeps none (core/base/output_guard.hpp).
+// write_side_output writes `contents` (atomically) for the probe; side_output_path is the staged
+// name the engine writes to itself ("" when `path` is empty: the output was not asked for).
+void write_side_output(RunContext& ctx, const std::string& path, std::string_view contents);
+std::string side_output_path(const RunContext& ctx, const std::string& path);
 
 // --dataset and --format, shared by the probes that read a length dataset.
 void add_dataset_options(CLI::App* command, std::string& dataset, std::string& format);

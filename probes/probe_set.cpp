@@ -5,6 +5,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <iostream>
 #include <new>
 #include <set>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "probes/option_checks.hpp"
+#include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/base/interrupt.hpp"
@@ -61,6 +63,8 @@ core::Json resolved_options(const CLI::App& command) {
     std::string name = opt->get_single_name();
     if (name.empty() || name == "help") continue;
     std::vector<std::string> values = opt->results();
+    // A deprecated spelling (hidden, group "") is recorded only when it was given.
+    if (opt->get_group().empty() && values.empty()) continue;
     const bool numeric = numeric_option(*opt);
     // A main input has a positional and an option form under one name (`padding data.jsonl` or
     // `--dataset data.jsonl`): the form that was given is recorded.
@@ -140,6 +144,24 @@ void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int6
 std::vector<std::string> lora_targets(const std::vector<std::string>& option) {
   if (option.size() == 1 && option[0] == "none") return {};
   return option;
+}
+
+void add_diagnostics(core::Evidence& evidence, const std::vector<core::Diagnostic>& diagnostics) {
+  for (const auto& d : diagnostics) evidence.diagnose(d.severity, d.code, d.message);
+}
+
+void write_side_output(RunContext& ctx, const std::string& path, std::string_view contents) {
+  core::write_file_atomic(ctx.files.staged(path), contents);
+}
+
+std::string side_output_path(const RunContext& ctx, const std::string& path) {
+  return path.empty() ? "" : ctx.files.staged(path);
+}
+
+void ProbeSet::deprecated(CLI::App* command, CLI::Option* old, const CLI::Option* replacement,
+                          std::string note) {
+  old->group("");
+  deprecated_.push_back({command, old, replacement, std::move(note)});
 }
 
 void ProbeSet::add(CLI::App* command, RunFn run, Needs needs, ProbeFiles files) {
@@ -231,12 +253,24 @@ std::string one_line(const std::string& text) {
 int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out) const {
   for (const auto& probe : probes_) {
     if (!probe->command->parsed()) continue;
+    // (Not CLI11's excludes: that would print the hidden spelling's name in --help.)
+    for (const Deprecated& d : deprecated_) {
+      if (d.command == probe->command && d.option->count() > 0 && d.replacement->count() > 0) {
+        fail_usage("--{} is the old spelling of --{}: give one of them",
+                   d.option->get_single_name(), d.replacement->get_single_name());
+      }
+    }
     core::OutputGuard files;
     declare_files(*probe, files);
     core::Evidence evidence(probe->command->get_name(), argv);
     evidence.options() = resolved_options(*probe->command);
     core::Environment env = collect_environment(probe->needs);
     RunContext ctx{evidence, env, out, files};
+    for (const Deprecated& d : deprecated_) {
+      if (d.command != probe->command || d.option->count() == 0) continue;
+      std::cerr << "deprecated: " << d.note << "\n";
+      evidence.diagnose(core::Severity::kWarning, "deprecated_option", d.note);
+    }
     // SIGINT/SIGTERM from here on: long loops stop at their next poll point and what they
     // measured is written with outcome "interrupted"; a second signal ends the process at once,
     // removing unfinished temporary and staged files (core/base/interrupt.hpp).

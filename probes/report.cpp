@@ -6,9 +6,8 @@
 #include <sys/stat.h>
 
 #include "probes/probe.hpp"
-#include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/report/report_summary.hpp"
 
 namespace tprobe::probes {
 
@@ -49,31 +48,15 @@ core::Outcome run(const ReportOptions& o, RunContext& ctx) {
     fail("no tprobe evidence files among {} ({} JSON files read)", fmt::join(o.inputs, ", "),
          inputs.size());
   }
-  core::write_file_atomic(ctx.files.staged(html), core::render_html(report));
-  core::write_file_atomic(ctx.files.staged(md), core::render_markdown(report));
+  write_side_output(ctx, html, core::render_html(report));
+  write_side_output(ctx, md, core::render_markdown(report));
 
-  core::Table t("report: " + html);
-  t.column("file", core::Align::kLeft)
-      .column("probe", core::Align::kLeft)
-      .column("outcome", core::Align::kLeft)
-      .column("figures")
-      .column("tables")
-      .column("notes");
-  for (const auto& s : report.sections) {
-    t.row({s.source, s.probe, s.outcome, std::to_string(s.figures.size()),
-           std::to_string(s.tables.size()), std::to_string(s.notes.size())});
-  }
-  for (const auto& n : report.notes) t.note(n);
-  t.note("markdown summary: " + md);
-  ctx.out << t.render() << "\n";
+  ctx.out << core::report_summary_table(report, html, md).render() << "\n";
   core::Json results = core::to_json(report);
   results["html"] = html;
   results["markdown"] = md;
   ctx.evidence.results() = std::move(results);
-  for (const auto& n : report.notes) {
-    const bool stale = n.find(": stale: ") != std::string::npos;
-    ctx.evidence.diagnose(core::Severity::kWarning, stale ? "stale_evidence" : "input_skipped", n);
-  }
+  add_diagnostics(ctx.evidence, core::report_diagnostics(report));
   return core::Outcome::kOk;
 }
 

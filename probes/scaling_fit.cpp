@@ -45,8 +45,8 @@ core::Outcome run(const ScalingFitOptions& o, RunContext& ctx) {
   core::ScalingFitReport report = core::analyze_scaling(std::move(in));
   for (const auto& table : core::scaling_fit_tables(report)) ctx.out << table.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
-  for (const auto& d : report.diagnostics) ctx.evidence.diagnose(d.severity, d.code, d.message);
-  return report.refused ? core::Outcome::kNo : core::Outcome::kOk;
+  add_diagnostics(ctx.evidence, report.diagnostics);
+  return report.outcome;
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ run cpu-fp32-sdpa --attn sdpa
 run cuda-fp32-eager --device cuda --attn eager
 run cuda-fp32-sdpa --device cuda --attn sdpa
 run cuda-fp32-blockwise --device cuda --attn blockwise
-run cuda-fp32-sdpa-ckpt --device cuda --attn sdpa --gradient-checkpointing
+run cuda-fp32-sdpa-ckpt --device cuda --attn sdpa --checkpointing on
 run cuda-bf16-flash-window --device cuda --dtype bf16 --attn flash-window
 
 say summary

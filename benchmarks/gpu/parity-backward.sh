@@ -40,7 +40,7 @@ say "tprobe parity --backward"
 run bf16-eager --dtype bf16 --attn eager
 run bf16-sdpa --dtype bf16 --attn sdpa
 run bf16-flash-window --dtype bf16 --attn flash-window
-run bf16-sdpa-ckpt --dtype bf16 --attn sdpa --gradient-checkpointing
+run bf16-sdpa-ckpt --dtype bf16 --attn sdpa --checkpointing on
 run fp32-eager --dtype fp32 --attn eager
 
 say summary

@@ -242,7 +242,7 @@ TEST(KernelsCli, DiagnosticsMentionOnlyWhatTheTraceHolds) {
   EXPECT_EQ(r.out.find("ProfilerStep"), std::string::npos) << r.out;
   EXPECT_EQ(read_text(dir + "/e.json").find("ProfilerStep"), std::string::npos);
   // A device selection that holds nothing names what the trace does hold.
-  RunResult none = run_tprobe({"kernels", dir + "/t.json", "--device", "3"});
+  RunResult none = run_tprobe({"kernels", dir + "/t.json", "--device-id", "3"});
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.err.find("none of the trace's 1 device row(s) (on device 0)"), std::string::npos)
       << none.err;

@@ -68,6 +68,7 @@ std::string same(const std::string& n) { return n; }
 struct BackwardRun {
   RunResult r;
   json res;
+  json doc;  // the whole evidence file
 };
 
 BackwardRun backward(const std::vector<std::string>& extra, const std::string& ref = kBackward,
@@ -79,7 +80,10 @@ BackwardRun backward(const std::vector<std::string>& extra, const std::string& r
   args.insert(args.end(), extra.begin(), extra.end());
   BackwardRun run;
   run.r = run_tprobe(args);
-  if (file_exists(dir + "/p.json")) run.res = json::parse(read_text(dir + "/p.json"))["results"];
+  if (file_exists(dir + "/p.json")) {
+    run.doc = json::parse(read_text(dir + "/p.json"));
+    run.res = run.doc["results"];
+  }
   return run;
 }
 
@@ -111,18 +115,50 @@ TEST(ParityBackwardCli, Fp32LoraGradientsMatchHuggingFacePeft) {
 }
 
 TEST(ParityBackwardCli, GradientCheckpointingGivesHfsCheckpointedGradients) {
-  BackwardRun run = backward({"--gradient-checkpointing"}, kBackwardCkpt);
+  BackwardRun run = backward({"--checkpointing", "on"}, kBackwardCkpt);
   ASSERT_EQ(run.r.exit_code, 0) << run.r.out << run.r.err;
   EXPECT_TRUE(run.res["backward"]["gradient_checkpointing"].get<bool>());
   EXPECT_LE(run.res["backward"]["worst_tensor_rel_l2"].get<double>(), 1e-4);
+  EXPECT_EQ(run.doc["invocation"]["options"]["checkpointing"], "on");
+  EXPECT_EQ(run.r.err.find("deprecated"), std::string::npos) << run.r.err;
   // and the same against the reference without checkpointing (HF gives identical gradients)
-  BackwardRun cross = backward({"--gradient-checkpointing"}, kBackward);
+  BackwardRun cross = backward({"--checkpointing", "on"}, kBackward);
   EXPECT_EQ(cross.r.exit_code, 0) << cross.r.out;
+  // off is the default, and what the backward runs without the option compare
+  BackwardRun off = backward({"--checkpointing", "off"}, kBackward);
+  ASSERT_EQ(off.r.exit_code, 0) << off.r.out << off.r.err;
+  EXPECT_FALSE(off.res["backward"]["gradient_checkpointing"].get<bool>());
+}
+
+// The old spelling, for one release: the same checkpointed run, a note on stderr and a warning in
+// the evidence; the evidence's options say what ran.
+TEST(ParityBackwardCli, GradientCheckpointingFlagIsADeprecatedAliasOfCheckpointingOn) {
+  BackwardRun run = backward({"--gradient-checkpointing"}, kBackwardCkpt);
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.out << run.r.err;
+  EXPECT_TRUE(run.res["backward"]["gradient_checkpointing"].get<bool>());
+  EXPECT_NE(run.r.err.find("deprecated: --gradient-checkpointing is deprecated"),
+            std::string::npos)
+      << run.r.err;
+  EXPECT_NE(run.r.err.find("write --checkpointing on"), std::string::npos) << run.r.err;
+  int warnings = 0;
+  for (const auto& d : run.doc["status"]["diagnostics"]) {
+    warnings += d["code"] == "deprecated_option" && d["severity"] == "warning";
+  }
+  EXPECT_EQ(warnings, 1) << run.doc["status"];
+  EXPECT_EQ(run.doc["invocation"]["options"]["checkpointing"], "on");
+  // Recorded because it was given (as every given flag is recorded today: the text "true").
+  EXPECT_EQ(run.doc["invocation"]["options"]["gradient-checkpointing"], "true");
+  // Both spellings at once are a usage error.
+  BackwardRun both = backward({"--gradient-checkpointing", "--checkpointing", "off"});
+  EXPECT_EQ(both.r.exit_code, 2);
+  EXPECT_NE(both.r.err.find("--gradient-checkpointing is the old spelling of --checkpointing"),
+            std::string::npos)
+      << both.r.err;
 }
 
 TEST(ParityBackwardCli, InputGradsOffUnderCheckpointingShowsWhatHfShows) {
   // HF with reentrant checkpointing and no input grads: nothing reaches an adapter.
-  BackwardRun trap = backward({"--gradient-checkpointing", "--no-input-grads"}, kBackwardTrap);
+  BackwardRun trap = backward({"--checkpointing", "on", "--no-input-grads"}, kBackwardTrap);
   ASSERT_EQ(trap.r.exit_code, 0) << trap.r.out << trap.r.err;
   const json& b = trap.res["backward"];
   EXPECT_FALSE(b["loss_requires_grad"].get<bool>());
@@ -130,7 +166,7 @@ TEST(ParityBackwardCli, InputGradsOffUnderCheckpointingShowsWhatHfShows) {
   EXPECT_NE(trap.r.out.find("no gradient reaches any adapter"), std::string::npos) << trap.r.out;
   // Against a healthy reference the same settings are the inert-adapter signature: exit 3,
   // every zero gradient named.
-  BackwardRun inert = backward({"--gradient-checkpointing", "--no-input-grads"}, kBackward);
+  BackwardRun inert = backward({"--checkpointing", "on", "--no-input-grads"}, kBackward);
   EXPECT_EQ(inert.r.exit_code, 3) << inert.r.out;
   EXPECT_EQ(inert.res["backward"]["zero_one_side"].size(), 80u);
   EXPECT_NE(inert.r.out.find("zero on one side: layers.0.self_attn.q_proj.lora_A.weight"),
@@ -248,8 +284,11 @@ TEST(ParityBackwardCli, BadInputsGiveTheirExitCodes) {
   EXPECT_EQ(no_adapter.exit_code, 2) << no_adapter.err;
   RunResult forward_only =
       run_tprobe({"parity", "--checkpoint", kFixture, "--reference",
-                  kFixture + "/reference.safetensors", "--gradient-checkpointing"});
+                  kFixture + "/reference.safetensors", "--checkpointing", "on"});
   EXPECT_EQ(forward_only.exit_code, 2) << forward_only.err;
+  EXPECT_NE(forward_only.err.find("--checkpointing on and --no-input-grads need --backward"),
+            std::string::npos)
+      << forward_only.err;
   // A reference of logits only has no gradients to compare: named, exit 1, no evidence.
   BackwardRun logits_only = backward({}, kFixture + "/reference.safetensors");
   EXPECT_EQ(logits_only.r.exit_code, 1);

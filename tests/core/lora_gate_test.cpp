@@ -166,6 +166,32 @@ TEST(LoraGate, AllZeroBIsInert) {
   EXPECT_TRUE(r.count.ok());  // the count is right; the adapter is just untrained
 }
 
+// The outcome the probe returns is the report's: kOk only when passed().
+TEST(LoraGate, OutcomeFollowsTheVerdict) {
+  auto real =
+      gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, all_ones)), tiny());
+  EXPECT_EQ(real.outcome, Outcome::kOk);
+  auto zero = [](const LoraModule&) { return 0.0f; };
+  auto inert = gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, zero)), tiny());
+  EXPECT_EQ(inert.outcome, Outcome::kNo);
+}
+
+// An adapter whose config names an embedded model is counted against it; any other name is not.
+TEST(LoraGate, BaseFromTheAdapterConfigOnlyForAnEmbeddedName) {
+  const auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  const std::string named = make_adapter(
+      config_text(kSeven, 2, ", \"base_model_name_or_path\": \"gemma4-tiny\""), tensors);
+  const std::optional<GateBase> base = gate_base_from_adapter(read_lora_adapter(named));
+  ASSERT_TRUE(base.has_value());
+  EXPECT_EQ(base->source, "adapter_config.json base_model_name_or_path 'gemma4-tiny'");
+  EXPECT_EQ(gate(named, base).count.expected, 40);
+  const std::string other = make_adapter(
+      config_text(kSeven, 2, ", \"base_model_name_or_path\": \"google/gemma-4-26b\""), tensors);
+  EXPECT_FALSE(gate_base_from_adapter(read_lora_adapter(other)).has_value());
+  EXPECT_FALSE(gate_base_from_adapter(read_lora_adapter(make_adapter(config_text(kSeven), tensors)))
+                   .has_value());
+}
+
 TEST(LoraGate, SomeZeroBIsAModuleSelectionProblemNamingThem) {
   auto v_zero = [](const LoraModule& m) { return m.target == "v_proj" ? 0.0f : 1.0f; };
   auto r = gate(make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, v_zero)), tiny());

@@ -208,6 +208,26 @@ TEST(MaskGeometry, ExpectWindow) {
   EXPECT_FALSE(assertion(n, "window")->row.has_value());
 }
 
+// Each failed assertion is one error diagnostic "mask_<name>" with its message, and the outcome
+// is kNo; a passing report has neither.
+TEST(MaskGeometry, FailedAssertionsAreDiagnosticsAndANo) {
+  MaskRequest q = req(16384);
+  q.expect.window = 1024;
+  q.expect.fast_path = parse_fast_path_types("full");
+  const MaskReport pass = analyse_mask(big(), q);
+  EXPECT_EQ(pass.outcome, Outcome::kOk);
+  EXPECT_TRUE(pass.diagnostics.empty());
+  q.expect.window = 512;
+  q.expect.fast_path = parse_fast_path_types("full,sliding");
+  const MaskReport fail = analyse_mask(big(), q);
+  EXPECT_EQ(fail.outcome, Outcome::kNo);
+  ASSERT_EQ(fail.diagnostics.size(), 2u);
+  EXPECT_EQ(fail.diagnostics[0].code, "mask_window");
+  EXPECT_EQ(fail.diagnostics[0].severity, Severity::kError);
+  EXPECT_EQ(fail.diagnostics[0].message, assertion(fail, "window")->message);
+  EXPECT_EQ(fail.diagnostics[1].code, "mask_fast_path");
+}
+
 TEST(MaskGeometry, ExpectFastPath) {
   MaskRequest q = req(16384);
   q.expect.fast_path = parse_fast_path_types("full");

@@ -179,6 +179,13 @@ TEST(ScalingFit, AutoIsRefusedWithThreeWidths) {
   EXPECT_FALSE(v.testable);
   EXPECT_TRUE(v.c_s.has_value());
   EXPECT_NE(v.verdict.find("untestable"), std::string::npos);
+  // Through the analysis: refused, and the probe's outcome says no.
+  ScalingFitInput in;
+  in.points = pts({{2048, 1.776}, {8192, 11.570}, {16384, 35.017}});
+  in.model = "auto";
+  const ScalingFitReport r = analyze_scaling(in);
+  EXPECT_TRUE(r.refused);
+  EXPECT_EQ(r.outcome, Outcome::kNo);
 }
 
 std::vector<FitPoint> noisy_curve(double a, double b, double c, unsigned seed, double sigma) {
@@ -446,6 +453,7 @@ TEST(ScalingFitReport, RefusalCarriesNoCoefficients) {
   in.points = pts({{2048, 1.776}});
   ScalingFitReport r = analyze_scaling(in);
   EXPECT_TRUE(r.refused);
+  EXPECT_EQ(r.outcome, Outcome::kNo);
   Json j = to_json(r);
   EXPECT_EQ(j["fit_status"], "refused");
   EXPECT_TRUE(j["coefficients"].empty());
@@ -465,6 +473,7 @@ TEST(ScalingFitReport, BatchMismatchWithWidthsIsAWarning) {
   in.widths = d;
   ScalingFitReport r = analyze_scaling(in);
   ASSERT_FALSE(r.refused);
+  EXPECT_EQ(r.outcome, Outcome::kOk);
   bool warned = false;
   for (const auto& diag : r.diagnostics) warned = warned || diag.code == "batch_mismatch";
   EXPECT_TRUE(warned);

@@ -123,6 +123,15 @@ GateBase gate_base_from_model(const std::string& name) {
   return base;
 }
 
+std::optional<GateBase> gate_base_from_adapter(const LoraAdapter& adapter) {
+  const auto names = embedded_model_names();
+  const std::string& named = adapter.config.base_model_name_or_path;
+  if (std::find(names.begin(), names.end(), named) == names.end()) return std::nullopt;
+  GateBase base = gate_base_from_model(named);
+  base.source = "adapter_config.json base_model_name_or_path '" + named + "'";
+  return base;
+}
+
 LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional<GateBase>& base) {
   LoraGateReport r;
   r.dir = adapter.dir;
@@ -357,6 +366,7 @@ LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional
          fmt::format("{} tensors are neither lora_A nor lora_B (e.g. {}); not gated",
                      r.other_tensors.size(), r.other_tensors.front().name));
   }
+  r.outcome = r.passed() ? Outcome::kOk : Outcome::kNo;
   return r;
 }
 

@@ -70,6 +70,8 @@ ScalingFitReport analyze_scaling(ScalingFitInput input) {
     r.selection = select_model(r.fitted_points, input.alpha);
     if (!r.selection->possible) {
       r.refused = true;
+    r.outcome = Outcome::kNo;
+      r.outcome = Outcome::kNo;
       r.refusal = r.selection->refusal;
       r.diagnostics.push_back({Severity::kError, "auto_refused", r.refusal});
       return r;
@@ -79,6 +81,7 @@ ScalingFitReport analyze_scaling(ScalingFitInput input) {
   ModelFit fit = fit_model(r.fitted_points, model);
   if (!fit.determined) {
     r.refused = true;
+    r.outcome = Outcome::kNo;
     r.refusal = fit.refusal;
     r.diagnostics.push_back({Severity::kError, "underdetermined", r.refusal});
     r.fit = fit;

@@ -477,6 +477,10 @@ MaskReport analyse_mask(const ModelConfig& config, const MaskRequest& request) {
   }
   r.ok = std::all_of(r.assertions.begin(), r.assertions.end(),
                      [](const MaskAssertion& a) { return a.passed; });
+  for (const MaskAssertion& a : r.assertions) {
+    if (!a.passed) r.diagnostics.push_back({Severity::kError, "mask_" + a.name, a.message});
+  }
+  r.outcome = r.ok ? Outcome::kOk : Outcome::kNo;
   r.geometry_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

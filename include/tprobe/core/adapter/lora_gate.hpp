@@ -89,6 +89,7 @@ struct LoraGateReport {
   std::vector<TensorStats> other_tensors;
   std::vector<Diagnostic> diagnostics;
   bool passed() const;  // verdict real and (count unchecked or ok)
+  Outcome outcome = Outcome::kOk;  // kNo unless passed()
 };
 
 // Runs the gate. `base` absent: the count check is skipped (reported as such).
@@ -96,5 +97,8 @@ LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional
 
 // The base from an embedded model (expected tensors under the multimodal prefix).
 GateBase gate_base_from_model(const std::string& name);
+// The base the adapter names itself: its adapter_config.json's base_model_name_or_path when that
+// is an embedded model (tprobe's own save_adapter writes it); absent otherwise.
+std::optional<GateBase> gate_base_from_adapter(const LoraAdapter& adapter);
 
 }  // namespace tprobe::core

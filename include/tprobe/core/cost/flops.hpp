@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
@@ -63,6 +64,8 @@ struct FlopsReport {
   std::vector<LoraModules> lora;
   PassFlops intended_total{};
   PassFlops performed_total{};
+  std::vector<Diagnostic> diagnostics;  // none today: every input it cannot count is an error
+  Outcome outcome = Outcome::kOk;       // a count is never a "no"
 
   // Sum of rows matching component (empty: any) and layer type (empty: any).
   PassFlops sum(bool performed, std::string_view component, std::string_view layer_type) const;

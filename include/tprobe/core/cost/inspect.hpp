@@ -83,7 +83,7 @@ QuantizationEstimate estimate_linear_only_4bit(const std::vector<TensorMeta>& te
 struct MemoryInputs {
   int64_t batch = 2;
   int64_t width = 16384;           // tokens per sequence
-  int64_t ce_chunk_tokens = 1024;  // tokens per cross-entropy chunk
+  int64_t ce_chunk_tokens = 4096;  // tokens per cross-entropy chunk
   uint64_t weight_bytes = 0;       // text weights as stored
   int64_t trainable_params = 0;    // LoRA parameters
 };

@@ -38,6 +38,7 @@ struct ScalingFitReport {
   std::vector<WidthTerms> at;
   std::optional<WeightedShare> weighted;
   std::vector<Diagnostic> diagnostics;
+  Outcome outcome = Outcome::kOk;  // kNo when the fit was refused
 };
 
 // Throws tprobe::UsageError for an unknown model name or a non-positive --at width.

@@ -129,6 +129,7 @@ struct BucketReport {
   OrderMetrics chosen;  // chosen bucket, first seed: the order --emit-order writes
   std::vector<int64_t> chosen_widths;  // per micro-batch of that order, in order (raw data)
   std::vector<Diagnostic> diagnostics;
+  Outcome outcome = Outcome::kOk;  // a sweep is never a "no"
 };
 
 // options.sweep empty: default_sweep(options.micro_batch); the report holds the sweep as analysed

@@ -126,6 +126,8 @@ struct PaddingReport {
   LengthSummary width;          // over micro-batches
   int64_t at_max_width = 0;     // micro-batches whose width is the largest width
   LossHead loss;
+  std::vector<Diagnostic> diagnostics;  // none today
+  Outcome outcome = Outcome::kOk;       // a measurement is never a "no"
 };
 
 PaddingReport analyze_padding(const LengthDataset& dataset, const PaddingOptions& options);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::core {
@@ -155,6 +156,8 @@ struct MaskReport {
   std::vector<MaskBand> bands;
   std::vector<MaskAssertion> assertions;
   bool ok = true;         // every assertion passed
+  std::vector<Diagnostic> diagnostics;  // one error per failed assertion ("mask_<name>")
+  Outcome outcome = Outcome::kOk;       // kNo when an assertion failed
   double geometry_s = 0;  // wall time of the row checks
 };
 

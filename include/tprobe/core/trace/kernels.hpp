@@ -63,6 +63,7 @@ struct KernelsReport {
   KernelDiff diff;                    // diff mode
   PartDiff part_diff;                 // diff mode: phase × part rows side by side
   std::vector<Diagnostic> diagnostics;
+  Outcome outcome = Outcome::kOk;  // a table is never a "no"
 };
 
 KernelsReport analyze_kernels(const KernelsRequest& request);

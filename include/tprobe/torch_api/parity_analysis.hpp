@@ -1,0 +1,36 @@
+// `tprobe parity`'s analysis as one call: the options checked before libtorch is loaded, the
+// engine's comparison (model::run_parity through the torch module), and the verdict — the
+// diagnostics and the outcome — judged from its result. docs/parity.md.
+#pragma once
+
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/torch_api/parity.hpp"
+
+namespace tprobe::model {
+
+struct ParityReport {
+  ParityOptions options;
+  ParityResult result;
+  std::vector<core::Diagnostic> diagnostics;
+  core::Outcome outcome = core::Outcome::kOk;  // kNo: outside tolerance
+};
+
+// Throws UsageError for a non-positive CE chunk, backward without an adapter, a hidden-state dump
+// with backward, and checkpointing or no input grads without backward.
+void validate(const ParityOptions& options);
+
+// The verdict over an engine result: a one-sided zero LoRA gradient is an error, a zero on both
+// sides a warning, a comparison outside its tolerance an error and outcome kNo.
+ParityReport judge_parity(const ParityOptions& options, ParityResult result);
+
+// validate(), the torch module's run_parity, judge_parity().
+ParityReport analyse_parity(const ParityOptions& options);
+
+core::Json to_json(const ParityReport& report);
+// The summary table, and with backward the per-module table.
+std::vector<core::Table> parity_tables(const ParityReport& report);
+
+}  // namespace tprobe::model

@@ -1,0 +1,81 @@
+// `tprobe profile`'s analysis as one call: the options turned into the engine's request (and
+// refused before anything is allocated when they make no sense), the sweep through the torch
+// module, and a diagnostic per point that ran out of memory or failed. docs/profile.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/torch_api/profile.hpp"
+
+namespace tprobe::model {
+
+struct ProfileOptions {
+  std::string checkpoint;
+  std::string model;  // empty: gemma4-26b-a4b on cuda, gemma4-tiny on cpu
+  bool random_init = false;
+  std::vector<std::string> targets = core::linear_module_names();  // {"none"}: no LoRA
+  int64_t rank = 64;
+  double alpha = 128;
+  std::string lora_dtype = "model";  // model | fp32
+  std::string norm = "hf";           // hf | fused
+  std::string checkpointing = "on";  // on | off
+  std::string ce = "chunked";        // chunked | naive
+  int64_t ce_chunk = 4096;
+  std::string attn;  // empty: sdpa where libtorch has it, else eager
+  std::string moe = "loop";
+  std::string dtype = "bf16";
+  std::string device = "cuda";
+  int64_t batch = 2;
+  std::vector<int64_t> widths;  // empty: by device
+  std::vector<int64_t> lengths;
+  double pad_fraction = 0;
+  bool pad_fraction_given = false;  // then it must be in (0, 1)
+  int64_t warmup = 1;
+  int64_t repeats = 3;
+  double peak_tflops = 0;  // 0: measure
+  std::string trace = "on";
+  std::string raw_trace;  // the path the evidence names
+  std::string replay_trace;
+  uint64_t seed = 1;
+  int64_t table_width = 0;
+};
+
+// The engine's request for `options`: the model, LoRA and step settings, and the points (every
+// width, then the padded points of lengths and pad_fraction). Throws UsageError for a checkpoint
+// with random init, sizes past what a training setup uses, lengths that are not one per row or
+// exceed the widest width, a pad fraction outside (0, 1) and a table width that is not a width.
+ProfileRequest profile_request(const ProfileOptions& options);
+
+// What the probe's caller watches while the sweep runs.
+struct ProfileHooks {
+  std::function<bool()> should_stop;                 // a signal: stop at the next point
+  std::function<void(const StepPoint&)> on_start;    // as each point starts
+  std::function<void(const PointResult&)> on_point;  // as each point ends
+};
+
+struct ProfileAnalysis {
+  ProfileRequest request;  // raw_trace_path: the path the evidence names
+  ProfileReport report;    // its diagnostics include one per point out of memory or in error
+  core::Outcome outcome = core::Outcome::kOk;  // a measurement is never a "no"
+};
+
+// profile_request(), then the sweep; the raw trace (when asked for) is written to
+// `raw_trace_to` (the output guard's staged name of options.raw_trace).
+ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string& raw_trace_to,
+                                const ProfileHooks& hooks);
+
+// "sliding: X; full: Y" of the first point that ran; "" when none did.
+std::string resolved_attention(const ProfileAnalysis& analysis);
+// "INTERRUPTED: N of M points measured before the signal\n", or "" when the sweep finished.
+std::string interrupted_note(const ProfileAnalysis& analysis);
+
+core::Json to_json(const ProfileAnalysis& analysis);
+std::vector<core::Table> profile_tables(const ProfileAnalysis& analysis);
+
+}  // namespace tprobe::model
