@@ -13,4 +13,9 @@ void register_env(CLI::App& app, ProbeSet& set) {
   }, Needs::kTorchIfAvailable);
 }
 
+// The environment block's section is core's (core/report/section.hpp): every evidence file has one.
+ProbeInfo env_probe() {
+  return {"env", register_env, "Environment", core::environment_section, {{"env", {"env"}}}};
+}
+
 }  // namespace tprobe::probes

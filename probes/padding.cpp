@@ -43,4 +43,12 @@ void register_padding(CLI::App& app, ProbeSet& set) {
   }, Needs::kCore, {{"dataset", "--dataset"}, {}, {}});
 }
 
+ProbeInfo padding_probe() {
+  return {"padding",
+          register_padding,
+          "Padding and truncation",
+          core::padding_report_section,
+          {{"padding", {"padding", "--max-seq-len", "8192"}}}};
+}
+
 }  // namespace tprobe::probes
