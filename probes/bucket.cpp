@@ -77,4 +77,14 @@ void register_bucket(CLI::App& app, ProbeSet& set) {
       {{"dataset", "--dataset", "--scaling-fit"}, {"--emit-order"}, {}});
 }
 
+ProbeInfo bucket_probe() {
+  return {"bucket",
+          register_bucket,
+          "Length-bucketed sampler sweep",
+          core::bucket_report_section,
+          {{"bucket",
+            {"bucket", "--max-seq-len", "8192", "--scaling-fit", "{out}/scaling-fit.json",
+             "--emit-order", "{out}/bucket-order.jsonl"}}}};
+}
+
 }  // namespace tprobe::probes

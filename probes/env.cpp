@@ -19,4 +19,9 @@ void register_env(CLI::App& app, ProbeSet& set) {
   set.add(cmd, run, Needs::kTorchIfAvailable);
 }
 
+// The environment block's section is core's (core/report/section.hpp): every evidence file has one.
+ProbeInfo env_probe() {
+  return {"env", register_env, "Environment", core::environment_section, {{"env", {"env"}}}};
+}
+
 }  // namespace tprobe::probes

@@ -97,4 +97,16 @@ void register_flops(CLI::App& app, ProbeSet& set) {
       cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore, {{"--config"}, {}, {}});
 }
 
+ProbeInfo flops_probe() {
+  return {"flops",
+          register_flops,
+          "FLOPs: intended vs performed, MFU",
+          core::flops_report_section,
+          // The measured 2x16,384 step with 50 % padding on one row (16.39 s, H200,
+          // docs/findings.md).
+          {{"flops",
+            {"flops", "--model", "gemma4-26b-a4b", "--batch", "2", "--width", "16384", "--lengths",
+             "16384,8192", "--attn", "sdpa", "--step-time", "16.39"}}}};
+}
+
 }  // namespace tprobe::probes

@@ -85,4 +85,12 @@ void register_inspect(CLI::App& app, ProbeSet& set) {
       {{"checkpoint"}, {}, {}});
 }
 
+ProbeInfo inspect_probe() {
+  return {"inspect",
+          register_inspect,
+          "Checkpoint: parameters, the 4-bit trap, LoRA targets",
+          core::inspect_report_section,
+          {{"inspect", {"inspect", "--model", "gemma4-26b-a4b"}}}};
+}
+
 }  // namespace tprobe::probes

@@ -2,6 +2,7 @@
 #include "tprobe/core/trace/kernels.hpp"
 
 #include "probes/probe.hpp"
+#include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
@@ -99,6 +100,18 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
   set.add(
       cmd, [args](RunContext& ctx) { return run(*args, ctx); }, Needs::kCore,
       {{"inputs", "--config", "--checkpoint"}, {}, {}});
+}
+
+ProbeInfo kernels_probe() {
+  return {"kernels",
+          register_kernels,
+          "Kernel table",
+          core::kernels_report_section,
+          // A real torch.profiler trace of an HF + PEFT LoRA step (H200), warm-up step left out.
+          {{"kernels",
+            {"kernels", "{fixtures}/traces/hf-sdpa-2x256.json.gz", "--skip-first", "1", "--top",
+             "15"},
+            "traces/hf-sdpa-2x256.json.gz"}}};
 }
 
 }  // namespace tprobe::probes

@@ -60,4 +60,21 @@ void register_lora_gate(CLI::App& app, ProbeSet& set) {
       {{"adapter", "--checkpoint"}, {}, {}});
 }
 
+ProbeInfo lora_gate_probe() {
+  return {"lora-gate",
+          register_lora_gate,
+          "LoRA adapter gate",
+          core::lora_gate_report_section,
+          {{"lora-gate",
+            {"lora-gate", "{fixtures}/adapters/after-step", "--checkpoint",
+             "{fixtures}/gemma4-tiny-hf"},
+            "adapters/after-step/adapter_config.json"},
+           {"lora-gate-trap",
+            {"lora-gate", "{fixtures}/adapters/checkpointing-without-input-grads", "--checkpoint",
+             "{fixtures}/gemma4-tiny-hf"},
+            "adapters/checkpointing-without-input-grads/adapter_config.json",
+            true,
+            "the inert-adapter trap, caught"}}};
+}
+
 }  // namespace tprobe::probes

@@ -103,4 +103,21 @@ void register_mask(CLI::App& app, ProbeSet& set) {
       {{"model", "--model"}, {}, {}});
 }
 
+ProbeInfo mask_probe() {
+  return {"mask",
+          register_mask,
+          "Attention masks",
+          core::mask_report_section,
+          // The 26B-A4B masks at 2x16,384: the sliding band and the full layers' is_causal fast
+          // path asserted, the engine's masks verified as tensors; then one row half padded, where
+          // the full layers lose the fast path too (asserted: none keeps it).
+          {{"mask",
+            {"mask", "gemma4-26b-a4b", "--width", "16384", "--batch", "2", "--expect-window",
+             "1024", "--expect-fast-path", "full", "--materialise"}},
+           {"mask-padded",
+            {"mask", "gemma4-26b-a4b", "--width", "16384", "--batch", "2", "--lengths",
+             "16384,8192", "--expect-window", "1024", "--expect-fast-path", "none",
+             "--materialise"}}}};
+}
+
 }  // namespace tprobe::probes

@@ -47,4 +47,12 @@ void register_padding(CLI::App& app, ProbeSet& set) {
       {{"dataset", "--dataset"}, {}, {}});
 }
 
+ProbeInfo padding_probe() {
+  return {"padding",
+          register_padding,
+          "Padding and truncation",
+          core::padding_report_section,
+          {{"padding", {"padding", "--max-seq-len", "8192"}}}};
+}
+
 }  // namespace tprobe::probes

@@ -111,4 +111,15 @@ void register_parity(CLI::App& app, ProbeSet& set) {
       {{"--checkpoint", "--reference", "--adapter"}, {"--dump-hidden"}, {}});
 }
 
+ProbeInfo parity_probe() {
+  return {"parity",
+          register_parity,
+          "Parity with Hugging Face",
+          model::parity_report_section,
+          {{"parity",
+            {"parity", "--checkpoint", "{fixtures}/gemma4-tiny-hf", "--reference",
+             "{fixtures}/gemma4-tiny-hf/reference.safetensors"},
+            "gemma4-tiny-hf/reference.safetensors"}}};
+}
+
 }  // namespace tprobe::probes

@@ -13,6 +13,7 @@
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/output_guard.hpp"
+#include "tprobe/core/report/section.hpp"
 
 namespace tprobe::probes {
 
@@ -104,21 +105,50 @@ bool torch_module_loaded();
 void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank);
 std::vector<std::string> lora_targets(const std::vector<std::string>& option);
 
-// One function per probe file; register_all calls them in --help order.
-void register_env(CLI::App& app, ProbeSet& set);
-void register_parity(CLI::App& app, ProbeSet& set);
-void register_scaling_fit(CLI::App& app, ProbeSet& set);
-void register_flops(CLI::App& app, ProbeSet& set);
-void register_inspect(CLI::App& app, ProbeSet& set);
-void register_padding(CLI::App& app, ProbeSet& set);
-void register_bucket(CLI::App& app, ProbeSet& set);
-void register_kernels(CLI::App& app, ProbeSet& set);
-void register_mask(CLI::App& app, ProbeSet& set);
-void register_lora_gate(CLI::App& app, ProbeSet& set);
-void register_report(CLI::App& app, ProbeSet& set);
-void register_suite(CLI::App& app, ProbeSet& set);
-void register_profile(CLI::App& app, ProbeSet& set);
+// One step of the main job (`tprobe suite`): a child run of this binary writing <name>.json.
+// {out} and {fixtures} are replaced in the arguments; `needs` is a fixture path the step skips
+// without (relative to --fixtures). expect_no: exit 3 is the point of the step.
+struct SuiteStep {
+  SuiteStep(std::string name_, std::vector<std::string> args_, std::string needs_ = "",
+            bool expect_no_ = false, std::string why_ = "")
+      : name(std::move(name_)),
+        args(std::move(args_)),
+        needs(std::move(needs_)),
+        expect_no(expect_no_),
+        why(std::move(why_)) {}
+  std::string name;
+  std::vector<std::string> args;
+  std::string needs;
+  bool expect_no = false;
+  std::string why;
+};
+
+using RegisterFn = void (*)(CLI::App& app, ProbeSet& set);
+
+// What the probe registry holds of one probe. Each probes/<file>.cpp defines
+// `ProbeInfo <file>_probe()`; the list of files, in order, is TPROBE_PROBES in
+// probes/CMakeLists.txt, the one hand-kept list of probes.
+struct ProbeInfo {
+  ProbeInfo(std::string name_, RegisterFn register_probe_, std::string report_title_ = "",
+            core::SectionFn report_section_ = nullptr, std::vector<SuiteStep> suite_steps_ = {})
+      : name(std::move(name_)),
+        register_probe(register_probe_),
+        report_title(std::move(report_title_)),
+        report_section(report_section_),
+        suite_steps(std::move(suite_steps_)) {}
+  std::string name;  // the subcommand, and schema.name "tprobe.<name>" of its evidence
+  RegisterFn register_probe;
+  std::string report_title;        // the report section's heading
+  core::SectionFn report_section;  // null: the report's generic section
+  std::vector<SuiteStep> suite_steps;  // its runs in the main job (none: not run there)
+};
+
+// Every probe, in the registry's order: `tprobe --help`, the main job and the report's sections.
+const std::vector<ProbeInfo>& all_probes();
+// Registers every probe's subcommand, in that order.
 void register_all(CLI::App& app, ProbeSet& set);
+// The probes the report draws sections for, in that order.
+std::vector<core::ReportProbe> report_probes();
 
 // The environment block: core facts, plus the libtorch / CUDA / CUPTI facts when `needs` asks for
 // the torch module.

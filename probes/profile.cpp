@@ -10,6 +10,7 @@
 
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
+#include "tprobe/torch_api/profile_report.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
@@ -145,6 +146,20 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       },
       Needs::kTorch,
       {{"--checkpoint", "--replay-trace"}, {"--raw-trace"}, {}});
+}
+
+ProbeInfo profile_probe() {
+  return {"profile",
+          register_profile,
+          "Profile: time and memory per width",
+          model::profile_report_section,
+          // The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs
+          // and the scaling fit over four widths (the fixed term testable), plus the standard
+          // padded point; no kernel table on the CPU (said so in the evidence).
+          {{"profile",
+            {"profile", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
+             "32,64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16",
+             "--ce-chunk", "256"}}}};
 }
 
 }  // namespace tprobe::probes

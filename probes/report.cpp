@@ -43,7 +43,7 @@ void declare(const ReportOptions& o, core::OutputGuard& guard) {
 core::Outcome run(const ReportOptions& o, RunContext& ctx) {
   const auto [html, md] = output_paths(o);
   const auto inputs = core::collect_evidence(o.inputs);
-  const core::Report report = core::build_report(inputs, o.since);
+  const core::Report report = core::build_report(inputs, report_probes(), o.since);
   if (report.sections.empty()) {
     fail("no tprobe evidence files among {} ({} JSON files read)", fmt::join(o.inputs, ", "),
          inputs.size());
@@ -80,5 +80,8 @@ void register_report(CLI::App& app, ProbeSet& set) {
       cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,
       {{}, {}, [o](core::OutputGuard& guard) { declare(*o, guard); }});
 }
+
+// The report's own evidence gets no section; the main job runs it after every step (suite.cpp).
+ProbeInfo report_probe() { return {"report", register_report}; }
 
 }  // namespace tprobe::probes

@@ -85,4 +85,17 @@ void register_scaling_fit(CLI::App& app, ProbeSet& set) {
       {{"--csv", "--profile", "--widths-from"}, {}, {}});
 }
 
+ProbeInfo scaling_fit_probe() {
+  return {"scaling-fit",
+          register_scaling_fit,
+          "Scaling fit: linear vs quadratic",
+          core::scaling_fit_report_section,
+          // The post-mortem's published points (docs/findings.md#f1), weighted by the widths the
+          // padding step measured.
+          {{"scaling-fit",
+            {"scaling-fit", "--batch", "2", "--point", "2048:1.776", "--point", "8192:11.570",
+             "--point", "16384:35.017", "--at", "4096,32768", "--widths-from",
+             "{out}/padding.json"}}}};
+}
+
 }  // namespace tprobe::probes

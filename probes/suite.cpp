@@ -29,69 +29,13 @@ namespace tprobe::probes {
 
 namespace {
 
-// One probe run. {out} and {fixtures} are replaced in the arguments; `needs` is a fixture path the
-// step skips without (relative to --fixtures). expect_no: exit 3 is the point of the step.
-struct Step {
-  const char* name;
-  std::vector<std::string> args;
-  const char* needs = "";
-  bool expect_no = false;
-  const char* why = "";
-};
-
-// The main job, in order. Adding a probe to the suite is one line here.
-const std::vector<Step>& steps() {
-  static const std::vector<Step> kSteps = {
-      {"env", {"env"}},
-      {"inspect", {"inspect", "--model", "gemma4-26b-a4b"}},
-      {"padding", {"padding", "--max-seq-len", "8192"}},
-      // The post-mortem's published points (docs/findings.md#f1), weighted by the widths the
-      // padding step measured.
-      {"scaling-fit",
-       {"scaling-fit", "--batch", "2", "--point", "2048:1.776", "--point", "8192:11.570", "--point",
-        "16384:35.017", "--at", "4096,32768", "--widths-from", "{out}/padding.json"}},
-      {"bucket",
-       {"bucket", "--max-seq-len", "8192", "--scaling-fit", "{out}/scaling-fit.json",
-        "--emit-order", "{out}/bucket-order.jsonl"}},
-      // The measured 2x16,384 step with 50 % padding on one row (16.39 s, H200, docs/findings.md).
-      {"flops",
-       {"flops", "--model", "gemma4-26b-a4b", "--batch", "2", "--width", "16384", "--lengths",
-        "16384,8192", "--attn", "sdpa", "--step-time", "16.39"}},
-      // The 26B-A4B masks at 2x16,384: the sliding band and the full layers' is_causal fast path
-      // asserted, the engine's masks verified as tensors; then one row half padded, where the full
-      // layers lose the fast path too (asserted: none keeps it).
-      {"mask",
-       {"mask", "gemma4-26b-a4b", "--width", "16384", "--batch", "2", "--expect-window", "1024",
-        "--expect-fast-path", "full", "--materialise"}},
-      {"mask-padded",
-       {"mask", "gemma4-26b-a4b", "--width", "16384", "--batch", "2", "--lengths", "16384,8192",
-        "--expect-window", "1024", "--expect-fast-path", "none", "--materialise"}},
-      {"parity",
-       {"parity", "--checkpoint", "{fixtures}/gemma4-tiny-hf", "--reference",
-        "{fixtures}/gemma4-tiny-hf/reference.safetensors"},
-       "gemma4-tiny-hf/reference.safetensors"},
-      // The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs and
-      // the scaling fit over four widths (the fixed term testable), plus the standard padded point; no kernel table on the
-      // CPU (said so in the evidence).
-      {"profile",
-       {"profile", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
-        "32,64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16", "--ce-chunk",
-        "256"}},
-      // A real torch.profiler trace of an HF + PEFT LoRA step (H200), warm-up step left out.
-      {"kernels",
-       {"kernels", "{fixtures}/traces/hf-sdpa-2x256.json.gz", "--skip-first", "1", "--top", "15"},
-       "traces/hf-sdpa-2x256.json.gz"},
-      {"lora-gate",
-       {"lora-gate", "{fixtures}/adapters/after-step", "--checkpoint", "{fixtures}/gemma4-tiny-hf"},
-       "adapters/after-step/adapter_config.json"},
-      {"lora-gate-trap",
-       {"lora-gate", "{fixtures}/adapters/checkpointing-without-input-grads", "--checkpoint",
-        "{fixtures}/gemma4-tiny-hf"},
-       "adapters/checkpointing-without-input-grads/adapter_config.json",
-       true,
-       "the inert-adapter trap, caught"},
-  };
-  return kSteps;
+// The main job: every probe's steps, in the registry's order (probe.hpp, ProbeInfo::suite_steps).
+std::vector<SuiteStep> steps() {
+  std::vector<SuiteStep> all;
+  for (const ProbeInfo& p : all_probes()) {
+    all.insert(all.end(), p.suite_steps.begin(), p.suite_steps.end());
+  }
+  return all;
 }
 
 struct SuiteOptions {
@@ -181,7 +125,7 @@ constexpr const char* kManifest = ".tprobe-suite-files";
 // Every file a suite run writes into `out`, relative to it (the children's; the manifest aside).
 std::vector<std::string> suite_files() {
   std::vector<std::string> files;
-  for (const Step& s : steps()) {
+  for (const SuiteStep& s : steps()) {
     files.push_back(std::string(s.name) + ".json");
     files.push_back(std::string("logs/") + s.name + ".txt");
   }
@@ -266,7 +210,7 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   const std::string since = core::utc_timestamp_now();
   clean_out(out);
   make_dirs(out + "/logs");
-  const auto& all = steps();
+  const std::vector<SuiteStep> all = steps();
   const std::size_t total = all.size() + 1;  // + the report
   ctx.out << fmt::format("tprobe suite: {} probes into {}/ (each probe's output in {}/logs/)\n",
                          all.size(), out, out);
@@ -280,7 +224,7 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
             << std::flush;
   };
   bool interrupted = false;
-  for (const Step& s : all) {
+  for (const SuiteStep& s : all) {
     core::Json row = {{"name", s.name}};
     if (interrupted || core::interrupt_requested()) {
       interrupted = true;
@@ -290,7 +234,7 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       rows.push_back(row);
       continue;
     }
-    if (*s.needs && !exists(o.fixtures + "/" + s.needs)) {
+    if (!s.needs.empty() && !exists(o.fixtures + "/" + s.needs)) {
       ++skipped;
       const std::string why =
           fmt::format("skipped: {}/{} not found (--fixtures)", o.fixtures, s.needs);
@@ -337,7 +281,7 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
     row["evidence"] = code == 0 || code == 3 || state == "interrupted" ? core::Json(evidence)
                                                                        : core::Json(nullptr);
     row["log"] = log;
-    if (*s.why) row["why"] = s.why;
+    if (!s.why.empty()) row["why"] = s.why;
     rows.push_back(row);
   }
   if (interrupted) {
@@ -368,7 +312,7 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
 
   // A headline per probe: the first fact the report found.
   if (!o.quiet && code == 0) {
-    const core::Report rep = core::build_report(core::collect_evidence({out}), since);
+    const core::Report rep = core::build_report(core::collect_evidence({out}), report_probes(), since);
     ctx.out << "\nheadlines\n";
     for (const auto& sec : rep.sections) {
       if (sec.facts.empty()) continue;
@@ -418,5 +362,8 @@ void register_suite(CLI::App& app, ProbeSet& set) {
       cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,
       {{"--fixtures"}, {}, declare});
 }
+
+// Not a step of itself; its evidence gets the report's generic section.
+ProbeInfo suite_probe() { return {"suite", register_suite}; }
 
 }  // namespace tprobe::probes

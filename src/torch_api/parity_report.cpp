@@ -3,7 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::model {
 
@@ -216,4 +223,34 @@ core::Table parity_module_table(const BackwardParity& b) {
   return t;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+namespace {
+using core::axis_number;
+using core::find_path;
+using core::Json;
+using core::number_at;
+using core::pct;
+using core::string_at;
+
+}  // namespace
+
+void parity_report_section(core::SectionBuilder& c) {
+  const Json& r = c.results();
+  const bool ok = find_path(r, "within_tolerance") && *find_path(r, "within_tolerance") == true;
+  c.fact("relative L2 error",
+         axis_number(number_at(r, "rel_l2_error").value_or(NAN)) + " (tolerance " +
+             axis_number(number_at(r, "tolerance_rel_l2").value_or(NAN)) +
+             "): " + (ok ? "within" : "OUTSIDE"),
+         {"rel_l2_error", "tolerance_rel_l2"}, !ok);
+  c.fact("max abs error", axis_number(number_at(r, "max_abs_error").value_or(NAN)),
+         "max_abs_error");
+  c.fact("argmax agreement", pct(number_at(r, "argmax_agreement_ratio")), "argmax_agreement_ratio");
+  c.fact("dtype / attention",
+         string_at(r, "dtype") + " / sliding " + string_at(r, "attn_sliding") + ", full " +
+             string_at(r, "attn_full"),
+         {"dtype", "attn_sliding", "attn_full"});
+  if (auto l = number_at(r, "loss_abs_diff"))
+    c.fact("loss difference", axis_number(*l), "loss_abs_diff");
+}
 }  // namespace tprobe::model

@@ -3,11 +3,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "tprobe/core/cost/scaling_fit_report.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/profile_report.hpp"
 
 namespace tprobe::model {
 
@@ -294,4 +300,253 @@ std::vector<core::Table> profile_tables(const ProfileReport& rep) {
   return out;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+namespace {
+
+using core::array_at;
+using core::axis_number;
+using core::BarChart;
+using core::ChartSeries;
+using core::find_path;
+using core::format_percent;
+using core::format_seconds;
+using core::Json;
+using core::median_of;
+using core::number_at;
+using core::pct;
+using core::render_svg;
+using core::row_label;
+using core::row_seconds;
+using core::string_at;
+using core::XYChart;
+
+// Profile's attribution (docs/profile.md, "Attribution"): the traced step of one point (the
+// kernel table's, else the widest) as a stacked bar per phase split by part, and one stacked bar
+// per decoder layer, sliding and full layers named.
+int phase_part_series(const std::string& part, const std::string& kind) {
+  if (part == "attention_core") return kind == "full" ? 0 : 1;
+  if (part == "attention_proj") return 2;
+  if (part == "dense_mlp") return 3;
+  if (part == "router") return 4;
+  if (part == "experts") return 5;
+  if (part == "loss_head") return 6;
+  if (part == "untagged") return 8;
+  return 7;  // embedding, other
+}
+
+void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
+  const std::vector<std::string> series = {"attention core (full layers)",
+                                           "attention core (sliding layers)",
+                                           "attention projections",
+                                           "dense MLP",
+                                           "router",
+                                           "experts",
+                                           "loss head",
+                                           "embedding and other",
+                                           "untagged"};
+  const auto table_width = number_at(c.results(), "kernel_table_point.width");
+  std::optional<size_t> chosen;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const Json& p = pts[i];
+    const Json* kt = p.is_object() ? find_path(p, "kernel_trace") : nullptr;
+    if (!kt || !kt->is_object() || !array_at(*kt, "by_phase_part")) continue;
+    auto w = number_at(p, "width");
+    if (!w) continue;
+    if (table_width ? *w == *table_width
+                    : (!chosen || *w > number_at(pts[*chosen], "width").value_or(0)))
+      chosen = i;
+  }
+  if (!chosen) return;
+  const Json& p = pts[*chosen];
+  const Json& kt = p["kernel_trace"];
+  const std::string point =
+      fmt::format("{}x{}", number_at(p, "batch").value_or(0), number_at(p, "width").value_or(0));
+  const std::string base = fmt::format("points[{}].kernel_trace.", *chosen);
+
+  BarChart phases;
+  phases.title = "Where the traced step's device time went, " + point + ": phase by part";
+  phases.series = series;
+  phases.stacked = true;
+  phases.value_label = "kernel time, seconds";
+  for (const char* phase : {"forward", "loss", "recompute", "backward", "untagged"}) {
+    std::vector<double> v(series.size(), 0.0);
+    double total = 0;
+    for (const auto& row : *array_at(kt, "by_phase_part")) {
+      if (string_at(row, "phase") != phase) continue;
+      const double t = number_at(row, "kernel_s").value_or(0);
+      v[static_cast<size_t>(
+          phase_part_series(string_at(row, "part"), string_at(row, "layer_kind")))] += t;
+      total += t;
+    }
+    if (total > 0) phases.items.push_back({phase, v, false, format_seconds(total)});
+  }
+  if (!phases.items.empty()) {
+    c.figure(
+        "phase-part", phases.title, render_svg(phases),
+        {base + "by_phase_part[].phase", base + "by_phase_part[].part",
+         base + "by_phase_part[].layer_kind", base + "by_phase_part[].kernel_s"},
+        "Each backward kernel is given the part of the forward (or recompute) operation it "
+        "differentiates; recompute is the checkpointed forward run again inside the backward.");
+  }
+  const Json* layers = array_at(kt, "by_layer");
+  if (!layers || layers->empty()) return;
+  BarChart per_layer;
+  per_layer.title = "Device time per decoder layer, " + point + ": forward, recompute and backward";
+  per_layer.series = series;
+  per_layer.stacked = true;
+  per_layer.value_label = "kernel time, seconds";
+  for (const auto& l : *layers) {
+    const Json* phases_of = l.is_object() ? find_path(l, "kernel_s") : nullptr;
+    if (!phases_of || !phases_of->is_object()) continue;
+    std::vector<double> v(series.size(), 0.0);
+    double total = 0;
+    const std::string kind = string_at(l, "layer_kind");
+    for (const auto& [phase, parts] : phases_of->items()) {
+      if (!parts.is_object()) continue;
+      for (const auto& [part, t] : parts.items()) {
+        if (!t.is_number()) continue;
+        v[static_cast<size_t>(phase_part_series(part, kind))] += t.get<double>();
+        total += t.get<double>();
+      }
+    }
+    per_layer.items.push_back({fmt::format("layer {} {}", number_at(l, "layer").value_or(-1), kind),
+                               v, false, format_seconds(total)});
+  }
+  if (!per_layer.items.empty()) {
+    c.figure("per-layer", per_layer.title, render_svg(per_layer),
+             {base + "by_layer[].layer", base + "by_layer[].layer_kind",
+              base + "by_layer[].kernel_s.PHASE.PART"},
+             "One bar per layer; full (global) layers carry the head_dim-512 attention.");
+  }
+}
+
+}  // namespace
+
+void profile_report_section(core::SectionBuilder& c) {
+  const Json& r = c.results();
+  const Json* pts = array_at(r, "points");
+  if (!pts) {
+    c.absent("points", "the profile figures");
+    return;
+  }
+  std::map<double, ChartSeries> time_by_batch, mem_by_batch;
+  std::vector<double> oom;
+  std::string mem_key;
+  int64_t failed = 0;
+  for (const auto& p : *pts) {
+    auto b = number_at(p, "batch"), w = number_at(p, "width");
+    if (!b || !w) continue;
+    if (string_at(p, "outcome") != "ok") {
+      oom.push_back(*w);
+      ++failed;
+      continue;
+    }
+    std::vector<double> samples;
+    if (const Json* s = array_at(p, "samples_s")) {
+      for (const auto& v : *s) {
+        if (v.is_number()) samples.push_back(v.get<double>());
+      }
+    }
+    if (!samples.empty()) {
+      ChartSeries& s = time_by_batch[*b];
+      s.label = fmt::format("batch {} (median, bar: min–max)", axis_number(*b));
+      s.x.push_back(*w);
+      s.y.push_back(median_of(samples));
+      s.y_low.push_back(*std::min_element(samples.begin(), samples.end()));
+      s.y_high.push_back(*std::max_element(samples.begin(), samples.end()));
+    }
+    for (const char* k : {"peak_allocated_bytes", "peak_reserved_bytes", "peak_bytes",
+                          "memory.peak_allocated_bytes", "memory.peak_bytes"}) {
+      if (auto m = number_at(p, k)) {
+        mem_key = k;
+        ChartSeries& s = mem_by_batch[*b];
+        s.label = fmt::format("batch {}", axis_number(*b));
+        s.x.push_back(*w);
+        s.y.push_back(*m / (1024.0 * 1024 * 1024));
+        break;
+      }
+    }
+  }
+  c.fact("points",
+         fmt::format("{} measured, {} failed (OOM or refused)", pts->size() - failed, failed),
+         "points[].outcome", failed > 0);
+  XYChart t;
+  t.title = "Step time against width";
+  t.x_label = "width (tokens per sequence)";
+  t.y_label = "step time (s)";
+  t.crosses_label = "not measured (outcome ≠ ok, e.g. OOM)";
+  t.crosses_x = oom;
+  int color = 0;
+  for (auto& [b, s] : time_by_batch) {
+    s.color = color++;
+    ChartSeries joined = s;
+    joined.kind = ChartSeries::Kind::kLine;
+    joined.label = "";
+    joined.y_low.clear();
+    joined.y_high.clear();
+    t.series.push_back(joined);
+    t.series.push_back(s);
+  }
+
+  c.figure("time", t.title, render_svg(t), {"points[].batch/width/outcome/samples_s"},
+           "Every timed repeat is in the evidence; the point is the median.");
+  if (!mem_by_batch.empty()) {
+    XYChart m;
+    m.title = "Peak memory against width";
+    m.x_label = "width (tokens per sequence)";
+    m.y_label = "peak memory (GiB)";
+    m.crosses_label = "out of memory / failed";
+    m.crosses_x = oom;
+    color = 0;
+    for (auto& [b, s] : mem_by_batch) {
+      s.color = color++;
+      m.series.push_back(s);
+    }
+    if (auto cap = number_at(c.document(), "environment.device.memory_bytes"); cap && *cap > 0) {
+      m.markers.push_back({false, *cap / (1024.0 * 1024 * 1024), "device memory"});
+    }
+    c.figure("memory", m.title, render_svg(m), {"points[]." + mem_key},
+             "Crosses mark widths that did not fit.");
+  } else if (std::any_of(pts->begin(), pts->end(), [](const Json& p) {
+               return p.is_object() && p.contains("peak_allocated_bytes") &&
+                      p["peak_allocated_bytes"].is_null();
+             })) {
+    c.note(
+        "peak memory not measured (results.points[].peak_allocated_bytes is null: tprobe reads "
+        "CUDA's caching allocator, and this run had none, e.g. on the CPU): memory figure not "
+        "drawn");
+  } else {
+    c.note(
+        "no peak-memory field found in results.points[] (looked for peak_allocated_bytes, "
+        "peak_reserved_bytes, peak_bytes, memory.peak_*): memory figure not drawn");
+  }
+  // Time by phase and by layer type, if the profile breaks it down.
+  for (const auto& [key, title] :
+       std::vector<std::pair<std::string, std::string>>{{"phases", "Time by phase"},
+                                                        {"by_phase", "Time by phase"},
+                                                        {"layer_types", "Time by layer type"},
+                                                        {"by_layer_type", "Time by layer type"}}) {
+    const Json* rows = array_at(r, key);
+    if (!rows) continue;
+    BarChart chart;
+    chart.title = title;
+    std::string tkey, lkey;
+    for (const auto& row : *rows) {
+      auto tt = row_seconds(row, &tkey);
+      std::string label = row_label(row, &lkey);
+      if (tt) chart.items.push_back({label, {*tt}, false, format_seconds(*tt)});
+    }
+    chart.value_label = "seconds, field " + tkey;
+    if (!chart.items.empty()) {
+      c.figure(key, title, render_svg(chart), {key + "[]." + lkey, key + "[]." + tkey},
+               "");
+    }
+  }
+  phase_part_figures(c, *pts);
+  for (const char* k : {"kernel_table", "kernels"}) {
+    const Json* kt = find_path(r, k);
+    if (kt && kt->is_object()) kernel_table_figures(c, *kt, std::string(k) + ".");
+  }
+}
 }  // namespace tprobe::model

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/strict_json.hpp"
+#include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/adapter/lora_adapter.hpp"
 #include "tprobe/core/adapter/target_pattern.hpp"
@@ -295,7 +296,7 @@ void report(const uint8_t* data, std::size_t size) {
   ::mkdir(dir.c_str(), 0700);
   write_all(dir + "/input.json", data, size);
   expect_error_or_ok([&] {
-    const core::Report r = core::build_report(core::collect_evidence({dir}));
+    const core::Report r = core::build_report(core::collect_evidence({dir}), probes::report_probes());
     if (core::render_html(r).empty() || core::render_markdown(r).empty()) {
       broken("empty report rendered");
     }

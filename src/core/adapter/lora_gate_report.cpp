@@ -4,6 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 
@@ -178,4 +184,66 @@ std::vector<Table> lora_gate_tables(const LoraGateReport& r) {
   return tables;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+void lora_gate_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  const std::string verdict = string_at(r, "verdict");
+  c.fact("verdict", verdict + ": " + string_at(r, "verdict_message"), "verdict", verdict != "real");
+  const Json* count = find_path(r, "count");
+  if (count && find_path(*count, "checked") && *find_path(*count, "checked") == true) {
+    const bool ok = *find_path(*count, "ok") == true;
+    c.fact("module count",
+           string_at(*count, "found_modules") + " found, " + string_at(*count, "expected_modules") +
+               " expected (" + string_at(*count, "base_source") + ")" + (ok ? "" : ": OFF"),
+           "count", !ok);
+  } else {
+    c.fact("module count", "not checked", "count.checked");
+  }
+  c.fact(
+      "dtypes / naming",
+      cell(r.value("dtypes", Json::array())) + " / " + cell(r.value("naming_forms", Json::array())),
+      {"dtypes", "naming_forms"});
+  if (const Json* notes = array_at(r, "count.absent_notes")) {
+    for (const auto& n : *notes) {
+      if (n.is_string()) c.note(n.get<std::string>());
+    }
+  }
+  const Json* mods = array_at(r, "modules");
+  if (!mods) {
+    c.absent("modules", "the lora_B norm figure");
+    return;
+  }
+  XYChart chart;
+  chart.title = "lora_B norm per module";
+  chart.x_label = "decoder layer";
+  chart.y_label = "‖lora_B‖ (Frobenius)";
+  chart.crosses_label = "lora_B all zero (inert module)";
+  std::map<std::string, ChartSeries> by_target;
+  for (const auto& m : *mods) {
+    auto layer = number_at(m, "layer"), n = number_at(m, "b_norm");
+    if (!layer) continue;
+    if (!n || *n == 0) {
+      chart.crosses_x.push_back(*layer);
+      continue;
+    }
+    ChartSeries& s = by_target[string_at(m, "target")];
+    s.label = string_at(m, "target");
+    s.x.push_back(*layer);
+    s.y.push_back(*n);
+  }
+  int color = 0;
+  for (auto& [t, s] : by_target) {
+    s.color = color++;
+    chart.series.push_back(s);
+  }
+
+  c.figure("norms", chart.title, render_svg(chart),
+           {"modules[].layer", "modules[].target", "modules[].b_norm"},
+           "A trained adapter has every module above zero; an inert one has every module "
+           "as a cross on the axis; a few crosses mean those modules never learned.");
+  if (const Json* t = array_at(r, "per_target")) {
+    c.table(c.generic_table("tab-lora-gate-targets", "Per target", *t, "per_target"));
+  }
+}
 }  // namespace tprobe::core

@@ -3,6 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/report/svg_chart.hpp"
+
 namespace tprobe::core {
 namespace {
 
@@ -119,4 +127,64 @@ std::vector<Table> flops_tables(const FlopsReport& r, const FlopsRates& rates) {
   return {t};
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+void flops_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  auto ti = number_at(r, "totals.intended.total_flop"),
+       tp = number_at(r, "totals.performed.total_flop");
+  if (ti && tp) {
+    c.fact("FLOPs per step, intended / performed",
+           fmt::format("{:.3g} / {:.3g} (×{:.2f})", *ti, *tp, *tp / *ti),
+           {"totals.intended.total_flop", "totals.performed.total_flop"}, *tp / *ti > 1.2);
+  }
+  c.fact("attention path", string_at(r, "attention_path"), "attention_path");
+  auto mi = number_at(r, "mfu.intended_ratio"), mp = number_at(r, "mfu.performed_ratio");
+  if (mi && mp) {
+    c.fact("MFU intended / performed",
+           format_percent(*mi) + " / " + format_percent(*mp) + " of " +
+               string_at(r, "mfu.peak_tflops") + " TFLOP/s",
+           {"mfu.intended_ratio", "mfu.performed_ratio"});
+  } else {
+    c.fact("MFU", "not computed: the run gave no measured step time", "mfu.step_time_s");
+  }
+  const Json* comps = array_at(r, "components");
+  if (!comps) {
+    c.absent("components", "the FLOPs figure");
+    return;
+  }
+  BarChart chart;
+  chart.title = "FLOPs per step by component: intended vs performed";
+  chart.value_label = "FLOP per step (forward + backward + recompute)";
+  chart.series = {"intended (causal, window-aware, real tokens)",
+                  "performed (what the kernels compute)"};
+  chart.highlight_label = "performed > 1.5 × intended";
+  for (const auto& comp : *comps) {
+    auto i = number_at(comp, "intended.total_flop"), p = number_at(comp, "performed.total_flop");
+    if (!i || !p || (*i <= 0 && *p <= 0)) continue;
+    std::string lt = string_at(comp, "layer_type");
+    std::string label =
+        string_at(comp, "component") +
+        (lt.empty() || lt == "model" ? ""
+                                     : " (" +
+                                           (lt == "sliding_attention" ? std::string("sliding")
+                                            : lt == "full_attention"  ? std::string("global")
+                                                                      : lt) +
+                                           ")");
+    chart.items.push_back({label, {*i, *p}, *p > 1.5 * *i, ""});
+  }
+  c.figure("components", chart.title, render_svg(chart),
+           {"components[].intended.total_flop", "components[].performed.total_flop"},
+           "A masked dense kernel computes every query-key pair of a sliding layer, "
+           "so performed exceeds intended there; an MFU must say which it divides.");
+  if (mi && mp) {
+    BarChart mfu;
+    mfu.title = "MFU";
+    mfu.value_label = "model FLOP utilisation (ratio of peak)";
+    mfu.items = {{"intended FLOPs / time", {*mi}, false, format_percent(*mi)},
+                 {"performed FLOPs / time", {*mp}, false, format_percent(*mp)}};
+    c.figure("mfu", mfu.title, render_svg(mfu), {"mfu.intended_ratio", "mfu.performed_ratio"},
+             "Both utilisations of the same step time.");
+  }
+}
 }  // namespace tprobe::core

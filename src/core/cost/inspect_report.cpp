@@ -3,7 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "base/math_util.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 
@@ -329,4 +336,52 @@ std::string render(const InspectReport& r) {
   return out;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+void inspect_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  if (auto p = number_at(r, "total_params"))
+    c.fact("parameters", format_count(static_cast<int64_t>(*p)), "total_params");
+  if (auto b = number_at(r, "total_bytes")) c.fact("bytes", format_bytes(*b), "total_bytes");
+  if (auto s = number_at(r, "quantization.saved_ratio")) {
+    c.fact("linear-only 4-bit saves",
+           format_percent(*s) + " of the bytes; fused experts untouched: " +
+               pct(number_at(r, "quantization.untouched_expert_params_ratio")) +
+               " of the parameters",
+           "quantization.saved_ratio, untouched_expert_params_ratio", true);
+  }
+  if (auto m = number_at(r, "lora.modules")) {
+    c.fact(
+        "LoRA modules / trainable",
+        format_count(static_cast<int64_t>(*m)) + " / " +
+            format_count(static_cast<int64_t>(number_at(r, "lora.trainable_params").value_or(0))),
+        {"lora.modules", "lora.trainable_params"});
+  }
+  if (const Json* blocks = array_at(r, "blocks")) {
+    BarChart chart;
+    chart.title = "Parameters by block";
+    chart.value_label = "parameters";
+    chart.highlight_label = "untouched by a linear-only 4-bit quantizer (fused 3-D experts)";
+    for (const auto& b : *blocks) {
+      auto p = number_at(b, "params");
+      if (!p || *p <= 0) continue;
+      BarItem item{string_at(b, "label"),
+                   {*p},
+                   string_at(b, "block") == "experts",
+                   pct(number_at(b, "params_share_ratio"))};
+      chart.items.push_back(std::move(item));
+    }
+
+    c.figure("blocks", chart.title, render_svg(chart),
+             {"blocks[].params", "blocks[].params_share_ratio"},
+             "Where the parameters are. The experts are fused 3-D tensors, not nn.Linear "
+             "modules: a quantizer or LoRA that walks nn.Linear never touches them.");
+  } else {
+    c.absent("blocks", "the parameters-by-block figure");
+  }
+  if (const Json* t = array_at(r, "lora.per_target")) {
+    c.table(c.generic_table("tab-inspect-lora", "LoRA modules per target", *t,
+                            "lora.per_target"));
+  }
+}
 }  // namespace tprobe::core

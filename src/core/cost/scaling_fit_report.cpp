@@ -1,11 +1,17 @@
 // scaling-fit: batch selection, sample reduction, model choice, fit, verdicts; JSON and table views.
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -312,4 +318,100 @@ std::vector<Table> scaling_fit_tables(const ScalingFitReport& r) {
   return tables;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+// t(w) = C + A w + B w^2 sampled for drawing.
+void scaling_fit_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  c.fact("fit", string_at(r, "fit_status") + ", model " + string_at(r, "model"),
+         {"fit_status", "model"}, string_at(r, "fit_status") == "refused");
+  auto a = number_at(r, "coefficients.a_s_per_token");
+  auto b = number_at(r, "coefficients.b_s_per_token2");
+  auto cc = number_at(r, "coefficients.c_s");
+  if (a) c.fact("A (linear)", format_sci(*a) + " s/token", "coefficients.a_s_per_token");
+  if (b) c.fact("B (quadratic)", format_sci(*b) + " s/token²", "coefficients.b_s_per_token2");
+  if (cc) c.fact("C (fixed)", format_seconds(*cc), "coefficients.c_s");
+  if (auto x = number_at(r, "crossover_width"))
+    c.fact("crossover A/B", format_count(std::llround(*x)) + " tokens", "crossover_width");
+  if (auto q = number_at(r, "widths_from.quadratic_share")) {
+    c.fact("quadratic share over the real width distribution", format_percent(*q),
+           "widths_from.quadratic_share");
+  }
+  std::string verdict = string_at(r, "fixed_term.verdict");
+  if (!verdict.empty()) c.note("fixed term: " + verdict);
+
+  const Json* pts = array_at(r, "input_points");
+  if (!pts) {
+    c.absent("input_points", "the step-time figure");
+    return;
+  }
+  std::map<double, std::vector<double>> by_width;
+  for (const auto& p : *pts) {
+    auto w = number_at(p, "width"), s = number_at(p, "seconds");
+    if (w && s) by_width[*w].push_back(*s);
+  }
+  ChartSeries measured;
+  measured.label = "measured (median, bar: min–max of repeats)";
+  double wmax = 0;
+  for (const auto& [w, v] : by_width) {
+    measured.x.push_back(w);
+    measured.y.push_back(median_of(v));
+    measured.y_low.push_back(*std::min_element(v.begin(), v.end()));
+    measured.y_high.push_back(*std::max_element(v.begin(), v.end()));
+    wmax = std::max(wmax, w);
+  }
+  XYChart chart;
+  chart.title = "Step time against sequence width";
+  chart.x_label = "width (tokens per sequence)";
+  chart.y_label = "step time (s)";
+  if (a && b) {
+    ChartSeries total, lin, quad;
+    total.kind = lin.kind = quad.kind = ChartSeries::Kind::kLine;
+    total.label = "fit t(w) = " + std::string(cc ? "C + " : "") + "A·w + B·w²";
+    lin.label = "linear part A·w";
+    quad.label = "quadratic part B·w² (attention)";
+    total.color = 0;
+    lin.color = 2;
+    quad.color = 1;
+    lin.dashed = quad.dashed = true;
+    for (int i = 0; i <= 60; ++i) {
+      const double w = wmax * i / 60.0;
+      total.x.push_back(w), lin.x.push_back(w), quad.x.push_back(w);
+      total.y.push_back(cc.value_or(0) + *a * w + *b * w * w);
+      lin.y.push_back(*a * w);
+      quad.y.push_back(*b * w * w);
+    }
+    chart.series = {total, lin, quad};
+    if (auto x = number_at(r, "crossover_width"); x && *x > 0 && *x < wmax) {
+      chart.markers.push_back({true, *x, "A/B = " + axis_number(std::round(*x))});
+    }
+  } else {
+    c.note("no coefficients (the fit was refused): only the measured points are drawn");
+  }
+  measured.color = 6;
+  chart.series.push_back(measured);
+  c.figure(
+      "time", chart.title, render_svg(chart),
+      {"input_points[].width/seconds", "coefficients", "crossover_width"},
+      "Measured steps with the fitted curve split into its linear and quadratic terms; where the "
+      "dashed orange curve overtakes the green one, attention dominates.");
+  if (const Json* fp = array_at(r, "points")) {
+    ReportTable t;
+    t.id = "tab-scaling-fit-points";
+    t.title = "Per point";
+    t.fields = {SectionBuilder::field_name("points[]")};
+    t.header = {"width",  "measured",  "predicted",      "residual",
+                "linear", "quadratic", "quadratic share"};
+    for (const auto& p : *fp) {
+      t.rows.push_back({axis_number(number_at(p, "width").value_or(0)),
+                        format_seconds(number_at(p, "seconds").value_or(0)),
+                        format_seconds(number_at(p, "predicted_s").value_or(0)),
+                        format_seconds(number_at(p, "residual_s").value_or(0)),
+                        format_seconds(number_at(p, "linear_s").value_or(0)),
+                        format_seconds(number_at(p, "quadratic_s").value_or(0)),
+                        pct(number_at(p, "quadratic_share"))});
+    }
+    c.table(std::move(t));
+  }
+}
 }  // namespace tprobe::core

@@ -3,11 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/data/padding_report.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 
@@ -199,4 +205,89 @@ std::string order_jsonl(const LengthDataset& ds, const BucketOptions& o, int64_t
   return fmt::to_string(buf);
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+void bucket_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  c.fact("chosen bucket", string_at(r, "chosen.bucket"), "chosen.bucket");
+  c.fact(
+      "waste: sequential → chosen",
+      pct(number_at(r, "baseline.waste_ratio")) + " → " + pct(number_at(r, "chosen.waste_ratio")),
+      {"baseline.waste_ratio", "chosen.waste_ratio"});
+  if (auto t0 = number_at(r, "baseline.predicted_time_s")) {
+    if (auto t1 = number_at(r, "chosen.predicted_time_s")) {
+      c.fact("predicted epoch time",
+             format_seconds(*t0) + " → " + format_seconds(*t1) + " (" +
+                 format_percent(1 - *t1 / *t0) + " saved)",
+             {"baseline.predicted_time_s", "chosen.predicted_time_s"});
+    }
+  }
+  if (const Json* noop = find_path(r, "noop_sweep"); noop && *noop == true) {
+    c.fact("sweep", "NO-OP: every bucket size gave the same micro-batches", "noop_sweep", true);
+  }
+  const Json* sweep = array_at(r, "sweep");
+  if (!sweep || sweep->empty()) {
+    c.absent("sweep", "the bucket sweep figures");
+    return;
+  }
+  struct Metric {
+    const char* id;
+    const char* title;
+    const char* key;       // in each sweep row
+    const char* seeds;     // over_seeds.<x>
+    const char* baseline;  // results.baseline.<x>
+    const char* y_label;
+  };
+  const Metric metrics[] = {
+      {"waste", "Padding waste against bucket size", "waste_ratio", "waste_ratio", "waste_ratio",
+       "padding waste (ratio of padded tokens)"},
+      {"time", "Predicted epoch time against bucket size", "predicted_time_s", "predicted_time_s",
+       "predicted_time_s", "predicted time (s)"},
+      {"sources", "Data sources per accumulation window", "sources_per_window.mean",
+       "sources_per_window_mean", "sources_per_window.mean", "distinct sources per window (mean)"},
+  };
+  for (const auto& m : metrics) {
+    ChartSeries s;
+    s.label = "bucket sampler (mean over seeds, bar: min–max)";
+    bool spread = true;
+    for (const auto& row : *sweep) {
+      auto b = number_at(row, "bucket"), v = number_at(row, m.key);
+      if (!b || !v) continue;
+      s.x.push_back(*b);
+      s.y.push_back(*v);
+      auto lo = number_at(row, std::string("over_seeds.") + m.seeds + ".min");
+      auto hi = number_at(row, std::string("over_seeds.") + m.seeds + ".max");
+      if (lo && hi) {
+        s.y_low.push_back(*lo);
+        s.y_high.push_back(*hi);
+      } else {
+        spread = false;
+      }
+    }
+    if (!spread) s.y_low.clear(), s.y_high.clear();
+    if (s.x.empty()) {
+      c.absent(std::string("sweep[].") + m.key, m.title);
+      continue;
+    }
+    XYChart chart;
+    chart.title = m.title;
+    chart.x_label = "bucket size (records)";
+    chart.y_label = m.y_label;
+    chart.log2_x = true;
+    ChartSeries joined = s;  // the same points, joined, to read the trend
+    joined.kind = ChartSeries::Kind::kLine;
+    joined.label = "";
+    joined.y_low.clear();
+    joined.y_high.clear();
+    chart.series = {joined, s};
+    if (auto base = number_at(r, std::string("baseline.") + m.baseline)) {
+      chart.markers.push_back({false, *base, "sequential order: " + axis_number(*base)});
+    }
+    const std::vector<FieldPath> fields = {"sweep[].bucket", std::string("sweep[].") + m.key,
+                                           std::string("baseline.") + m.baseline};
+    c.figure(m.id, chart.title, render_svg(chart), fields,
+             "One point per swept bucket size; the dashed line is the sequential "
+             "order without bucketing.");
+  }
+}
 }  // namespace tprobe::core

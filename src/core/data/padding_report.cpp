@@ -4,9 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "base/math_util.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 
@@ -215,4 +220,68 @@ std::string render(const PaddingReport& r) {
   return out;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+void padding_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  c.fact("padding waste", pct(number_at(r, "waste_ratio")), "waste_ratio",
+         number_at(r, "waste_ratio").value_or(0) > 0.1);
+  if (auto tr = number_at(r, "truncation.tokens_ratio")) {
+    c.fact("truncated at " + string_at(r, "truncation.max_seq_len"),
+           format_percent(*tr) + " of tokens, " + pct(number_at(r, "truncation.records_ratio")) +
+               " of records",
+           "truncation.tokens_ratio, records_ratio", *tr > 0.05);
+  }
+  if (auto l = number_at(r, "loss_head.naive_ce_transient_bytes")) {
+    c.fact("naive CE transient (widest micro-batch)", format_bytes(*l),
+           "loss_head.naive_ce_transient_bytes");
+  }
+  const Json* hist = array_at(r, "histogram");
+  const Json* widths = array_at(r, "micro_batch_widths");
+  if (!hist) {
+    c.absent("histogram", "the length histogram");
+    return;
+  }
+  BarChart chart;
+  chart.title = "Sequence lengths and padded micro-batch widths";
+  chart.value_label = "count";
+  chart.series = {"records by real length", "micro-batches by padded width"};
+  std::map<int64_t, double> width_counts;
+  if (widths) {
+    for (const auto& w : *widths) {
+      if (!w.is_number()) continue;
+      const double v = w.get<double>();
+      for (const auto& h : *hist) {
+        auto lo = number_at(h, "lo"), hi = number_at(h, "hi");
+        if (lo && hi && v >= *lo && v < *hi) width_counts[static_cast<int64_t>(*lo)] += 1;
+      }
+    }
+  }
+  for (const auto& h : *hist) {
+    auto lo = number_at(h, "lo"), hi = number_at(h, "hi"), n = number_at(h, "records");
+    if (!lo || !hi || !n) continue;
+    chart.items.push_back({fmt::format("{} – {}", format_count(static_cast<int64_t>(*lo)),
+                                       format_count(static_cast<int64_t>(*hi) - 1)),
+                           {*n, width_counts[static_cast<int64_t>(*lo)]},
+                           false,
+                           ""});
+  }
+  std::vector<FieldPath> fields = {"histogram[].lo/hi/records"};
+  std::string caption =
+      "Each row is a length bin (tokens). Blue: how many records have a real length in it. "
+      "Orange: how many micro-batches are padded to a width in it";
+  if (widths) {
+    fields.push_back("micro_batch_widths[]");
+    caption += fmt::format(" ({} micro-batches of {} rows, the probe's order).",
+                           format_count(static_cast<int64_t>(widths->size())),
+                           string_at(c.document(), "invocation.options.micro-batch"));
+  } else {
+    caption += ": not drawn, results.micro_batch_widths absent.";
+  }
+  c.figure("lengths", chart.title, render_svg(chart), fields, caption);
+  if (const Json* ps = array_at(r, "truncation.per_source")) {
+    c.table(c.generic_table("tab-padding-truncation", "Truncation per source", *ps,
+                            "truncation.per_source"));
+  }
+}
 }  // namespace tprobe::core

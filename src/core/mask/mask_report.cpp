@@ -3,7 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -240,4 +246,27 @@ std::vector<Table> mask_tables(const MaskReport& r) {
   return tables;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+void mask_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  if (const Json* layers = array_at(r, "layers")) {
+    ReportTable t = c.generic_table("tab-mask-layers", "Mask per layer", *layers, "layers");
+    for (const auto& l : *layers) {
+      const Json* fp = l.is_object() ? find_path(l, "fast_path") : nullptr;
+      t.highlight.push_back(fp && fp->is_boolean() && !fp->get<bool>());
+    }
+    t.highlight.resize(t.rows.size());
+    c.table(std::move(t));
+    int64_t explicit_masks = 0;
+    for (const auto& l : *layers) explicit_masks += string_at(l, "mask") == "explicit";
+    c.fact("layers with an explicit mask", fmt::format("{} of {}", explicit_masks, layers->size()),
+           "layers[].mask", explicit_masks > 0);
+  } else {
+    c.absent("layers", "the mask table");
+  }
+  if (const Json* be = array_at(r, "backends")) {
+    c.table(c.generic_table("tab-mask-backends", "SDPA backends per layer shape", *be, "backends"));
+  }
+}
 }  // namespace tprobe::core

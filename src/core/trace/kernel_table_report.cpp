@@ -4,8 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
+#include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 #include "trace/distinct_labels.hpp"
 
 namespace tprobe::core {
@@ -453,4 +459,129 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
   return out;
 }
 
+// ---- the report's section (tprobe/core/report/section.hpp) ----
+
+// Kernel table (kernels probe, or profile's embedded table): categories and top kernels by time,
+// architecture mismatches highlighted, sum vs union vs wall.
+void kernel_table_figures(SectionBuilder& c, const Json& kt, const std::string& base) {
+  for (const char* cat_key : {"categories", "by_category"}) {
+    const Json* cats = array_at(kt, cat_key);
+    if (!cats) continue;
+    BarChart chart;
+    chart.title = "Kernel time by category";
+    std::string tkey, lkey;
+    for (const auto& row : *cats) {
+      auto t = row_seconds(row, &tkey);
+      std::string label = row_label(row, &lkey);
+      if (!t) continue;
+      auto share = number_at(row, "share_ratio");
+      chart.items.push_back({label, {*t}, false, share ? format_percent(*share) : ""});
+    }
+    chart.value_label = "device time (s), field " + tkey;
+    c.figure("categories", chart.title, render_svg(chart),
+             {base + cat_key + "[]." + lkey, base + cat_key + "[]." + tkey},
+             "Device kernel rows only (ATen op rows would double-count).");
+    break;
+  }
+  const auto device_sm = number_at(kt, "architecture.device_sm");
+  if (auto older = number_at(kt, "architecture.older_share_ratio"); older && device_sm) {
+    c.fact("kernels built for an older architecture than sm" + axis_number(*device_sm),
+           format_percent(*older) + " of kernel time", base + "architecture.older_share_ratio",
+           *older > 0);
+  }
+  for (const char* k_key : {"top_kernels", "kernels"}) {
+    const Json* ks = array_at(kt, k_key);
+    if (!ks) continue;
+    BarChart chart;
+    chart.title = "Top kernels";
+    chart.highlight_label = "built for an older architecture than the device";
+    std::string tkey, lkey;
+    std::vector<std::pair<double, BarItem>> items;
+    for (const auto& row : *ks) {
+      auto t = row_seconds(row, &tkey);
+      std::string label = row_label(row, &lkey);
+      if (!t) continue;
+      bool mismatch = false;
+      for (const char* mk : {"arch_mismatch", "architecture_mismatch", "mismatch", "older_arch"}) {
+        const Json* m = find_path(row, mk);
+        if (m && m->is_boolean() && m->get<bool>()) mismatch = true;
+      }
+      // The kernels probe's table: architecture_sm from the name against architecture.device_sm.
+      auto sm = number_at(row, "architecture_sm");
+      if (sm && *sm > 0 && device_sm && *device_sm > 0 && *sm < *device_sm) mismatch = true;
+      std::string note = string_at(row, "category");
+      std::string arch = string_at(row, "kernel_arch").empty() ? string_at(row, "arch")
+                                                               : string_at(row, "kernel_arch");
+      if (arch.empty() && sm && *sm > 0) arch = fmt::format("sm{}", static_cast<int>(*sm));
+      if (!arch.empty()) note += (note.empty() ? "" : ", ") + arch;
+      items.push_back({*t, {label, {*t}, mismatch, note}});
+    }
+    std::stable_sort(items.begin(), items.end(),
+                     [](const auto& x, const auto& y) { return x.first > y.first; });
+    for (std::size_t i = 0; i < items.size() && i < 15; ++i) chart.items.push_back(items[i].second);
+    chart.value_label = "device time (s), field " + tkey;
+
+    c.figure("top-kernels", chart.title, render_svg(chart),
+             {base + k_key + "[]." + lkey, base + k_key + "[]." + tkey},
+             "The 15 largest kernels; a red outline marks a kernel whose architecture "
+             "is older than the card's.");
+    break;
+  }
+  // Sum vs union vs wall.
+  BarChart sums;
+  sums.title = "Kernel time: sum vs union vs wall";
+  sums.value_label = "seconds";
+  std::vector<FieldPath> fields;
+  for (const auto& [label, keys] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"sum of kernel times",
+            {"totals.sum_ns", "sum_s", "kernel_sum_s", "totals.sum_s", "sum_ns"}},
+           {"union (busy time)",
+            {"totals.union_busy_ns", "union_s", "kernel_union_s", "totals.union_s", "union_ns",
+             "totals.union_ns"}},
+           {"wall span",
+            {"totals.span_ns", "wall_s", "wall_time_s", "totals.wall_s", "wall_ns",
+             "totals.wall_ns"}}}) {
+    for (const auto& k : keys) {
+      if (auto v = number_at(kt, k)) {
+        const double s = detail::ends_with(k, "_ns") ? *v * 1e-9 : *v;
+        sums.items.push_back({label, {s}, false, format_seconds(s)});
+        fields.push_back(base + k);
+        break;
+      }
+    }
+  }
+  if (sums.items.size() >= 2) {
+    c.figure("sum-union-wall", sums.title, render_svg(sums), fields,
+             "A sum above the union means kernels overlapped (streams); a union well "
+             "below the wall means the device sat idle.");
+  }
+  if (const Json* phases = array_at(kt, "phases")) {
+    BarChart chart;
+    chart.title = "Kernel time by phase";
+    std::string tkey, lkey;
+    for (const auto& row : *phases) {
+      auto t = row_seconds(row, &tkey);
+      if (t) chart.items.push_back({row_label(row, &lkey), {*t}, false, format_seconds(*t)});
+    }
+    chart.value_label = "device time (s), field " + tkey;
+    if (!chart.items.empty()) {
+      c.figure("kernel-phases", chart.title, render_svg(chart),
+               {base + "phases[]." + lkey, base + "phases[]." + tkey}, "");
+    }
+  }
+  if (c.section().figures.empty()) {
+    c.note("no kernel categories or kernels found under " +
+           c.field_name(base) +
+           " (looked for categories[], by_category[], top_kernels[], kernels[])");
+  }
+}
+
+void kernels_report_section(SectionBuilder& c) {
+  const Json* kt = find_path(c.results(), "kernel_table");
+  if (kt && kt->is_object()) {
+    kernel_table_figures(c, *kt, "kernel_table.");
+  } else {
+    kernel_table_figures(c, c.results(), "");
+  }
+}
 }  // namespace tprobe::core

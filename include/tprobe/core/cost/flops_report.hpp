@@ -7,6 +7,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
@@ -20,5 +21,8 @@ struct FlopsRates {
 
 Json to_json(const FlopsReport& report, const FlopsRates& rates);
 std::vector<Table> flops_tables(const FlopsReport& report, const FlopsRates& rates);
+
+// The report's section for flops evidence (figures, facts, tables; core/report/section.hpp).
+void flops_report_section(SectionBuilder& c);
 
 }  // namespace tprobe::core

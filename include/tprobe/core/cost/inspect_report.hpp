@@ -7,6 +7,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/inspect.hpp"
+#include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
@@ -30,5 +31,8 @@ Table blocks_table(const BlockSummary& summary);
 Table quantization_table(const QuantizationEstimate& q);
 Table lora_table(const LoraPlan& plan);
 Table memory_table(const MemoryEstimate& m);
+
+// The report's section for inspect evidence (figures, facts, tables; core/report/section.hpp).
+void inspect_report_section(SectionBuilder& c);
 
 }  // namespace tprobe::core

@@ -8,6 +8,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/scaling_fit.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
@@ -46,5 +47,8 @@ ScalingFitReport analyze_scaling(ScalingFitInput input);
 
 Json to_json(const ScalingFitReport& report);
 std::vector<Table> scaling_fit_tables(const ScalingFitReport& report);
+
+// The report's section for scaling-fit evidence (figures, facts, tables; core/report/section.hpp).
+void scaling_fit_report_section(SectionBuilder& c);
 
 }  // namespace tprobe::core

@@ -6,6 +6,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
@@ -15,5 +16,8 @@ std::string render(const BucketReport& report);
 // The chosen order as JSONL: a header line (schema, dataset, parameters, seed), then one line
 // per micro-batch {"micro_batch": i, "window": i / accum, "width": w, "records": [...]}.
 std::string order_jsonl(const LengthDataset& dataset, const BucketOptions& options, int64_t bucket);
+
+// The report's section for bucket evidence (figures, facts, tables; core/report/section.hpp).
+void bucket_report_section(SectionBuilder& c);
 
 }  // namespace tprobe::core

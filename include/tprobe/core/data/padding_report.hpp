@@ -6,6 +6,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/data/padding.hpp"
+#include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
@@ -19,5 +20,8 @@ Json truncation_json(const SourceBreakdown& breakdown, int64_t max_seq_len);
 // sources}`, `records`, `dataset_tokens`, `real_tokens`.
 void put_dataset_json(Json& j, const std::string& name, const std::string& format,
                       const SourceBreakdown& breakdown);
+
+// The report's section for padding evidence (figures, facts, tables; core/report/section.hpp).
+void padding_report_section(SectionBuilder& c);
 
 }  // namespace tprobe::core

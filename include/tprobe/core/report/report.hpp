@@ -74,14 +74,7 @@ std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& path
 // The files collect_evidence reads, in its order, without reading them.
 std::vector<std::string> list_evidence_files(const std::vector<std::string>& paths);
 
-// Sections in a fixed probe order (env first, then as the main job runs them), unknown probes
-// last. Never throws on evidence content: absent or ill-typed fields become notes. `since`: the
-// start (UTC ISO 8601, as invocation.started_at) of the run the evidence belongs to; evidence
-// started before it is flagged stale, in its section and in the report's notes.
-Report build_report(const std::vector<EvidenceInput>& inputs, const std::string& since = "");
-
-// The probes the report draws figures for (others get a generic section).
-std::vector<std::string> report_known_probes();
+// build_report (the sections, each probe's from its own builder) is in section.hpp.
 
 std::string render_html(const Report& report);
 std::string render_markdown(const Report& report);

@@ -9,6 +9,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
@@ -25,5 +26,11 @@ KernelTable kernel_table_from_json(const Json& j, const std::string& where);
 // The human view: totals side by side, categories, the top `top` kernels, steps, phases,
 // architecture. `top` <= 0 lists every kernel.
 std::vector<Table> kernel_table_tables(const KernelTable& table, int top = 25);
+
+// The report's section for kernels evidence (figures, facts, tables; core/report/section.hpp).
+void kernels_report_section(SectionBuilder& c);
+// The kernel table's figures and facts from `table` (kernels' results, or the table a profile
+// embeds); `base`: its field path relative to results ("" or "kernel_table.").
+void kernel_table_figures(SectionBuilder& c, const Json& table, const std::string& base);
 
 }  // namespace tprobe::core

@@ -1,0 +1,12 @@
+// The report's section for profile evidence (its views over a ProfileReport are in profile.hpp).
+#pragma once
+
+#include "tprobe/core/report/section.hpp"
+
+namespace tprobe::model {
+
+// Time and memory per width, the phase × part attribution of the traced step, and the kernel
+// table the profile embeds (core/report/section.hpp).
+void profile_report_section(core::SectionBuilder& c);
+
+}  // namespace tprobe::model
