@@ -7,6 +7,7 @@
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
+#include "tprobe/core/mask/mask_report.hpp"
 #include "tprobe/torch_api/mask_analysis.hpp"
 
 namespace tprobe::probes {

@@ -5,6 +5,7 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/torch_api/parity_analysis.hpp"
+#include "tprobe/torch_api/parity_report.hpp"
 
 namespace tprobe::probes {
 namespace {

@@ -15,6 +15,10 @@
 #include "tprobe/core/base/output_guard.hpp"
 #include "tprobe/core/report/section.hpp"
 
+namespace tprobe::model {
+struct ProfileOptions;
+}  // namespace tprobe::model
+
 namespace tprobe::probes {
 
 // Handed to a probe's run: it fills evidence.results(), prints its tables to `out`, and returns
@@ -104,6 +108,14 @@ bool torch_module_loaded();
 // form (none -> empty).
 void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank);
 std::vector<std::string> lora_targets(const std::vector<std::string>& option);
+
+// The measured step's shape and measurement options that `profile` and `levers` share: the model
+// (--checkpoint, --model, --random-init), LoRA (--targets, --rank, --alpha), --ce-chunk, --dtype,
+// --device, --batch, --widths (`widths_default` says the default in the help), --lengths,
+// --pad-fraction, --warmup, --repeats, --peak-tflops, --seed. Returns the --pad-fraction option:
+// its count() says whether it was given.
+CLI::Option* add_step_options(CLI::App* command, model::ProfileOptions& options,
+                              const std::string& widths_default);
 
 // One step of the main job (`tprobe suite`): a child run of this binary writing <name>.json.
 // {out} and {fixtures} are replaced in the arguments; `needs` is a fixture path the step skips

@@ -16,9 +16,11 @@
 #include <fmt/format.h>
 
 #include "probes/option_checks.hpp"
+#include "tprobe/torch_api/profile_analysis.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
@@ -139,6 +141,59 @@ void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int6
       ->check(CLI::IsMember(known))
       ->capture_default_str();
   command->add_option("--rank", rank, "LoRA rank")->check(positive_number())->capture_default_str();
+}
+
+CLI::Option* add_step_options(CLI::App* cmd, model::ProfileOptions& o,
+                              const std::string& widths_default) {
+  cmd->add_option("--checkpoint", o.checkpoint, "Checkpoint directory (config.json + safetensors)");
+  cmd->add_option("--model", o.model,
+                  "Embedded model shapes, random weights (without --checkpoint); default "
+                  "gemma4-26b-a4b on cuda, gemma4-tiny on cpu")
+      ->check(CLI::IsMember(core::embedded_model_names()));
+  cmd->add_flag("--random-init", o.random_init,
+                "Random weights in --model's shapes (the default without --checkpoint)");
+  add_lora_options(cmd, o.targets, o.rank);
+  cmd->add_option("--alpha", o.alpha, "LoRA alpha")
+      ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--ce-chunk", o.ce_chunk, "Tokens per CE chunk")
+      ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--dtype", o.dtype, "Compute dtype")
+      ->check(CLI::IsMember({"bf16", "fp32"}))
+      ->capture_default_str();
+  cmd->add_option("--device", o.device, "cuda or cpu")
+      ->check(CLI::IsMember({"cuda", "cpu"}))
+      ->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Rows per step")
+      ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--widths", o.widths,
+                  "Per-row widths in tokens (default " + widths_default + ")")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  cmd->add_option("--lengths", o.lengths,
+                  "An extra padded point: real tokens per row (comma list, one per row), "
+                  "right-padded to the widest width")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  CLI::Option* pad_fraction =
+      cmd->add_option("--pad-fraction", o.pad_fraction,
+                      "An extra padded point at the widest width with the last row padded by "
+                      "this fraction (0.5 is the standard penalty test)");
+  cmd->add_option("--warmup", o.warmup, "Untimed steps per point")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  cmd->add_option("--repeats", o.repeats, "Timed steps per point")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option(
+         "--peak-tflops", o.peak_tflops,
+         "Peak TFLOP/s for the MFUs (default: measured with one large bf16 GEMM on the GPU)")
+      ->check(positive_number());
+  cmd->add_option("--seed", o.seed, "Seed of the random weights and inputs")
+      ->capture_default_str();
+  return pad_fraction;
 }
 
 std::vector<std::string> lora_targets(const std::vector<std::string>& option) {

@@ -55,22 +55,12 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       "profile",
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
       "CUPTI phase table");
-  cmd->add_option("--checkpoint", o->checkpoint,
-                  "Checkpoint directory (config.json + safetensors)");
-  cmd->add_option("--model", o->model,
-                  "Embedded model shapes, random weights (without --checkpoint); default "
-                  "gemma4-26b-a4b on cuda, gemma4-tiny on cpu")
-      ->check(CLI::IsMember(core::embedded_model_names()));
-  cmd->add_flag("--random-init", o->random_init,
-                "Random weights in --model's shapes (the default without --checkpoint)");
-  add_lora_options(cmd, o->targets, o->rank);
+  CLI::Option* pad_fraction =
+      add_step_options(cmd, *o, "2048,4096,8192,16384 on cuda, 32,64,128,256 on cpu");
   cmd->add_option("--lora-dtype", o->lora_dtype,
-                  "LoRA factors in the model dtype, or fp32 as PEFT keeps them by default "
-                  "(autocast_adapter_dtype) under a bf16 model")
+                  "LoRA factors in fp32, as PEFT keeps them by default (autocast_adapter_dtype) "
+                  "under a bf16 model, or in the model dtype")
       ->check(CLI::IsMember({"model", "fp32"}))
-      ->capture_default_str();
-  cmd->add_option("--alpha", o->alpha, "LoRA alpha")
-      ->check(positive_number())
       ->capture_default_str();
   cmd->add_option("--norm", o->norm,
                   "RMSNorm: hf (transformers' formula op by op, bit-identical to HF) or fused "
@@ -84,47 +74,14 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--ce", o->ce, "Cross-entropy: chunked or naive")
       ->check(CLI::IsMember({"chunked", "naive"}))
       ->capture_default_str();
-  cmd->add_option("--ce-chunk", o->ce_chunk, "Tokens per CE chunk")
-      ->check(positive_number())
-      ->capture_default_str();
   cmd->add_option("--attn", o->attn,
                   core::attention_help(core::AttentionUse::kEngine) +
                       " Default: sdpa where the linked libtorch has it, else eager.")
       ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kEngine)));
-  cmd->add_option("--moe", o->moe, "Expert dispatch: loop or grouped_mm (CUDA, libtorch >= 2.8)")
-      ->check(CLI::IsMember({"loop", "grouped_mm"}))
-      ->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "Compute dtype")
-      ->check(CLI::IsMember({"bf16", "fp32"}))
-      ->capture_default_str();
-  cmd->add_option("--device", o->device, "cuda or cpu")
-      ->check(CLI::IsMember({"cuda", "cpu"}))
-      ->capture_default_str();
-  cmd->add_option("--batch", o->batch, "Rows per step")
-      ->check(positive_number())
-      ->capture_default_str();
-  cmd->add_option("--widths", o->widths,
-                  "Per-row widths in tokens (default 2048,4096,8192,16384 on cuda, 32,64,128,256 on cpu)")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  cmd->add_option("--lengths", o->lengths,
-                  "An extra padded point: real tokens per row (comma list, one per row), "
-                  "right-padded to the widest width")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  CLI::Option* pad_fraction = cmd->add_option("--pad-fraction", o->pad_fraction,
-                  "An extra padded point at the widest width with the last row padded by this "
-                  "fraction (0.5 is the standard penalty test)");
-  cmd->add_option("--warmup", o->warmup, "Untimed steps per point")
-      ->check(CLI::Range(0, 1000))
-      ->capture_default_str();
-  cmd->add_option("--repeats", o->repeats, "Timed steps per point")
-      ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
-  cmd->add_option(
-         "--peak-tflops", o->peak_tflops,
-         "Peak TFLOP/s for the MFUs (default: measured with one large bf16 GEMM on the GPU)")
-      ->check(positive_number());
+  cmd->add_option("--moe", o->moe,
+                  "Expert dispatch: loop or grouped_mm (CUDA, libtorch >= 2.8). Default: "
+                  "grouped_mm where it runs, else loop, as transformers' default experts")
+      ->check(CLI::IsMember({"loop", "grouped_mm"}));
   cmd->add_option("--trace", o->trace, "One extra CUPTI-traced step per point (never a timed one)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
@@ -136,8 +93,6 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--table-width", o->table_width,
                   "Whose kernel table is results.kernel_table and printed (default: the widest)")
       ->check(positive_number());
-  cmd->add_option("--seed", o->seed, "Seed of the random weights and inputs")
-      ->capture_default_str();
   set.add(
       cmd,
       [o, pad_fraction](RunContext& ctx) {

@@ -18,11 +18,12 @@ ProfileRequest lever_request(const ProfileRequest& shared, const core::StepKnobs
   s.attn = core::attention_path_from_name(knobs.attn, "attention path");
   s.fused_rms_norm = knobs.norm == "fused";
   s.lora_fp32 = knobs.lora_dtype == "fp32";
-  s.moe = parse_moe(knobs.moe);
+  // "auto": transformers' default experts implementation, resolved by the engine.
+  r.moe_default = knobs.moe == "auto";
+  if (!r.moe_default) s.moe = parse_moe(knobs.moe);
   s.gradient_checkpointing = knobs.checkpointing == "on";
   s.ce_chunked = knobs.ce == "chunked";
   r.attn_default = false;
-  r.moe_default = false;
   r.trace = false;
   r.replay_trace.clear();
   r.raw_trace_path.clear();
@@ -146,10 +147,12 @@ core::LeversReport run_levers(const LeversRequest& in) {
   // baseline every lever moves from.
   core::LeverConfig base{"baseline", "", in.baseline, false};
   ProfileRequest breq = lever_request(shared, in.baseline, false);
-  breq.moe_default = in.baseline_moe_default;
+  // The baseline's sdpa where the linked libtorch has it, else eager (the engine says so).
+  breq.attn_default = in.baseline.attn == "sdpa";
   Measured b = measure(in, base, breq, true);
   if (b.report) {
     const ProfileReport& rep = *b.report;
+    out.baseline.attn = core::to_string(rep.attn);
     for (const PointResult& p : rep.steps.points) {
       if (!p.moe.empty()) {
         out.baseline.moe = p.moe;
@@ -200,6 +203,42 @@ core::LeversReport run_levers(const LeversRequest& in) {
     core::compare_rows(out);
   }
   return out;
+}
+
+core::LeversReport analyse_levers(const LeversOptions& options,
+                                  const std::function<bool()>& should_stop,
+                                  const std::function<void(const core::LeverRow&)>& on_row) {
+  for (const std::string& l : options.levers) {
+    const auto& cat = core::lever_catalogue();
+    if (std::none_of(cat.begin(), cat.end(), [&](const core::LeverInfo& i) { return l == i.name; })) {
+      std::vector<std::string> names;
+      for (const core::LeverInfo& i : cat) names.push_back(i.name);
+      fail_usage("lever '{}': expected one of {}", l, fmt::join(names, ", "));
+    }
+  }
+  ProfileOptions step = options.step;
+  if (step.widths.empty()) {
+    step.widths = step.device == "cuda" ? std::vector<int64_t>{2048, 16384}
+                                        : std::vector<int64_t>{32, 64};
+  }
+  step.trace = "off";
+  LeversRequest req;
+  req.shared = profile_request(step);
+  req.shared.spec.should_stop = should_stop;
+  req.baseline = core::hf_peft_baseline(step.batch);
+  req.baseline_name = core::hf_peft_baseline_name();
+  req.only = options.levers;
+  req.on_row = on_row;
+  core::LeversReport rep = run_levers(req);
+  for (const core::LeverRow& r : rep.rows) {
+    if (r.outcome == "ok") continue;
+    rep.diagnostics.push_back(
+        {r.outcome == "error" ? core::Severity::kWarning : core::Severity::kInfo,
+         "lever_" + r.outcome,
+         fmt::format("{} {} at {}x{}: {}", r.lever, r.setting.empty() ? "(baseline)" : r.setting,
+                     r.batch, r.width, r.message.empty() ? r.outcome : r.message)});
+  }
+  return rep;
 }
 
 }  // namespace tprobe::model

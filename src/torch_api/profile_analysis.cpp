@@ -31,7 +31,8 @@ ProfileRequest profile_request(const ProfileOptions& o) {
   s.fused_rms_norm = o.norm == "fused";
   req.attn_default = o.attn.empty();
   if (!o.attn.empty()) s.attn = core::attention_path_from_name(o.attn, "--attn");
-  s.moe = parse_moe(o.moe);
+  req.moe_default = o.moe.empty();
+  if (!o.moe.empty()) s.moe = parse_moe(o.moe);
   s.dtype = o.dtype;
   s.device = o.device;
   s.warmup = o.warmup;

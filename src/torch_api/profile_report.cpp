@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/cost/levers.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
@@ -146,7 +147,9 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   prov["attn_path"] = to_string(rep.attn);
   prov["attn_resolved"] = {{"sliding_attention", ok ? core::Json(ok->attn_sliding) : nullptr},
                            {"full_attention", ok ? core::Json(ok->attn_full) : nullptr}};
-  prov["moe_dispatch"] = to_string(s.moe);
+  const std::string moe_ran = ok && !ok->moe.empty() ? ok->moe : std::string(to_string(s.moe));
+  prov["moe_requested"] = req.moe_default ? core::Json(nullptr) : core::Json(to_string(s.moe));
+  prov["moe_dispatch"] = moe_ran;
   prov["gradient_checkpointing"] = s.gradient_checkpointing;
   prov["input_requires_grad"] = s.input_requires_grad;
   prov["ce_mode"] = s.ce_chunked ? "chunked" : "naive";
@@ -162,6 +165,25 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   prov["repeats"] = s.repeats;
   prov["config_digest"] = rep.steps.config_digest;
   out["provenance"] = std::move(prov);
+  // The faithful baseline (core/cost/levers.hpp): which of this run's knobs differ from what a
+  // default transformers + PEFT run of the same shapes computes.
+  core::StepKnobs ran;
+  ran.attn = to_string(rep.attn);
+  ran.norm = s.fused_rms_norm ? "fused" : "hf";
+  ran.lora_dtype = s.lora_fp32 ? "fp32" : "model";
+  ran.moe = moe_ran;
+  ran.checkpointing = s.gradient_checkpointing ? "on" : "off";
+  ran.ce = s.ce_chunked ? "chunked" : "naive";
+  ran.batch = s.points.empty() ? 0 : s.points.front().batch;
+  core::StepKnobs base = core::hf_peft_baseline(ran.batch);
+  // The default experts implementation as it resolved here (grouped_mm where it runs).
+  base.moe = req.moe_default ? moe_ran : s.device == "cuda" ? "grouped_mm" : "loop";
+  const std::string differs = core::knob_options(ran, base);
+  out["baseline"] = {{"reproduces", core::hf_peft_baseline_name()},
+                     {"knobs", core::to_json(base)},
+                     {"ran", core::to_json(ran)},
+                     {"at_baseline", differs.empty()},
+                     {"differs", differs}};
   return out;
 }
 

@@ -130,7 +130,7 @@ TEST(Levers, BestCombinesTheLeversFasterAtEveryPoint) {
   EXPECT_EQ(j["rows"][2]["vs_baseline"]["verdict"], "faster");
   EXPECT_EQ(j["levers"].size(), lever_catalogue().size());
   const auto tables = levers_tables(rep);
-  ASSERT_EQ(tables.size(), 2u);
+  ASSERT_EQ(tables.size(), 3u);
   EXPECT_NE(tables[0].render().find("inside the noise"), std::string::npos);
 }
 

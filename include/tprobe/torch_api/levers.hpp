@@ -10,6 +10,7 @@
 
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/profile_analysis.hpp"
 
 namespace tprobe::model {
 
@@ -17,8 +18,7 @@ struct LeversRequest {
   // The points, repeats, model, LoRA targets and dtype every row shares; its knobs are replaced by
   // each configuration's. trace is off for every row (no CUPTI step: the rows stay comparable).
   ProfileRequest shared;
-  core::StepKnobs baseline;
-  bool baseline_moe_default = false;  // baseline.moe resolved by the engine (grouped_mm or loop)
+  core::StepKnobs baseline;  // moe "auto": resolved by the engine (grouped_mm or loop)
   std::string baseline_name;
   std::vector<std::string> only;  // lever names to measure (empty: all)
   std::function<void(const core::LeverRow&)> on_row;  // as each row is measured
@@ -33,5 +33,18 @@ core::LeversReport run_levers(const LeversRequest& request);
 // LoRA dtype, MoE dispatch, checkpointing, CE, the points' batch).
 ProfileRequest lever_request(const ProfileRequest& shared, const core::StepKnobs& knobs,
                              bool padded_only);
+
+// `tprobe levers`' options: the shapes and the measurement (profile's options; its knobs are the
+// baseline's and each lever's, never the user's) and which levers to measure.
+struct LeversOptions {
+  ProfileOptions step;              // widths empty: 2048,16384 on cuda, 32,64 on cpu
+  std::vector<std::string> levers;  // lever names (empty: all)
+};
+
+// The whole probe: the request (profile's validation and size limits), the baseline and every
+// lever, the best combination; a diagnostic per lever that failed or was refused.
+core::LeversReport analyse_levers(const LeversOptions& options,
+                                  const std::function<bool()>& should_stop,
+                                  const std::function<void(const core::LeverRow&)>& on_row);
 
 }  // namespace tprobe::model

@@ -22,13 +22,13 @@ struct ProfileOptions {
   std::vector<std::string> targets = core::linear_module_names();  // {"none"}: no LoRA
   int64_t rank = 64;
   double alpha = 128;
-  std::string lora_dtype = "model";  // model | fp32
+  std::string lora_dtype = "fp32";   // model | fp32 (fp32: PEFT's default, the baseline's)
   std::string norm = "hf";           // hf | fused
   std::string checkpointing = "on";  // on | off
   std::string ce = "chunked";        // chunked | naive
   int64_t ce_chunk = 4096;
   std::string attn;  // empty: sdpa where libtorch has it, else eager
-  std::string moe = "loop";
+  std::string moe;  // empty: grouped_mm where it runs, else loop (transformers' default)
   std::string dtype = "bf16";
   std::string device = "cuda";
   int64_t batch = 2;

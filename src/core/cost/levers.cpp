@@ -7,6 +7,8 @@
 #include <set>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/report/section.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 
@@ -28,6 +30,23 @@ std::string knob_options(const StepKnobs& k, const StepKnobs& base) {
   add("--ce", k.ce, base.ce);
   if (k.batch != base.batch) parts.push_back(fmt::format("--batch {}", k.batch));
   return fmt::format("{}", fmt::join(parts, " "));
+}
+
+StepKnobs hf_peft_baseline(int64_t batch) {
+  StepKnobs k;
+  k.attn = "sdpa";
+  k.norm = "hf";
+  k.lora_dtype = "fp32";
+  k.moe = "auto";
+  k.checkpointing = "on";
+  k.ce = "chunked";
+  k.batch = batch;
+  return k;
+}
+
+const char* hf_peft_baseline_name() {
+  return "transformers 5.17 + PEFT 0.21 defaults (sdpa, fp32 LoRA factors, transformers' "
+         "RMSNorm, its default experts implementation, per-layer checkpointing with input grads)";
 }
 
 Json to_json(const StepKnobs& k) {
@@ -307,7 +326,11 @@ Json to_json(const LeversReport& report) {
 }
 
 std::vector<Table> levers_tables(const LeversReport& report) {
-  Table t(fmt::format("Levers against the baseline ({}), {} on {}", report.baseline_name,
+  Table t(fmt::format("Levers against the baseline ({}), {} on {}",
+                      knob_options(report.baseline, StepKnobs{}).empty()
+                          ? std::string("the HF + PEFT defaults")
+                          : "the HF + PEFT defaults as they resolved here: " +
+                                knob_options(report.baseline, StepKnobs{}),
                       report.model, report.device));
   t.column("lever", Align::kLeft)
       .column("setting", Align::kLeft)
@@ -318,7 +341,25 @@ std::vector<Table> levers_tables(const LeversReport& report) {
       .column("verdict", Align::kLeft)
       .column("peak alloc")
       .column("MFU");
+  // A configuration refused (or failed) alike at every point is one row.
+  auto same_failure_everywhere = [&](const LeverRow& r) {
+    if (r.outcome == "ok") return false;
+    for (const LeverRow& o : report.rows) {
+      if (o.lever == r.lever && o.setting == r.setting &&
+          (o.outcome != r.outcome || o.message != r.message)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  std::set<std::string> collapsed;
   for (const LeverRow& r : report.rows) {
+    if (same_failure_everywhere(r)) {
+      if (!collapsed.insert(r.lever + "|" + r.setting).second) continue;
+      t.row({r.lever, r.setting.empty() ? "(baseline)" : r.setting, "every point", "-", "-", "-",
+             r.outcome + (r.message.empty() ? "" : ": " + r.message), "-", "-"});
+      continue;
+    }
     std::string step = "-", range = "-", vs = "-", verdict = r.outcome;
     if (r.outcome == "ok" && !r.timing.samples_s.empty()) {
       step = format_seconds(r.timing.median_s);
@@ -336,12 +377,92 @@ std::vector<Table> levers_tables(const LeversReport& report) {
            verdict, r.peak_allocated_bytes ? format_bytes(*r.peak_allocated_bytes) : "-",
            r.performed_mfu ? format_percent(*r.performed_mfu) : "-"});
   }
+  Table best("The best combination");
+  best.column("combines", Align::kLeft).column("measured as", Align::kLeft);
+  best.row({report.best_from.empty() ? "(none)" : fmt::format("{}", fmt::join(report.best_from, "; ")),
+            report.best ? report.best_setting
+                        : report.best_from.empty()
+                              ? "no lever was faster beyond the noise at every point"
+                              : "one lever alone: its own rows are the best"});
   Table how("How to pull each lever in a Hugging Face + PEFT harness");
   how.column("lever", Align::kLeft)
       .column("what it moves", Align::kLeft)
       .column("in your stack", Align::kLeft);
   for (const LeverInfo& l : lever_catalogue()) how.row({l.name, l.moves, l.in_hf_stack});
-  return {t, how};
+  return {t, best, how};
+}
+
+void levers_report_section(SectionBuilder& c) {
+  const Json& r = c.results();
+  c.fact("baseline", c.string_at("baseline.reproduces"), "baseline.reproduces");
+  const std::string best = c.string_at("best.setting");
+  c.fact("best combination", best.empty() ? "none: " + c.string_at("best.why_none") : best,
+         "best.setting");
+  const Json* rows = array_at(r, "rows");
+  if (!rows) {
+    c.absent("rows", "the lever figures");
+    return;
+  }
+  // One chart per point, in the order the points first appear.
+  std::vector<std::string> points;
+  std::map<std::string, BarChart> charts;
+  int64_t refused = 0;
+  for (const Json& row : *rows) {
+    const auto width = number_at(row, "width"), batch = number_at(row, "batch");
+    if (!width || !batch) continue;
+    const Json* lengths = array_at(row, "lengths");
+    const bool padded = lengths && !lengths->empty();
+    const std::string lever = string_at(row, "lever");
+    // The batch lever runs another batch: it is drawn with the baseline's point, per token.
+    const std::string key = fmt::format("{}{}", format_count(static_cast<int64_t>(*width)),
+                                        padded ? " padded" : "");
+    if (!charts.count(key)) {
+      points.push_back(key);
+      BarChart& ch = charts[key];
+      ch.title = "Step time per lever, width " + key;
+      ch.value_label = "step time (s, median; the batch lever per the baseline's tokens)";
+      ch.series = {"step"};
+    }
+    const std::string outcome = string_at(row, "outcome");
+    const std::string setting = string_at(row, "setting");
+    const std::string label = lever + (setting.empty() ? "" : " " + setting);
+    auto median = number_at(row, "median_s");
+    if (outcome != "ok" || !median) {
+      ++refused;
+      charts[key].items.push_back({label, {0.0}, true, outcome});
+      continue;
+    }
+    double scale = 1;
+    if (lever == "batch") {
+      for (const Json& b : *rows) {
+        if (string_at(b, "lever") == "baseline" && number_at(b, "width") == width) {
+          if (auto bb = number_at(b, "batch")) scale = *bb / *batch;
+          break;
+        }
+      }
+    }
+    std::string note = fmt::format("{}–{}", axis_number(number_at(row, "min_s").value_or(0) * scale),
+                                   axis_number(number_at(row, "max_s").value_or(0) * scale));
+    const std::string verdict = string_at(row, "vs_baseline.verdict");
+    if (!verdict.empty()) note += "; " + verdict;
+    charts[key].items.push_back(
+        {label, {*median * scale}, verdict == "inside the noise", note});
+  }
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    BarChart& ch = charts[points[i]];
+    ch.highlight_label = "inside the noise (min–max overlaps the baseline's)";
+    c.figure(fmt::format("point-{}", i + 1), ch.title, render_svg(ch),
+             {"rows[].lever/setting/width/median_s/min_s/max_s", "rows[].vs_baseline.verdict"},
+             "One bar per configuration: the median of its timed repeats, its min–max and its "
+             "verdict against the baseline beside it. A highlighted bar cannot be told from the "
+             "baseline; an empty one did not run (its outcome beside it).");
+  }
+  if (refused > 0) {
+    c.fact("not measured", fmt::format("{} rows (OOM, refused or failed: the outcome says why)",
+                                       refused),
+           "rows[].outcome", false);
+  }
+  c.table(c.generic_table("tab-levers-rows", "Every row", *rows, "rows"));
 }
 
 }  // namespace tprobe::core

@@ -28,6 +28,16 @@ struct StepKnobs {
   bool operator==(const StepKnobs& o) const;
   bool operator!=(const StepKnobs& o) const { return !(*this == o); }
 };
+// The faithful baseline: what a default transformers 5.17 + PEFT 0.21 LoRA run of the same shapes
+// computes — sdpa, the LoRA factors in fp32 (PEFT's autocast_adapter_dtype), transformers'
+// RMSNorm formula, its default experts implementation (grouped_mm where the device and libtorch
+// run it; moe "auto" here, resolved by the engine), per-layer checkpointing with input grads, and
+// the sequence-chunked CE of the comparison harness (benchmarks/hf_lora_step.py). `profile`'s
+// defaults and `levers`' baseline are this.
+StepKnobs hf_peft_baseline(int64_t batch = 2);
+// One line naming what the baseline reproduces, for the evidence and the tables.
+const char* hf_peft_baseline_name();
+
 // "--attn flash-window --norm fused": the knobs of `k` that differ from `base`, as profile options
 // ("" when none differ).
 std::string knob_options(const StepKnobs& k, const StepKnobs& base);
@@ -124,5 +134,10 @@ std::optional<StepKnobs> best_combination(const LeversReport& report,
 
 Json to_json(const LeversReport& report);
 std::vector<Table> levers_tables(const LeversReport& report);
+
+class SectionBuilder;
+// The report's section of levers evidence: the baseline, the best combination, one bar chart
+// per point of each lever's median step (its min–max and verdict beside it) and the rows.
+void levers_report_section(SectionBuilder& c);
 
 }  // namespace tprobe::core

@@ -1,0 +1,79 @@
+// `tprobe levers`: at the user's widths and batch, the faithful baseline (what a default
+// transformers + PEFT run computes), then each lever alone, then the best combination — step
+// time against the baseline with the spread of both, peak memory, MFU, and every failure as a row
+// (docs/levers.md).
+#include <fmt/format.h>
+
+#include "probes/option_checks.hpp"
+#include "probes/probe.hpp"
+#include "tprobe/core/base/interrupt.hpp"
+#include "tprobe/core/cost/levers.hpp"
+#include "tprobe/torch_api/levers.hpp"
+
+namespace tprobe::probes {
+namespace {
+
+std::string row_line(const core::LeverRow& r) {
+  std::string line = fmt::format("{:<13} {:<26} {}x{}{}: ", r.lever,
+                                 r.setting.empty() ? "(baseline)" : r.setting, r.batch, r.width,
+                                 r.lengths.empty() ? "" : " padded");
+  if (r.outcome == "ok" && !r.timing.samples_s.empty()) {
+    line += fmt::format("{} (min {}, max {})", core::format_seconds(r.timing.median_s),
+                        core::format_seconds(r.timing.min_s),
+                        core::format_seconds(r.timing.max_s));
+  } else {
+    line += r.outcome + (r.message.empty() ? "" : ": " + r.message);
+  }
+  return line;
+}
+
+core::Outcome run(const model::LeversOptions& o, RunContext& ctx) {
+  const core::LeversReport report = model::analyse_levers(
+      o, [] { return core::interrupt_requested(); },
+      [&](const core::LeverRow& r) { ctx.out << row_line(r) << std::endl; });
+  ctx.out << "\n";
+  for (const auto& t : core::levers_tables(report)) ctx.out << t.render() << "\n";
+  ctx.evidence.results() = core::to_json(report);
+  add_diagnostics(ctx.evidence, report.diagnostics);
+  return report.outcome;
+}
+
+}  // namespace
+
+void register_levers(CLI::App& app, ProbeSet& set) {
+  auto o = std::make_shared<model::LeversOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "levers",
+      "Which levers move the LoRA step: the faithful HF + PEFT baseline, each lever alone, the "
+      "best combination (time with spread, memory, MFU)");
+  CLI::Option* pad_fraction = add_step_options(cmd, o->step, "2048,16384 on cuda, 32,64 on cpu");
+  std::vector<std::string> names;
+  for (const core::LeverInfo& l : core::lever_catalogue()) names.push_back(l.name);
+  cmd->add_option("--levers", o->levers,
+                  fmt::format("Levers to measure (comma list; default all): {}",
+                              fmt::join(names, ", ")))
+      ->delimiter(',')
+      ->check(CLI::IsMember(names));
+  set.add(
+      cmd,
+      [o, pad_fraction](RunContext& ctx) {
+        o->step.pad_fraction_given = pad_fraction->count() > 0;
+        return run(*o, ctx);
+      },
+      Needs::kTorch, {{"--checkpoint"}, {}, {}});
+}
+
+ProbeInfo levers_probe() {
+  return {"levers",
+          register_levers,
+          "Levers: what moves the step",
+          core::levers_report_section,
+          // The levers on the CPU (tiny shapes, random weights, fp32): every lever measured or
+          // refused with the engine's reason, one padded point for packing.
+          {{"levers",
+            {"levers", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
+             "32,64", "--pad-fraction", "0.5", "--rank", "8", "--ce-chunk", "256", "--repeats",
+             "3"}}}};
+}
+
+}  // namespace tprobe::probes

@@ -1,0 +1,146 @@
+// End-to-end `tprobe levers` on the CPU (gemma4-tiny, random weights): the baseline and every
+// lever either measured or refused with its reason, each verdict re-derived here from the
+// repeats the evidence holds; and profile's evidence naming the faithful baseline.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "run_tprobe.hpp"
+
+namespace tprobe::testing {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> levers_args(const std::string& json_path) {
+  return {"levers", "--device", "cpu",   "--model", "gemma4-tiny", "--dtype",      "fp32",
+          "--rank", "4",        "--alpha", "8",     "--widths",    "16",           "--ce-chunk",
+          "16",     "--repeats", "3",     "--pad-fraction", "0.5", "--json", json_path};
+}
+
+std::pair<double, double> range(const json& samples) {
+  double lo = 1e300, hi = -1e300;
+  for (const auto& s : samples) {
+    lo = std::min(lo, s.get<double>());
+    hi = std::max(hi, s.get<double>());
+  }
+  return {lo, hi};
+}
+
+TEST(LeversCli, EveryLeverIsMeasuredOrRefusedAndEachVerdictFollowsFromTheRepeats) {
+  const std::string dir = make_temp_dir();
+  const std::string path = dir + "/levers.json";
+  RunResult r = run_tprobe(levers_args(path));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("How to pull each lever"), std::string::npos) << r.out;
+  const json ev = json::parse(read_text(path));
+  EXPECT_EQ(ev["schema"]["name"], "tprobe.levers");
+  const json& res = ev["results"];
+  EXPECT_NE(res["baseline"]["reproduces"].get<std::string>().find("PEFT"), std::string::npos);
+  EXPECT_EQ(res["baseline"]["knobs"]["lora_dtype"], "fp32");
+  EXPECT_EQ(res["baseline"]["knobs"]["moe"], "loop");  // grouped_mm needs CUDA: resolved
+
+  std::set<std::string> levers_seen;
+  std::map<std::string, const json*> baseline_at;  // width/padded -> row
+  for (const auto& row : res["rows"]) {
+    const std::string key = std::to_string(row["width"].get<int64_t>()) +
+                            (row["lengths"].empty() ? "" : "p");
+    if (row["lever"] == "baseline") {
+      ASSERT_EQ(row["outcome"], "ok") << row.dump();
+      baseline_at[key] = &row;
+    }
+  }
+  ASSERT_EQ(baseline_at.size(), 2u);  // 2x16 and the half-padded 2x16
+  for (const auto& row : res["rows"]) {
+    const std::string lever = row["lever"];
+    levers_seen.insert(lever);
+    if (lever == "baseline") continue;
+    if (row["outcome"] != "ok") {
+      // A refusal says why: the engine's reason (a path, kernel or libtorch this build lacks).
+      EXPECT_FALSE(row["message"].get<std::string>().empty()) << row.dump();
+      EXPECT_TRUE(row["vs_baseline"].is_null());
+      continue;
+    }
+    ASSERT_EQ(row["samples_s"].size(), 3u) << row.dump();
+    const std::string key = std::to_string(row["width"].get<int64_t>()) +
+                            (row["lengths"].empty() ? "" : "p");
+    ASSERT_TRUE(baseline_at.count(key)) << row.dump();
+    const json& b = *baseline_at[key];
+    // The batch lever is compared for the same tokens: scaled by baseline batch / its batch.
+    const double scale = b["batch"].get<double>() / row["batch"].get<double>();
+    auto [blo, bhi] = range(b["samples_s"]);
+    auto [lo, hi] = range(row["samples_s"]);
+    lo *= scale;
+    hi *= scale;
+    const bool overlap = lo <= bhi && blo <= hi;
+    const double delta = row["median_s"].get<double>() * scale - b["median_s"].get<double>();
+    const std::string want = overlap ? "inside the noise" : delta < 0 ? "faster" : "slower";
+    EXPECT_EQ(row["vs_baseline"]["verdict"], want) << row.dump();
+    EXPECT_EQ(row["vs_baseline"]["inside_noise"], overlap);
+  }
+  for (const char* l : {"attention", "norm", "lora-dtype", "moe", "checkpointing", "ce", "packing",
+                        "batch"}) {
+    EXPECT_TRUE(levers_seen.count(l)) << l << " has no row";
+  }
+  // The CPU has no grouped GEMM: the MoE lever is a refusal that says so.
+  bool moe_refused = false;
+  for (const auto& row : res["rows"]) {
+    if (row["lever"] == "moe" && row["outcome"] == "refused" &&
+        row["message"].get<std::string>().find("CUDA") != std::string::npos) {
+      moe_refused = true;
+    }
+  }
+  EXPECT_TRUE(moe_refused);
+  // Packing runs only at the padded point.
+  for (const auto& row : res["rows"]) {
+    if (row["lever"] == "packing") EXPECT_FALSE(row["lengths"].empty()) << row.dump();
+  }
+}
+
+TEST(LeversCli, BadOptionsAreUsageErrors) {
+  const std::string dir = make_temp_dir();
+  auto args = levers_args(dir + "/x.json");
+  args.insert(args.end(), {"--levers", "magic"});
+  RunResult r = run_tprobe(args);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("magic"), std::string::npos) << r.err;
+  r = run_tprobe({"levers", "--device", "cpu", "--model", "gemma4-tiny", "--widths", "16",
+                  "--pad-fraction", "1.5"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
+TEST(LeversCli, ProfileEvidenceNamesTheFaithfulBaselineAndWhatDiffersFromIt) {
+  const std::string dir = make_temp_dir();
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {"profile", "--device", "cpu", "--model", "gemma4-tiny",
+                                  "--dtype", "fp32", "--rank", "4", "--widths", "16",
+                                  "--ce-chunk", "16", "--repeats", "1", "--trace", "off",
+                                  "--json", dir + "/p.json"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    RunResult r = run_tprobe(a);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(read_text(dir + "/p.json"))["results"];
+  };
+  json res = run({});
+  const json& base = res["baseline"];
+  EXPECT_NE(base["reproduces"].get<std::string>().find("transformers 5.17"), std::string::npos);
+  EXPECT_EQ(base["ran"]["lora_dtype"], "fp32");  // the default now: PEFT's
+  EXPECT_EQ(base["ran"]["moe"], res["provenance"]["moe_dispatch"]);
+  // On a libtorch without sdpa the default path is eager, and that is the one difference.
+  const bool eager = res["provenance"]["attn_path"] == "eager";
+  EXPECT_EQ(base["differs"], eager ? "--attn eager" : "");
+  EXPECT_EQ(base["at_baseline"], !eager);
+
+  res = run({"--ce", "naive", "--lora-dtype", "model"});
+  const std::string differs = res["baseline"]["differs"];
+  EXPECT_NE(differs.find("--ce naive"), std::string::npos) << differs;
+  EXPECT_NE(differs.find("--lora-dtype model"), std::string::npos) << differs;
+  EXPECT_EQ(res["baseline"]["at_baseline"], false);
+}
+
+}  // namespace
+}  // namespace tprobe::testing
