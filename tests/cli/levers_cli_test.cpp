@@ -97,7 +97,9 @@ TEST(LeversCli, EveryLeverIsMeasuredOrRefusedAndEachVerdictFollowsFromTheRepeats
   EXPECT_TRUE(moe_refused);
   // Packing runs only at the padded point.
   for (const auto& row : res["rows"]) {
-    if (row["lever"] == "packing") EXPECT_FALSE(row["lengths"].empty()) << row.dump();
+    if (row["lever"] == "packing") {
+      EXPECT_FALSE(row["lengths"].empty()) << row.dump();
+    }
   }
 }
 
