@@ -194,6 +194,7 @@ core::LeversReport run_levers(const LeversRequest& in) {
   core::compare_rows(out);
 
   out.best = core::best_combination(out, &out.best_from);
+  out.best_considered = true;
   if (out.best) {
     out.best_setting = core::knob_options(*out.best, out.baseline);
     const core::LeverConfig c{"best", out.best_setting, *out.best, false};

@@ -109,6 +109,7 @@ TEST(Levers, BestCombinesTheLeversFasterAtEveryPoint) {
     rep.rows.push_back(row("lora-dtype", lora, w, {base * f, base * f * 1.01, base * f * 1.02}, b));
   }
   compare_rows(rep);
+  rep.best_considered = true;
   std::vector<std::string> from;
   auto best = best_combination(rep, &from);
   ASSERT_TRUE(best);
@@ -125,6 +126,10 @@ TEST(Levers, BestCombinesTheLeversFasterAtEveryPoint) {
   EXPECT_EQ(from, (std::vector<std::string>{"--norm fused"}));
 
   const Json j = to_json(rep);
+  EXPECT_EQ(j["best"]["why_none"], "one lever alone: its own row is the best");
+  rep.best_considered = false;  // an interrupted run never compared the levers
+  EXPECT_EQ(to_json(rep)["best"]["why_none"],
+            "not reached: the run stopped before every lever was measured");
   EXPECT_EQ(j["rows"].size(), rep.rows.size());
   EXPECT_TRUE(j["rows"][1]["vs_baseline"].is_null());  // the OOM row has no comparison
   EXPECT_EQ(j["rows"][2]["vs_baseline"]["verdict"], "faster");

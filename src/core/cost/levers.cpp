@@ -318,7 +318,9 @@ Json to_json(const LeversReport& report) {
     j["best"] = {{"knobs", nullptr},
                  {"setting", ""},
                  {"combines", report.best_from},
-                 {"why_none", report.best_from.empty()
+                 {"why_none", !report.best_considered
+                                  ? "not reached: the run stopped before every lever was measured"
+                              : report.best_from.empty()
                                   ? "no lever was faster beyond the noise at every point"
                                   : "one lever alone: its own row is the best"}};
   }
@@ -380,10 +382,10 @@ std::vector<Table> levers_tables(const LeversReport& report) {
   Table best("The best combination");
   best.column("combines", Align::kLeft).column("measured as", Align::kLeft);
   best.row({report.best_from.empty() ? "(none)" : fmt::format("{}", fmt::join(report.best_from, "; ")),
-            report.best ? report.best_setting
-                        : report.best_from.empty()
-                              ? "no lever was faster beyond the noise at every point"
-                              : "one lever alone: its own rows are the best"});
+            report.best                    ? report.best_setting
+            : !report.best_considered      ? "not reached: the run stopped before every lever was measured"
+            : report.best_from.empty()     ? "no lever was faster beyond the noise at every point"
+                                           : "one lever alone: its own rows are the best"});
   Table how("How to pull each lever in a Hugging Face + PEFT harness");
   how.column("lever", Align::kLeft)
       .column("what it moves", Align::kLeft)

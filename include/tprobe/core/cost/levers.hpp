@@ -121,6 +121,7 @@ struct LeversReport {
   std::optional<StepKnobs> best;
   std::string best_setting;
   std::vector<std::string> best_from;  // the levers it combines
+  bool best_considered = false;        // false: the run stopped before the levers were compared
   std::vector<Diagnostic> diagnostics;
   Outcome outcome = Outcome::kOk;
 };
