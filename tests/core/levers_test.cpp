@@ -125,6 +125,7 @@ TEST(Levers, BestCombinesTheLeversFasterAtEveryPoint) {
   EXPECT_FALSE(best);  // only the norm is left: its own row is the best
   EXPECT_EQ(from, (std::vector<std::string>{"--norm fused"}));
 
+  rep.best_from = from;
   const Json j = to_json(rep);
   EXPECT_EQ(j["best"]["why_none"], "one lever alone: its own row is the best");
   rep.best_considered = false;  // an interrupted run never compared the levers
