@@ -42,6 +42,7 @@ struct SuiteOptions {
   std::string out = "out";
   std::string fixtures = "tests/fixtures";
   bool quiet = false;  // no summary lines from the report
+  std::vector<std::string> skip;  // step names not to run (--skip)
 };
 
 bool exists(const std::string& p) {
@@ -208,6 +209,18 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   const std::string exe = self_exe();
   const std::string out = o.out;
   const std::string since = core::utc_timestamp_now();
+  // A bad --skip is refused before the folder is touched.
+  {
+    const std::vector<SuiteStep> all = steps();
+    for (const std::string& name : o.skip) {
+      auto is_name = [&](const SuiteStep& s) { return s.name == name; };
+      if (std::none_of(all.begin(), all.end(), is_name)) {
+        std::vector<std::string> names;
+        for (const SuiteStep& s : all) names.push_back(s.name);
+        fail_usage("--skip {}: no such step (the steps: {})", name, fmt::join(names, ", "));
+      }
+    }
+  }
   clean_out(out);
   make_dirs(out + "/logs");
   const std::vector<SuiteStep> all = steps();
@@ -231,6 +244,14 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       line(s.name, "not run (interrupted)", -1, "");
       row["state"] = "not_run";
       row["message"] = "a signal stopped the suite before this step";
+      rows.push_back(row);
+      continue;
+    }
+    if (std::find(o.skip.begin(), o.skip.end(), s.name) != o.skip.end()) {
+      ++skipped;
+      line(s.name, "skipped (--skip)", -1, "");
+      row["state"] = "skipped";
+      row["message"] = "--skip";
       rows.push_back(row);
       continue;
     }
@@ -353,6 +374,9 @@ void register_suite(CLI::App& app, ProbeSet& set) {
                   "tprobe's committed fixtures (parity, lora-gate inputs)")
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No headline per probe");
+  cmd->add_option("--skip", o->skip,
+                  "Steps not to run (comma list of step names, e.g. profile,levers)")
+      ->delimiter(',');
   // Every file the children write is checked against the suite's own --json and its fixtures.
   auto declare = [o](core::OutputGuard& guard) {
     if (o->out.empty()) fail_usage("--out: the path is empty; give a folder");

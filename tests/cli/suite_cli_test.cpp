@@ -45,10 +45,24 @@ TEST(SuiteCli, RunsEveryProbeIntoOneFolderWithTheReport) {
 
 TEST(SuiteCli, MissingFixturesAreSkippedNotFailed) {
   const std::string out = make_temp_dir() + "/out";
-  RunResult r = run_tprobe({"suite", "--out", out, "--fixtures", "/nonexistent", "--quiet"});
+  // The measured steps are left out with --skip (RunsEveryProbeIntoOneFolderWithTheReport runs
+  // them): this test is about the fixtures.
+  RunResult r = run_tprobe({"suite", "--out", out, "--fixtures", "/nonexistent", "--quiet",
+                            "--skip", "profile,levers,mask,mask-padded"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("skipped: /nonexistent/"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("levers          skipped (--skip)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("inspect         ok"), std::string::npos) << r.out;
   EXPECT_TRUE(file_exists(out + "/report.html"));
+  EXPECT_FALSE(file_exists(out + "/levers.json"));
+}
+
+TEST(SuiteCli, SkipNamesAStepOrIsAUsageError) {
+  const std::string out = make_temp_dir() + "/out";
+  RunResult r = run_tprobe({"suite", "--out", out, "--skip", "nosuchstep"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("nosuchstep"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(out));  // refused before the folder is made
 }
 
 }  // namespace
