@@ -424,6 +424,7 @@ void levers_report_section(SectionBuilder& c) {
       ch.title = "Step time per lever, width " + key;
       ch.value_label = "step time (s, median; the batch lever per the baseline's tokens)";
       ch.series = {"step"};
+      ch.width = 860;  // room for each bar's min–max and verdict
     }
     const std::string outcome = string_at(row, "outcome");
     const std::string setting = string_at(row, "setting");
@@ -431,7 +432,7 @@ void levers_report_section(SectionBuilder& c) {
     auto median = number_at(row, "median_s");
     if (outcome != "ok" || !median) {
       ++refused;
-      charts[key].items.push_back({label, {0.0}, true, outcome});
+      charts[key].items.push_back({label, {0.0}, false, outcome});
       continue;
     }
     double scale = 1;
