@@ -31,13 +31,13 @@ say model tests on CUDA: attribution, packed rows, step runner
 grep -E "PASSED|FAILED" "$D/model-tests.txt" | tee -a "$LOG"
 
 say tiny raw trace on CUDA
-timeout 60 $T profile --model gemma4-tiny --device cuda --dtype bf16 --attn sdpa --widths 64,128 \
+timeout 60 $T profile --model gemma4-tiny --device cuda --dtype bf16 --attn sdpa --moe loop --lora-dtype model --widths 64,128 \
   --rank 8 --alpha 16 --ce-chunk 64 --repeats 1 --raw-trace "$D/raw-trace-tiny-cuda.json" \
   --json "$D/profile-tiny.json" >"$D/profile-tiny.txt" 2>&1
 echo "exit $? (tiny)" | tee -a "$LOG"
 
 COMMON=(--model gemma4-26b-a4b --random-init --device cuda --dtype bf16 --batch 2
-        --moe grouped_mm --checkpointing on --ce chunked --ce-chunk 4096 --rank 64 --alpha 128
+        --moe grouped_mm --lora-dtype model --checkpointing on --ce chunked --ce-chunk 4096 --rank 64 --alpha 128
         --warmup 1 --repeats 2)
 for a in ${RUNS:-sdpa flash-window-fused}; do
   case $a in

@@ -13,7 +13,7 @@ gcc -shared -fPIC -O1 -I"$inc" benchmarks/gpu/other_subscriber.c -o "$D/libother
   "$cupti" -Wl,-rpath,"$(dirname "$cupti")" || exit 1
 run() {
   build/cuda/src/app/tprobe profile --model gemma4-tiny --random-init --device cuda --dtype bf16 \
-    --widths 128,256 --repeats 2 --rank 4 --alpha 8 "$@"
+    --moe loop --lora-dtype model --widths 128,256 --repeats 2 --rank 4 --alpha 8 "$@"
 }
 run --json "$D/alone.json" >"$D/alone.txt" 2>&1
 echo "alone: exit $?"

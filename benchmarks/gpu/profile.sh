@@ -21,7 +21,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 git rev-parse HEAD 2>/dev/null | tee -a "$LOG"
 
 COMMON=(--model gemma4-26b-a4b --random-init --device cuda --dtype bf16 --batch 2 --table-width 2048
-        --widths 2048,8192,16384 --pad-fraction 0.5 --moe grouped_mm --checkpointing on
+        --widths 2048,8192,16384 --pad-fraction 0.5 --moe grouped_mm --checkpointing on --lora-dtype model
         --ce chunked --ce-chunk 4096 --rank 64 --alpha 128 --warmup 1 --repeats 2)
 
 # RUNS picks the tprobe configurations and their order (default: all three); each is

@@ -20,7 +20,7 @@ if [ ! -x "$T" ]; then
   echo "build exit $?" | tee -a "$LOG"
 fi
 say tiny raw trace
-timeout 60 $T profile --model gemma4-tiny --device cuda --dtype bf16 --attn sdpa --widths 64 \
+timeout 60 $T profile --model gemma4-tiny --device cuda --dtype bf16 --attn sdpa --moe loop --lora-dtype model --widths 64 \
   --rank 8 --alpha 16 --ce-chunk 64 --repeats 1 --raw-trace "$D/raw-trace-tiny-cuda.json" \
   >"$D/profile-tiny.txt" 2>&1
 echo "exit $? (tiny)" | tee -a "$LOG"
