@@ -25,7 +25,7 @@ core::Outcome run(BucketOptions& args, RunContext& ctx) {
       core::load_dataset(args.dataset, core::parse_length_format(args.format));
   core::BucketReport report = core::analyze_bucket(ds, o);
   report.cost_hint = "predicted time: give --cost A,B[,C] or --scaling-fit PATH.";
-  ctx.out << core::render(report);
+  for (const auto& t : core::bucket_tables(report)) ctx.out << t.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
   // The sweep as analysed (ascending, duplicates dropped), not CLI11's default text.
   ctx.evidence.options()["sweep"] = report.options.sweep;

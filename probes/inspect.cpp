@@ -45,7 +45,7 @@ core::Outcome run(const InspectOptions& opt, RunContext& ctx) {
   }
 
   const core::InspectReport report = core::analyze_inspect(in);
-  ctx.out << core::render(report);
+  for (const auto& t : core::inspect_tables(report)) ctx.out << t.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;

@@ -17,7 +17,7 @@ core::Outcome run(PaddingOptions& o, RunContext& ctx) {
   core::validate(o.options);
   const core::LengthDataset ds = core::load_dataset(o.dataset, core::parse_length_format(o.format));
   const core::PaddingReport report = core::analyze_padding(ds, o.options);
-  ctx.out << core::render(report);
+  for (const auto& t : core::padding_tables(report)) ctx.out << t.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;

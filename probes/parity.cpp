@@ -4,6 +4,7 @@
 
 #include "probes/probe.hpp"
 #include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/torch_api/moe_dispatch.hpp"
 #include "tprobe/torch_api/parity_analysis.hpp"
 #include "tprobe/torch_api/parity_report.hpp"
 
@@ -75,8 +76,8 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--device", cli->analysis.device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--moe", cli->moe, "Expert dispatch: loop or grouped_mm (CUDA, libtorch >= 2.8)")
-      ->check(CLI::IsMember({"loop", "grouped_mm"}))
+  cmd->add_option("--moe", cli->moe, model::moe_help())
+      ->check(CLI::IsMember(model::moe_names()))
       ->capture_default_str();
   cmd->add_option("--ce-chunk", cli->analysis.ce_chunk, "Tokens per cross-entropy chunk")
       ->capture_default_str();

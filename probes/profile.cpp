@@ -1,6 +1,7 @@
 // `tprobe profile`: the measured LoRA step — time, memory, FLOPs/MFU, scaling fit and the CUPTI
 // phase table of tprobe's own step, per point of batch × widths (docs/profile.md).
 #include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/torch_api/moe_dispatch.hpp"
 #include "tprobe/torch_api/profile_analysis.hpp"
 
 #include <fmt/format.h>
@@ -79,9 +80,10 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                       " Default: sdpa where the linked libtorch has it, else eager.")
       ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kEngine)));
   cmd->add_option("--moe", o->moe,
-                  "Expert dispatch: loop or grouped_mm (CUDA, libtorch >= 2.8). Default: "
-                  "grouped_mm where it runs, else loop, as transformers' default experts")
-      ->check(CLI::IsMember({"loop", "grouped_mm"}));
+                  model::moe_help() +
+                      ". Default: hf_grouped_mm where it runs, else loop, as transformers' "
+                      "default experts")
+      ->check(CLI::IsMember(model::moe_names()));
   cmd->add_option("--trace", o->trace, "One extra CUPTI-traced step per point (never a timed one)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();

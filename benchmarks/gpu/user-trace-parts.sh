@@ -2,7 +2,8 @@
 # GPU host: `tprobe kernels` on the user's own run — a torch.profiler trace (with_stack=True) of
 # one Hugging Face + PEFT LoRA step of the 26B-A4B shapes at 2x2,048 (benchmarks/hf_lora_step.py)
 # — attributed by phase x part, beside `tprobe profile --attn sdpa --lora-dtype fp32` on the same
-# shapes (the same computation), the part-level diff of the two, and the read time of the trace
+# shapes (the same computation: transformers' grouped_mm experts, MOE=grouped_mm for tprobe's
+# own permutation), the part-level diff of the two, and the read time of the trace
 # with and without its module events. Output: $OUT/user-trace/ (OUT defaults to ./out); the
 # trace itself (87.7 MB of JSON at 2x2,048) goes to a temporary folder, removed at exit.
 set -u
@@ -42,9 +43,28 @@ PY
 /usr/bin/time -f "read %e s %M KiB" timeout 120 $T kernels $TR.nomod.json --model gemma4-26b-a4b \
   >/dev/null 2>"$D/time-without-modules.txt"
 tail -1 "$D/time-without-modules.txt" | tee -a "$LOG"
+say read time, with and without module events, alternating, ${READS:-7} each
+for i in $(seq ${READS:-7}); do
+  for v in with without; do
+    f=$TR; [ $v = without ] && f=$TR.nomod.json
+    /usr/bin/time -f "$v %e" $T kernels $f --model gemma4-26b-a4b >/dev/null 2>>"$D/read-times.txt"
+  done
+done
+python3 - "$D/read-times.txt" <<'PY' 2>&1 | tee -a "$LOG"
+import statistics, sys
+t = {"with": [], "without": []}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) == 2 and p[0] in t:
+        t[p[0]].append(float(p[1]))
+w, wo = statistics.median(t["with"]), statistics.median(t["without"])
+print(f"read time median of {len(t['with'])}: with module events {w:.3f} s "
+      f"(min {min(t['with']):.3f}, max {max(t['with']):.3f}), without {wo:.3f} s "
+      f"(min {min(t['without']):.3f}, max {max(t['without']):.3f}): +{(w / wo - 1) * 100:.1f} %")
+PY
 say tprobe profile sdpa fp32 lora
 timeout 200 $T profile --model gemma4-26b-a4b --random-init --attn sdpa --lora-dtype fp32 \
-  --moe grouped_mm --widths $W --repeats 2 --json "$D/profile.json" >"$D/profile.txt" 2>&1
+  --moe ${MOE:-hf_grouped_mm} --widths $W --repeats 2 --json "$D/profile.json" >"$D/profile.txt" 2>&1
 echo "exit $? (profile)" | tee -a "$LOG"; grep " ok:" "$D/profile.txt" | tee -a "$LOG"
 say part-level diff
 timeout 120 $T kernels $TR "$D/profile.json" --model gemma4-26b-a4b >"$D/diff.txt" 2>&1

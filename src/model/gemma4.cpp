@@ -169,6 +169,36 @@ Tensor permute_rows(const Tensor& x, const Tensor& perm, const Tensor& inverse) 
   return PermuteRows::apply(x, perm, inverse);
 }
 
+Tensor hf_grouped_experts(const Tensor& x, const Tensor& idx, const Tensor& w,
+                          const Tensor& gate_up, const Tensor& down, const GroupedGemm& gemm) {
+  const int64_t tokens = x.size(0), top_k = idx.size(1);
+  const int64_t num_experts = gate_up.size(0);
+  Tensor final_states = torch::zeros_like(x);
+  Tensor expert_ids = idx.reshape({-1});
+  Tensor token_idx = torch::arange(tokens, idx.options())
+                         .unsqueeze(1)
+                         .expand({-1, top_k})
+                         .reshape({-1});
+  // torch.argsort(stable=True): the indices of a stable ascending sort.
+  Tensor perm = std::get<1>(expert_ids.sort(/*stable=*/true, 0, false));
+  Tensor inv_perm = std::get<1>(perm.sort(/*stable=*/true, 0, false));
+  Tensor sample_weights = w.reshape({-1});
+  Tensor current = x.index({token_idx});
+  Tensor expert_ids_g = expert_ids.index({perm});
+  Tensor sample_weights_g = sample_weights.index({perm});
+  Tensor current_g = current.index({perm});
+  Tensor per_expert = torch::histc(expert_ids_g.to(torch::kFloat), num_experts, 0,
+                                   static_cast<double>(num_experts - 1));
+  Tensor offsets = per_expert.cumsum(0, torch::kInt);
+  Tensor gu = gemm(current_g, gate_up.transpose(-2, -1), offsets);
+  auto halves = gu.chunk(2, -1);
+  Tensor act = gelu_tanh(halves[0]) * halves[1];
+  Tensor out_g = gemm(act, down.transpose(-2, -1), offsets);
+  out_g = out_g * sample_weights_g.unsqueeze(-1);
+  Tensor out = out_g.index({inv_perm});
+  return final_states.index_add_(0, token_idx, out.to(final_states.scalar_type()));
+}
+
 namespace {
 
 // Experts with the grouped_mm semantics of HF's default dispatch (§2.6): gather one row per
@@ -176,6 +206,9 @@ namespace {
 // un-permute, one reduction over k.
 Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor& idx,
                        const Tensor& w, MoeDispatch dispatch) {
+  if (dispatch == MoeDispatch::kHfGroupedMm) {
+    return hf_grouped_experts(x, idx, w, layer.experts_gate_up, layer.experts_down, grouped_mm);
+  }
   const int64_t tokens = x.size(0), top_k = idx.size(1), hidden = x.size(1);
   const int64_t num_experts = layer.experts_gate_up.size(0);
   const int64_t inter = layer.experts_down.size(2);

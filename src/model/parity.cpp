@@ -399,8 +399,8 @@ ParityResult run_parity(const ParityOptions& o) {
     fail_usage("gradient checkpointing and input grads only matter for backward parity");
   std::string why;
   if (!attn_available(o.attn, &why)) fail("attention path {}: {}", core::to_string(o.attn), why);
-  if (o.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || o.device != "cuda")) {
-    fail("MoE dispatch grouped_mm needs a CUDA device and libtorch >= 2.8");
+  if (needs_grouped_mm(o.moe) && (!has_grouped_mm() || o.device != "cuda")) {
+    fail("MoE dispatch {} needs a CUDA device and libtorch >= 2.8", to_string(o.moe));
   }
   if (o.device == "cuda" && !torch::cuda::is_available())
     fail("device cuda: no CUDA device is usable");

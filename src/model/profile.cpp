@@ -144,7 +144,7 @@ ProfileReport run_profile(const ProfileRequest& request,
   }
   if (request.moe_default) {
     const bool grouped = has_grouped_mm() && spec.device == "cuda";
-    spec.moe = grouped ? MoeDispatch::kGroupedMm : MoeDispatch::kLoop;
+    spec.moe = grouped ? MoeDispatch::kHfGroupedMm : MoeDispatch::kLoop;
     if (!grouped) {
       rep.diagnostics.push_back(
           {core::Severity::kInfo, "moe_default_loop",

@@ -96,8 +96,8 @@ void validate(const StepSpec& s) {
   if (!attn_available(s.attn, &why)) fail_usage("attention {}: {}", to_string(s.attn), why);
   if (s.attn == core::AttentionPath::kFlashWindow && s.device != "cuda")
     fail_usage("attention flash-window needs the cuda device");
-  if (s.moe == MoeDispatch::kGroupedMm && (!has_grouped_mm() || s.device != "cuda"))
-    fail_usage("MoE dispatch grouped_mm needs a CUDA device and libtorch >= 2.8");
+  if (needs_grouped_mm(s.moe) && (!has_grouped_mm() || s.device != "cuda"))
+    fail_usage("MoE dispatch {} needs a CUDA device and libtorch >= 2.8", to_string(s.moe));
   if (s.device == "cuda" && !torch::cuda::is_available())
     fail("device cuda: no CUDA device is usable");
   if (s.fused_rms_norm && !has_fused_rms_norm())

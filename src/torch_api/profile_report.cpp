@@ -176,8 +176,9 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   ran.ce = s.ce_chunked ? "chunked" : "naive";
   ran.batch = s.points.empty() ? 0 : s.points.front().batch;
   core::StepKnobs base = core::hf_peft_baseline(ran.batch);
-  // The default experts implementation as it resolved here (grouped_mm where it runs).
-  base.moe = req.moe_default ? moe_ran : s.device == "cuda" ? "grouped_mm" : "loop";
+  // The default experts implementation as it resolved here (transformers' grouped_mm where it
+  // runs).
+  base.moe = req.moe_default ? moe_ran : s.device == "cuda" ? "hf_grouped_mm" : "loop";
   const std::string differs = core::knob_options(ran, base);
   out["baseline"] = {{"reproduces", core::hf_peft_baseline_name()},
                      {"knobs", core::to_json(base)},

@@ -53,7 +53,7 @@ TEST(Interrupt, BucketSweepStopsAndReportsWhatItMeasured) {
   EXPECT_TRUE(j["interrupted"].get<bool>());
   EXPECT_TRUE(j["chosen"].is_null());
   EXPECT_EQ(j["sweep_sizes_measured"], 0);
-  EXPECT_NE(render(cut).find("INTERRUPTED: 0 of"), std::string::npos);
+  EXPECT_NE(bucket_tables(cut).at(0).render().find("INTERRUPTED: 0 of"), std::string::npos);
 }
 
 TEST(Interrupt, LengthReaderPollsTheFlag) {

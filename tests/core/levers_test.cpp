@@ -67,10 +67,18 @@ TEST(Levers, ConfigsAreTheBaselineThenEachLeverAloneForTheDevice) {
   std::vector<std::string> settings;
   for (const auto& x : c) settings.push_back(x.setting);
   for (const char* want : {"--attn flash-window", "--norm fused", "--lora-dtype model",
-                           "--moe loop", "--checkpointing off", "--ce naive", "--batch 1",
+                           "--moe grouped_mm", "--checkpointing off", "--ce naive", "--batch 1",
                            "--batch 4"}) {
     EXPECT_NE(std::find(settings.begin(), settings.end(), want), settings.end()) << want;
   }
+  // transformers' experts are the baseline; from the CPU's loop the lever is transformers' path.
+  EXPECT_EQ(c.front().knobs.moe, "hf_grouped_mm");
+  LeverPlanInput on_cpu = in;
+  on_cpu.device = "cpu";
+  on_cpu.baseline.moe = "loop";
+  bool hf_lever = false;
+  for (const auto& x : lever_configs(on_cpu)) hf_lever |= x.setting == "--moe hf_grouped_mm";
+  EXPECT_TRUE(hf_lever);
   // Each lever moves one knob from the baseline.
   for (const auto& x : c) EXPECT_EQ(x.setting.find(" --"), std::string::npos) << x.setting;
   // No packing without a padded point; blockwise is the CPU's windowed path.

@@ -463,3 +463,91 @@ TEST(RmsNorm, FusedEqualsTheFormula) {
 
 }  // namespace
 }  // namespace tprobe::model
+
+namespace tprobe::model {
+namespace {
+
+using torch::Tensor;
+
+// at::_grouped_mm's contract (rows [offs[e-1], offs[e]) of a times b[e]) by a loop, so that the
+// HF dispatch's gathers, offsets and index_add_ run on the CPU.
+Tensor loop_grouped_mm(const Tensor& a, const Tensor& b, const Tensor& offs) {
+  Tensor o = offs.to(torch::kLong);
+  std::vector<Tensor> parts;
+  int64_t start = 0;
+  for (int64_t e = 0; e < b.size(0); ++e) {
+    const int64_t end = o[e].item<int64_t>();
+    parts.push_back(torch::matmul(a.narrow(0, start, end - start), b[e]));
+    start = end;
+  }
+  return torch::cat(parts, 0);
+}
+
+// transformers' grouped_mm experts (model::hf_grouped_experts) against the formula written per
+// token in fp64: out[t] = Σ_k w[t,k] · down[e] (gelu_tanh(gate[e] x_t) · up[e] x_t), e = idx[t,k];
+// forward and the gradients of x, w and both expert tensors, for routings with empty and crowded
+// experts (one expert: every pair in one group).
+TEST(HfGroupedExperts, MatchesThePerTokenFormulaInFp64) {
+  torch::manual_seed(11);
+  const auto f64 = torch::TensorOptions().dtype(torch::kDouble);
+  for (int64_t experts : {1, 3, 16}) {
+    const int64_t tokens = 29, k = std::min<int64_t>(2, experts), hidden = 6, inter = 4;
+    Tensor idx = torch::randint(0, experts, {tokens, k}, torch::kLong);
+    Tensor x = torch::randn({tokens, hidden}, f64).requires_grad_(true);
+    Tensor w = torch::rand({tokens, k}, f64).requires_grad_(true);
+    Tensor gate_up = torch::randn({experts, 2 * inter, hidden}, f64).requires_grad_(true);
+    Tensor down = torch::randn({experts, hidden, inter}, f64).requires_grad_(true);
+    Tensor y = hf_grouped_experts(x, idx, w, gate_up, down, loop_grouped_mm);
+    ASSERT_EQ(y.sizes(), x.sizes());
+
+    Tensor xr = x.detach().clone().requires_grad_(true);
+    Tensor wr = w.detach().clone().requires_grad_(true);
+    Tensor gur = gate_up.detach().clone().requires_grad_(true);
+    Tensor dr = down.detach().clone().requires_grad_(true);
+    std::vector<Tensor> rows;
+    for (int64_t t = 0; t < tokens; ++t) {
+      Tensor acc = torch::zeros({hidden}, f64);
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t e = idx[t][j].item<int64_t>();
+        Tensor gate = torch::mv(gur[e].narrow(0, 0, inter), xr[t]);
+        Tensor up = torch::mv(gur[e].narrow(0, inter, inter), xr[t]);
+        acc = acc + wr[t][j] * torch::mv(dr[e], torch::gelu(gate, "tanh") * up);
+      }
+      rows.push_back(acc);
+    }
+    Tensor yr = torch::stack(rows);
+    EXPECT_LT((y - yr).abs().max().item<double>(), 1e-12) << experts << " experts";
+
+    Tensor g = torch::randn_like(y);
+    (y * g).sum().backward();
+    (yr * g).sum().backward();
+    auto err = [](const Tensor& a, const Tensor& b) { return (a - b).abs().max().item<double>(); };
+    EXPECT_LT(err(x.grad(), xr.grad()), 1e-12) << experts << " experts";
+    EXPECT_LT(err(w.grad(), wr.grad()), 1e-12) << experts << " experts";
+    EXPECT_LT(err(gate_up.grad(), gur.grad()), 1e-12) << experts << " experts";
+    EXPECT_LT(err(down.grad(), dr.grad()), 1e-12) << experts << " experts";
+    EXPECT_GT(x.grad().abs().sum().item<double>(), 0.0);
+  }
+}
+
+// Under a bf16 model HF's path returns the model dtype (its index_add_ accumulates there) and
+// stays within bf16 rounding (5 % of the largest output) of the same path in fp64.
+TEST(HfGroupedExperts, Bf16AccumulatesInTheModelDtype) {
+  torch::manual_seed(5);
+  const int64_t tokens = 64, k = 4, experts = 8, hidden = 32, inter = 16;
+  Tensor idx = torch::randint(0, experts, {tokens, k}, torch::kLong);
+  Tensor x = torch::randn({tokens, hidden}).to(torch::kBFloat16);
+  Tensor w = torch::rand({tokens, k});  // fp32, as the router's softmax leaves it
+  Tensor gate_up = (torch::randn({experts, 2 * inter, hidden}) * 0.2).to(torch::kBFloat16);
+  Tensor down = (torch::randn({experts, hidden, inter}) * 0.2).to(torch::kBFloat16);
+  Tensor y = hf_grouped_experts(x, idx, w, gate_up, down, loop_grouped_mm);
+  EXPECT_EQ(y.scalar_type(), torch::kBFloat16);
+  Tensor y64 = hf_grouped_experts(x.to(torch::kDouble), idx, w.to(torch::kDouble),
+                                  gate_up.to(torch::kDouble), down.to(torch::kDouble),
+                                  loop_grouped_mm);
+  const double scale = y64.abs().max().item<double>();
+  EXPECT_LT((y.to(torch::kDouble) - y64).abs().max().item<double>(), 0.05 * scale);
+}
+
+}  // namespace
+}  // namespace tprobe::model

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -78,6 +79,19 @@ torch::Tensor permute_rows(const torch::Tensor& x, const torch::Tensor& perm,
                            const torch::Tensor& inverse);
 torch::Tensor gather_token_copies(const torch::Tensor& x, const torch::Tensor& perm,
                                   const torch::Tensor& inverse, int64_t k);
+
+// transformers 5.17's grouped_mm_experts_forward (integrations/moe.py), op for op: one row per
+// (token, k) pair by advanced indexing (hidden_states[token_idx]), a stable argsort by expert and
+// its inverse, a second gather into expert order, histc counts and int32 offsets, the gate/up
+// grouped GEMM, gelu_tanh(gate)·up, the down grouped GEMM, × the routing weight, back to pair
+// order, and index_add_ into a zero tensor of x's dtype. `gemm(a, b, offs)` is the grouped GEMM
+// (at::_grouped_mm on CUDA; a test passes a per-expert loop). x [T, H]; idx, w [T, k];
+// gate_up [E, 2I, H]; down [E, H, I].
+using GroupedGemm = std::function<torch::Tensor(const torch::Tensor&, const torch::Tensor&,
+                                                const torch::Tensor&)>;
+torch::Tensor hf_grouped_experts(const torch::Tensor& x, const torch::Tensor& idx,
+                                 const torch::Tensor& w, const torch::Tensor& gate_up,
+                                 const torch::Tensor& down, const GroupedGemm& gemm);
 
 struct DecoderLayer {
   core::LayerGeometry geometry;

@@ -318,20 +318,21 @@ Json to_json(const InspectReport& r) {
   return j;
 }
 
-std::string render(const InspectReport& r) {
-  std::string out =
-      r.checkpoint ? fmt::format("checkpoint {} ({} tensors in {} file(s), decoder prefix '{}')\n",
-                                 r.checkpoint->dir(), r.checkpoint->tensor_count(),
-                                 r.checkpoint->file_count(), r.prefix)
-                   : fmt::format("embedded model {} (text decoder, no files)\n", r.embedded_name);
-  out += "\n" + blocks_table(r.blocks).render();
-  out += "\n" + quantization_table(r.quantization).render();
-  out += "\n" + lora_table(r.lora).render();
-  out += "\n" + memory_table(r.memory).render();
+std::vector<Table> inspect_tables(const InspectReport& r) {
+  std::vector<Table> out;
+  out.emplace_back(r.checkpoint
+                       ? fmt::format("checkpoint {} ({} tensors in {} file(s), decoder prefix '{}')",
+                                     r.checkpoint->dir(), r.checkpoint->tensor_count(),
+                                     r.checkpoint->file_count(), r.prefix)
+                       : fmt::format("embedded model {} (text decoder, no files)", r.embedded_name));
+  out.push_back(blocks_table(r.blocks));
+  out.push_back(quantization_table(r.quantization));
+  out.push_back(lora_table(r.lora));
+  out.push_back(memory_table(r.memory));
   if (!r.disagreements.empty()) {
-    out += "\n" + disagreements_table(r.disagreements).render();
+    out.push_back(disagreements_table(r.disagreements));
   } else if (r.checkpoint) {
-    out += "\nconfig.json and tensor shapes agree\n";
+    out.emplace_back("config.json and tensor shapes agree");
   }
   return out;
 }

@@ -72,8 +72,12 @@ const std::vector<LeverInfo>& lever_catalogue() {
        "PEFT: get_peft_model(..., autocast_adapter_dtype=False) keeps the adapters in the "
        "base model's dtype (the default True keeps them in fp32 under a bf16 model)"},
       {LeverId::kMoe, "moe",
-       "the experts' GEMMs: one grouped GEMM per projection or a loop over experts",
-       "transformers' experts_implementation (from_pretrained: grouped_mm, eager, batched_mm)"},
+       "the experts: tprobe's permutation (one gather of each token's k copies, a sum over k) "
+       "instead of transformers' grouped_mm path (two index gathers, index_add_ back); where the "
+       "baseline is the per-expert loop, transformers' grouped_mm",
+       "none built in: transformers' experts_implementation offers grouped_mm, batched_mm and "
+       "eager; the same permutation needs a custom experts function registered with "
+       "transformers' ExpertsInterface"},
       {LeverId::kCheckpointing, "checkpointing",
        "per-layer gradient checkpointing off: no recompute, every layer's activations kept",
        "TrainingArguments(gradient_checkpointing=False), or not calling "
@@ -129,7 +133,7 @@ std::vector<LeverConfig> lever_configs(const LeverPlanInput& in) {
           k.lora_dtype = k.lora_dtype == "fp32" ? "model" : "fp32";
         }));
   alone(LeverId::kMoe,
-        with([](StepKnobs& k) { k.moe = k.moe == "grouped_mm" ? "loop" : "grouped_mm"; }));
+        with([](StepKnobs& k) { k.moe = k.moe == "hf_grouped_mm" ? "grouped_mm" : "hf_grouped_mm"; }));
   alone(LeverId::kCheckpointing, with([](StepKnobs& k) {
           k.checkpointing = k.checkpointing == "on" ? "off" : "on";
         }));

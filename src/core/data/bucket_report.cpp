@@ -116,7 +116,7 @@ Json to_json(const BucketReport& r) {
   return j;
 }
 
-std::string render(const BucketReport& r) {
+std::vector<Table> bucket_tables(const BucketReport& r) {
   const auto& o = r.options;
   Table t(
       fmt::format("bucket: {} ({} records), micro-batch {}, accum {}, max_seq_len {}, "
@@ -158,17 +158,16 @@ std::string render(const BucketReport& r) {
   } else {
     t.note(r.cost_hint.empty() ? "predicted time: no cost model given." : r.cost_hint);
   }
-  std::string out = t.render();
   if (r.interrupted) {
-    out += fmt::format("\nINTERRUPTED: {} of {} bucket sizes measured before the signal\n",
-                       r.sweep.size(), o.sweep.size());
+    t.note(fmt::format("INTERRUPTED: {} of {} bucket sizes measured before the signal",
+                       r.sweep.size(), o.sweep.size()));
   }
   if (r.noop_sweep) {
-    out +=
-        "\n!!! NO-OP SWEEP: every bucket size produced the same micro-batches; the sweep "
-        "measured nothing (docs/bucket.md).\n";
+    t.note(
+        "!!! NO-OP SWEEP: every bucket size produced the same micro-batches; the sweep "
+        "measured nothing (docs/bucket.md).");
   }
-  return out;
+  return {t};
 }
 
 std::string order_jsonl(const LengthDataset& ds, const BucketOptions& o, int64_t bucket) {

@@ -127,10 +127,10 @@ Json to_json(const PaddingReport& r) {
   return j;
 }
 
-std::string render(const PaddingReport& r) {
+std::vector<Table> padding_tables(const PaddingReport& r) {
   const auto& o = r.options;
   const auto& t = r.breakdown.total;
-  std::string out;
+  std::vector<Table> out;
   Table summary(fmt::format(
       "padding: {} ({}), micro-batch {}, {} order{}, max_seq_len {}", r.dataset, r.format,
       o.micro_batch, to_string(o.order),
@@ -164,7 +164,7 @@ std::string render(const PaddingReport& r) {
   summary.row({"truncated tokens",
                fmt::format("{} ({})", format_count(t.truncated_tokens),
                            format_percent(ratio(t.truncated_tokens, t.dataset_tokens)))});
-  out += summary.render() + "\n";
+  out.push_back(std::move(summary));
 
   Table src("per source (truncation: share of the source's own samples / tokens)");
   src.column("source", Align::kLeft)
@@ -187,7 +187,7 @@ std::string render(const PaddingReport& r) {
   for (const auto& s : r.breakdown.sources) add(s, source_label(s.name));
   src.separator();
   add(t, "total");
-  out += src.render() + "\n";
+  out.push_back(std::move(src));
 
   Table hist("length histogram (log2 bins, before truncation)");
   hist.column("length", Align::kLeft).column("records").column("tokens").column("", Align::kLeft);
@@ -197,7 +197,7 @@ std::string render(const PaddingReport& r) {
     hist.row({fmt::format("[{}, {})", format_count(b.lo), format_count(b.hi)),
               format_count(b.records), format_count(b.tokens), bar(b.records, most, 40)});
   }
-  out += hist.render() + "\n";
+  out.push_back(std::move(hist));
 
   const LossHead& h = r.loss;
   Table loss(fmt::format("loss head: vocab {}, CE chunk {} tokens", format_count(h.vocab),
@@ -216,7 +216,7 @@ std::string render(const PaddingReport& r) {
       fmt::format("naive CE = tokens x vocab x {} bytes (bf16 logits 2 + fp32 upcast 4 + "
                   "saved softcap input 4 + softmax/grad 4)",
                   kNaiveCeBytesPerLogit));
-  out += loss.render();
+  out.push_back(std::move(loss));
   return out;
 }
 

@@ -12,7 +12,7 @@
 namespace tprobe::core {
 
 Json to_json(const InspectReport& report);
-std::string render(const InspectReport& report);  // header line and every table, for stdout
+std::vector<Table> inspect_tables(const InspectReport& report);  // the source line, then every table
 
 // The resolved geometry of every layer, for the evidence (results.config).
 Json config_summary_json(const ModelConfig& config);

@@ -21,7 +21,7 @@ struct StepKnobs {
   std::string attn = "sdpa";        // an engine attention path (core/gemma4/attention_path)
   std::string norm = "hf";          // hf | fused
   std::string lora_dtype = "fp32";  // fp32 | model
-  std::string moe = "grouped_mm";   // loop | grouped_mm
+  std::string moe = "hf_grouped_mm";  // hf_grouped_mm | grouped_mm | loop (model::moe_names)
   std::string checkpointing = "on"; // on | off
   std::string ce = "chunked";       // chunked | naive
   int64_t batch = 2;                // rows per micro-batch

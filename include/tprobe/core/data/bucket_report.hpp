@@ -3,15 +3,17 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
 #include "tprobe/core/data/bucket.hpp"
 #include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
 Json to_json(const BucketReport& report);
-std::string render(const BucketReport& report);
+std::vector<Table> bucket_tables(const BucketReport& report);  // the sweep, its notes and warnings
 
 // The chosen order as JSONL: a header line (schema, dataset, parameters, seed), then one line
 // per micro-batch {"micro_batch": i, "window": i / accum, "width": w, "records": [...]}.

@@ -3,15 +3,17 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/table.hpp"
 #include "tprobe/core/data/padding.hpp"
 #include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
 
 Json to_json(const PaddingReport& report);
-std::string render(const PaddingReport& report);  // the tables and the histogram, for stdout
+std::vector<Table> padding_tables(const PaddingReport& report);  // the tables and the histogram
 
 // JSON shape of one source row / the truncation block, shared with the bucket probe.
 Json to_json(const SourceStats& stats, bool with_padding);
