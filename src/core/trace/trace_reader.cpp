@@ -957,8 +957,8 @@ class TraceSax {
     }
   }
 
-  // A python_function event: kept when it is a module call or one of the few functions that
-  // name a part (trace_parts_internal.hpp); its time must be a proper interval.
+  // A python_function event: kept when it is a module call, one of the few functions that name a
+  // part, or torch's backward call (trace_parts_internal.hpp); its time must be a proper interval.
   void python_event() {
     ++python_events_;
     if (!ev_.has_ts || !ev_.has_dur || ev_.dur_ns < 0 || ev_.dur_ns > kMaxDurationNs) {
@@ -990,6 +990,10 @@ class TraceSax {
                  func.find("Loss") != std::string_view::npos ||
                  func.find("cross_entropy") != std::string_view::npos) {
         e.kind = detail::PyKind::kLossFunction;
+      } else if (func == "backward" &&
+                 (file.find("torch/_tensor.py") != std::string_view::npos ||
+                  file.find("torch/autograd/") != std::string_view::npos)) {
+        e.kind = detail::PyKind::kBackwardCall;
       } else {
         return;
       }
