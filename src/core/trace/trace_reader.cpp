@@ -1375,7 +1375,8 @@ TraceResult read_trace_buffer_in_chunks(std::string_view bytes, const std::strin
 }  // namespace detail
 
 std::vector<RankTrace> read_trace_directory(const std::string& dir,
-                                            const KernelTableOptions& options) {
+                                            const KernelTableOptions& options,
+                                            const TracePartsOptions& parts) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) fail("cannot open trace directory '{}': {}", dir, std::strerror(errno));
   std::vector<std::string> files;
@@ -1394,7 +1395,7 @@ std::vector<RankTrace> read_trace_directory(const std::string& dir,
     if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     RankTrace t;
     t.path = f;
-    t.result = read_trace_file(f, options);
+    t.result = read_trace_file(f, options, parts);
     out.push_back(std::move(t));
   }
   bool all_ranked = true;
