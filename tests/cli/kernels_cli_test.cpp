@@ -3,6 +3,8 @@
 // broken inputs.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -303,6 +305,57 @@ TEST(KernelsCli, PartsOfAHandMadeTraceWithModuleEvents) {
   ASSERT_TRUE(diff["available"].get<bool>());
   EXPECT_EQ(diff["rows"].size(), 7u);
   for (const auto& row : diff["rows"]) EXPECT_EQ(row["delta_ns_per_step"], 0) << row.dump();
+}
+
+// Each rank of a directory gets the phase × part attribution a single trace gets: two ranks,
+// each the hand-made parts-small.json (its cells worked out by hand above), the model's layer
+// kinds passed through, one parts table per rank in the text.
+TEST(KernelsCli, PerRankDirectoryGivesEveryRankItsPhasePartRows) {
+  const std::string fixture = std::string(TPROBE_FIXTURES_DIR) + "/traces/parts-small.json";
+  const std::string dir = make_temp_dir();
+  const std::string ranks = dir + "/ranks";
+  ASSERT_EQ(::mkdir(ranks.c_str(), 0755), 0);
+  write_text(ranks + "/a.json", read_text(fixture));
+  write_text(ranks + "/b.json", read_text(fixture));
+  RunResult r = run_tprobe({"kernels", ranks, "--model", "gemma4-tiny", "--json", dir + "/r.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("rank 0: where the trace's device time went"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 1: where the trace's device time went"), std::string::npos) << r.out;
+  const json res = json::parse(read_text(dir + "/r.json"))["results"];
+  EXPECT_EQ(res["mode"], "ranks");
+  ASSERT_EQ(res["ranks"].size(), 2u);
+  const std::map<std::string, int64_t> want = {
+      {"forward/sliding/attention_proj", 1000}, {"forward/sliding/attention_core", 2000},
+      {"forward/sliding/experts", 3000},        {"loss/-/loss_head", 4000},
+      {"backward/sliding/attention_proj", 5000}, {"untagged/-/untagged", 6000},
+      {"optimizer/-/other", 7000}};
+  for (const json& rank : res["ranks"]) {
+    ASSERT_TRUE(rank["by_phase_part"].is_array()) << rank.dump().substr(0, 400);
+    std::map<std::string, int64_t> got;
+    for (const auto& row : rank["by_phase_part"]) {
+      got[row["phase"].get<std::string>() + "/" + row["layer_kind"].get<std::string>() + "/" +
+          row["part"].get<std::string>()] += std::llround(row["kernel_s"].get<double>() * 1e9);
+    }
+    EXPECT_EQ(got, want) << rank["path"];
+    EXPECT_EQ(rank["parts"]["model"], "gemma4-tiny");
+    EXPECT_EQ(rank["attribution"]["rows"], 7);
+    EXPECT_EQ(rank["parts_steps"], 1);
+  }
+  // Without a model the kinds are unknown in every rank, and the untagged warning (6 of 28 us)
+  // is said per rank.
+  RunResult u = run_tprobe({"kernels", ranks, "--json", dir + "/u.json"});
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  const json doc = json::parse(read_text(dir + "/u.json"));
+  for (const json& rank : doc["results"]["ranks"]) {
+    for (const auto& row : rank["by_phase_part"]) EXPECT_EQ(row["layer_kind"], "-");
+  }
+  int warned = 0;
+  for (const auto& d : doc["status"]["diagnostics"]) {
+    if (d["code"] == "trace_parts_untagged" &&
+        d["message"].get<std::string>().rfind("rank ", 0) == 0)
+      ++warned;
+  }
+  EXPECT_EQ(warned, 2);
 }
 
 // The real H200 trace was recorded without with_stack: one line says what to add, the phase

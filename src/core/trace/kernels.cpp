@@ -250,7 +250,7 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
   }
   if (q.inputs.size() == 1 && is_directory(q.inputs[0])) {
     r.mode = KernelsReport::Mode::kRanks;
-    std::vector<RankTrace> ranks = read_trace_directory(q.inputs[0], q.table);
+    std::vector<RankTrace> ranks = read_trace_directory(q.inputs[0], q.table, q.parts);
     r.ranks = rank_rows(ranks);
     int64_t longest = -1;
     for (const RankRow& row : r.ranks) {
@@ -266,7 +266,10 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
       s.has_trace = true;
       s.trace = std::move(t.result.summary);
       s.table = std::move(t.result.table);
-      diagnose_source(s, fmt::format("rank {}: ", t.rank), r.diagnostics);
+      s.parts = part_side_from_trace(s.trace.parts, selected_steps(s.table), t.path);
+      const std::string prefix = fmt::format("rank {}: ", t.rank);
+      diagnose_source(s, prefix, r.diagnostics);
+      diagnose_parts(s, prefix, r.diagnostics);
       r.sources.push_back(std::move(s));
     }
     return r;
@@ -521,6 +524,12 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
           "overlap: share of communication busy time with compute running beside it; exposed "
           "comm: communication busy time with nothing else running");
       out.push_back(t);
+      // Every rank by phase and part, as a single trace is.
+      for (std::size_t i = 0; i < r.sources.size(); ++i) {
+        for (auto& x : trace_parts_tables(r.sources[i].trace.parts,
+                                          fmt::format("rank {}: ", r.ranks[i].rank)))
+          out.push_back(std::move(x));
+      }
       for (std::size_t i = 0; i < r.sources.size(); ++i) {
         if (r.ranks[i].rank != r.slowest_rank) continue;
         Table h(fmt::format("The slowest rank ({}): {}", r.slowest_rank, r.sources[i].path));

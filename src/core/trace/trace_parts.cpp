@@ -88,7 +88,17 @@ bool core_op_name(const std::string& n) {
   return contains(n, "attention") || contains(n, "softmax") || contains(n, "flash");
 }
 
-enum class IvKind : uint8_t { kModule, kAttentionFunction, kMaskFunction, kLossFunction, kCoreOp, kNode };
+enum class IvKind : uint8_t {
+  kModule,
+  kAttentionFunction,
+  kMaskFunction,
+  kLossFunction,
+  kBackwardCall,
+  kCoreOp,
+  kNode
+};
+
+constexpr uint32_t kNoName = UINT32_MAX;
 
 struct Iv {
   int64_t start = 0, end = 0;
@@ -97,6 +107,7 @@ struct Iv {
   ModClass cls = ModClass::kOther;
   uint32_t module = 0;
   int64_t flow = -1;  // kNode: the fwdbwd flow id, -1 for a backward range without one
+  uint32_t name_id = kNoName;  // kNode bound by a flow: the bound op's name
   StepPart norm_part = StepPart::kOther;  // a decoder layer's own norm: its part by neighbours
 };
 
@@ -229,6 +240,9 @@ class Attributor {
         case PyKind::kLossFunction:
           iv.kind = IvKind::kLossFunction;
           break;
+        case PyKind::kBackwardCall:
+          iv.kind = IvKind::kBackwardCall;
+          break;
       }
       trees_[e.tid].ivs.push_back(iv);
     }
@@ -277,6 +291,7 @@ class Attributor {
       iv.start = b->second->start_ns;
       iv.end = b->second->end_ns;
       iv.flow = ids.front();  // two flows binding to one op: the first (both name its forward)
+      iv.name_id = b->second->name_id;
       trees_[key.first].ivs.push_back(iv);
     }
     for (const PartsRange& r : in_.backward_ranges) {
@@ -354,6 +369,7 @@ class Attributor {
         case IvKind::kLossFunction:
           loss = true;
           break;
+        case IvKind::kBackwardCall:
         case IvKind::kNode:
           break;
         case IvKind::kModule:
@@ -419,6 +435,7 @@ class Attributor {
       ++n.rows;
       std::optional<StepTag> tag;
       bool counted = false;
+      uint32_t outside_op = kNoName;  // set: the row is launched by this op outside the model
       if (!row.launched) {
         ++n.untagged_no_launch;
         counted = true;
@@ -429,25 +446,40 @@ class Attributor {
         if (t != trees_.end()) t->second.chain(row.launch_ns, chain);
         else chain.clear();
         std::size_t node = chain.size();
+        bool backward_call = false;
         for (std::size_t p = 0; p < chain.size(); ++p) {
-          if (t->second.ivs[static_cast<std::size_t>(chain[p])].kind == IvKind::kNode) {
+          const IvKind k = t->second.ivs[static_cast<std::size_t>(chain[p])].kind;
+          if (k == IvKind::kNode) {
             node = p;
             break;
           }
+          backward_call |= k == IvKind::kBackwardCall;
         }
         if (node == chain.size()) {
           Resolved r = chain.empty() ? Resolved{} : resolve(t->second, chain, chain.size());
-          if (r.ok) tag = r.tag;
+          if (r.ok) {
+            tag = r.tag;
+          } else if (r.any_module) {
+            ++n.untagged_no_part;
+            counted = true;
+          } else if ((outside_op = outermost_op(row.tid, row.launch_ns)) != kNoName) {
+            // The harness's own code around the model: its op is known, its module is none.
+            tag = StepTag{backward_call ? StepPhase::kBackward : StepPhase::kForward,
+                          StepPart::kOther, -1, LayerKind::kNone};
+          }
         } else {
           Resolved r = resolve(t->second, chain, node);
           if (r.any_module || r.ok) {  // forward code run inside a backward op: a recompute
             if (r.ok) {
               tag = r.tag;
               tag->phase = StepPhase::kRecompute;
+            } else {
+              ++n.untagged_no_part;
+              counted = true;
             }
           } else {
-            const int64_t flow = t->second.ivs[static_cast<std::size_t>(chain[node])].flow;
-            auto s = flow >= 0 ? start_of_.find(flow) : start_of_.end();
+            const Iv& bw = t->second.ivs[static_cast<std::size_t>(chain[node])];
+            auto s = bw.flow >= 0 ? start_of_.find(bw.flow) : start_of_.end();
             std::optional<StepTag> outer;
             if (s == start_of_.end()) outer = enclosing_link(t->second, chain, node);
             if (s == start_of_.end() && outer) {
@@ -464,18 +496,71 @@ class Attributor {
               if (fr.ok) {
                 tag = backward_of(fr.tag);
                 ++n.linked;
-              } else {
-                ++n.untagged_link_no_module;
+              } else if (fr.any_module) {
+                ++n.untagged_no_part;
                 counted = true;
+              } else {
+                // The backward of an op the harness ran outside every module.
+                tag = StepTag{StepPhase::kBackward, StepPart::kOther, -1, LayerKind::kNone};
+                outside_op = bw.name_id;
               }
             }
           }
         }
       }
       if (!tag && !counted) ++n.untagged_no_module;
+      if (tag && outside_op != kNoName) add_outside(row, outside_op, tag->phase);
       add(row, tag);
     }
     finish();
+  }
+
+  // The outermost cpu_op of `tid` holding `t` (ends inclusive), kNoName when none does. A
+  // thread's top-level ops are sorted once, on the first row of that thread that asks.
+  uint32_t outermost_op(int64_t tid, int64_t t) {
+    auto it = top_ops_.find(tid);
+    if (it == top_ops_.end()) it = top_ops_.emplace(tid, top_level_ops(tid)).first;
+    const std::vector<const PartsOp*>& v = it->second;
+    auto r = std::upper_bound(v.begin(), v.end(), t,
+                              [](int64_t x, const PartsOp* op) { return x < op->start_ns; });
+    if (r == v.begin()) return kNoName;
+    --r;
+    return t <= (*r)->end_ns ? (*r)->name_id : kNoName;
+  }
+
+  std::vector<const PartsOp*> top_level_ops(int64_t tid) const {
+    std::vector<const PartsOp*> v, top;
+    if (!in_.ops) return top;
+    for (const PartsOp& op : *in_.ops) {
+      if (op.tid == tid) v.push_back(&op);
+    }
+    std::sort(v.begin(), v.end(), [](const PartsOp* a, const PartsOp* b) {
+      return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+    });
+    for (const PartsOp* op : v) {
+      // inside the last top-level op: not top-level (a partial overlap starts a new one)
+      if (!top.empty() && op->end_ns <= top.back()->end_ns) continue;
+      top.push_back(op);
+    }
+    return top;
+  }
+
+  void add_outside(const PartsRow& row, uint32_t op, StepPhase phase) {
+    ++out_.counts.outside_model;
+    OutsideModelRow& o = outside_[{op, static_cast<int>(phase)}];
+    if (o.op.empty()) {
+      o.op = in_.op_names && op < in_.op_names->size() ? (*in_.op_names)[op] : "?";
+      o.phase = to_string(phase);
+    }
+    ++o.rows;
+    const int64_t d = row.end_ns - row.start_ns;
+    if (row.kind != ActivityKind::kKernel) {
+      o.memcpy_memset_ns += d;
+      return;
+    }
+    ++o.kernels;
+    o.kernel_ns += d;
+    out_.outside_model_kernel_ns += d;
   }
 
   // What the forward op at a flow's start (thread, ts) resolves to: its enclosing modules, up to
@@ -586,6 +671,12 @@ class Attributor {
     for (auto& [k, r] : rows_) b.rows.push_back(std::move(r));
     for (auto& [i, l] : layers_) b.layers.push_back(std::move(l));
     b.span_ns = first_ <= last_ ? last_ - first_ : 0;
+    for (auto& [k, o] : outside_) out_.outside_model.push_back(std::move(o));
+    std::stable_sort(out_.outside_model.begin(), out_.outside_model.end(),
+                     [](const OutsideModelRow& a, const OutsideModelRow& c) {
+                       return std::tie(c.kernel_ns, a.op, a.phase) <
+                              std::tie(a.kernel_ns, c.op, c.phase);
+                     });
   }
 
   const PartsInput& in_;
@@ -598,6 +689,8 @@ class Attributor {
   RangeSet optimizer_;
   std::map<Key, PartRow> rows_;
   std::map<int32_t, LayerRow> layers_;
+  std::map<std::pair<uint32_t, int>, OutsideModelRow> outside_;
+  std::unordered_map<int64_t, std::vector<const PartsOp*>> top_ops_;  // by thread, on demand
   int64_t first_ = INT64_MAX, last_ = INT64_MIN;
 };
 
@@ -650,6 +743,13 @@ int phase_rank(const std::string& p) {
   return v ? static_cast<int>(*v) : 100;
 }
 
+// At most `n` bytes of `s`, cut at a UTF-8 character boundary.
+std::string clip(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
 std::string span_share(int64_t ns, int64_t of) {
   return of > 0 ? format_percent(static_cast<double>(ns) / static_cast<double>(of)) : "-";
 }
@@ -684,12 +784,29 @@ Json to_json(const TraceParts& p) {
                         {"untagged_no_launch_rows", c.untagged_no_launch},
                         {"untagged_no_module_rows", c.untagged_no_module},
                         {"untagged_unlinked_rows", c.untagged_unlinked},
-                        {"untagged_link_no_module_rows", c.untagged_link_no_module}};
+                        {"untagged_no_part_rows", c.untagged_no_part},
+                        {"outside_model_rows", c.outside_model}};
   if (!p.module_events) {
     out["by_phase_part"] = nullptr;
     out["by_layer"] = nullptr;
+    out["outside_model"] = nullptr;
     return out;
   }
+  Json outside = Json::array();
+  for (const OutsideModelRow& o : p.outside_model) {
+    outside.push_back({{"op", o.op},
+                       {"phase", o.phase},
+                       {"rows", o.rows},
+                       {"kernels", o.kernels},
+                       {"kernel_s", static_cast<double>(o.kernel_ns) * 1e-9},
+                       {"memcpy_memset_s", static_cast<double>(o.memcpy_memset_ns) * 1e-9}});
+  }
+  out["outside_model"] = std::move(outside);
+  out["attribution"]["outside_model_kernel_s"] = static_cast<double>(p.outside_model_kernel_ns) * 1e-9;
+  out["attribution"]["outside_model_kernel_share_ratio"] =
+      p.breakdown.kernel_ns > 0
+          ? static_cast<double>(p.outside_model_kernel_ns) / static_cast<double>(p.breakdown.kernel_ns)
+          : 0.0;
   const Json b = to_json(p.breakdown);
   out["by_phase_part"] = b["rows"];
   out["by_layer"] = b["layers"];
@@ -777,10 +894,10 @@ Table layer_matrix(const StepBreakdown& b, const std::string& title,
   return t;
 }
 
-std::vector<Table> trace_parts_tables(const TraceParts& p) {
+std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& title_prefix) {
   std::vector<Table> out;
   if (!p.module_events) {
-    Table t("Parts");
+    Table t(title_prefix + "Parts");
     t.column(trace_parts_hint(), Align::kLeft);
     out.push_back(t);
     return out;
@@ -790,21 +907,25 @@ std::vector<Table> trace_parts_tables(const TraceParts& p) {
   const StepBreakdown& b = p.breakdown;
   Table m = phase_part_matrix(
       b,
-      fmt::format("where the trace's device time went, by phase and part (kernel time over the "
+      fmt::format("{}where the trace's device time went, by phase and part (kernel time over the "
                   "selected steps; share of the device span {})",
-                  secs(b.span_ns)),
+                  title_prefix, secs(b.span_ns)),
       phases, b.span_ns);
   const TracePartsCounts& c = p.counts;
+  auto share = [&](int64_t ns) {
+    return b.kernel_ns > 0 ? format_percent(double(ns) / double(b.kernel_ns)) : std::string("-");
+  };
   m.note(fmt::format(
       "{} of {} device rows placed ({} backward rows through a fwdbwd flow, {} of them through "
-      "the flow of an enclosing backward op); untagged {}: no launch {}, outside every module {}, "
-      "backward op without a flow {}, flow to an op outside every module {}; untagged kernel time "
-      "{} ({})",
+      "the flow of an enclosing backward op; {} launched by ops outside the model's modules, "
+      "part other: {} kernel time ({}), by op below); untagged {}: no launch {}, outside every "
+      "module and op {}, backward op without a flow {}, in modules that name no part {}; "
+      "untagged kernel time {} ({})",
       format_count(c.attributed), format_count(c.rows), format_count(c.linked),
-      format_count(c.linked_enclosing),
-      format_count(c.untagged), c.untagged_no_launch, c.untagged_no_module, c.untagged_unlinked,
-      c.untagged_link_no_module, secs(b.untagged_kernel_ns),
-      b.kernel_ns > 0 ? format_percent(double(b.untagged_kernel_ns) / double(b.kernel_ns)) : "-"));
+      format_count(c.linked_enclosing), format_count(c.outside_model),
+      secs(p.outside_model_kernel_ns), share(p.outside_model_kernel_ns), format_count(c.untagged),
+      c.untagged_no_launch, c.untagged_no_module, c.untagged_unlinked, c.untagged_no_part,
+      secs(b.untagged_kernel_ns), share(b.untagged_kernel_ns)));
   m.note(fmt::format(
       "{} module events, {} decoder layer(s){}; forward and recompute rows by their launching op's "
       "enclosing modules, backward rows by the module of the forward op their fwdbwd flow names "
@@ -814,8 +935,29 @@ std::vector<Table> trace_parts_tables(const TraceParts& p) {
       p.model.empty() ? "" : ", layer kinds from " + p.model, secs(b.memcpy_memset_ns)));
   for (const std::string& n : p.notes) m.note(n);
   out.push_back(m);
+  if (!p.outside_model.empty()) {
+    Table o(title_prefix +
+            "time outside the model's modules by launching op (in the table above as part other, "
+            "layers -)");
+    o.column("op", Align::kLeft)
+        .column("phase", Align::kLeft)
+        .column("rows")
+        .column("kernel time")
+        .column("of kernel time");
+    for (const OutsideModelRow& r : p.outside_model) {
+      o.row({clip(r.op, 80), r.phase, format_count(r.rows), secs(r.kernel_ns),
+             share(r.kernel_ns)});
+    }
+    o.separator();
+    o.row({"all", "", format_count(c.outside_model), secs(p.outside_model_kernel_ns),
+           share(p.outside_model_kernel_ns)});
+    o.note("forward side: the outermost cpu_op holding the launch (phase backward inside torch's "
+           "own backward call); backward side: the backward op whose fwdbwd flow names a forward "
+           "op outside every module");
+    out.push_back(o);
+  }
   if (!b.layers.empty()) {
-    out.push_back(layer_matrix(b, "kernel time per decoder layer (parts summed)",
+    out.push_back(layer_matrix(b, title_prefix + "kernel time per decoder layer (parts summed)",
                                {"forward", "recompute", "backward"}));
   }
   return out;

@@ -10,9 +10,17 @@
 
 namespace tprobe::core::detail {
 
-// A python_function event the attribution keeps: a module call, or one of the few plain Python
-// functions that name a part (an attention kernel's wrapper, HF's mask builders, a loss).
-enum class PyKind : uint8_t { kModule, kAttentionFunction, kMaskFunction, kLossFunction };
+// A python_function event the attribution keeps: a module call, one of the few plain Python
+// functions that name a part (an attention kernel's wrapper, HF's mask builders, a loss), or
+// torch's own `backward` call (torch/_tensor.py, torch/autograd/): the phase of the ops the
+// harness launches in it outside every module (the seed gradient of loss.backward()).
+enum class PyKind : uint8_t {
+  kModule,
+  kAttentionFunction,
+  kMaskFunction,
+  kLossFunction,
+  kBackwardCall
+};
 struct PyEvent {
   int64_t tid = 0;
   int64_t start_ns = 0, end_ns = 0;

@@ -957,8 +957,8 @@ class TraceSax {
     }
   }
 
-  // A python_function event: kept when it is a module call or one of the few functions that
-  // name a part (trace_parts_internal.hpp); its time must be a proper interval.
+  // A python_function event: kept when it is a module call, one of the few functions that name a
+  // part, or torch's backward call (trace_parts_internal.hpp); its time must be a proper interval.
   void python_event() {
     ++python_events_;
     if (!ev_.has_ts || !ev_.has_dur || ev_.dur_ns < 0 || ev_.dur_ns > kMaxDurationNs) {
@@ -990,6 +990,10 @@ class TraceSax {
                  func.find("Loss") != std::string_view::npos ||
                  func.find("cross_entropy") != std::string_view::npos) {
         e.kind = detail::PyKind::kLossFunction;
+      } else if (func == "backward" &&
+                 (file.find("torch/_tensor.py") != std::string_view::npos ||
+                  file.find("torch/autograd/") != std::string_view::npos)) {
+        e.kind = detail::PyKind::kBackwardCall;
       } else {
         return;
       }
@@ -1371,7 +1375,8 @@ TraceResult read_trace_buffer_in_chunks(std::string_view bytes, const std::strin
 }  // namespace detail
 
 std::vector<RankTrace> read_trace_directory(const std::string& dir,
-                                            const KernelTableOptions& options) {
+                                            const KernelTableOptions& options,
+                                            const TracePartsOptions& parts) {
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) fail("cannot open trace directory '{}': {}", dir, std::strerror(errno));
   std::vector<std::string> files;
@@ -1390,7 +1395,7 @@ std::vector<RankTrace> read_trace_directory(const std::string& dir,
     if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     RankTrace t;
     t.path = f;
-    t.result = read_trace_file(f, options);
+    t.result = read_trace_file(f, options, parts);
     out.push_back(std::move(t));
   }
   bool all_ranked = true;

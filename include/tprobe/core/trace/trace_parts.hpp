@@ -3,7 +3,9 @@
 // recompute, backward, optimizer) and a part (embedding, attention_proj, attention_core,
 // dense_mlp, router, experts, loss_head, other) through the module events torch.profiler writes
 // with `with_stack=True` (python_function "nn.Module: Class_N") and Kineto's forward→backward
-// flows ("cat": "fwdbwd"). Rows it cannot place are untagged, counted by reason, never guessed.
+// flows ("cat": "fwdbwd"). Rows launched by an op outside every module (the harness around the
+// model) are part `other`, layer "-", listed by launching op; rows it cannot place are untagged,
+// counted by reason, never guessed.
 // docs/kernels.md, "Parts", defines every rule.
 #pragma once
 
@@ -27,13 +29,29 @@ struct TracePartsOptions {
 struct TracePartsCounts {
   int64_t rows = 0;        // selected device rows
   int64_t attributed = 0;  // rows given a phase and part
-  int64_t linked = 0;      // of those: backward rows placed through a fwdbwd flow
+  int64_t linked = 0;      // of those: backward rows placed through a fwdbwd flow into the model
   int64_t linked_enclosing = 0;  // of those: through the flow of an enclosing backward op
+  // Of the attributed: launched by an op outside every module event (the harness's code around
+  // the model, or the backward op of such an op): part `other`, layer "-", by launching op below.
+  int64_t outside_model = 0;
   int64_t untagged = 0;    // every kind below
   int64_t untagged_no_launch = 0;  // no cuda_runtime/cuda_driver event carries its correlation
-  int64_t untagged_no_module = 0;  // launched outside every module event (and every node)
+  // outside every module event and backward op, and no cpu_op holds the launch
+  int64_t untagged_no_module = 0;
   int64_t untagged_unlinked = 0;   // inside a backward op without a fwdbwd flow to a forward op
-  int64_t untagged_link_no_module = 0;  // the flow's forward op is outside every module event
+  // inside module events none of which names a part, or a flow to a forward op inside such
+  int64_t untagged_no_part = 0;
+};
+
+// Rows launched by one op outside the model's modules, in one phase.
+struct OutsideModelRow {
+  std::string op;     // forward side: the outermost cpu_op holding the launch; backward: the
+                      // backward op the row's fwdbwd flow binds to
+  std::string phase;  // forward | backward (docs/kernels.md, "Parts")
+  int64_t rows = 0;   // device rows, memcpy/memset included
+  int64_t kernels = 0;
+  int64_t kernel_ns = 0;
+  int64_t memcpy_memset_ns = 0;
 };
 
 struct TraceParts {
@@ -49,6 +67,8 @@ struct TraceParts {
   std::vector<std::string> notes;  // what the reader of the table should know
   TracePartsCounts counts;
   StepBreakdown breakdown;  // rows by phase, layer kind, part (untagged last) and per layer
+  std::vector<OutsideModelRow> outside_model;  // by kernel time, descending (then op, phase)
+  int64_t outside_model_kernel_ns = 0;
 };
 
 // The one line said when a trace has no module events.
@@ -56,8 +76,10 @@ std::string trace_parts_hint();
 
 // results.by_phase_part, .by_layer, .attribution and .parts (status) of a trace.
 Json to_json(const TraceParts& parts);
-// The phase × part matrix and the per-layer table (or the one-line hint without module events).
-std::vector<Table> trace_parts_tables(const TraceParts& parts);
+// The phase × part matrix, the time outside the model's modules by launching op and the per-layer
+// table (or the one-line hint without module events); `title_prefix` heads every title
+// ("rank 1: " in a per-rank directory).
+std::vector<Table> trace_parts_tables(const TraceParts& parts, const std::string& title_prefix = {});
 
 // ---- the phase × part matrix, shared by `profile` and `kernels` ----------------------------
 // Rows (layer kind, part) in display order, one column per phase in `phases`, then all phases and

@@ -105,7 +105,9 @@ struct RankTrace {
   int64_t rank = -1;
   TraceResult result;
 };
+// Every rank gets the same phase × part attribution as a single trace (`parts`: the layer kinds).
 std::vector<RankTrace> read_trace_directory(const std::string& dir,
-                                            const KernelTableOptions& options = {});
+                                            const KernelTableOptions& options = {},
+                                            const TracePartsOptions& parts = {});
 
 }  // namespace tprobe::core
