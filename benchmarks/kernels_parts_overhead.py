@@ -10,10 +10,14 @@ python_function and fwdbwd events, which is a trace the module attribution does 
 times COMMAND on each ({} in it is the trace's path): one warm-up each, then REPEATS rounds
 alternating with, without, with, without ..., each run's user+sys CPU (the kernel's accounting of
 the finished child) and wall. Prints every run, the medians and the median of the pairwise CPU
-ratios (with / without).
+ratios (with / without). With --off ARGS (the command's arguments that turn the attribution
+off, e.g. --off "--parts off"), a third run per round reads the trace WITH module events and the
+attribution off: "attribution" = with / with-off is what the attribution adds to reading the same
+file; "events" = with-off / without is what reading the extra python_function and fwdbwd events
+costs (the recording's size, not the attribution).
 
 Usage: benchmarks/kernels_parts_overhead.py [--copies 13] [--repeats 5] [--dir DIR] -- COMMAND
-  e.g. -- build/cpu/src/app/tprobe kernels {} --top 3
+  e.g. --off "--parts off" -- build/cpu/src/app/tprobe kernels {} --top 3
        -- build/cpu/benchmarks/tprobe_kernels_read_bench {}
   (DIR: where the two traces are written, kept and reused when present; default a temporary
   folder, removed at the end)
@@ -110,6 +114,7 @@ def main():
     ap.add_argument("--copies", type=int, default=13)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--dir")
+    ap.add_argument("--off", help="arguments appended to COMMAND to turn the attribution off")
     ap.add_argument("command", nargs="+")
     a = ap.parse_args()
     if not any("{}" in c for c in a.command):
@@ -128,16 +133,20 @@ def main():
             print("# %s: %.1f MB" % (p, os.path.getsize(p) / 1e6))
         cmds = {w: [c.replace("{}", p) for c in a.command]
                 for w, p in (("with", with_path), ("without", without_path))}
-        for w in ("with", "without"):
+        kinds = ["with", "without"]
+        if a.off:
+            cmds["with-off"] = cmds["with"] + a.off.split()
+            kinds = ["with", "with-off", "without"]
+        for w in kinds:
             run(cmds[w])  # warm-up: the page cache, the binary
-        res = {"with": [], "without": []}
+        res = {w: [] for w in kinds}
         print("# run cpu_s wall_s max_rss_kb")
         for i in range(a.repeats):
-            for w in ("with", "without"):
+            for w in kinds:
                 cpu, wall, rss = run(cmds[w])
                 res[w].append((cpu, wall, rss))
                 print("%-8s %.3f %.3f %d" % (w, cpu, wall, rss))
-        for w in ("with", "without"):
+        for w in kinds:
             r = res[w]
             print("median %-8s cpu %.3f s, wall %.3f s, max RSS %.1f MiB" % (
                 w, statistics.median(x[0] for x in r), statistics.median(x[1] for x in r),
@@ -146,6 +155,13 @@ def main():
         print("CPU with / without, pair by pair: %s; median %.3f (overhead %+.1f %%)" % (
             ", ".join("%.3f" % x for x in ratios), statistics.median(ratios),
             (statistics.median(ratios) - 1) * 100))
+        if a.off:
+            for name, x, y in (("attribution (with / with-off)", "with", "with-off"),
+                               ("events (with-off / without)", "with-off", "without")):
+                r = [p[0] / q[0] for p, q in zip(res[x], res[y])]
+                print("CPU %s, pair by pair: %s; median %.3f (%+.1f %%)" % (
+                    name, ", ".join("%.3f" % v for v in r), statistics.median(r),
+                    (statistics.median(r) - 1) * 100))
     finally:
         if tmp:
             shutil.rmtree(tmp)

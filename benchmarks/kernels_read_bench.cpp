@@ -1,7 +1,7 @@
 // Benchmark (not a test): what `tprobe kernels TRACE` computes — the trace read with its module
 // attribution, the tables and the results JSON — in-process, without the CLI and the evidence
-// envelope. usage: tprobe_kernels_read_bench TRACE [MODEL]
-// MODEL: an embedded model name for the layer kinds (as --model). The read overhead of the module
+// envelope. usage: tprobe_kernels_read_bench TRACE [MODEL] [--parts off]
+// MODEL: an embedded model name for the layer kinds (as --model); --parts off as kernels' own. The read overhead of the module
 // attribution (benchmarks/kernels_parts_overhead.py) runs it; results go to docs/benchmarks.md.
 #include <chrono>
 #include <cstdio>
@@ -21,9 +21,18 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     KernelsRequest q;
     q.inputs = {argv[1]};
-    if (argc > 2) {
-      const ModelConfig config = embedded_model(argv[2]);
-      q.parts.model = argv[2];
+    std::string model;
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a == "--parts" && i + 1 < argc) {
+        q.parts.attribute = std::string(argv[++i]) != "off";
+      } else {
+        model = a;
+      }
+    }
+    if (!model.empty()) {
+      const ModelConfig config = embedded_model(model);
+      q.parts.model = model;
       for (int64_t i = 0; i < config.num_layers; ++i) {
         q.parts.layer_kinds.push_back(config.layer(i).type == LayerType::kFull ? LayerKind::kFull
                                                                                : LayerKind::kSliding);

@@ -17,11 +17,13 @@ struct KernelsOptions {
   std::string config_path;  // the model's config.json: the layer kinds of the phase × part table
   std::string checkpoint;   // or a checkpoint directory holding one
   std::string model;        // or an embedded model name
+  std::string parts = "on";  // off: no phase × part attribution (module events not kept)
 };
 
 // The per-layer kinds (sliding / full) of the model the trace ran, when the user names it.
 core::TracePartsOptions parts_options(const KernelsOptions& a) {
   core::TracePartsOptions o;
+  o.attribute = a.parts == "on";
   if (a.config_path.empty() && a.checkpoint.empty() && a.model.empty()) return o;
   core::ModelConfig config;
   if (!a.config_path.empty()) {
@@ -93,6 +95,11 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
       cmd->add_option("--checkpoint", args->checkpoint,
                       "A checkpoint directory whose config.json gives the layer kinds")
           ->excludes(config);
+  cmd->add_option("--parts", args->parts,
+                  "The phase x part attribution of traces with module events; off reads the "
+                  "python_function and fwdbwd events without keeping them")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--model", args->model, "An embedded model whose layer kinds to use")
       ->check(CLI::IsMember(core::embedded_model_names()))
       ->excludes(config)

@@ -43,24 +43,26 @@ PY
 /usr/bin/time -f "read %e s %M KiB" timeout 120 $T kernels $TR.nomod.json --model gemma4-26b-a4b \
   >/dev/null 2>"$D/time-without-modules.txt"
 tail -1 "$D/time-without-modules.txt" | tee -a "$LOG"
-say read time, with and without module events, alternating, ${READS:-7} each
+say read CPU time: with module events, the same with --parts off, without them, alternating, ${READS:-7} each
 for i in $(seq ${READS:-7}); do
-  for v in with without; do
+  for v in with with-off without; do
     f=$TR; [ $v = without ] && f=$TR.nomod.json
-    /usr/bin/time -f "$v %e" $T kernels $f --model gemma4-26b-a4b >/dev/null 2>>"$D/read-times.txt"
+    x=; [ $v = with-off ] && x="--parts off"
+    /usr/bin/time -f "$v %U %S" $T kernels $f --model gemma4-26b-a4b $x >/dev/null 2>>"$D/read-times.txt"
   done
 done
 python3 - "$D/read-times.txt" <<'PY' 2>&1 | tee -a "$LOG"
 import statistics, sys
-t = {"with": [], "without": []}
+t = {"with": [], "with-off": [], "without": []}
 for line in open(sys.argv[1]):
     p = line.split()
-    if len(p) == 2 and p[0] in t:
-        t[p[0]].append(float(p[1]))
-w, wo = statistics.median(t["with"]), statistics.median(t["without"])
-print(f"read time median of {len(t['with'])}: with module events {w:.3f} s "
-      f"(min {min(t['with']):.3f}, max {max(t['with']):.3f}), without {wo:.3f} s "
-      f"(min {min(t['without']):.3f}, max {max(t['without']):.3f}): +{(w / wo - 1) * 100:.1f} %")
+    if len(p) == 3 and p[0] in t:
+        t[p[0]].append(float(p[1]) + float(p[2]))  # user + sys CPU seconds
+m = {k: statistics.median(v) for k, v in t.items()}
+print(f"read CPU median of {len(t['with'])}: with module events {m['with']:.3f} s, the same with "
+      f"--parts off {m['with-off']:.3f} s, without the events {m['without']:.3f} s")
+print(f"  attribution (with / with-off): +{(m['with'] / m['with-off'] - 1) * 100:.1f} %; "
+      f"reading the events (with-off / without): +{(m['with-off'] / m['without'] - 1) * 100:.1f} %")
 PY
 say tprobe profile sdpa fp32 lora
 timeout 200 $T profile --model gemma4-26b-a4b --random-init --attn sdpa --lora-dtype fp32 \
@@ -86,7 +88,9 @@ def shares(rows, phase):
 a, ta = shares(k["by_phase_part"], "forward")
 b, tb = shares(p["by_phase_part"], "forward")
 print(f"HF trace: untagged {k['attribution']['untagged_kernel_share_ratio'] * 100:.2f} % of kernel time;"
-      f" rows sum {sum(r['kernel_s'] for r in k['by_phase_part']):.6f} s vs kernel_s {k['attribution']['kernel_s']:.6f} s")
+      f" rows sum {sum(r['kernel_s'] for r in k['by_phase_part']):.6f} s vs kernel_s {k['attribution']['kernel_s']:.6f} s;"
+      f" outside the model's modules {(k['attribution'].get('outside_model_kernel_share_ratio') or 0) * 100:.2f} %"
+      f" ({k['attribution'].get('outside_model_rows')} rows: {[(o['op'], o['phase'], o['rows']) for o in (k.get('outside_model') or [])][:6]})")
 print(f"forward kernel time: HF {ta * 1e3:.1f} ms, tprobe {tb * 1e3:.1f} ms")
 worst = 0
 for key in sorted(set(a) | set(b)):

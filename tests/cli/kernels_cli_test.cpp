@@ -375,5 +375,30 @@ TEST(KernelsCli, ATraceWithoutModuleEventsSaysWhichFlagToAdd) {
   EXPECT_TRUE(diag);
 }
 
+// --parts off: the same trace read with its module events checked and counted but not kept — the
+// kernel table and its totals unchanged, no phase × part rows, and the output says it was turned
+// off (not that the trace lacks module events).
+TEST(KernelsCli, PartsOffKeepsTheKernelTableAndSaysItWasTurnedOff) {
+  const std::string fixture = std::string(TPROBE_FIXTURES_DIR) + "/traces/parts-small.json";
+  const std::string dir = make_temp_dir();
+  ASSERT_EQ(run_tprobe({"kernels", fixture, "--json", dir + "/on.json"}).exit_code, 0);
+  RunResult r = run_tprobe({"kernels", fixture, "--parts", "off", "--json", dir + "/off.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("turned off (--parts off)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("with_stack=True"), std::string::npos) << r.out;
+  const json on = json::parse(read_text(dir + "/on.json"));
+  const json off = json::parse(read_text(dir + "/off.json"));
+  EXPECT_FALSE(on["results"]["by_phase_part"].is_null());
+  EXPECT_TRUE(off["results"]["by_phase_part"].is_null());
+  EXPECT_TRUE(off["results"]["parts"]["attribution_off"].get<bool>());
+  EXPECT_FALSE(on["results"]["parts"]["attribution_off"].get<bool>());
+  EXPECT_EQ(off["results"]["kernel_table"]["totals"], on["results"]["kernel_table"]["totals"]);
+  EXPECT_EQ(off["results"]["parts"]["python_events"], on["results"]["parts"]["python_events"]);
+  bool diag = false;
+  for (const auto& d : off["status"]["diagnostics"]) diag |= d["code"] == "trace_parts_off";
+  EXPECT_TRUE(diag);
+  EXPECT_EQ(run_tprobe({"kernels", fixture, "--parts", "maybe"}).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace tprobe::testing

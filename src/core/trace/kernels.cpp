@@ -155,6 +155,10 @@ void diagnose_parts(const KernelSource& s, const std::string& prefix,
                     std::vector<Diagnostic>& out) {
   if (!s.has_trace) return;
   const TraceParts& p = s.trace.parts;
+  if (p.attribution_off) {
+    out.push_back(Diagnostic{Severity::kInfo, "trace_parts_off", prefix + trace_parts_why_none(p)});
+    return;
+  }
   if (!p.module_events) {
     out.push_back(Diagnostic{Severity::kInfo, "trace_no_module_events", prefix + trace_parts_hint()});
     return;

@@ -699,6 +699,7 @@ class Attributor {
 TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& options) {
   TraceParts out;
   out.python_events = in.python_events;
+  out.attribution_off = !options.attribute;
   out.model = options.model;
   out.layer_kinds_known = !options.layer_kinds.empty();
   for (const PyEvent& e : in.python) out.module_events |= e.kind == PyKind::kModule;
@@ -762,10 +763,16 @@ std::string trace_parts_hint() {
          "an eager model); the phase split above is from the launching ops";
 }
 
+std::string trace_parts_why_none(const TraceParts& p) {
+  return p.attribution_off ? "the phase × part attribution was turned off (--parts off)"
+                           : trace_parts_hint();
+}
+
 Json to_json(const TraceParts& p) {
   Json out;
   const TracePartsCounts& c = p.counts;
   out["parts"] = {{"module_events", p.module_events},
+                  {"attribution_off", p.attribution_off},
                   {"python_events", p.python_events},
                   {"module_event_count", p.module_event_count},
                   {"fwdbwd_links", p.fwdbwd_links},
@@ -775,7 +782,7 @@ Json to_json(const TraceParts& p) {
                   {"model", p.model.empty() ? Json(nullptr) : Json(p.model)},
                   {"layer_kinds_known", p.layer_kinds_known},
                   {"notes", p.notes},
-                  {"hint", p.module_events ? Json(nullptr) : Json(trace_parts_hint())}};
+                  {"hint", p.module_events ? Json(nullptr) : Json(trace_parts_why_none(p))}};
   out["attribution"] = {{"rows", c.rows},
                         {"attributed_rows", c.attributed},
                         {"linked_rows", c.linked},
@@ -898,7 +905,7 @@ std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& ti
   std::vector<Table> out;
   if (!p.module_events) {
     Table t(title_prefix + "Parts");
-    t.column(trace_parts_hint(), Align::kLeft);
+    t.column(trace_parts_why_none(p), Align::kLeft);
     out.push_back(t);
     return out;
   }
@@ -1089,7 +1096,9 @@ PartSide part_side_from_trace(const TraceParts& parts, int64_t steps, const std:
   s.origin = "trace";
   s.steps = std::max<int64_t>(steps, 1);
   if (!parts.module_events) {
-    s.why_not = "it holds no module events (record with with_stack=True)";
+    s.why_not = parts.attribution_off
+                    ? "its phase × part attribution was turned off (--parts off)"
+                    : "it holds no module events (record with with_stack=True)";
     return s;
   }
   s.rows = parts.breakdown.rows;

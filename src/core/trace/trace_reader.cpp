@@ -449,7 +449,8 @@ bool all_digits(std::string_view v) {
 
 class TraceSax {
  public:
-  TraceSax(std::string source, TraceSummary& summary) : source_(std::move(source)), s_(summary) {}
+  TraceSax(std::string source, TraceSummary& summary, bool keep_parts = true)
+      : source_(std::move(source)), s_(summary), keep_parts_(keep_parts) {}
 
   // Pulls every token of the document through the callbacks below.
   void parse(JsonTokenizer& tz) {
@@ -850,7 +851,7 @@ class TraceSax {
           ++s_.health.skipped_events;
           return;
         }
-        flows_.push_back({ev_.flow_id, ev_.tid, ev_.ts_ns, ev_.ph == 's'});
+        if (keep_parts_) flows_.push_back({ev_.flow_id, ev_.tid, ev_.ts_ns, ev_.ph == 's'});
       }
       return;
     }
@@ -965,6 +966,7 @@ class TraceSax {
       ++s_.health.skipped_events;
       return;
     }
+    if (!keep_parts_) return;  // --parts off: checked and counted, not kept
     detail::PyEvent e;
     e.tid = ev_.tid;
     e.start_ns = ev_.ts_ns;
@@ -1038,6 +1040,7 @@ class TraceSax {
   std::vector<Annotation> annotations_;
   std::vector<detail::PyEvent> python_;
   std::vector<detail::FlowEnd> flows_;
+  bool keep_parts_ = true;
   std::unordered_map<std::string, uint32_t> module_ids_;
   std::vector<std::string> module_names_;
   int64_t python_events_ = 0;
@@ -1082,7 +1085,7 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
   TraceResult result;
   TraceSummary& s = result.summary;
   s.source = label;
-  TraceSax sax(label, s);
+  TraceSax sax(label, s, parts_options.attribute);
   JsonTokenizer tz(src, label, chunk);
   if (tz.empty_input()) fail("{}: the file is empty (no JSON)", label);
   sax.parse(tz);

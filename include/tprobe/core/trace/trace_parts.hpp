@@ -24,6 +24,9 @@ struct TracePartsOptions {
   // layer module); empty: the kinds are unknown and print as "-".
   std::vector<LayerKind> layer_kinds;
   std::string model;  // where the kinds came from (a config path, a checkpoint, a model name)
+  // false (`kernels --parts off`): python_function and fwdbwd events are read, checked and
+  // counted, not kept; no attribution runs (the phase split stays).
+  bool attribute = true;
 };
 
 struct TracePartsCounts {
@@ -56,6 +59,7 @@ struct OutsideModelRow {
 
 struct TraceParts {
   bool module_events = false;     // the trace holds python_function "nn.Module: ..." events
+  bool attribution_off = false;   // TracePartsOptions::attribute was false: nothing was kept
   int64_t python_events = 0;      // python_function events in the trace
   int64_t module_event_count = 0;
   int64_t fwdbwd_links = 0;       // flow ids with both a start and an end
@@ -73,6 +77,8 @@ struct TraceParts {
 
 // The one line said when a trace has no module events.
 std::string trace_parts_hint();
+// Why a trace has no phase × part rows: turned off (--parts off), or trace_parts_hint().
+std::string trace_parts_why_none(const TraceParts& parts);
 
 // results.by_phase_part, .by_layer, .attribution and .parts (status) of a trace.
 Json to_json(const TraceParts& parts);
