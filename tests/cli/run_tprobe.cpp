@@ -1,6 +1,8 @@
 // fork/exec runner for end-to-end CLI tests.
 #include "run_tprobe.hpp"
 
+#include <ftw.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -10,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 namespace tprobe::testing {
 
@@ -76,10 +79,47 @@ JsonRun run_json(std::vector<std::string> args) {
   return run;
 }
 
+namespace {
+
+std::vector<std::string>& temp_dirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+int open_entry(const char* path, const struct stat*, int type, struct FTW*) {
+  if (type == FTW_D) ::chmod(path, 0700);  // a test may have made it unwritable
+  return 0;
+}
+
+int remove_entry(const char* path, const struct stat*, int type, struct FTW*) {
+  if (type == FTW_DP) {
+    ::rmdir(path);
+  } else {
+    ::unlink(path);
+  }
+  return 0;
+}
+
+// At the test process's exit: its temporary folders go, unless a test failed (then they stay for
+// a look, and the failure's output names them) or TPROBE_KEEP_TEST_DIRS is set.
+void remove_temp_dirs() {
+  const char* keep = std::getenv("TPROBE_KEEP_TEST_DIRS");
+  if ((keep && *keep) || ::testing::UnitTest::GetInstance()->Failed()) return;
+  for (const std::string& d : temp_dirs()) {
+    // Directories first made writable so their entries can be unlinked, then removed depth-first.
+    ::nftw(d.c_str(), open_entry, 16, FTW_PHYS);
+    ::nftw(d.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  }
+}
+
+}  // namespace
+
 std::string make_temp_dir() {
   const char* base = std::getenv("TMPDIR");
   std::string tmpl = std::string(base && *base ? base : "/tmp") + "/tprobe-test.XXXXXX";
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  if (temp_dirs().empty()) std::atexit(remove_temp_dirs);
+  temp_dirs().push_back(tmpl);
   return tmpl;
 }
 
