@@ -30,7 +30,8 @@ std::string row_line(const core::LeverRow& r) {
 core::Outcome run(const model::LeversOptions& o, RunContext& ctx) {
   const core::LeversReport report = model::analyse_levers(
       o, [] { return core::interrupt_requested(); },
-      [&](const core::LeverRow& r) { ctx.out << row_line(r) << std::endl; });
+      [&](const core::LeverRow& r) { ctx.out << row_line(r) << std::endl; },
+      [&](const std::string& line) { ctx.out << line << std::endl; });
   ctx.out << "\n";
   for (const auto& t : core::levers_tables(report)) ctx.out << t.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
@@ -54,13 +55,50 @@ void register_levers(CLI::App& app, ProbeSet& set) {
                               fmt::join(names, ", ")))
       ->delimiter(',')
       ->check(CLI::IsMember(names));
+  // The epoch (docs/levers.md, "The epoch"): without --dataset nothing of it runs.
+  model::EpochOptions& e = o->epoch;
+  cmd->add_option("--dataset", e.dataset,
+                  "Predict and measure the epoch over these token lengths: a JSONL/CSV/text file "
+                  "(.gz too) as padding/bucket read, or 'synthetic' / 'synthetic:N'");
+  cmd->add_option("--format", e.format, "The dataset's format: auto, jsonl, csv or text")
+      ->capture_default_str();
+  cmd->add_option("--sampler", e.sampler,
+                  "The epoch's micro-batches: sequential (file order), shuffled, bucket:N "
+                  "(bucket's sampler), order:FILE (an order bucket --emit-order wrote) or packed")
+      ->capture_default_str();
+  cmd->add_option("--accum", e.accumulation, "Micro-batches per optimizer step")
+      ->check(positive_number())
+      ->capture_default_str();
+  cmd->add_option("--epoch-samples", e.samples,
+                  "Sampled micro-batches per measured configuration (0: planned from a pilot of 8 "
+                  "for a ±5 % interval, at most 64)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}))
+      ->capture_default_str();
+  cmd->add_option("--epoch-measure", e.measure,
+                  "Configurations measured on sampled micro-batches (comma list of lever names, "
+                  "baseline, best; none)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--max-seq-len", e.max_seq_len,
+                  "Records truncated to this (the packed rows' width); 0: the widest --widths")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd->add_option("--sampler-seed", e.seed, "Seed of the shuffled and bucket samplers and of the draw")
+      ->capture_default_str();
   set.add(
       cmd,
       [o, pad_fraction](RunContext& ctx) {
         o->step.pad_fraction_given = pad_fraction->count() > 0;
         return run(*o, ctx);
       },
-      Needs::kTorch, {{"--checkpoint"}, {}, {}});
+      Needs::kTorch,
+      {{"--checkpoint", "--dataset"},
+       {},
+       [o](core::OutputGuard& guard) {
+         // An order file is read: no output may be written over it.
+         const std::string& s = o->epoch.sampler;
+         if (s.rfind("order:", 0) == 0 && s.size() > 6) guard.input("--sampler", s.substr(6));
+       }});
 }
 
 ProbeInfo levers_probe() {

@@ -6,7 +6,11 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
+#include "tprobe/core/cost/epoch.hpp"
+#include "tprobe/core/data/epoch_batches.hpp"
 #include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
+#include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::model {
@@ -134,6 +138,330 @@ bool wanted(const LeversRequest& in, const std::string& lever) {
 
 }  // namespace
 
+
+StepPoint epoch_point(const core::MicroBatchShape& s) {
+  StepPoint p;
+  p.lengths = s.packed ? s.samples : s.rows;
+  if (p.lengths.empty()) fail("an empty micro-batch");
+  // A one-token record has no next token to predict: the engine needs two per row, so it runs as
+  // two (docs/levers.md, "Measured").
+  for (int64_t& l : p.lengths) l = std::max<int64_t>(l, 2);
+  p.width = std::max<int64_t>(
+      2, s.packed ? *std::max_element(p.lengths.begin(), p.lengths.end()) : s.width);
+  p.batch = static_cast<int64_t>(p.lengths.size());
+  if (std::all_of(p.lengths.begin(), p.lengths.end(), [&](int64_t l) { return l == p.width; })) {
+    p.lengths.clear();  // every row full: no padding, HF's maskless fast path
+  }
+  return p;
+}
+
+namespace {
+
+// Whether `attn` computes a padded batch's real tokens only on `device` (the registry's fact).
+bool path_packs(const std::string& attn, const std::string& device) {
+  const auto path = core::parse_attention_path(attn);
+  if (!path) return false;
+  const core::AttentionPathInfo& i = core::attention_info(*path);
+  return i.packs_padding && !(i.packs_padding_cuda_only && device != "cuda");
+}
+
+struct EpochInput {
+  core::EpochReport report;
+  std::vector<core::MicroBatchShape> shapes;
+  bool packed = false;
+  int64_t widest_measured = 0;
+};
+
+constexpr int64_t kPilot = 8;
+constexpr int64_t kSampleCap = 64;
+
+// The dataset, the sampler and the epoch's micro-batches: read before any step runs, so a broken
+// order file costs no GPU time.
+EpochInput prepare_epoch(const EpochOptions& o, const ProfileOptions& step) {
+  if (o.accumulation < 1) fail_usage("--accum {}: must be >= 1", o.accumulation);
+  if (o.samples < 0) fail_usage("--epoch-samples {}: must be >= 0 (0: planned)", o.samples);
+  const std::vector<std::string> known = [] {
+    std::vector<std::string> k = {"baseline", "best", "none"};
+    for (const core::LeverInfo& i : core::lever_catalogue()) {
+      if (i.id != core::LeverId::kBatch) k.push_back(i.name);
+    }
+    return k;
+  }();
+  for (const std::string& m : o.measure) {
+    if (std::find(known.begin(), known.end(), m) == known.end()) {
+      fail_usage("--epoch-measure '{}': expected some of {}", m, fmt::join(known, ", "));
+    }
+  }
+  EpochInput in;
+  in.widest_measured = *std::max_element(step.widths.begin(), step.widths.end());
+  const core::LengthDataset ds = core::load_dataset(o.dataset, core::parse_length_format(o.format));
+  core::EpochBatchOptions bo;
+  bo.sampler = core::parse_epoch_sampler(o.sampler, "--sampler");
+  bo.micro_batch = step.batch;
+  bo.max_seq_len = o.max_seq_len > 0 ? o.max_seq_len : in.widest_measured;
+  bo.seed = o.seed;
+  const core::EpochBatches b = core::epoch_batches(ds, bo);
+  in.packed = bo.sampler.kind == core::EpochSamplerKind::kPacked;
+  core::EpochReport& r = in.report;
+  r.dataset = ds.name;
+  r.records = b.records;
+  r.truncated_records = b.truncated_records;
+  r.sampler = b.sampler;
+  r.rule = b.rule;
+  r.micro_batch = bo.micro_batch;
+  r.max_seq_len = bo.max_seq_len;
+  r.accumulation = o.accumulation;
+  r.seed = o.seed;
+  r.micro_batches = static_cast<int64_t>(b.micro_batches.size());
+  r.real_tokens = b.real_tokens;
+  r.padded_tokens = b.padded_tokens;
+  r.requested_samples = o.samples;
+  r.pilot = kPilot;
+  r.cap = o.samples > 0 ? o.samples : kSampleCap;
+  int64_t engine_head_positions = 0;  // what the engine's loss head computes for a packed layout
+  for (const core::EpochMicroBatch& mb : b.micro_batches) {
+    in.shapes.push_back({mb.width, mb.rows, mb.samples, mb.packed});
+    if (!mb.packed && std::all_of(mb.rows.begin(), mb.rows.end(),
+                                  [&](int64_t l) { return l == mb.width; })) {
+      ++r.zero_pad_micro_batches;
+    }
+    const StepPoint p = epoch_point(in.shapes.back());
+    engine_head_positions += p.batch * p.width;
+  }
+  if (in.packed) {
+    r.loss_head_note = fmt::format(
+        "loss head: the engine runs a packed micro-batch as its records side by side, so its "
+        "logits cover records x longest record: {} positions over the epoch for {} real tokens "
+        "(a flattening collator's head covers the real tokens only); the layers compute the real "
+        "tokens only.",
+        core::format_count(engine_head_positions), core::format_count(r.real_tokens));
+  } else {
+    r.loss_head_note = fmt::format(
+        "loss head: logits are computed at every position, padded ones included (their labels "
+        "are ignored), as in Hugging Face: {} padded positions over the epoch, 2 x hidden x vocab "
+        "FLOPs each forward and twice that backward, on every path (the packing path skips the "
+        "padding in the layers, not in the head).",
+        core::format_count(r.padded_tokens - r.real_tokens));
+  }
+  if (bo.max_seq_len > in.widest_measured) {
+    r.rule += fmt::format("; micro-batches wider than the widest measured width ({}) are "
+                          "extrapolated by the curve",
+                          in.widest_measured);
+  }
+  return in;
+}
+
+core::ModelConfig model_config_of(const StepSpec& s) {
+  if (!s.checkpoint_dir.empty()) return core::read_config_json(s.checkpoint_dir + "/config.json").config;
+  return core::embedded_model(s.model);
+}
+
+// Runs the sampled micro-batches of `draw` on one configuration, one step each after the
+// request's warm-up, stopping at the planned sample size.
+void measure_epoch(core::EpochConfigRow& row, const EpochInput& in, const std::vector<int64_t>& draw,
+                   ProfileRequest req, const std::function<bool()>& user_stop,
+                   const std::function<void(const std::string&)>& on_line) {
+  const core::EpochReport& er = in.report;
+  const auto population = static_cast<int64_t>(in.shapes.size());
+  req.spec.points.clear();
+  for (int64_t i : draw) req.spec.points.push_back(epoch_point(in.shapes[static_cast<size_t>(i)]));
+  req.spec.repeats = 1;
+  req.trace = false;
+  int64_t target = std::min<int64_t>(er.cap, population);
+  const bool planned = er.requested_samples == 0;
+  row.pilot = planned ? std::min(er.pilot, target) : 0;
+  row.planned = target;
+  int64_t done = 0;
+  bool failed = false;
+  req.spec.should_stop = [&] { return (user_stop && user_stop()) || done >= target; };
+  auto on_point = [&](const PointResult& p) {
+    const int64_t index = draw[static_cast<size_t>(done)];
+    ++done;
+    row.sample.push_back(index);
+    row.sample_outcomes.push_back(to_string(p.outcome));
+    const bool ok = p.outcome == PointOutcome::kOk && !p.step_s.empty();
+    if (ok) {
+      row.sample_measured_s.push_back(p.step_s.front());
+      if (row.prediction) {
+        row.sample_predicted_s.push_back(row.prediction->per_micro_batch_s[static_cast<size_t>(index)]);
+      }
+    } else {
+      failed = true;
+    }
+    if (on_line) {
+      on_line(fmt::format("epoch {:<13} micro-batch {} ({}x{}{}): {}", row.lever, index,
+                          p.point.batch, p.point.width, p.point.padded() ? " padded" : "",
+                          ok ? core::format_seconds(p.step_s.front())
+                             : std::string(to_string(p.outcome)) + ": " + p.message));
+    }
+    if (planned && done == row.pilot && row.sample_measured_s.size() >= 2) {
+      const double cv = core::pilot_spread(row.sample_measured_s, row.sample_predicted_s);
+      row.pilot_cv = cv;
+      target = core::planned_samples(cv, static_cast<int64_t>(row.sample_measured_s.size()),
+                                     er.target, target, population);
+      row.planned = target;
+    }
+  };
+  try {
+    torch_api().run_profile(req, on_point);
+  } catch (const core::Interrupted&) {
+    row.measure_note = "interrupted";
+  } catch (const Error& e) {
+    row.measure_note = std::string("could not run: ") + e.what();
+    return;
+  }
+  row.measured = true;
+  if (user_stop && user_stop()) {
+    row.measure_note = fmt::format("interrupted after {} sampled micro-batches", done);
+  }
+  if (failed) {
+    row.measure_note = fmt::format(
+        "{} of {} sampled micro-batches did not run (outcomes listed): no estimate of the epoch",
+        done - static_cast<int64_t>(row.sample_measured_s.size()), done);
+    return;
+  }
+  if (row.sample_measured_s.empty()) return;
+  row.estimate = core::estimate_epoch(
+      row.sample_measured_s, row.sample_predicted_s, population,
+      row.prediction ? std::optional<double>(row.prediction->seconds) : std::nullopt);
+  if (row.prediction && row.estimate->half_s()) {
+    row.agree = std::abs(row.prediction->seconds - row.estimate->estimate_s()) <=
+                *row.estimate->half_s();
+  }
+  if (!row.estimate->half_s()) {
+    row.measure_note = "one sampled micro-batch: no interval";
+  } else if (planned && *row.estimate->half_s() > er.target * row.estimate->estimate_s()) {
+    row.measure_note = fmt::format(
+        "the interval is {} of the estimate, wider than the {} target: the sample was capped at {}",
+        core::format_percent(*row.estimate->half_s() / row.estimate->estimate_s()),
+        core::format_percent(er.target, 0), er.cap);
+  }
+}
+
+bool wanted_epoch(const std::vector<std::string>& measure, const std::vector<std::string>& levers) {
+  for (const std::string& l : levers) {
+    if (std::find(measure.begin(), measure.end(), l) != measure.end()) return true;
+  }
+  return false;
+}
+
+// Every measured configuration's epoch: one row per distinct set of knobs (the packing lever and
+// the attention lever are one configuration where they run the same path), its curve from the
+// unpadded points of every row with those knobs.
+core::EpochReport run_epoch(EpochInput& in, const core::LeversReport& rep, const LeversRequest& req,
+                            const EpochOptions& o,
+                            const std::function<void(const std::string&)>& on_line,
+                            std::vector<core::Diagnostic>& diags) {
+  core::EpochReport out = in.report;
+  const std::string& device = rep.device;
+  const StepSpec& spec = req.shared.spec;
+  std::optional<core::ModelConfig> config;
+  std::string config_error;
+  try {
+    config = model_config_of(spec);
+  } catch (const Error& e) {
+    config_error = e.what();
+  }
+  std::vector<core::StepKnobs> seen;
+  std::vector<std::vector<std::string>> names;
+  std::vector<const core::LeverRow*> first;
+  for (const core::LeverRow& r : rep.rows) {
+    if (r.lever == "batch") continue;
+    auto it = std::find(seen.begin(), seen.end(), r.knobs);
+    if (it == seen.end()) {
+      seen.push_back(r.knobs);
+      names.push_back({r.lever});
+      first.push_back(&r);
+    } else {
+      auto& n = names[static_cast<size_t>(it - seen.begin())];
+      if (std::find(n.begin(), n.end(), r.lever) == n.end()) n.push_back(r.lever);
+    }
+  }
+  const std::vector<int64_t> draw = core::draw_without_replacement(
+      out.micro_batches, std::min<int64_t>(out.cap, out.micro_batches), o.seed);
+  const auto stop = req.shared.spec.should_stop;
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    const core::StepKnobs& knobs = seen[k];
+    core::EpochConfigRow row;
+    row.lever = fmt::format("{}", fmt::join(names[k], ", "));
+    row.setting = first[k]->setting;
+    row.attn = knobs.attn;
+    row.packs = path_packs(knobs.attn, device);
+    std::vector<core::CurvePoint> pts;
+    std::string failure;
+    for (const core::LeverRow& r : rep.rows) {
+      if (r.knobs != knobs) continue;
+      if (r.outcome != "ok") {
+        if (failure.empty()) failure = r.outcome + (r.message.empty() ? "" : ": " + r.message);
+        continue;
+      }
+      if (!r.lengths.empty() || r.timing.samples_s.empty()) continue;
+      pts.push_back({r.batch, r.width, r.timing.median_s});
+    }
+    if (in.packed && !row.packs) {
+      row.status = "not applicable";
+      row.note = "the packed layout needs a path that keeps attention inside each record without "
+                 "attending the whole row (one that packs padding); this path does not";
+    } else if (pts.empty()) {
+      row.status = "not run";
+      row.note = failure.empty() ? "no unpadded point ran" : failure;
+    } else {
+      row.curve = core::fit_step_curve(pts);
+      if (!row.curve.determined) {
+        row.status = "underdetermined";
+        row.note = row.curve.refusal;
+      } else {
+        row.status = "predicted";
+        row.prediction = core::predict_epoch(row.curve, in.shapes, row.packs, o.accumulation);
+        if (config) {
+          row.flops = core::epoch_flops(*config, in.shapes,
+                                        core::attention_path_from_name(knobs.attn, "attention path"),
+                                        spec.lora_targets, spec.lora_rank, knobs.checkpointing == "on");
+        } else {
+          row.note = "FLOPs not counted: " + config_error;
+        }
+      }
+    }
+    const bool want = wanted_epoch(o.measure, names[k]);
+    if (want && (row.status == "predicted" || row.status == "underdetermined") &&
+        !(stop && stop())) {
+      measure_epoch(row, in, draw, lever_request(req.shared, knobs, false), stop, on_line);
+    } else if (want) {
+      row.measure_note = row.status == "predicted" || row.status == "underdetermined"
+                             ? "not measured: interrupted"
+                             : "not measured: " + row.status;
+    }
+    if (row.agree && !*row.agree) {
+      diags.push_back({core::Severity::kWarning, "epoch_disagrees",
+                       fmt::format("epoch of {}: predicted {:.4g} s, measured {:.4g} s ± {:.3g} s "
+                                   "on {} sampled micro-batches: the curve misses what the sample "
+                                   "measured (a finding, docs/levers.md \"The epoch\")",
+                                   row.lever, row.prediction->seconds, row.estimate->estimate_s(),
+                                   *row.estimate->half_s(), row.estimate->n)});
+    }
+    if (row.status == "underdetermined") {
+      diags.push_back({core::Severity::kInfo, "epoch_underdetermined",
+                       fmt::format("epoch of {}: {}", row.lever, row.note)});
+    }
+    out.configs.push_back(std::move(row));
+  }
+  for (const std::string& m : o.measure) {
+    if (m == "none") continue;
+    bool found = false;
+    for (const auto& n : names) found = found || std::find(n.begin(), n.end(), m) != n.end();
+    if (!found) {
+      diags.push_back({core::Severity::kInfo, "epoch_not_measured",
+                       fmt::format("--epoch-measure {}: no such configuration ran{}", m,
+                                   m == "packing" ? " (the packing lever needs a padded point: "
+                                                    "--pad-fraction or --lengths)"
+                                                  : "")});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 core::LeversReport run_levers(const LeversRequest& in) {
   core::LeversReport out;
   out.baseline_name = in.baseline_name;
@@ -208,7 +536,8 @@ core::LeversReport run_levers(const LeversRequest& in) {
 
 core::LeversReport analyse_levers(const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
-                                  const std::function<void(const core::LeverRow&)>& on_row) {
+                                  const std::function<void(const core::LeverRow&)>& on_row,
+                                  const std::function<void(const std::string&)>& on_line) {
   for (const std::string& l : options.levers) {
     const auto& cat = core::lever_catalogue();
     if (std::none_of(cat.begin(), cat.end(), [&](const core::LeverInfo& i) { return l == i.name; })) {
@@ -223,6 +552,8 @@ core::LeversReport analyse_levers(const LeversOptions& options,
                                         : std::vector<int64_t>{32, 64};
   }
   step.trace = "off";
+  std::optional<EpochInput> epoch;
+  if (!options.epoch.dataset.empty()) epoch = prepare_epoch(options.epoch, step);
   LeversRequest req;
   req.shared = profile_request(step);
   req.shared.spec.should_stop = should_stop;
@@ -238,6 +569,10 @@ core::LeversReport analyse_levers(const LeversOptions& options,
          "lever_" + r.outcome,
          fmt::format("{} {} at {}x{}: {}", r.lever, r.setting.empty() ? "(baseline)" : r.setting,
                      r.batch, r.width, r.message.empty() ? r.outcome : r.message)});
+  }
+  if (epoch && rep.outcome != core::Outcome::kInterrupted) {
+    rep.epoch = run_epoch(*epoch, rep, req, options.epoch, on_line, rep.diagnostics);
+    if (should_stop && should_stop()) rep.outcome = core::Outcome::kInterrupted;
   }
   return rep;
 }

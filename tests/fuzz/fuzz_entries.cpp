@@ -23,6 +23,7 @@
 #include "tprobe/core/data/bucket.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/io/lengths.hpp"
+#include "tprobe/core/io/order_file.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/core/report/report.hpp"
 #include "tprobe/core/trace/trace_reader.hpp"
@@ -146,6 +147,29 @@ void lengths(const uint8_t* data, std::size_t size) {
       if (ds.lengths[i] < 1 || ds.lengths[i] > core::kMaxRecordLength)
         broken("length out of range");
       if (ds.source[i] >= ds.source_names.size()) broken("source id out of range");
+    }
+  });
+}
+
+void order_file(const uint8_t* data, std::size_t size) {
+  const std::string path = scratch_file("order.jsonl", data, size);
+  expect_error_or_ok([&] {
+    const core::OrderFile f = core::read_order_file(path);
+    if (f.records < 1) broken("an order of no records was accepted");
+    if (f.starts.size() != f.widths.size() + 1) broken("starts and widths disagree");
+    if (f.records_in_order.size() != static_cast<std::size_t>(f.records)) {
+      broken("an order that is not one of every record was accepted");
+    }
+    std::vector<bool> seen(static_cast<std::size_t>(f.records), false);
+    for (uint32_t r : f.records_in_order) {
+      if (r >= seen.size() || seen[r]) broken("a record out of range or twice");
+      seen[r] = true;
+    }
+    for (std::size_t i = 0; i < f.widths.size(); ++i) {
+      if (f.widths[i] < 1 || f.starts[i + 1] <= f.starts[i] ||
+          f.starts[i + 1] - f.starts[i] > static_cast<uint64_t>(f.micro_batch)) {
+        broken("a micro-batch out of bounds");
+      }
     }
   });
 }
@@ -309,6 +333,7 @@ const std::vector<Entry>& entries() {
       {"safetensors", &safetensors},
       {"config_json", &config_json},
       {"lengths", &lengths},
+      {"order_file", &order_file},
       {"evidence", &evidence},
       {"trace", &trace},
       {"adapter", &adapter},

@@ -25,6 +25,9 @@ void safetensors(const uint8_t* data, std::size_t size);
 void config_json(const uint8_t* data, std::size_t size);
 // lengths: first byte picks the format (auto/jsonl/csv/text) and whether the rest is gzipped.
 void lengths(const uint8_t* data, std::size_t size);
+// order_file: the input as a bucket --emit-order file through read_order_file; an accepted order
+// lists every record once, in micro-batches of 1 .. micro_batch records with widths >= 1.
+void order_file(const uint8_t* data, std::size_t size);
 // evidence: first byte picks the reader: envelope, widths (padding/bucket), profile points,
 // scaling-fit coefficients (bucket --cost-from), points CSV.
 void evidence(const uint8_t* data, std::size_t size);

@@ -34,17 +34,44 @@ core::LeversReport run_levers(const LeversRequest& request);
 ProfileRequest lever_request(const ProfileRequest& shared, const core::StepKnobs& knobs,
                              bool padded_only);
 
+// The epoch (docs/levers.md, "The epoch"): with a dataset, every configuration's epoch is
+// predicted from its measured step curve, and the configurations in `measure` are measured on
+// micro-batches drawn uniformly from the epoch.
+struct EpochOptions {
+  std::string dataset;  // "": no epoch; else core::load_dataset's spec (a file, synthetic[:N])
+  std::string format = "auto";
+  std::string sampler = "sequential";  // sequential | shuffled | bucket:N | order:FILE | packed
+  int64_t accumulation = 8;            // micro-batches per optimizer step
+  int64_t samples = 0;                 // sampled micro-batches per measured configuration; 0: planned
+  int64_t max_seq_len = 0;             // 0: the widest --widths
+  uint64_t seed = 0;                   // the sampler's (shuffled, bucket) and the draw's
+  std::vector<std::string> measure = {"baseline", "packing"};  // lever names, "best"; {"none"}
+};
+
 // `tprobe levers`' options: the shapes and the measurement (profile's options; its knobs are the
 // baseline's and each lever's, never the user's) and which levers to measure.
 struct LeversOptions {
   ProfileOptions step;              // widths empty: 2048,16384 on cuda, 32,64 on cpu
   std::vector<std::string> levers;  // lever names (empty: all)
+  EpochOptions epoch;
 };
 
+// The sampled micro-batches' points, as the harness runs them: a padded micro-batch is its rows at
+// the width with their real lengths (HF's padding masks on a padded path, the real tokens packed
+// on a path that packs); a packed one is its records as packed segments — on a path that packs,
+// a padded point whose rows are the records (the engine packs their real tokens into one sequence
+// with positions reset and attention inside each record: the flattening collator's layout).
+StepPoint epoch_point(const core::MicroBatchShape& shape);
+
 // The whole probe: the request (profile's validation and size limits), the baseline and every
-// lever, the best combination; a diagnostic per lever that failed or was refused.
+// lever, the best combination; a diagnostic per lever that failed or was refused. With
+// options.epoch.dataset: the epoch's micro-batches are built first (a bad dataset or order file
+// fails before any step), then, after the levers, each configuration's epoch is predicted and
+// the configurations of options.epoch.measure are measured on sampled micro-batches (`on_line`:
+// one line per sampled micro-batch).
 core::LeversReport analyse_levers(const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
-                                  const std::function<void(const core::LeverRow&)>& on_row);
+                                  const std::function<void(const core::LeverRow&)>& on_row,
+                                  const std::function<void(const std::string&)>& on_line = {});
 
 }  // namespace tprobe::model

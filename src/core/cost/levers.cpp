@@ -328,6 +328,7 @@ Json to_json(const LeversReport& report) {
                                   ? "no lever was faster beyond the noise at every point"
                                   : "one lever alone: its own row is the best"}};
   }
+  j["epoch"] = report.epoch ? to_json(*report.epoch) : Json(nullptr);
   return j;
 }
 
@@ -395,7 +396,11 @@ std::vector<Table> levers_tables(const LeversReport& report) {
       .column("what it moves", Align::kLeft)
       .column("in your stack", Align::kLeft);
   for (const LeverInfo& l : lever_catalogue()) how.row({l.name, l.moves, l.in_hf_stack});
-  return {t, best, how};
+  std::vector<Table> out = {t, best, how};
+  if (report.epoch) {
+    for (Table& e : epoch_tables(*report.epoch)) out.push_back(std::move(e));
+  }
+  return out;
 }
 
 void levers_report_section(SectionBuilder& c) {
@@ -470,6 +475,7 @@ void levers_report_section(SectionBuilder& c) {
            "rows[].outcome", false);
   }
   c.table(c.generic_table("tab-levers-rows", "Every row", *rows, "rows"));
+  epoch_report_section(c);
 }
 
 }  // namespace tprobe::core

@@ -12,6 +12,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/cost/epoch.hpp"
 
 namespace tprobe::core {
 
@@ -122,6 +123,9 @@ struct LeversReport {
   std::string best_setting;
   std::vector<std::string> best_from;  // the levers it combines
   bool best_considered = false;        // false: the run stopped before the levers were compared
+  // With --dataset: the epoch predicted per configuration and measured on sampled micro-batches
+  // (core/cost/epoch.hpp); absent otherwise.
+  std::optional<EpochReport> epoch;
   std::vector<Diagnostic> diagnostics;
   Outcome outcome = Outcome::kOk;
 };
