@@ -6,8 +6,6 @@
 namespace tprobe::model {
 namespace {
 
-core::Json opt(const std::optional<int64_t>& v) { return v ? core::Json(*v) : core::Json(nullptr); }
-core::Json opt(const std::optional<double>& v) { return v ? core::Json(*v) : core::Json(nullptr); }
 std::string cell(const std::optional<double>& s) { return s ? core::format_seconds(*s) : "-"; }
 
 }  // namespace
@@ -24,10 +22,10 @@ core::Json to_json(const MaskCheckResult& r) {
                     {"rows_checked", c.rows_checked},
                     {"violating_rows", c.violating_rows},
                     {"max_allowed_per_row", c.max_allowed_per_row},
-                    {"saturates_at_row", opt(c.saturates_at_row)},
+                    {"saturates_at_row", core::json_or_null(c.saturates_at_row)},
                     {"fully_masked_rows", c.fully_masked_rows},
-                    {"first_bad_batch_row", opt(c.first_bad_batch_row)},
-                    {"first_bad_row", opt(c.first_bad_row)},
+                    {"first_bad_batch_row", core::json_or_null(c.first_bad_batch_row)},
+                    {"first_bad_row", core::json_or_null(c.first_bad_row)},
                     {"violation_kinds", c.kinds},
                     {"detail", c.detail},
                     {"build_s", row.build_s},
@@ -86,8 +84,8 @@ core::Json backends_json(const MaskBackendsResult& r) {
          {"kernels_note", b.kernels_note},
          {"fwd_s", b.fwd_s},
          {"fwd_bwd_s", b.fwd_bwd_s},
-         {"fwd_median_s", opt(b.fwd_median_s)},
-         {"fwd_bwd_median_s", opt(b.fwd_bwd_median_s)},
+         {"fwd_median_s", core::json_or_null(b.fwd_median_s)},
+         {"fwd_bwd_median_s", core::json_or_null(b.fwd_bwd_median_s)},
          {"output_finite", b.output_finite ? core::Json(*b.output_finite) : core::Json(nullptr)}});
   }
   return rows;

@@ -16,8 +16,6 @@ namespace tprobe::model {
 
 namespace {
 
-core::Json opt(const std::optional<double>& v) { return v ? core::Json(*v) : core::Json(nullptr); }
-
 // A relative error for a cell: inf (a zero reference) spelled out.
 std::string sci(double v) { return std::isinf(v) ? "inf" : core::format_sci(v); }
 std::string sci(const std::optional<double>& v) { return v ? sci(*v) : std::string(); }
@@ -44,7 +42,7 @@ core::Json backward_json(const BackwardParity& b) {
   j["loss"] = b.loss;
   j["reference_loss"] = b.reference_loss;
   j["loss_abs_diff"] = b.loss_abs_diff;
-  j["baseline_loss_abs_diff"] = opt(b.baseline_loss_abs_diff);
+  j["baseline_loss_abs_diff"] = core::json_or_null(b.baseline_loss_abs_diff);
   j["loss_requires_grad"] = b.loss_requires_grad;
   j["lora_tensors"] = static_cast<int64_t>(b.tensors.size());
   j["global_rel_l2"] = b.global_rel_l2;
@@ -54,12 +52,12 @@ core::Json backward_json(const BackwardParity& b) {
   j["worst_tensor_rel_l2"] = b.worst_tensor_rel_l2;
   j["baseline_suffix"] =
       b.baseline_suffix.empty() ? core::Json(nullptr) : core::Json(b.baseline_suffix);
-  j["baseline_global_rel_l2"] = opt(b.baseline_global_rel_l2);
-  j["baseline_worst_module_rel_l2"] = opt(b.baseline_worst_module_rel_l2);
+  j["baseline_global_rel_l2"] = core::json_or_null(b.baseline_global_rel_l2);
+  j["baseline_worst_module_rel_l2"] = core::json_or_null(b.baseline_worst_module_rel_l2);
   j["verdict_rule"] = b.verdict.rule;
   j["tolerance_global_rel_l2"] = b.verdict.tolerance;
-  j["tolerance_worst_module_rel_l2"] = opt(b.worst_module_tolerance);
-  j["tolerance_tensor_rel_l2"] = opt(b.worst_tensor_tolerance);
+  j["tolerance_worst_module_rel_l2"] = core::json_or_null(b.worst_module_tolerance);
+  j["tolerance_tensor_rel_l2"] = core::json_or_null(b.worst_tensor_tolerance);
   j["zero_one_side"] = b.zero_one_side;
   j["zero_both_sides"] = b.zero_both;
   j["within_tolerance"] = b.within_tolerance;
@@ -69,8 +67,8 @@ core::Json backward_json(const BackwardParity& b) {
     modules.push_back({{"module", m.module},
                        {"lora_a_rel_l2", m.a_rel_l2},
                        {"lora_b_rel_l2", m.b_rel_l2},
-                       {"baseline_lora_a_rel_l2", opt(m.a_baseline)},
-                       {"baseline_lora_b_rel_l2", opt(m.b_baseline)}});
+                       {"baseline_lora_a_rel_l2", core::json_or_null(m.a_baseline)},
+                       {"baseline_lora_b_rel_l2", core::json_or_null(m.b_baseline)}});
   }
   j["modules"] = modules;
   core::Json tensors = core::Json::array();
@@ -80,7 +78,7 @@ core::Json backward_json(const BackwardParity& b) {
                        {"reference_norm", t.reference_norm},
                        {"tprobe_norm", t.tprobe_norm},
                        {"rel_l2_error", t.rel_l2_error},
-                       {"baseline_rel_l2", opt(t.baseline_rel_l2)},
+                       {"baseline_rel_l2", core::json_or_null(t.baseline_rel_l2)},
                        {"zero_tprobe", t.zero_tprobe},
                        {"zero_reference", t.zero_reference}});
   }
@@ -123,8 +121,8 @@ core::Json to_json(const ParityResult& r, const ParityOptions& o) {
     res["baseline"] = nullptr;
   }
   res["loss"] = r.loss;
-  res["reference_loss"] = opt(r.reference_loss);
-  res["loss_abs_diff"] = opt(r.loss_abs_diff);
+  res["reference_loss"] = core::json_or_null(r.reference_loss);
+  res["loss_abs_diff"] = core::json_or_null(r.loss_abs_diff);
   res["verdict_rule"] = r.verdict_rule;
   res["tolerance_rel_l2"] = r.tolerance_rel_l2;
   res["within_tolerance"] = r.within_tolerance;

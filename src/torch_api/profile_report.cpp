@@ -20,8 +20,6 @@ namespace tprobe::model {
 
 namespace {
 
-core::Json opt(const std::optional<double>& v) { return v ? core::Json(*v) : core::Json(nullptr); }
-
 core::Json trace_json(const PointTrace& t, bool supported) {
   if (!supported) return nullptr;
   core::Json j;
@@ -40,8 +38,8 @@ core::Json trace_json(const PointTrace& t, bool supported) {
   j["untagged_kernel_share_ratio"] = b["untagged_kernel_share_ratio"];
   j["by_phase_part"] = b["rows"];
   j["by_layer"] = b["layers"];
-  j["attention_share_ratio"] = opt(t.attention_share);
-  j["attention_core_share_ratio"] = opt(t.attention_core_share);
+  j["attention_share_ratio"] = core::json_or_null(t.attention_share);
+  j["attention_core_share_ratio"] = core::json_or_null(t.attention_core_share);
   j["attention_deltas"] = core::Json::array();
   for (const auto& d : t.attention_deltas) {
     j["attention_deltas"].push_back({{"kernel", d.kernel},
@@ -110,12 +108,12 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
     core::Json j = point_to_json(p);
     j["intended_flops"] = rep.costs[i].intended_flops;
     j["performed_flops"] = rep.costs[i].performed_flops;
-    j["intended_mfu_ratio"] = opt(rep.costs[i].intended_mfu);
-    j["performed_mfu_ratio"] = opt(rep.costs[i].performed_mfu);
+    j["intended_mfu_ratio"] = core::json_or_null(rep.costs[i].intended_mfu);
+    j["performed_mfu_ratio"] = core::json_or_null(rep.costs[i].performed_mfu);
     j["kernel_trace"] = trace_json(rep.traces[i], rep.kernel_table_supported);
     out[p.point.padded() ? "padded_points" : "points"].push_back(std::move(j));
   }
-  out["peak"] = {{"tflops", opt(rep.peak_tflops)}, {"source", rep.peak_source}};
+  out["peak"] = {{"tflops", core::json_or_null(rep.peak_tflops)}, {"source", rep.peak_source}};
   out["flops_attention_path"] = core::to_string(rep.flops_path);
   out["scaling_fit"] = rep.fit ? core::to_json(*rep.fit) : core::Json(nullptr);
   out["scaling_fit_note"] = rep.fit_note.empty() ? core::Json(nullptr) : core::Json(rep.fit_note);

@@ -272,8 +272,6 @@ int64_t planned_samples(double cv, int64_t pilot, double target, int64_t cap, in
 
 namespace {
 
-Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
-
 std::string hours(double s) { return fmt::format("{:.3g} h", s / 3600.0); }
 
 }  // namespace
@@ -339,7 +337,7 @@ Json to_json(const EpochReport& r) {
     m["note"] = c.measure_note;
     m["pilot"] = c.pilot;
     m["planned"] = c.planned;
-    m["pilot_cv"] = opt(c.pilot_cv);
+    m["pilot_cv"] = json_or_null(c.pilot_cv);
     m["sample"] = c.sample;
     m["outcomes"] = c.sample_outcomes;
     m["measured_s"] = c.sample_measured_s;
@@ -348,14 +346,14 @@ Json to_json(const EpochReport& r) {
       const EpochEstimate& e = *c.estimate;
       m["n"] = e.n;
       m["population"] = e.population;
-      m["t"] = opt(e.t);
+      m["t"] = json_or_null(e.t);
       m["expansion_s"] = e.expansion_s;
-      m["expansion_half_s"] = opt(e.expansion_half_s);
-      m["ratio"] = opt(e.ratio);
-      m["ratio_s"] = opt(e.ratio_s);
-      m["ratio_half_s"] = opt(e.ratio_half_s);
+      m["expansion_half_s"] = json_or_null(e.expansion_half_s);
+      m["ratio"] = json_or_null(e.ratio);
+      m["ratio_s"] = json_or_null(e.ratio_s);
+      m["ratio_half_s"] = json_or_null(e.ratio_half_s);
       m["estimate_s"] = e.estimate_s();
-      m["half_s"] = opt(e.half_s());
+      m["half_s"] = json_or_null(e.half_s());
       m["estimate_hours"] = e.estimate_s() / 3600.0;
       m["half_hours"] = e.half_s() ? Json(*e.half_s() / 3600.0) : Json(nullptr);
       m["estimator"] = e.ratio_s ? "ratio" : "expansion";

@@ -16,8 +16,6 @@
 namespace tprobe::core {
 namespace {
 
-Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
-
 // Widths are token counts: written as integers (every reader checks they are).
 Json tokens(double width) { return static_cast<int64_t>(std::llround(width)); }
 
@@ -148,14 +146,14 @@ Json to_json(const ScalingFitReport& r) {
   Json coef = Json::object(), se = Json::object();
   if (fitted) {
     coef["a_s_per_token"] = r.fit->a.value;
-    se["a_s_per_token"] = opt(r.fit->a.std_error);
+    se["a_s_per_token"] = json_or_null(r.fit->a.std_error);
     // B is always written (0 when the model has no quadratic term) so that readers such as
     // `bucket --scaling-fit` can take A and B from any fit; C only where it was fitted.
     coef["b_s_per_token2"] = r.fit->b.value;
-    se["b_s_per_token2"] = opt(r.fit->b.std_error);
+    se["b_s_per_token2"] = json_or_null(r.fit->b.std_error);
     if (has_constant(r.fit->model)) {
       coef["c_s"] = r.fit->c.value;
-      se["c_s"] = opt(r.fit->c.std_error);
+      se["c_s"] = json_or_null(r.fit->c.std_error);
     }
   }
   out["coefficients"] = coef;
@@ -163,10 +161,10 @@ Json to_json(const ScalingFitReport& r) {
   out["degrees_of_freedom"] = fitted ? Json(r.fit->dof) : Json(nullptr);
   out["distinct_widths"] = r.fit ? Json(r.fit->distinct_widths) : Json(nullptr);
   out["rss_s2"] = fitted ? Json(r.fit->rss) : Json(nullptr);
-  out["residual_std_s"] = fitted ? opt(r.fit->residual_std_s) : Json(nullptr);
-  out["crossover_width"] = fitted ? opt(r.fit->crossover_width) : Json(nullptr);
-  out["loo_rms_s"] = fitted ? opt(r.fit->loo_rms_s) : Json(nullptr);
-  out["loo_max_abs_s"] = fitted ? opt(r.fit->loo_max_abs_s) : Json(nullptr);
+  out["residual_std_s"] = fitted ? json_or_null(r.fit->residual_std_s) : Json(nullptr);
+  out["crossover_width"] = fitted ? json_or_null(r.fit->crossover_width) : Json(nullptr);
+  out["loo_rms_s"] = fitted ? json_or_null(r.fit->loo_rms_s) : Json(nullptr);
+  out["loo_max_abs_s"] = fitted ? json_or_null(r.fit->loo_max_abs_s) : Json(nullptr);
   Json points = Json::array();
   if (fitted) {
     for (size_t i = 0; i < r.fit->per_point.size(); ++i) {
@@ -180,8 +178,8 @@ Json to_json(const ScalingFitReport& r) {
                         {"linear_s", p.linear_s},
                         {"quadratic_s", p.quadratic_s},
                         {"quadratic_share", p.quadratic_share},
-                        {"loo_predicted_s", opt(p.loo_predicted_s)},
-                        {"loo_error_s", opt(p.loo_error_s)},
+                        {"loo_predicted_s", json_or_null(p.loo_predicted_s)},
+                        {"loo_error_s", json_or_null(p.loo_error_s)},
                         {"origin", r.fitted_points[i].origin}});
     }
   } else {
@@ -193,10 +191,10 @@ Json to_json(const ScalingFitReport& r) {
   if (r.fixed_term) {
     const auto& v = *r.fixed_term;
     out["fixed_term"] = {{"testable", v.testable},
-                         {"c_s", opt(v.c_s)},
-                         {"c_std_error_s", opt(v.c_std_error_s)},
+                         {"c_s", json_or_null(v.c_s)},
+                         {"c_std_error_s", json_or_null(v.c_std_error_s)},
                          {"f", v.f && std::isfinite(*v.f) ? Json(*v.f) : Json(nullptr)},
-                         {"p_value", opt(v.p_value)},
+                         {"p_value", json_or_null(v.p_value)},
                          {"needed", v.needed},
                          {"verdict", v.verdict}};
   } else {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,12 @@ class Evidence {
 };
 
 // UTC time as ISO 8601 with milliseconds, e.g. "2026-11-29T14:37:25.123Z".
+// A value, or JSON null where there is none (an unmeasured figure).
+template <typename T>
+Json json_or_null(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
 std::string utc_timestamp_now();
 
 // nlohmann's exception text without its "[json.exception.parse_error.101] " tag and its
