@@ -440,8 +440,8 @@ void levers_report_section(SectionBuilder& c) {
       ch.width = 860;  // room for each bar's min–max and verdict
       BarChart& mem = memory[key];
       mem.title = "Peak allocated memory per lever, width " + key;
-      mem.value_label = "peak allocated memory (GiB, the caching allocator's peak; per step of "
-                        "the row's own batch)";
+      mem.value_label = "peak allocated memory (GiB, the caching allocator's peak per step of "
+                        "the row's batch; in brackets: minus the baseline's)";
       mem.series = {"peak allocated"};
       mem.width = 860;
     }
@@ -458,11 +458,12 @@ void levers_report_section(SectionBuilder& c) {
         mem.items.push_back({label, {}, false, "not measured (no allocator peaks on this device)"});
       } else {
         memory_measured[key] = true;
-        std::string note = fmt::format("{:.2f} GiB", *peak / kGiB);
+        // Short enough for the chart's right margin: "62 GiB (+6)", the difference in brackets.
+        std::string note = fmt::format("{:.3g} GiB", *peak / kGiB);
         if (lever == "baseline") {
-          note += "; the baseline";
+          note += " (baseline)";
         } else if (auto base = baseline_peak.find(key); base != baseline_peak.end()) {
-          note += fmt::format("; {:+.2f} GiB vs the baseline", (*peak - base->second) / kGiB);
+          note += fmt::format(" ({:+.3g})", (*peak - base->second) / kGiB);
         }
         mem.items.push_back({label, {*peak / kGiB}, false, note});
       }
