@@ -16,8 +16,10 @@ using nlohmann::json;
 
 TEST(SuiteCli, RunsEveryProbeIntoOneFolderWithTheReport) {
   const std::string out = make_temp_dir() + "/out";
-  RunResult r = run_tprobe(
-      {"suite", "--out", out, "--fixtures", TPROBE_FIXTURES_DIR, "--json", out + "-suite.json"});
+  // --device cpu: on a GPU host --device auto would plan the 26B-A4B steps (minutes; the plan
+  // itself is SuitePlan's), and this test is about the folder, not the device.
+  RunResult r = run_tprobe({"suite", "--out", out, "--fixtures", TPROBE_FIXTURES_DIR, "--device",
+                            "cpu", "--json", out + "-suite.json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const json j = json::parse(read_text(out + "-suite.json"));
   const auto& steps = j["results"]["steps"];
@@ -38,6 +40,8 @@ TEST(SuiteCli, RunsEveryProbeIntoOneFolderWithTheReport) {
     EXPECT_TRUE(file_exists(out + "/" + name + ".json")) << name;
     EXPECT_TRUE(file_exists(out + "/logs/" + name + ".txt")) << name;
   }
+  EXPECT_EQ(j["results"]["device"]["resolved"], "cpu");
+  EXPECT_EQ(j["results"]["device"]["why"], "--device cpu");
   EXPECT_TRUE(file_exists(out + "/report.html"));
   EXPECT_TRUE(file_exists(out + "/report.md"));
   EXPECT_NE(r.out.find("headlines"), std::string::npos);
@@ -87,7 +91,7 @@ TEST(SuiteCli, FindsItsFixturesFromAnyWorkingDirectory) {
   InDirectory in(cwd);
   ASSERT_TRUE(in.entered());
   RunResult r = run_tprobe({"suite", "--out", "out", "--quiet", "--json", "suite.json", "--skip",
-                            "profile,levers,mask,mask-padded,inspect,flops"});
+                            "env,profile,levers,mask,mask-padded,inspect,flops"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const json j = json::parse(read_text(cwd + "/suite.json"));
   const auto& res = j["results"];
