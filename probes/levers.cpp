@@ -108,10 +108,18 @@ ProbeInfo levers_probe() {
           core::levers_report_section,
           // The levers on the CPU (tiny shapes, random weights, fp32): every lever measured or
           // refused with the engine's reason, one padded point for packing.
+          // On a CUDA device: every lever on the 26B-A4B shapes (random weights) at 2x2,048 plus
+          // its half-padded point (docs/suite.md, "On a GPU": each configuration rebuilds the
+          // model; about 45 steps of about a second).
           {{"levers",
             {"levers", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
              "32,64", "--pad-fraction", "0.5", "--rank", "8", "--ce-chunk", "256", "--repeats",
-             "3"}}}};
+             "3"},
+            "",
+            false,
+            "",
+            {"levers", "--device", "cuda", "--model", "gemma4-26b-a4b", "--random-init",
+             "--widths", "2048", "--pad-fraction", "0.5", "--repeats", "3"}}}};
 }
 
 }  // namespace tprobe::probes

@@ -119,20 +119,25 @@ CLI::Option* add_step_options(CLI::App* command, model::ProfileOptions& options,
 
 // One step of the main job (`tprobe suite`): a child run of this binary writing <name>.json.
 // {out} and {fixtures} are replaced in the arguments; `needs` is a fixture path the step skips
-// without (relative to --fixtures). expect_no: exit 3 is the point of the step.
+// without (relative to the fixtures folder). expect_no: exit 3 is the point of the step.
+// `cuda_args`: the step's arguments when the suite runs on a CUDA device (empty: `args` on
+// every device); suite_plan() (probes/suite_plan.hpp) picks one of the two.
 struct SuiteStep {
   SuiteStep(std::string name_, std::vector<std::string> args_, std::string needs_ = "",
-            bool expect_no_ = false, std::string why_ = "")
+            bool expect_no_ = false, std::string why_ = "",
+            std::vector<std::string> cuda_args_ = {})
       : name(std::move(name_)),
         args(std::move(args_)),
         needs(std::move(needs_)),
         expect_no(expect_no_),
-        why(std::move(why_)) {}
+        why(std::move(why_)),
+        cuda_args(std::move(cuda_args_)) {}
   std::string name;
   std::vector<std::string> args;
   std::string needs;
   bool expect_no = false;
   std::string why;
+  std::vector<std::string> cuda_args;
 };
 
 using RegisterFn = void (*)(CLI::App& app, ProbeSet& set);

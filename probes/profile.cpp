@@ -113,10 +113,18 @@ ProbeInfo profile_probe() {
           // The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs
           // and the scaling fit over four widths (the fixed term testable), plus the standard
           // padded point; no kernel table on the CPU (said so in the evidence).
+          // On a CUDA device: the 26B-A4B shapes (random weights) at profile's defaults (the
+          // HF + PEFT baseline), two widths, one traced step each for the kernel table and the
+          // phase x part table (docs/suite.md, "On a GPU").
           {{"profile",
             {"profile", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
              "32,64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16",
-             "--ce-chunk", "256"}}}};
+             "--ce-chunk", "256"},
+            "",
+            false,
+            "",
+            {"profile", "--device", "cuda", "--model", "gemma4-26b-a4b", "--random-init",
+             "--widths", "2048,4096", "--repeats", "2"}}}};
 }
 
 }  // namespace tprobe::probes

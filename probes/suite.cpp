@@ -19,6 +19,8 @@
 #include <set>
 
 #include "probes/probe.hpp"
+#include "probes/suite_plan.hpp"
+#include "tprobe/config.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
@@ -29,7 +31,8 @@ namespace tprobe::probes {
 
 namespace {
 
-// The main job: every probe's steps, in the registry's order (probe.hpp, ProbeInfo::suite_steps).
+// The main job: every probe's steps, in the registry's order (probe.hpp, ProbeInfo::suite_steps),
+// with their CPU arguments (suite_plan() picks the CUDA ones).
 std::vector<SuiteStep> steps() {
   std::vector<SuiteStep> all;
   for (const ProbeInfo& p : all_probes()) {
@@ -40,7 +43,8 @@ std::vector<SuiteStep> steps() {
 
 struct SuiteOptions {
   std::string out = "out";
-  std::string fixtures = "tests/fixtures";
+  std::string fixtures;  // empty: installed, then the source tree's (find_fixtures)
+  std::string device = "auto";
   bool quiet = false;  // no summary lines from the report
   std::vector<std::string> skip;  // step names not to run (--skip)
 };
@@ -48,6 +52,11 @@ struct SuiteOptions {
 bool exists(const std::string& p) {
   struct stat st {};
   return ::stat(p.c_str(), &st) == 0;
+}
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 void make_dirs(const std::string& dir) {
@@ -60,6 +69,19 @@ void make_dirs(const std::string& dir) {
     }
     if (i < dir.size()) cur += dir[i];
   }
+}
+
+// Where this run's steps read their fixtures (suite_plan.hpp: --fixtures, installed, source tree).
+FixturesChoice fixtures_for(const std::string& given, const std::string& exe) {
+  return find_fixtures(given, exe, TPROBE_SOURCE_FIXTURES_DIR, is_dir);
+}
+
+// What the torch module says about CUDA (loads it: asked only in a CUDA build).
+CudaProbe query_cuda() {
+  const core::Environment env = collect_environment(Needs::kTorchIfAvailable);
+  if (env.cuda_usable) return {true, env.device_name.empty() ? "device 0" : env.device_name};
+  return {false, env.cuda_unusable_reason.empty() ? "the torch module says no CUDA device"
+                                                  : env.cuda_unusable_reason};
 }
 
 std::string self_exe() {
@@ -221,12 +243,41 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       }
     }
   }
+  // The device the steps are planned for, decided before the folder is touched (a --device cuda
+  // without one is refused here).
+  const SuiteDeviceChoice device =
+      choose_suite_device(o.device, TPROBE_HAS_TORCH_CUDA != 0, query_cuda);
+  const FixturesChoice fixtures = fixtures_for(o.fixtures, exe);
   clean_out(out);
   make_dirs(out + "/logs");
-  const std::vector<SuiteStep> all = steps();
+  const std::vector<SuiteStep> all = suite_plan(steps(), device.device);
   const std::size_t total = all.size() + 1;  // + the report
   ctx.out << fmt::format("tprobe suite: {} probes into {}/ (each probe's output in {}/logs/)\n",
                          all.size(), out, out);
+  ctx.out << fmt::format("device {} ({}); fixtures {}\n", suite_device_name(device.device),
+                         device.why,
+                         fixtures.path.empty()
+                             ? fmt::format("not found (looked at {})",
+                                           fmt::join(fixtures.looked_at, ", "))
+                             : fmt::format("{} ({})", fixtures.path, fixtures.source));
+  auto resolved_args = [&](const SuiteStep& s) {
+    std::vector<std::string> args;
+    for (const auto& a : s.args)
+      args.push_back(replace_all(replace_all(a, "{out}", out), "{fixtures}", fixtures.path));
+    return args;
+  };
+  // What was decided, in the evidence whatever happens next: the device, the fixtures and every
+  // step's arguments on that device.
+  core::Json plan = core::Json::array();
+  for (const SuiteStep& s : all) plan.push_back({{"name", s.name}, {"args", resolved_args(s)}});
+  const core::Json decided = {
+      {"device", {{"requested", device.requested},
+                  {"resolved", suite_device_name(device.device)},
+                  {"why", device.why}}},
+      {"fixtures", fixtures.path.empty() ? core::Json(nullptr) : core::Json(fixtures.path)},
+      {"fixtures_source", fixtures.source},
+      {"fixtures_looked_at", fixtures.looked_at},
+      {"plan", plan}};
   core::Json rows = core::Json::array();
   int failed = 0, said_no = 0, skipped = 0;
   std::size_t index = 0;
@@ -255,19 +306,23 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       rows.push_back(row);
       continue;
     }
-    if (!s.needs.empty() && !exists(o.fixtures + "/" + s.needs)) {
+    if (!s.needs.empty() && (fixtures.path.empty() || !exists(fixtures.path + "/" + s.needs))) {
       ++skipped;
       const std::string why =
-          fmt::format("skipped: {}/{} not found (--fixtures)", o.fixtures, s.needs);
+          fixtures.path.empty()
+              ? fmt::format("skipped: no fixtures (looked for {} in {}; give --fixtures)",
+                            s.needs, fmt::join(fixtures.looked_at, ", "))
+          : fixtures.source == "--fixtures"
+              ? fmt::format("skipped: {}/{} not found (--fixtures)", fixtures.path, s.needs)
+              : fmt::format("skipped: {}/{} not found (the {} fixtures)", fixtures.path, s.needs,
+                            fixtures.source);
       line(s.name, "skipped", -1, why);
       row["state"] = "skipped";
       row["message"] = why;
       rows.push_back(row);
       continue;
     }
-    std::vector<std::string> args;
-    for (const auto& a : s.args)
-      args.push_back(replace_all(replace_all(a, "{out}", out), "{fixtures}", o.fixtures));
+    std::vector<std::string> args = resolved_args(s);
     const std::string evidence = out + "/" + s.name + ".json";
     const std::string log = out + "/logs/" + s.name + ".txt";
     args.push_back("--json");
@@ -308,8 +363,9 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   if (interrupted) {
     write_manifest(out, ctx.files);
     // No report over a half-run suite: the evidence says which steps ran.
-    ctx.evidence.results() = {{"out", out}, {"fixtures", o.fixtures}, {"steps", rows},
-                              {"failed", failed}, {"said_no", said_no}, {"skipped", skipped}};
+    ctx.evidence.results() = {{"out", out}, {"steps", rows}, {"failed", failed},
+                              {"said_no", said_no}, {"skipped", skipped}};
+    ctx.evidence.results().update(decided);
     ctx.out << fmt::format("\nINTERRUPTED: the suite stopped; {}/ holds the evidence of the steps "
                            "that ran\n",
                            out);
@@ -349,8 +405,9 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       "the text summary.\n",
       static_cast<int>(rows.size()) - failed - said_no - skipped, said_no, failed, skipped, out,
       out);
-  ctx.evidence.results() = {{"out", out},       {"fixtures", o.fixtures}, {"steps", rows},
-                            {"failed", failed}, {"said_no", said_no},     {"skipped", skipped}};
+  ctx.evidence.results() = {{"out", out},         {"steps", rows},       {"failed", failed},
+                            {"said_no", said_no}, {"skipped", skipped}};
+  ctx.evidence.results().update(decided);
   if (failed > 0) {
     ctx.evidence.diagnose(core::Severity::kError, "suite_failed",
                           fmt::format("{} step(s) failed: see {}/logs/", failed, out));
@@ -370,16 +427,29 @@ void register_suite(CLI::App& app, ProbeSet& set) {
       "suite", "The main job: every probe on embedded defaults into one folder, then the report");
   cmd->add_option("--out", o->out, "Folder for the evidence files, logs and the report")
       ->capture_default_str();
-  cmd->add_option("--fixtures", o->fixtures,
-                  "tprobe's committed fixtures (parity, lora-gate inputs)")
+  CLI::Option* fixtures_opt = cmd->add_option("--fixtures", o->fixtures,
+                  "tprobe's committed fixtures (parity, kernels, lora-gate inputs). Default: the "
+                  "installed <bindir>/../share/tprobe/fixtures, else this source tree's "
+                  "tests/fixtures");
+  cmd->add_option("--device", o->device,
+                  "Where the measured steps (profile, levers) run: auto (cuda when the torch "
+                  "module reports a usable CUDA device, else cpu), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No headline per probe");
   cmd->add_option("--skip", o->skip,
                   "Steps not to run (comma list of step names, e.g. profile,levers)")
       ->delimiter(',');
   // Every file the children write is checked against the suite's own --json and its fixtures.
-  auto declare = [o](core::OutputGuard& guard) {
+  auto declare = [o, fixtures_opt](core::OutputGuard& guard) {
     if (o->out.empty()) fail_usage("--out: the path is empty; give a folder");
+    if (fixtures_opt->count() > 0 && o->fixtures.empty())
+      fail_usage("--fixtures: the path is empty; give a folder (or leave the option out)");
+    // The fixtures found without --fixtures are inputs too (a given --fixtures is one already).
+    if (o->fixtures.empty()) {
+      const FixturesChoice f = fixtures_for("", self_exe());
+      if (!f.path.empty()) guard.input("fixtures (" + f.source + ")", f.path);
+    }
     for (const std::string& f : suite_files()) guard.reserved("--out", o->out + "/" + f);
   };
   set.add(

@@ -3,7 +3,9 @@
 # libtorch 2.11, plus lora-gate on the PEFT-saved adapters. Brings back 5 files in
 # $OUT/gate-report/: report.html, report.md, suite.json, stdout.txt and all.tar.gz (every evidence
 # file and log; OUT defaults to ./out). The suite runs in a temporary folder, removed at exit.
-# Needs build/cuda/src/app/tprobe (scripts/gpu-build.sh). About 2 minutes.
+# Needs build/cuda/src/app/tprobe (scripts/gpu-build.sh). With a usable device the suite's
+# profile and levers run the 26B-A4B shapes (--device auto; docs/suite.md, "On a GPU"):
+# estimated under 5 minutes on the H200, not yet measured (it was about 2 with the CPU steps).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 dest="${OUT:-$PWD/out}/gate-report"

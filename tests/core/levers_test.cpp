@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 
+#include "tprobe/config.hpp"
 #include "tprobe/core/cost/levers.hpp"
+#include "tprobe/core/report/section.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -155,6 +159,142 @@ TEST(Levers, EveryLeverSaysHowToPullItInAnHfStack) {
     EXPECT_STRNE(l.in_hf_stack, "") << l.name;
     EXPECT_STREQ(to_string(l.id), l.name);
   }
+}
+
+
+// The x, width (or x1) attributes of every element of `cls` in an SVG, in order.
+std::vector<std::pair<std::string, std::string>> geometry(const std::string& svg,
+                                                          const std::string& element,
+                                                          const std::string& cls) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const std::regex re("<" + element + " class=\"" + cls + "\" ([^>]*)>");
+  const std::regex x(R"re((?:^| )x1?="([^"]*)")re"), w(R"re((?:^| )(?:width|y2)="([^"]*)")re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    const std::string attrs = (*it)[1];
+    std::smatch mx, mw;
+    std::regex_search(attrs, mx, x);
+    std::regex_search(attrs, mw, w);
+    out.push_back({mx.size() > 1 ? mx[1].str() : "", mw.size() > 1 ? mw[1].str() : ""});
+  }
+  return out;
+}
+
+TEST(LeversChart, TheNoiseBandIsShadedBetweenTheBaselinesMinAndMax) {
+  BarChart ch;
+  ch.title = "t";
+  ch.series = {"step"};
+  ch.items = {{"baseline", {4.0}, false, ""}, {"norm", {2.0}, false, ""}};
+  ch.band = true;
+  ch.band_low = 1.0;
+  ch.band_high = 2.0;
+  ch.band_label = "noise";
+  // Worked by hand from the layout: short labels keep the label column at 120 px, so the plot
+  // runs from 120 + 12 = 132 to 640 - 110 = 530 (398 px); the ticks 0..4 end at the longest bar,
+  // so 1 s is 398 / 4 = 99.5 px. Two rows of one 14 px bar + 8 px: the band is 44 px tall from
+  // the plot's top at 34.
+  const std::string svg = render_svg(ch);
+  EXPECT_NE(svg.find("<rect class=\"band\" x=\"231.5\" y=\"34\" width=\"99.5\" "
+                     "height=\"44.0\""),
+            std::string::npos)
+      << svg;
+  const auto edges = geometry(svg, "line", "band-edge");
+  ASSERT_EQ(edges.size(), 2u) << svg;
+  EXPECT_EQ(edges[0].first, "231.5");
+  EXPECT_EQ(edges[1].first, "331.0");
+  EXPECT_EQ(edges[0].second, "78.0");  // from the top (34) down the two rows
+  EXPECT_NE(svg.find(">noise</text>"), std::string::npos);  // in the legend
+
+  // A band beyond every bar widens the scale: ticks 0..5, so 1 s is 398 / 5 = 79.6 px.
+  ch.band_high = 5.0;
+  const auto wide = geometry(render_svg(ch), "rect", "band");
+  ASSERT_EQ(wide.size(), 1u);
+  EXPECT_EQ(wide[0].first, "211.6");
+  EXPECT_EQ(wide[0].second, "318.4");
+
+  // Unset, or ends that are not a range: no band.
+  ch.band_low = 3.0;
+  ch.band_high = 2.0;
+  EXPECT_EQ(render_svg(ch).find("class=\"band"), std::string::npos);
+  ch.band = false;
+  ch.band_low = 1.0;
+  EXPECT_EQ(render_svg(ch).find("class=\"band"), std::string::npos);
+}
+
+EvidenceInput levers_evidence(Json rows) {
+  EvidenceInput in;
+  in.name = "levers.json";
+  in.path = "/x/levers.json";
+  in.doc = {{"schema", {{"name", "tprobe.levers"}, {"version", kEvidenceSchemaVersion}}},
+            {"tool", {{"version", TPROBE_VERSION}}},
+            {"status", {{"outcome", "ok"}}},
+            {"results", {{"baseline", {{"reproduces", "hf"}}}, {"rows", std::move(rows)}}}};
+  return in;
+}
+
+Json lever_row(const std::string& lever, const std::string& setting, double lo, double hi,
+               Json peak, const std::string& outcome = "ok") {
+  Json r = {{"lever", lever},       {"setting", setting},     {"batch", 2},
+            {"width", 2048},        {"lengths", Json::array()}, {"outcome", outcome},
+            {"peak_allocated_bytes", std::move(peak)}};
+  if (outcome == "ok") {
+    r["median_s"] = (lo + hi) / 2;
+    r["min_s"] = lo;
+    r["max_s"] = hi;
+  }
+  return r;
+}
+
+const ReportSection& only_section(const Report& r) {
+  static const ReportSection none;
+  return r.sections.size() == 1 ? r.sections[0] : none;
+}
+
+TEST(LeversChart, MemoryPerLeverBesideTheTimeChartWithTheDifferenceFromTheBaseline) {
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const Json rows = Json::array({lever_row("baseline", "", 1.0, 1.2, 10 * gib),
+                                 lever_row("norm", "--norm fused", 0.7, 0.8, 9.5 * gib),
+                                 lever_row("ce", "--ce naive", 0, 0, nullptr, "oom")});
+  const Report rep =
+      build_report({levers_evidence(rows)}, {{"levers", "Levers", levers_report_section}});
+  const ReportSection& s = only_section(rep);
+  ASSERT_EQ(s.figures.size(), 2u);
+  EXPECT_EQ(s.figures[0].id, "fig-levers-point-1");
+  EXPECT_EQ(s.figures[1].id, "fig-levers-memory-1");
+  // The time chart's band is the baseline's 1.0–1.2 s.
+  EXPECT_NE(s.figures[0].svg.find("class=\"band\""), std::string::npos);
+  EXPECT_NE(s.figures[0].svg.find("(1–1.2 s)"), std::string::npos) << s.figures[0].svg;
+  const std::string& mem = s.figures[1].svg;
+  EXPECT_NE(mem.find(">10 GiB (baseline)</text>"), std::string::npos) << mem;
+  EXPECT_NE(mem.find(">9.5 GiB (-0.5)</text>"), std::string::npos) << mem;
+  // Two bars: the OOM row has none, only its outcome.
+  EXPECT_EQ(geometry(mem, "rect", "bar").size(), 2u) << mem;
+  EXPECT_NE(mem.find(">oom</text>"), std::string::npos) << mem;
+}
+
+TEST(LeversChart, MemoryNotMeasuredOnTheCpuIsSaidNotDrawnAsZero) {
+  const Json rows = Json::array({lever_row("baseline", "", 1.0, 1.2, nullptr),
+                                 lever_row("norm", "--norm fused", 0.7, 0.8, nullptr)});
+  const Report rep =
+      build_report({levers_evidence(rows)}, {{"levers", "Levers", levers_report_section}});
+  const ReportSection& s = only_section(rep);
+  ASSERT_EQ(s.figures.size(), 1u);  // the time chart only
+  const auto fact = std::find_if(s.facts.begin(), s.facts.end(),
+                                 [](const ReportFact& f) { return f.label == "peak memory"; });
+  ASSERT_NE(fact, s.facts.end());
+  EXPECT_NE(fact->value.find("not measured"), std::string::npos) << fact->value;
+  EXPECT_EQ(fact->field, "results.rows[].peak_allocated_bytes");
+
+  // One measured row at the point: the chart is drawn, the unmeasured rows say so, with no bar.
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const Json mixed = Json::array({lever_row("baseline", "", 1.0, 1.2, 4 * gib),
+                                  lever_row("norm", "--norm fused", 0.7, 0.8, nullptr)});
+  const Report rep2 =
+      build_report({levers_evidence(mixed)}, {{"levers", "Levers", levers_report_section}});
+  const ReportSection& s2 = only_section(rep2);
+  ASSERT_EQ(s2.figures.size(), 2u);
+  EXPECT_EQ(geometry(s2.figures[1].svg, "rect", "bar").size(), 1u);
+  EXPECT_NE(s2.figures[1].svg.find("not measured"), std::string::npos);
 }
 
 }  // namespace

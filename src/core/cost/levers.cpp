@@ -414,19 +414,32 @@ void levers_report_section(SectionBuilder& c) {
     c.absent("rows", "the lever figures");
     return;
   }
-  // One chart per point, in the order the points first appear.
+  // One chart per point, in the order the points first appear: step time (with the baseline's
+  // min–max as the noise band) and, beside it, peak allocated memory.
   std::vector<std::string> points;
-  std::map<std::string, BarChart> charts;
+  std::map<std::string, BarChart> charts, memory;
+  std::map<std::string, bool> memory_measured;  // a point where some row has a peak
+  std::map<std::string, double> baseline_peak;  // bytes, where the baseline's was measured
   int64_t refused = 0;
-  for (const Json& row : *rows) {
+  auto point_key = [](const Json& row) -> std::string {
     const auto width = number_at(row, "width"), batch = number_at(row, "batch");
-    if (!width || !batch) continue;
+    if (!width || !batch) return "";
     const Json* lengths = array_at(row, "lengths");
     const bool padded = lengths && !lengths->empty();
-    const std::string lever = string_at(row, "lever");
+    return fmt::format("{}{}", format_count(static_cast<int64_t>(*width)), padded ? " padded" : "");
+  };
+  for (const Json& row : *rows) {
+    const std::string key = point_key(row);
+    if (key.empty() || string_at(row, "lever") != "baseline") continue;
+    if (auto peak = number_at(row, "peak_allocated_bytes")) baseline_peak[key] = *peak;
+  }
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  for (const Json& row : *rows) {
+    const auto width = number_at(row, "width"), batch = number_at(row, "batch");
     // The batch lever runs another batch: it is drawn with the baseline's point, per token.
-    const std::string key = fmt::format("{}{}", format_count(static_cast<int64_t>(*width)),
-                                        padded ? " padded" : "");
+    const std::string key = point_key(row);
+    if (key.empty()) continue;
+    const std::string lever = string_at(row, "lever");
     if (!charts.count(key)) {
       points.push_back(key);
       BarChart& ch = charts[key];
@@ -434,15 +447,53 @@ void levers_report_section(SectionBuilder& c) {
       ch.value_label = "step time (s, median; the batch lever per the baseline's tokens)";
       ch.series = {"step"};
       ch.width = 860;  // room for each bar's min–max and verdict
+      BarChart& mem = memory[key];
+      mem.title = "Peak allocated memory per lever, width " + key;
+      mem.value_label = "peak allocated memory (GiB, the caching allocator's peak per step of "
+                        "the row's batch; in brackets: minus the baseline's)";
+      mem.series = {"peak allocated"};
+      mem.width = 860;
     }
     const std::string outcome = string_at(row, "outcome");
     const std::string setting = string_at(row, "setting");
     const std::string label = lever + (setting.empty() ? "" : " " + setting);
+    // Memory: a bar only where the peak was measured; "not measured" (the CPU) is said, not drawn.
+    {
+      const auto peak = number_at(row, "peak_allocated_bytes");
+      BarChart& mem = memory[key];
+      if (outcome != "ok") {
+        mem.items.push_back({label, {}, false, outcome.empty() ? "did not run" : outcome});
+      } else if (!peak) {
+        mem.items.push_back({label, {}, false, "not measured (no allocator peaks on this device)"});
+      } else {
+        memory_measured[key] = true;
+        // Short enough for the chart's right margin: "62 GiB (+6)", the difference in brackets.
+        std::string note = fmt::format("{:.3g} GiB", *peak / kGiB);
+        if (lever == "baseline") {
+          note += " (baseline)";
+        } else if (auto base = baseline_peak.find(key); base != baseline_peak.end()) {
+          note += fmt::format(" ({:+.3g})", (*peak - base->second) / kGiB);
+        }
+        mem.items.push_back({label, {*peak / kGiB}, false, note});
+      }
+    }
     auto median = number_at(row, "median_s");
     if (outcome != "ok" || !median) {
       ++refused;
       charts[key].items.push_back({label, {0.0}, false, outcome});
       continue;
+    }
+    if (lever == "baseline") {
+      // The noise band: the baseline's own min–max at this point, across every bar.
+      const auto lo = number_at(row, "min_s"), hi = number_at(row, "max_s");
+      if (lo && hi) {
+        BarChart& ch = charts[key];
+        ch.band = true;
+        ch.band_low = *lo;
+        ch.band_high = *hi;
+        ch.band_label = fmt::format("the baseline's min–max ({}–{} s): the noise band",
+                                    axis_number(*lo), axis_number(*hi));
+      }
     }
     double scale = 1;
     if (lever == "batch") {
@@ -460,14 +511,31 @@ void levers_report_section(SectionBuilder& c) {
     charts[key].items.push_back(
         {label, {*median * scale}, verdict == "inside the noise", note});
   }
+  bool any_memory = false;
   for (std::size_t i = 0; i < points.size(); ++i) {
     BarChart& ch = charts[points[i]];
     ch.highlight_label = "inside the noise (min–max overlaps the baseline's)";
     c.figure(fmt::format("point-{}", i + 1), ch.title, render_svg(ch),
              {"rows[].lever/setting/width/median_s/min_s/max_s", "rows[].vs_baseline.verdict"},
              "One bar per configuration: the median of its timed repeats, its min–max and its "
-             "verdict against the baseline beside it. A highlighted bar cannot be told from the "
-             "baseline; an empty one did not run (its outcome beside it).");
+             "verdict against the baseline beside it. The shaded band is the baseline's min–max "
+             "at this point: a bar ending inside it is within the baseline's own spread. A "
+             "highlighted bar cannot be told from the baseline; an empty one did not run (its "
+             "outcome beside it).");
+    if (!memory_measured[points[i]]) continue;
+    any_memory = true;
+    c.figure(fmt::format("memory-{}", i + 1), memory[points[i]].title,
+             render_svg(memory[points[i]]),
+             {"rows[].lever/setting/width/peak_allocated_bytes", "rows[].outcome"},
+             "One bar per configuration: the peak memory the caching allocator held allocated "
+             "during its timed steps, and the difference from the baseline's beside it. A row "
+             "without a bar was not measured (its note says why: no allocator peaks on the CPU, "
+             "or the configuration did not run).");
+  }
+  if (!any_memory && !points.empty()) {
+    c.fact("peak memory", "not measured: no row has peak_allocated_bytes (libtorch keeps "
+                          "allocator peaks on CUDA only), so no memory chart is drawn",
+           "rows[].peak_allocated_bytes");
   }
   if (refused > 0) {
     c.fact("not measured", fmt::format("{} rows (OOM, refused or failed: the outcome says why)",

@@ -278,8 +278,11 @@ std::string render_svg(const BarChart& c) {
   label_w = std::min(label_w, c.width * 0.45);
   const double left = label_w + 12, right = 110, top = 34;
   const double bar_h = 14, row_h = bar_h * static_cast<double>(nseries) + 8;
+  const bool band = c.band && std::isfinite(c.band_low) && std::isfinite(c.band_high) &&
+                    c.band_low <= c.band_high;
   const double legend_h = 18.0 * static_cast<double>((c.series.size() > 1 ? c.series.size() : 0) +
-                                                     (c.highlight_label.empty() ? 0 : 1));
+                                                     (c.highlight_label.empty() ? 0 : 1) +
+                                                     (band && !c.band_label.empty() ? 1 : 0));
   const double ph = row_h * static_cast<double>(std::max<std::size_t>(1, c.items.size()));
   const double W = c.width, H = top + ph + 40 + legend_h;
   const double pw = W - left - right;
@@ -293,6 +296,7 @@ std::string render_svg(const BarChart& c) {
     }
     if (c.stacked) hi = std::max(hi, total);
   }
+  if (band) hi = std::max(hi, c.band_high);
   std::vector<double> ticks = nice_ticks(0, hi > 0 ? hi : 1, 5);
   const double x1 = std::max(hi, ticks.back());
   auto px = [&](double v) { return left + (x1 > 0 ? v / x1 : 0) * pw; };
@@ -311,6 +315,20 @@ std::string render_svg(const BarChart& c) {
   }
   s += fmt::format("<text class=\"x-label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                    fmt_coord(left + pw / 2), fmt_coord(top + ph + 32), xml_escape(c.value_label));
+  if (band) {  // under the bars: a shaded band and its two edges
+    const double x0 = px(std::max(0.0, c.band_low)), x1b = px(std::max(0.0, c.band_high));
+    s += fmt::format(
+        "<rect class=\"band\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#7f7f7f\" "
+        "fill-opacity=\"0.18\"><title>{}: {}–{}</title></rect>\n",
+        fmt_coord(x0), top, fmt_coord(x1b - x0), fmt_coord(ph), xml_escape(c.band_label),
+        axis_number(c.band_low), axis_number(c.band_high));
+    for (double x : {x0, x1b}) {
+      s += fmt::format(
+          "<line class=\"band-edge\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" "
+          "stroke=\"#555555\" stroke-dasharray=\"4 3\"/>\n",
+          fmt_coord(x), top, fmt_coord(top + ph));
+    }
+  }
   double y = top + 4;
   for (const auto& item : c.items) {
     std::string label = item.label;
@@ -363,6 +381,14 @@ std::string render_svg(const BarChart& c) {
           xml_escape(c.series[k]));
       ly += 18;
     }
+  }
+  if (band && !c.band_label.empty()) {
+    s += fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"10\" fill=\"#7f7f7f\" "
+        "fill-opacity=\"0.18\" stroke=\"#555555\" stroke-dasharray=\"4 3\"/>"
+        "<text class=\"legend\" x=\"{}\" y=\"{}\">{}</text>\n",
+        left, fmt_coord(ly - 8), left + 20, fmt_coord(ly + 1), xml_escape(c.band_label));
+    ly += 18;
   }
   if (!c.highlight_label.empty()) {
     s += fmt::format(

@@ -40,7 +40,7 @@ struct XYChart {
 
 struct BarItem {
   std::string label;
-  std::vector<double> values;  // one per BarChart::series (stacked side by side)
+  std::vector<double> values;  // one per BarChart::series (stacked side by side); none: no bar
   bool highlight = false;      // drawn with a red outline and a "!" (e.g. architecture mismatch)
   std::string note;            // drawn right of the bar
 };
@@ -56,6 +56,12 @@ struct BarChart {
   // into parts); false: one bar per series side by side.
   bool stacked = false;
   int width = 640;
+  // A shaded vertical band across every row from band_low to band_high, with a line at each edge
+  // and band_label in the legend (e.g. the baseline's min–max: the noise band). Drawn when
+  // `band` is set and both ends are finite with band_low <= band_high.
+  bool band = false;
+  double band_low = 0, band_high = 0;
+  std::string band_label;
 };
 
 // The SVG element (no XML prolog), with role="img" and a <title> for accessibility.

@@ -1,0 +1,27 @@
+# `cmake --install build/<preset> --prefix P`: the binary, its torch module and the suite's
+# fixtures (docs/suite.md, "Installed"):
+#   P/bin/tprobe
+#   P/bin/libtprobe_torch.so          beside the binary: where it looks for the module first
+#   P/share/tprobe/fixtures/...       what `tprobe suite` reads (its steps' `needs`), nothing more
+# The paths are fixed, not GNUInstallDirs': the suite finds its fixtures at
+# <bindir>/../share/tprobe/fixtures and the binary its module in <bindir> (probes/suite_plan.hpp,
+# src/torch_api/torch_api.cpp).
+install(TARGETS tprobe RUNTIME DESTINATION bin)
+install(TARGETS tprobe_torch LIBRARY DESTINATION bin)
+# A libtorch outside the system paths (the GPU host's pip wheel, its CUPTI) stays found from P.
+set_target_properties(tprobe_torch PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
+
+set(tprobe_suite_fixtures
+  gemma4-tiny-hf/config.json
+  gemma4-tiny-hf/model.safetensors
+  gemma4-tiny-hf/reference.safetensors
+  traces/hf-sdpa-2x256.json.gz
+  adapters/after-step/adapter_config.json
+  adapters/after-step/adapter_model.safetensors
+  adapters/checkpointing-without-input-grads/adapter_config.json
+  adapters/checkpointing-without-input-grads/adapter_model.safetensors)
+foreach(f IN LISTS tprobe_suite_fixtures)
+  get_filename_component(dir "${f}" DIRECTORY)
+  install(FILES "${PROJECT_SOURCE_DIR}/tests/fixtures/${f}"
+          DESTINATION "share/tprobe/fixtures/${dir}")
+endforeach()
