@@ -256,9 +256,6 @@ std::optional<StepKnobs> best_combination(const LeversReport& report,
 
 namespace {
 
-Json opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
-Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
-
 std::string point_label(const LeverRow& r) {
   std::string s = fmt::format("{}×{}", r.batch, format_count(r.width));
   if (!r.lengths.empty()) s += " padded";
@@ -298,9 +295,9 @@ Json to_json(const LeversReport& report) {
       row["min_s"] = nullptr;
       row["max_s"] = nullptr;
     }
-    row["peak_allocated_bytes"] = opt(r.peak_allocated_bytes);
-    row["peak_reserved_bytes"] = opt(r.peak_reserved_bytes);
-    row["performed_mfu_ratio"] = opt(r.performed_mfu);
+    row["peak_allocated_bytes"] = json_or_null(r.peak_allocated_bytes);
+    row["peak_reserved_bytes"] = json_or_null(r.peak_reserved_bytes);
+    row["performed_mfu_ratio"] = json_or_null(r.performed_mfu);
     if (r.delta) {
       row["vs_baseline"] = {{"delta_s", r.delta->delta_s},
                             {"speedup_ratio", r.delta->ratio},
