@@ -44,8 +44,8 @@ def config_26b(attn):
     return cfg
 
 
-def chunked_ce(hidden, weight, labels, cap, chunk):
-    def part(h, lab):
+def chunked_ce_loss(hidden, weight, labels, cap, chunk):
+    def chunk_loss(h, lab):
         logits = h @ weight.t()
         logits = torch.tanh(logits / cap) * cap
         return F.cross_entropy(logits.float(), lab, ignore_index=-100, reduction="sum")
@@ -53,7 +53,7 @@ def chunked_ce(hidden, weight, labels, cap, chunk):
     lab = labels.reshape(-1)
     total = h.new_zeros((), dtype=torch.float32)
     for s in range(0, h.shape[0], chunk):
-        total = total + cp.checkpoint(part, h[s:s + chunk], lab[s:s + chunk], use_reentrant=False)
+        total = total + cp.checkpoint(chunk_loss, h[s:s + chunk], lab[s:s + chunk], use_reentrant=False)
     return total / (lab != -100).sum()
 
 
@@ -112,7 +112,7 @@ def main():
             # a row of L real tokens has L - 1 targets: positions L - 1 and later carry no label
             labels[pos >= (torch.tensor(lengths, device=ids.device).unsqueeze(1) - 1)] = -100
         hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
-        loss = chunked_ce(hidden, weight, labels, 30.0, a.chunk)
+        loss = chunked_ce_loss(hidden, weight, labels, 30.0, a.chunk)
         loss.backward()
         model.zero_grad(set_to_none=True)
         return loss
