@@ -6,4 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${TPROBE_BIN:-build/cpu/src/app/tprobe}
 out=${TPROBE_OUT:-out}
+# The suite's own evidence goes inside --out, whose folder must exist before the output guard
+# checks it (docs/suite.md): make it first.
+mkdir -p "$out"
 "$bin" suite --out "$out" --fixtures tests/fixtures --json "$out/suite.json"

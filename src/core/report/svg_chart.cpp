@@ -276,7 +276,7 @@ std::string render_svg(const BarChart& c) {
     label_w = std::max(label_w,
                        kCharW * static_cast<double>(item.label.size() + (item.highlight ? 2 : 0)));
   label_w = std::min(label_w, c.width * 0.45);
-  const double left = label_w + 12, right = 110, top = 34;
+  const double left = label_w + 12, right = std::max(0, c.note_room), top = 34;
   const double bar_h = 14, row_h = bar_h * static_cast<double>(nseries) + 8;
   const bool band = c.band && std::isfinite(c.band_low) && std::isfinite(c.band_high) &&
                     c.band_low <= c.band_high;

@@ -56,6 +56,8 @@ struct BarChart {
   // into parts); false: one bar per series side by side.
   bool stacked = false;
   int width = 640;
+  // Room right of the plot for the notes beside the longest bars (px).
+  int note_room = 110;
   // A shaded vertical band across every row from band_low to band_high, with a line at each edge
   // and band_label in the legend (e.g. the baseline's min–max: the noise band). Drawn when
   // `band` is set and both ends are finite with band_low <= band_high.
