@@ -21,3 +21,12 @@ function(tprobe_pch target kind)
     message(FATAL_ERROR "tprobe_pch: unknown kind '${kind}'")
   endif()
 endfunction()
+
+# `target` compiles with `from`'s precompiled header (same flags: the caller makes them match;
+# -Winvalid-pch, on with every PCH, turns a mismatch into an error under -Werror).
+function(tprobe_pch_reuse target from)
+  if(NOT TPROBE_PCH)
+    return()
+  endif()
+  target_precompile_headers(${target} REUSE_FROM ${from})
+endfunction()
