@@ -70,6 +70,17 @@ def main():
     ap.add_argument("--trace-out", help="torch.profiler trace of one step at the first width")
     ap.add_argument("--with-stack", action="store_true",
                     help="record the trace with with_stack=True (module events for tprobe kernels)")
+    ap.add_argument("--profile-memory", action="store_true",
+                    help="record the trace with profile_memory=True ([memory] events)")
+    ap.add_argument("--checkpointing", choices=["reentrant", "non-reentrant"], default="reentrant",
+                    help="gradient checkpointing's use_reentrant (default: reentrant, as before)")
+    ap.add_argument("--ones-mask", action="store_true",
+                    help="pass an all-ones attention_mask on unpadded points")
+    ap.add_argument("--memory-sites", action="store_true",
+                    help="after the timed steps of each width, one step under "
+                         "torch.cuda.memory._record_memory_history: the blocks alive at its peak "
+                         "by phase and by the model code's frame (hf_memory_sites.py)")
+    ap.add_argument("--top", type=int, default=25, help="sites printed with --memory-sites")
     ap.add_argument("--json")
     a = ap.parse_args()
     import transformers
@@ -85,7 +96,8 @@ def main():
     lcfg = peft.LoraConfig(r=64, lora_alpha=128, lora_dropout=0.0, task_type="CAUSAL_LM",
                            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                                            "up_proj", "down_proj"])
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    model.gradient_checkpointing_enable(
+        gradient_checkpointing_kwargs={"use_reentrant": a.checkpointing == "reentrant"})
     model.enable_input_require_grads()
     model = peft.get_peft_model(model, lcfg)
     torch.cuda.synchronize()
@@ -99,12 +111,13 @@ def main():
     weight = decoder.embed_tokens.weight
     out = {"attn": a.attn, "init_s": init_s, "trainable_parameters": trainable,
            "frozen_parameters": total, "transformers": transformers.__version__,
-           "peft": peft.__version__, "torch": torch.__version__, "widths": []}
+           "peft": peft.__version__, "torch": torch.__version__, "checkpointing": a.checkpointing,
+           "ones_mask": a.ones_mask, "widths": []}
 
-    def step(ids, lengths=None):
+    def step(ids, lengths=None, marks=None):
         labels = torch.full_like(ids, -100)
         labels[:, :-1] = ids[:, 1:]
-        mask = None
+        mask = torch.ones_like(ids) if a.ones_mask else None
         if lengths is not None:
             pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
             real = pos < torch.tensor(lengths, device=ids.device).unsqueeze(1)
@@ -112,7 +125,13 @@ def main():
             # a row of L real tokens has L - 1 targets: positions L - 1 and later carry no label
             labels[pos >= (torch.tensor(lengths, device=ids.device).unsqueeze(1) - 1)] = -100
         hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+        if marks is not None:
+            torch.cuda.synchronize()
+            marks.append(time.time())
         loss = chunked_ce_loss(hidden, weight, labels, 30.0, a.chunk)
+        if marks is not None:
+            torch.cuda.synchronize()
+            marks.append(time.time())
         loss.backward()
         model.zero_grad(set_to_none=True)
         return loss
@@ -143,13 +162,16 @@ def main():
             w.update(outcome="ok", step_s=times, best_step_s=min(times), loss=loss.item(),
                      peak_allocated_bytes=torch.cuda.max_memory_allocated(),
                      peak_reserved_bytes=torch.cuda.max_memory_reserved())
+            if a.memory_sites:
+                from hf_memory_sites import record_sites
+                w["memory"] = record_sites(lambda marks: step(ids, lengths, marks), a.top)
             tag = f" lengths {lengths}" if lengths else ""
             print(f"HF {a.attn} {a.batch}x{seq}{tag}: best {min(times):.3f} s, "
-                  f"peak {torch.cuda.max_memory_allocated() / 2**30:.2f} GiB")
+                  f"peak {w['peak_allocated_bytes'] / 2**30:.2f} GiB")
             if a.trace_out and i == 0:
                 from torch.profiler import profile, ProfilerActivity
                 with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                             with_stack=a.with_stack) as prof:
+                             with_stack=a.with_stack, profile_memory=a.profile_memory) as prof:
                     step(ids)
                     torch.cuda.synchronize()
                 prof.export_chrome_trace(a.trace_out)

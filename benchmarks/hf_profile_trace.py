@@ -14,7 +14,11 @@ prints), the same sum split by CPU rows and device rows, the sum of the device e
 prof.events(), and the sum of the kernel/memcpy/memset durations read back from the exported file.
 The first is the double count `tprobe kernels` warns about; the others are the device total.
 
+--memory-only records one trace with profile_memory=True as well ([memory] instant events:
+bytes, total allocated and reserved), under --checkpointing reentrant|non-reentrant.
+
 Usage: hf_profile_trace.py OUT_DIR [--seq 256] [--big-seq 2048] [--active 3]
+                           [--stack-only | --memory-only [--checkpointing non-reentrant]]
 Writes: OUT_DIR/hf-sdpa-2x<seq>.json.gz, hf-eager-2x<seq>.json.gz, hf-sdpa-2x<big>.json.gz and a
 <name>.sums.json beside each; OUT_DIR/summary.json.
 """
@@ -61,7 +65,7 @@ def small_config(attn):
     return cfg
 
 
-def build(attn):
+def build(attn, reentrant=True):
     import peft
     from transformers import Gemma4ForCausalLM
     torch.manual_seed(0)
@@ -74,7 +78,7 @@ def build(attn):
     lcfg = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, task_type="CAUSAL_LM",
                            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                                            "up_proj", "down_proj"])
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
     model.enable_input_require_grads()
     model = peft.get_peft_model(model, lcfg)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
@@ -94,9 +98,10 @@ def device_sum_from_file(path):
     return total, n
 
 
-def profile_one(name, attn, seq, active, out_dir, batch=2, with_stack=False):
+def profile_one(name, attn, seq, active, out_dir, batch=2, with_stack=False, memory=False,
+                reentrant=True):
     from torch.profiler import ProfilerActivity, profile, schedule
-    cfg, model, opt = build(attn)
+    cfg, model, opt = build(attn, reentrant)
     g = torch.Generator(device="cuda").manual_seed(seq)
     ids = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda", generator=g)
     labels = ids.clone()
@@ -151,8 +156,10 @@ def profile_one(name, attn, seq, active, out_dir, batch=2, with_stack=False):
     # python_function events ("nn.Module: Gemma4TextDecoderLayer_3"): what `tprobe kernels`
     # attributes parts from.
     sums["with_stack"] = with_stack
+    sums["profile_memory"] = memory
+    sums["use_reentrant"] = reentrant
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
-                 on_trace_ready=on_ready, with_stack=with_stack) as prof:
+                 on_trace_ready=on_ready, with_stack=with_stack, profile_memory=memory) as prof:
         for _ in range(2 + active):
             loss = step()
             torch.cuda.synchronize()
@@ -188,6 +195,10 @@ def main():
     ap.add_argument("--active", type=int, default=3)
     ap.add_argument("--stack-only", action="store_true",
                     help="one sdpa trace at --seq recorded with with_stack=True (module events)")
+    ap.add_argument("--memory-only", action="store_true",
+                    help="one sdpa trace at --seq with with_stack=True and profile_memory=True "
+                         "([memory] events) under --checkpointing")
+    ap.add_argument("--checkpointing", choices=["reentrant", "non-reentrant"], default="reentrant")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
     import peft
@@ -199,13 +210,18 @@ def main():
             (f"hf-sdpa-2x{a.big_seq}", "sdpa", a.big_seq, 2, False)]
     if a.stack_only:
         runs = [(f"hf-sdpa-stack-2x{a.seq}", "sdpa", a.seq, a.active, True)]
+    memory = a.memory_only
+    if memory:
+        tag = "" if a.checkpointing == "reentrant" else "-nonreentrant"
+        runs = [(f"hf-sdpa-memory{tag}-2x{a.seq}", "sdpa", a.seq, a.active, True)]
     summary = {"torch": torch.__version__, "transformers": transformers.__version__,
                "peft": peft.__version__, "device": torch.cuda.get_device_name(0), "runs": []}
     rc = 0
     for name, attn, seq, active, stack in runs:
         try:
             summary["runs"].append(profile_one(name, attn, seq, active, a.out_dir,
-                                               with_stack=stack))
+                                               with_stack=stack, memory=memory,
+                                               reentrant=a.checkpointing == "reentrant"))
         except Exception as e:  # a failed run is data; the next one still runs
             rc = 1
             print(f"{name}: FAILED {type(e).__name__}: {e}")
