@@ -2,6 +2,8 @@
 // records to phase, part and layer through launch contexts and autograd's sequence numbers.
 #include "tprobe/core/trace/step_trace.hpp"
 
+#include "trace/step_trace_internal.hpp"
+
 #include <fmt/format.h>
 #include <zlib.h>
 
@@ -106,15 +108,7 @@ Json to_json(const RawTrace& t) {
                               {"shared_memory_bytes", r.shared_memory_bytes},
                               {"bytes", r.bytes}});
   }
-  out["tags"] = Json::array();
-  for (size_t i = 0; i < t.tags.size(); ++i) {
-    const StepTag& g = t.tags[i];
-    out["tags"].push_back({{"id", static_cast<int64_t>(i + 1)},
-                           {"phase", to_string(g.phase)},
-                           {"part", to_string(g.part)},
-                           {"layer", g.layer},
-                           {"layer_kind", to_string(g.layer_kind)}});
-  }
+  out["tags"] = detail::tags_json(t.tags);
   out["launches"] = Json::array();
   for (const auto& [corr, c] : t.launches) {
     if (c.node) {
@@ -124,10 +118,32 @@ Json to_json(const RawTrace& t) {
       out["launches"].push_back({{"correlation_id", corr}, {"tag", c.tag}});
     }
   }
-  out["forward_ops"] = Json::array();
-  for (const auto& f : t.forward_ops) out["forward_ops"].push_back({f.thread, f.seq, f.tag});
+  out["forward_ops"] = detail::forward_ops_json(t.forward_ops);
   return out;
 }
+
+namespace detail {
+
+Json tags_json(const std::vector<StepTag>& tags) {
+  Json out = Json::array();
+  for (size_t i = 0; i < tags.size(); ++i) {
+    const StepTag& g = tags[i];
+    out.push_back({{"id", static_cast<int64_t>(i + 1)},
+                   {"phase", to_string(g.phase)},
+                   {"part", to_string(g.part)},
+                   {"layer", g.layer},
+                   {"layer_kind", to_string(g.layer_kind)}});
+  }
+  return out;
+}
+
+Json forward_ops_json(const std::vector<ForwardLink>& ops) {
+  Json out = Json::array();
+  for (const auto& f : ops) out.push_back({f.thread, f.seq, f.tag});
+  return out;
+}
+
+}  // namespace detail
 
 namespace {
 
@@ -231,29 +247,7 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
   for (size_t i = 0; i < recs.size(); ++i)
     t.records.push_back(parse_record(recs[i], fmt::format("{}: records[{}]", path, i)));
 
-  const Json& tags = get_array(doc, "tags", path);
-  for (size_t i = 0; i < tags.size(); ++i) {
-    const std::string where = fmt::format("{}: tags[{}]", path, i);
-    const Json& j = tags[i];
-    if (!j.is_object()) fail("{}: not an object", where);
-    if (get_int(j, "id", where, 1, INT64_MAX) != static_cast<int64_t>(i + 1))
-      fail("{}: 'id' must be {} (ids count from 1 in order)", where, i + 1);
-    StepTag g;
-    const std::string phase = get_string(j, "phase", where);
-    const std::string part = get_string(j, "part", where);
-    const std::string kind = get_string(j, "layer_kind", where);
-    auto ph = parse_step_phase(phase);
-    auto pa = parse_step_part(part);
-    auto lk = parse_layer_kind(kind);
-    if (!ph) fail("{}: 'phase' = \"{}\" is not a step phase", where, detail::printable(phase));
-    if (!pa) fail("{}: 'part' = \"{}\" is not a step part", where, detail::printable(part));
-    if (!lk) fail("{}: 'layer_kind' = \"{}\" is not -, sliding or full", where, detail::printable(kind));
-    g.phase = *ph;
-    g.part = *pa;
-    g.layer_kind = *lk;
-    g.layer = static_cast<int32_t>(get_int(j, "layer", where, -1, 1 << 20));
-    t.tags.push_back(g);
-  }
+  t.tags = detail::parse_tags(get_array(doc, "tags", path), path);
   const auto ntags = static_cast<int64_t>(t.tags.size());
 
   const Json& launches = get_array(doc, "launches", path);
@@ -279,30 +273,13 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
       fail("{}: correlation_id {} appears twice", where, corr);
   }
 
-  const Json& fwd = get_array(doc, "forward_ops", path);
-  t.forward_ops.reserve(fwd.size());
-  for (size_t i = 0; i < fwd.size(); ++i) {
-    const std::string where = fmt::format("{}: forward_ops[{}]", path, i);
-    const Json& j = fwd[i];
-    if (!j.is_array() || j.size() != 3)
-      fail("{}: must be [thread, sequence number, tag]", where);
-    ForwardLink f;
-    f.thread = get_uint(j[0], where + " thread");
-    if (!j[1].is_number_integer() || (!j[1].is_number_unsigned() && j[1].get<int64_t>() < 0) ||
-        (j[1].is_number_unsigned() && j[1].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
-      fail("{}: the sequence number must be a non-negative integer", where);
-    f.seq = j[1].get<int64_t>();
-    if (!j[2].is_number_integer() || (!j[2].is_number_unsigned() && j[2].get<int64_t>() < 0) ||
-        (j[2].is_number_unsigned() && j[2].get<uint64_t>() > static_cast<uint64_t>(ntags)) ||
-        j[2].get<int64_t>() > ntags)
-      fail("{}: the tag must be 0..{} (an index into tags, 0 for none)", where, ntags);
-    f.tag = j[2].get<int64_t>();
-    t.forward_ops.push_back(f);
-  }
+  t.forward_ops = detail::parse_forward_ops(get_array(doc, "forward_ops", path), path, ntags);
   return t;
 }
 
-RawTrace read_raw_trace(const std::string& path) {
+namespace detail {
+
+std::string read_bounded_text(const std::string& path, const char* what) {
   // Plain or gzip (zlib reads both); bounded, so that a gzip bomb is an error, not an OOM.
   constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
   gzFile f = gzopen(path.c_str(), "rb");
@@ -322,12 +299,76 @@ RawTrace read_raw_trace(const std::string& path) {
     text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > kMaxBytes) {
       gzclose(f);
-      fail("{}: larger than {} bytes (uncompressed): not a raw trace of one step", path,
-           kMaxBytes);
+      fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
     }
   }
   gzclose(f);
-  return parse_raw_trace(text, path);
+  return text;
+}
+
+std::vector<StepTag> parse_tags(const Json& tags, const std::string& path) {
+  std::vector<StepTag> out;
+  for (size_t i = 0; i < tags.size(); ++i) {
+    const std::string where = fmt::format("{}: tags[{}]", path, i);
+    const Json& j = tags[i];
+    if (!j.is_object()) fail("{}: not an object", where);
+    if (get_int(j, "id", where, 1, INT64_MAX) != static_cast<int64_t>(i + 1))
+      fail("{}: 'id' must be {} (ids count from 1 in order)", where, i + 1);
+    StepTag g;
+    const std::string phase = get_string(j, "phase", where);
+    const std::string part = get_string(j, "part", where);
+    const std::string kind = get_string(j, "layer_kind", where);
+    auto ph = parse_step_phase(phase);
+    auto pa = parse_step_part(part);
+    auto lk = parse_layer_kind(kind);
+    if (!ph) fail("{}: 'phase' = \"{}\" is not a step phase", where, detail::printable(phase));
+    if (!pa) fail("{}: 'part' = \"{}\" is not a step part", where, detail::printable(part));
+    if (!lk) fail("{}: 'layer_kind' = \"{}\" is not -, sliding or full", where, detail::printable(kind));
+    g.phase = *ph;
+    g.part = *pa;
+    g.layer_kind = *lk;
+    g.layer = static_cast<int32_t>(get_int(j, "layer", where, -1, 1 << 20));
+    out.push_back(g);
+  }
+  return out;
+}
+
+std::vector<ForwardLink> parse_forward_ops(const Json& fwd, const std::string& path,
+                                           int64_t ntags) {
+  std::vector<ForwardLink> out;
+  out.reserve(fwd.size());
+  for (size_t i = 0; i < fwd.size(); ++i) {
+    const std::string where = fmt::format("{}: forward_ops[{}]", path, i);
+    const Json& j = fwd[i];
+    if (!j.is_array() || j.size() != 3)
+      fail("{}: must be [thread, sequence number, tag]", where);
+    ForwardLink f;
+    f.thread = get_uint(j[0], where + " thread");
+    if (!j[1].is_number_integer() || (!j[1].is_number_unsigned() && j[1].get<int64_t>() < 0) ||
+        (j[1].is_number_unsigned() && j[1].get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+      fail("{}: the sequence number must be a non-negative integer", where);
+    f.seq = j[1].get<int64_t>();
+    if (!j[2].is_number_integer() || (!j[2].is_number_unsigned() && j[2].get<int64_t>() < 0) ||
+        (j[2].is_number_unsigned() && j[2].get<uint64_t>() > static_cast<uint64_t>(ntags)) ||
+        j[2].get<int64_t>() > ntags)
+      fail("{}: the tag must be 0..{} (an index into tags, 0 for none)", where, ntags);
+    f.tag = j[2].get<int64_t>();
+    out.push_back(f);
+  }
+  return out;
+}
+
+int64_t json_int(const Json& obj, const char* key, const std::string& where, int64_t lo,
+                 int64_t hi) {
+  return get_int(obj, key, where, lo, hi);
+}
+
+uint64_t json_uint(const Json& v, const std::string& where) { return get_uint(v, where); }
+
+}  // namespace detail
+
+RawTrace read_raw_trace(const std::string& path) {
+  return parse_raw_trace(detail::read_bounded_text(path, "a raw trace of one step"), path);
 }
 
 // ---- attribution ------------------------------------------------------------------------------
