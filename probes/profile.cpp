@@ -34,7 +34,8 @@ core::Outcome run(const model::ProfileOptions& o, RunContext& ctx) {
     ctx.out << model::point_line(p) << std::endl;
   };
   const model::ProfileAnalysis report =
-      model::analyse_profile(o, side_output_path(ctx, o.raw_trace), hooks);
+      model::analyse_profile(o, side_output_path(ctx, o.raw_trace), hooks,
+                             side_output_path(ctx, o.raw_memory));
 
   ctx.environment.attn_requested = o.attn.empty() ? "default" : o.attn;
   if (const std::string attn = model::resolved_attention(report); !attn.empty()) {
@@ -69,12 +70,25 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"hf", "fused"}))
       ->capture_default_str();
   cmd->add_option("--checkpointing", o->checkpointing,
-                  "Per-layer gradient checkpointing (input grads on)")
+                  "Per-layer gradient checkpointing with input grads: reentrant "
+                  "(use_reentrant=True), non-reentrant (use_reentrant=False, transformers 5.17's "
+                  "default; run by the same per-layer recompute), or off. 'on' = reentrant")
+      ->check(CLI::IsMember({"reentrant", "non-reentrant", "off", "on"}))
+      ->capture_default_str();
+  cmd->add_option("--ce", o->ce,
+                  "Cross-entropy: chunk-checkpoint (the HF harness's: each chunk's logits, "
+                  "softcap, fp32 cast and cross_entropy under its own checkpoint), chunked "
+                  "(tprobe's one node with an in-place backward), or naive (the whole logits)")
+      ->check(CLI::IsMember({"chunk-checkpoint", "chunked", "naive"}))
+      ->capture_default_str();
+  cmd->add_option("--memory", o->memory,
+                  "One more step per point under the allocator's event hook: the peak by item, "
+                  "phase, part and layer, and its timeline (never a timed step)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  cmd->add_option("--ce", o->ce, "Cross-entropy: chunked or naive")
-      ->check(CLI::IsMember({"chunked", "naive"}))
-      ->capture_default_str();
+  cmd->add_option("--raw-memory", o->raw_memory,
+                  "Write the first point's allocator events with their scopes to this file "
+                  "(tprobe.raw_memory JSON; replayable)");
   cmd->add_option("--attn", o->attn,
                   core::attention_help(core::AttentionUse::kEngine) +
                       " Default: sdpa where the linked libtorch has it, else eager.")
@@ -102,7 +116,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
         return run(*o, ctx);
       },
       Needs::kTorch,
-      {{"--checkpoint", "--replay-trace"}, {"--raw-trace"}, {}});
+      {{"--checkpoint", "--replay-trace"}, {"--raw-trace", "--raw-memory"}, {}});
 }
 
 ProbeInfo profile_probe() {

@@ -346,6 +346,56 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
   }
 };
 
+// One chunk of the Hugging Face harness's loss, under a checkpoint of its own (chunked_ce_loss:
+// torch.utils.checkpoint(chunk_loss, h[s:s+chunk], lab[s:s+chunk])). The forward runs without
+// autograd and keeps only its inputs; the backward runs chunk_loss again op by op with autograd
+// (logits = h·Wᵀ, /cap, tanh, ·cap, .float(), cross_entropy(sum)) and back-propagates through it,
+// so the tensors alive in it are the ones PyTorch's own recompute holds.
+struct CheckpointedCeChunk : public torch::autograd::Function<CheckpointedCeChunk> {
+  static Tensor chunk_loss(const Tensor& h, const Tensor& head, const Tensor& labels,
+                           double softcap) {
+    // Python frees a temporary when the op that consumes it returns: `logits / cap` once tanh has
+    // its output, the old `logits` when the name is rebound; `logits` itself (bf16) and its fp32
+    // copy stay alive through cross_entropy.
+    Tensor logits = torch::matmul(h, head.t());
+    if (softcap > 0) {
+      Tensor z = logits / softcap;
+      Tensor t = torch::tanh(z);
+      z.reset();
+      logits = t * softcap;
+    }
+    const auto acc = h.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    return torch::nn::functional::cross_entropy(
+        logits.to(acc), labels,
+        torch::nn::functional::CrossEntropyFuncOptions().ignore_index(kIgnoreIndex).reduction(
+            torch::kSum));
+  }
+
+  static Tensor forward(torch::autograd::AutogradContext* ctx, Tensor hidden, Tensor head,
+                        Tensor labels, double softcap, int64_t observer_address) {
+    ctx->save_for_backward({hidden, head, labels});
+    ctx->saved_data["softcap"] = softcap;
+    ctx->saved_data["observer"] = observer_address;
+    torch::NoGradGuard no_grad;
+    return chunk_loss(hidden, head, labels, softcap);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_out) {
+    auto saved = ctx->get_saved_variables();
+    ObserverScope scope(reinterpret_cast<StepObserver*>(ctx->saved_data["observer"].toInt()),
+                        StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, LayerKind::kNone});
+    Tensor h = saved[0].detach().requires_grad_(true);
+    Tensor loss;
+    {
+      torch::AutoGradMode enable(true);
+      loss = chunk_loss(h, saved[1], saved[2], ctx->saved_data["softcap"].toDouble());
+    }
+    torch::autograd::backward({loss}, {grad_out[0]});
+    return {h.grad(), Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
 }  // namespace
 
 Tensor apply_linear(const Linear& l, const Tensor& x) {
@@ -769,6 +819,21 @@ Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const 
     note_custom_node();
     return ChunkedSoftcapCe::apply(hidden, head, labels, softcap, chunk,
                                    reinterpret_cast<int64_t>(observer));
+  }
+  if (mode == CeMode::kChunkCheckpoint) {
+    if (chunk <= 0) fail_usage("cross-entropy chunk {}: must be positive", chunk);
+    // total = Σ chunk losses (sum), then / the number of targets, as chunked_ce_loss does.
+    const int64_t n = hidden.size(0);
+    const auto acc = hidden.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
+    Tensor total = torch::zeros({}, hidden.options().dtype(acc));
+    for (int64_t s = 0; s < n; s += chunk) {
+      const int64_t len = std::min(chunk, n - s);
+      note_custom_node();
+      total = total + CheckpointedCeChunk::apply(hidden.narrow(0, s, len), head,
+                                                 labels.narrow(0, s, len), softcap,
+                                                 reinterpret_cast<int64_t>(observer));
+    }
+    return total / labels.ne(kIgnoreIndex).sum();
   }
   Tensor logits = torch::matmul(hidden, head.t());
   if (softcap > 0) logits = torch::tanh(logits / softcap) * softcap;

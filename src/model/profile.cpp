@@ -225,8 +225,29 @@ ProfileReport run_profile(const ProfileRequest& request,
       t.problems.push_back("traced step failed: " + p.trace_message);
     }
     rep.traces.push_back(std::move(t));
+    if (p.raw_memory && !request.raw_memory_path.empty()) {
+      core::write_file_atomic(request.raw_memory_path, core::to_json(*p.raw_memory).dump() + "\n");
+    }
+    if (!p.memory_message.empty()) {
+      rep.diagnostics.push_back({core::Severity::kWarning, "memory_step_failed",
+                                 fmt::format("{}x{}: the memory step failed: {}", p.point.batch,
+                                             p.point.width, p.memory_message)});
+    } else if (p.memory && p.memory->total_mismatches > 0) {
+      rep.diagnostics.push_back(
+          {core::Severity::kWarning, "memory_replay_mismatch",
+           fmt::format("{}x{}: the replayed total differs from the allocator's at {} of {} events",
+                       p.point.batch, p.point.width, p.memory->total_mismatches,
+                       p.memory->events)});
+    }
     if (on_point) on_point(p);
   });
+  if (spec.checkpointing == Checkpointing::kNonReentrant) {
+    rep.diagnostics.push_back(
+        {core::Severity::kWarning, "checkpointing_resolved",
+         "--checkpointing non-reentrant ran as the engine's per-layer recompute inside the "
+         "checkpoint's backward (reentrant's mechanism): libtorch's C++ API has no saved-tensor "
+         "hooks; docs/profile.md, \"Memory\", gives Hugging Face's measured peaks of both"});
+  }
 
   for (size_t i = 0; i < rep.steps.points.size(); ++i) {
     const auto& p = rep.steps.points[i];
@@ -263,7 +284,7 @@ ProfileReport run_profile(const ProfileRequest& request,
     fr.path = rep.flops_path;
     fr.lora_targets = spec.lora_targets;
     fr.lora_rank = spec.lora_rank;
-    fr.gradient_checkpointing = spec.gradient_checkpointing;
+    fr.gradient_checkpointing = spec.checkpointing != Checkpointing::kOff;
     core::FlopsReport f = core::count_flops(rep.steps.config, fr);
     PointCost c;
     c.intended_flops = core::total(f.intended_total);

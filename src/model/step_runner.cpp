@@ -7,7 +7,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <regex>
+#include <unordered_map>
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -15,6 +17,7 @@
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/model/loader.hpp"
+#include "tprobe/model/torch_compat.hpp"
 
 #if TPROBE_HAS_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -104,7 +107,8 @@ void validate(const StepSpec& s) {
     fail_usage("RMSNorm fused: at::rms_norm needs libtorch >= 2.4 (this is {})", torch_version());
   if (s.warmup < 0) fail_usage("warm-up {}: must be >= 0", s.warmup);
   if (s.repeats < 1) fail_usage("repeats {}: must be >= 1", s.repeats);
-  if (s.ce_chunked && s.ce_chunk <= 0) fail_usage("CE chunk {}: must be positive", s.ce_chunk);
+  if (s.ce != CeForm::kNaive && s.ce_chunk <= 0)
+    fail_usage("CE chunk {}: must be positive", s.ce_chunk);
   if (s.points.empty()) fail_usage("no points to measure");
   for (const auto& p : s.points) {
     if (p.batch < 1) fail_usage("batch {}: must be >= 1", p.batch);
@@ -198,6 +202,95 @@ StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>
   return t;
 }
 
+// The memory step's observer: the same stack of contexts the CUPTI source keeps per thread (engine
+// scopes and autograd nodes, core/trace/step_trace.hpp), read by the allocator's event hook on the
+// allocating thread. Its events, tags and forward links are a core::RawMemory.
+thread_local std::vector<core::LaunchContext> t_memory_stack;
+
+class MemoryRecorder : public core::StepObserver {
+ public:
+  // A step at 2×16,384 on the 26B shapes makes about 10^5 events; the cap keeps a runaway bounded
+  // (past it the events are counted as dropped and the replay refuses).
+  static constexpr size_t kMaxEvents = size_t{1} << 24;
+
+  explicit MemoryRecorder(bool cuda) : origin_(std::chrono::steady_clock::now()) {
+    raw_.device = cuda ? "cuda:0" : "cpu";
+    raw_.totals_known = cuda;
+  }
+  void enter(const core::StepTag& tag) override {
+    core::LaunchContext c;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = ids_.find(key(tag));
+      if (it == ids_.end()) {
+        raw_.tags.push_back(tag);
+        it = ids_.emplace(key(tag), static_cast<int64_t>(raw_.tags.size())).first;
+      }
+      c.tag = it->second;
+    }
+    t_memory_stack.push_back(c);
+  }
+  void leave() override {
+    if (!t_memory_stack.empty()) t_memory_stack.pop_back();
+  }
+  bool wants_links() const override { return true; }
+  void forward_op(uint64_t thread, int64_t seq) override {
+    const int64_t tag =
+        !t_memory_stack.empty() && !t_memory_stack.back().node ? t_memory_stack.back().tag : 0;
+    std::lock_guard<std::mutex> lock(mu_);
+    raw_.forward_ops.push_back({thread, seq, tag});
+  }
+  void node_enter(uint64_t forward_thread, int64_t seq) override {
+    core::LaunchContext c;
+    c.node = true;
+    c.node_thread = forward_thread;
+    c.node_seq = seq;
+    t_memory_stack.push_back(c);
+  }
+  void node_leave() override {
+    if (!t_memory_stack.empty()) t_memory_stack.pop_back();
+  }
+  static void sink(void* user, const void* ptr, int64_t bytes, int64_t total_allocated,
+                   int64_t total_reserved, bool cuda) {
+    auto* self = static_cast<MemoryRecorder*>(user);
+    if (bytes == 0 || cuda != self->raw_.totals_known) return;  // one device per window
+    core::MemoryEvent e;
+    e.t_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now() - self->origin_)
+                 .count();
+    e.ptr = reinterpret_cast<uint64_t>(ptr);
+    e.bytes = bytes;
+    e.total_allocated = total_allocated;
+    e.total_reserved = total_reserved;
+    if (!t_memory_stack.empty()) e.context = t_memory_stack.back();
+    std::lock_guard<std::mutex> lock(self->mu_);
+    if (self->raw_.events.size() >= kMaxEvents) {
+      ++self->raw_.dropped_events;
+      return;
+    }
+    self->raw_.events.push_back(e);
+  }
+  core::RawMemory& raw() { return raw_; }
+
+ private:
+  static uint64_t key(const core::StepTag& t) {
+    return (static_cast<uint64_t>(t.phase) << 56) | (static_cast<uint64_t>(t.part) << 48) |
+           (static_cast<uint64_t>(t.layer_kind) << 40) | static_cast<uint32_t>(t.layer);
+  }
+  std::chrono::steady_clock::time_point origin_;
+  std::mutex mu_;
+  std::unordered_map<uint64_t, int64_t> ids_;
+  core::RawMemory raw_;
+};
+
+int64_t storage_bytes(const std::vector<std::pair<std::string, Tensor*>>& params) {
+  int64_t n = 0;
+  for (const auto& [name, t] : params) {
+    if (t->defined()) n += static_cast<int64_t>(t->nbytes());
+  }
+  return n;
+}
+
 void clear_grads(Gemma4Model& m) {
   for (auto& [name, t] : m.lora_parameters()) t->mutable_grad() = Tensor();
 }
@@ -218,9 +311,11 @@ StepReport run_steps(const StepSpec& spec,
   mo.device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   mo.attn = spec.attn;
   mo.moe = spec.moe;
-  mo.gradient_checkpointing = spec.gradient_checkpointing;
+  mo.gradient_checkpointing = spec.checkpointing != Checkpointing::kOff;
   mo.input_requires_grad = spec.input_requires_grad;
-  mo.ce = spec.ce_chunked ? CeMode::kChunked : CeMode::kNaive;
+  mo.ce = spec.ce == CeForm::kChunked           ? CeMode::kChunked
+          : spec.ce == CeForm::kChunkCheckpoint ? CeMode::kChunkCheckpoint
+                                                : CeMode::kNaive;
   mo.ce_chunk = spec.ce_chunk;
   mo.fused_rms_norm = spec.fused_rms_norm;
 
@@ -257,6 +352,9 @@ StepReport run_steps(const StepSpec& spec,
   report.weights_allocated_bytes = cuda_allocated_bytes();
 
   bool tracer_primed = false;
+  bool raw_kept = false;
+  const int64_t weights_bytes = storage_bytes(m.parameters());
+  const int64_t lora_bytes = storage_bytes(m.lora_parameters());
   for (const StepPoint& point : spec.points) {
     if (spec.should_stop && spec.should_stop()) {
       report.interrupted = true;
@@ -324,6 +422,53 @@ StepReport run_steps(const StepSpec& spec,
           spec.tracer->end();
           clear_grads(m);
           r.trace_message = e.what();
+        }
+      }
+      if (spec.record_memory && !(spec.should_stop && spec.should_stop())) {
+        // A separate step again: the allocator's event hook and the engine's scopes on every
+        // allocation, and nothing else (no CUPTI), so that the figures are the plain step's.
+        try {
+          clear_grads(m);
+          cuda_synchronize();
+          cuda_reset_peak_memory();
+          MemoryRecorder recorder(cuda);
+          recorder.raw().start_allocated = cuda_allocated_bytes();
+          recorder.raw().start_reserved = cuda_reserved_bytes();
+          if (!cuda) recorder.raw().start_allocated = weights_bytes + lora_bytes;
+          m.options().observer = &recorder;
+          StepTimes t;
+          {
+            AllocatorEvents events(&MemoryRecorder::sink, &recorder);
+            t = one_step(m, ids, point.lengths, nullptr, cuda, &recorder);
+          }
+          m.options().observer = nullptr;
+          core::RawMemory& raw = recorder.raw();
+          raw.facts.weights_bytes = weights_bytes;
+          raw.facts.lora_parameter_bytes = lora_bytes;
+          raw.facts.lora_parameters = report.lora_parameters;
+          raw.facts.checkpointing = spec.checkpointing != Checkpointing::kOff;
+          raw.facts.optimizer_ran = false;
+          for (auto& [name, p] : m.lora_parameters()) {
+            if (p->grad().defined())
+              raw.facts.lora_grad_ptrs.insert(reinterpret_cast<uint64_t>(p->grad().data_ptr()));
+          }
+          r.memory_step_s = t.step;
+          r.memory_step_peak_allocated_bytes = cuda_peak_allocated_bytes();
+          clear_grads(m);
+          r.memory = core::analyse_step_memory(raw);
+          if (spec.keep_raw_memory && !raw_kept) {
+            raw_kept = true;
+            r.raw_memory = std::move(raw);
+          }
+        } catch (const std::exception& e) {
+          m.options().observer = nullptr;
+          clear_grads(m);
+          std::string what = e.what();
+          if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
+          r.memory_message = what.substr(0, 600);
+          r.memory.reset();
+          cuda_synchronize();
+          cuda_empty_cache();
         }
       }
     } catch (const std::exception& e) {

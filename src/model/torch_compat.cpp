@@ -10,6 +10,8 @@
 
 #include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -185,6 +187,55 @@ int64_t cuda_allocated_bytes() {
 #endif
   return 0;
 }
+
+int64_t cuda_reserved_bytes() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (torch::cuda::is_available()) {
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(0).reserved_bytes[0].current;
+  }
+#endif
+  return 0;
+}
+
+// ---- allocator events -------------------------------------------------------------------------
+namespace {
+
+// The totals' type of MemoryReportingInfoBase::reportMemoryUsage: int64_t in libtorch 1.13,
+// size_t in 2.x. Read off the declaration, so that no version number has to be guessed.
+template <typename T>
+struct ReportArgs;
+template <typename C, typename R, typename P, typename S, typename A, typename B, typename D>
+struct ReportArgs<R (C::*)(P, S, A, B, D)> {
+  using Total = A;
+};
+using ReportTotal = ReportArgs<decltype(&c10::MemoryReportingInfoBase::reportMemoryUsage)>::Total;
+
+class EventReporter final : public c10::MemoryReportingInfoBase {
+ public:
+  EventReporter(AllocatorEvents::Sink sink, void* user) : sink_(sink), user_(user) {}
+  void reportMemoryUsage(void* ptr, int64_t bytes, ReportTotal total_allocated,
+                         ReportTotal total_reserved, c10::Device device) override {
+    const bool cuda = device.is_cuda();
+    sink_(user_, ptr, bytes, cuda ? static_cast<int64_t>(total_allocated) : -1,
+          cuda ? static_cast<int64_t>(total_reserved) : -1, cuda);
+  }
+  bool memoryProfilingEnabled() const override { return true; }
+
+ private:
+  AllocatorEvents::Sink sink_;
+  void* user_;
+};
+
+}  // namespace
+
+struct AllocatorEvents::Impl {
+  c10::DebugInfoGuard guard;
+  Impl(AllocatorEvents::Sink sink, void* user)
+      : guard(c10::DebugInfoKind::PROFILER_STATE, std::make_shared<EventReporter>(sink, user)) {}
+};
+
+AllocatorEvents::AllocatorEvents(Sink sink, void* user) : impl_(new Impl(sink, user)) {}
+AllocatorEvents::~AllocatorEvents() { delete impl_; }
 
 void cuda_empty_cache() {
 #if TPROBE_HAS_TORCH_CUDA

@@ -25,8 +25,8 @@ ProfileRequest lever_request(const ProfileRequest& shared, const core::StepKnobs
   // "auto": transformers' default experts implementation, resolved by the engine.
   r.moe_default = knobs.moe == "auto";
   if (!r.moe_default) s.moe = parse_moe(knobs.moe);
-  s.gradient_checkpointing = knobs.checkpointing == "on";
-  s.ce_chunked = knobs.ce == "chunked";
+  s.checkpointing = parse_checkpointing(knobs.checkpointing).value_or(Checkpointing::kReentrant);
+  s.ce = parse_ce_form(knobs.ce).value_or(CeForm::kChunkCheckpoint);
   r.attn_default = false;
   r.trace = false;
   r.replay_trace.clear();
@@ -416,7 +416,7 @@ core::EpochReport run_epoch(EpochInput& in, const core::LeversReport& rep, const
         if (config) {
           row.flops = core::epoch_flops(*config, in.shapes,
                                         core::attention_path_from_name(knobs.attn, "attention path"),
-                                        spec.lora_targets, spec.lora_rank, knobs.checkpointing == "on");
+                                        spec.lora_targets, spec.lora_rank, knobs.checkpointing != "off");
         } else {
           row.note = "FLOPs not counted: " + config_error;
         }

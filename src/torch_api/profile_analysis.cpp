@@ -25,8 +25,12 @@ ProfileRequest profile_request(const ProfileOptions& o) {
   s.lora_rank = o.rank;
   s.lora_alpha = o.alpha;
   s.lora_fp32 = o.lora_dtype == "fp32";
-  s.gradient_checkpointing = o.checkpointing == "on";
-  s.ce_chunked = o.ce == "chunked";
+  const auto ck = parse_checkpointing(o.checkpointing);
+  if (!ck) fail_usage("--checkpointing '{}': expected reentrant, non-reentrant or off", o.checkpointing);
+  s.checkpointing = *ck;
+  const auto ce = parse_ce_form(o.ce);
+  if (!ce) fail_usage("--ce '{}': expected chunk-checkpoint, chunked or naive", o.ce);
+  s.ce = *ce;
   s.ce_chunk = o.ce_chunk;
   s.fused_rms_norm = o.norm == "fused";
   req.attn_default = o.attn.empty();
@@ -81,6 +85,11 @@ ProfileRequest profile_request(const ProfileOptions& o) {
     s.points.push_back({o.batch, widest, lengths});
   }
   req.trace = o.trace == "on";
+  s.record_memory = o.memory == "on";
+  if (!o.raw_memory.empty() && !s.record_memory)
+    fail_usage("--raw-memory needs --memory on (the memory step records what it writes)");
+  s.keep_raw_memory = !o.raw_memory.empty();
+  req.raw_memory_path = o.raw_memory;
   req.raw_trace_path = o.raw_trace;
   req.replay_trace = o.replay_trace;
   if (o.peak_tflops > 0) req.peak_tflops = o.peak_tflops;
@@ -93,11 +102,12 @@ ProfileRequest profile_request(const ProfileOptions& o) {
 }
 
 ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string& raw_trace_to,
-                                const ProfileHooks& hooks) {
+                                const ProfileHooks& hooks, const std::string& raw_memory_to) {
   ProfileAnalysis a;
   a.request = profile_request(options);
   ProfileRequest run = a.request;
   run.raw_trace_path = raw_trace_to;
+  run.raw_memory_path = raw_memory_to.empty() ? a.request.raw_memory_path : raw_memory_to;
   run.spec.should_stop = hooks.should_stop;
   run.spec.on_start = hooks.on_start;
   a.report = torch_api().run_profile(run, hooks.on_point);

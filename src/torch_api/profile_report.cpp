@@ -138,6 +138,10 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
       {"source", rep.trace_source.empty() ? core::Json(nullptr) : core::Json(rep.trace_source)},
       {"raw_trace_path",
        req.raw_trace_path.empty() ? core::Json(nullptr) : core::Json(req.raw_trace_path)}};
+  out["memory_status"] = {
+      {"memory_step", req.spec.record_memory},
+      {"raw_memory_path",
+       req.raw_memory_path.empty() ? core::Json(nullptr) : core::Json(req.raw_memory_path)}};
   const StepSpec& s = req.spec;
   const PointResult* ok = first_ok(rep.steps);
   core::Json prov;
@@ -148,10 +152,13 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   const std::string moe_ran = ok && !ok->moe.empty() ? ok->moe : std::string(to_string(s.moe));
   prov["moe_requested"] = req.moe_default ? core::Json(nullptr) : core::Json(to_string(s.moe));
   prov["moe_dispatch"] = moe_ran;
-  prov["gradient_checkpointing"] = s.gradient_checkpointing;
+  prov["gradient_checkpointing"] = s.checkpointing != Checkpointing::kOff;
+  prov["checkpointing_requested"] = to_string(s.checkpointing);
+  prov["checkpointing_resolved"] =
+      s.checkpointing == Checkpointing::kOff ? "off" : "reentrant (per-layer recompute in the checkpoint's backward)";
   prov["input_requires_grad"] = s.input_requires_grad;
-  prov["ce_mode"] = s.ce_chunked ? "chunked" : "naive";
-  prov["ce_chunk"] = s.ce_chunked ? core::Json(s.ce_chunk) : core::Json(nullptr);
+  prov["ce_mode"] = to_string(s.ce);
+  prov["ce_chunk"] = s.ce != CeForm::kNaive ? core::Json(s.ce_chunk) : core::Json(nullptr);
   prov["rms_norm"] = s.fused_rms_norm ? "fused" : "hf";
   prov["lora"] = {{"targets", s.lora_targets},
                   {"rank", s.lora_rank},
@@ -170,8 +177,8 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   ran.norm = s.fused_rms_norm ? "fused" : "hf";
   ran.lora_dtype = s.lora_fp32 ? "fp32" : "model";
   ran.moe = moe_ran;
-  ran.checkpointing = s.gradient_checkpointing ? "on" : "off";
-  ran.ce = s.ce_chunked ? "chunked" : "naive";
+  ran.checkpointing = to_string(s.checkpointing);
+  ran.ce = to_string(s.ce);
   ran.batch = s.points.empty() ? 0 : s.points.front().batch;
   core::StepKnobs base = core::hf_peft_baseline(ran.batch);
   // The default experts implementation as it resolved here (transformers' grouped_mm where it
@@ -189,6 +196,7 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
 std::vector<core::Table> profile_tables(const ProfileReport& rep) {
   std::vector<core::Table> out;
   out.push_back(timing_table(rep.steps));
+  for (auto& t : memory_tables(rep.steps)) out.push_back(std::move(t));
 
   core::Table cost(fmt::format(
       "FLOPs and MFU (attention counted as {}; peak {})", core::to_string(rep.flops_path),
@@ -444,6 +452,135 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
 
 }  // namespace
 
+namespace {
+
+// The memory step of the widest unpadded point that has one (results.points[].memory): its
+// timeline stacked by part with the peak marked, and the items of its peak.
+void memory_step_figures(core::SectionBuilder& c, const core::Json& pts) {
+  using core::Json;
+  const Json* best = nullptr;
+  double best_tokens = -1;
+  size_t best_i = 0;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const Json& p = pts[i];
+    if (!p.is_object() || !p.contains("memory") || !p["memory"].is_object()) continue;
+    const double tokens = core::number_at(p, "batch").value_or(0) * core::number_at(p, "width").value_or(0);
+    if (tokens > best_tokens) {
+      best = &p;
+      best_tokens = tokens;
+      best_i = i;
+    }
+  }
+  if (best == nullptr) {
+    c.note("no memory step in this evidence (results.points[].memory is null: profile --memory "
+           "off, or an older tprobe): memory timeline not drawn");
+    return;
+  }
+  const Json& m = (*best)["memory"];
+  const std::string field = fmt::format("points[{}].memory", best_i);
+  const Json* samples = core::array_at(m, "timeline.samples");
+  const Json* slots = core::array_at(m, "timeline.slots");
+  const auto peak = core::number_at(m, "peak_allocated_bytes");
+  if (samples == nullptr || slots == nullptr || !peak || samples->empty()) {
+    c.absent(field + ".timeline", "memory timeline");
+    return;
+  }
+  // GiB for a GPU step, MiB for the CPU's tiny ones (a figure of 0.00 GiB says nothing).
+  const bool gib = *peak >= 1024.0 * 1024 * 1024;
+  const double kGiB = gib ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
+  const char* unit = gib ? "GiB" : "MiB";
+  const size_t nslots = slots->size();
+  std::vector<double> x;
+  std::vector<std::vector<double>> cum(nslots);
+  std::vector<double> reserved;
+  bool have_reserved = true;
+  for (const Json& s : *samples) {
+    const Json* by = core::array_at(s, "by_slot");
+    const auto t = core::number_at(s, "t_ns");
+    if (by == nullptr || by->size() != nslots || !t) {
+      c.absent(field + ".timeline.samples[]", "memory timeline");
+      return;
+    }
+    x.push_back(*t / 1e6);
+    double run = 0;
+    for (size_t k = 0; k < nslots; ++k) {
+      run += (*by)[k].is_number() ? (*by)[k].get<double>() : 0.0;
+      cum[k].push_back(run / kGiB);
+    }
+    const auto r = core::number_at(s, "reserved");
+    if (r) {
+      reserved.push_back(*r / kGiB);
+    } else {
+      have_reserved = false;
+    }
+  }
+  core::XYChart chart;
+  chart.title = fmt::format("Memory over one {}x{} step, stacked by part",
+                            core::axis_number(core::number_at(*best, "batch").value_or(0)),
+                            core::axis_number(core::number_at(*best, "width").value_or(0)));
+  chart.x_label = "time in the memory step (ms)";
+  chart.y_label = fmt::format("allocated ({})", unit);
+  chart.height = 380;
+  for (size_t k = 0; k < nslots; ++k) {
+    bool any = false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double prev = k == 0 ? 0.0 : cum[k - 1][i];
+      if (cum[k][i] - prev > 1e-9) any = true;
+    }
+    core::ChartSeries s;
+    s.kind = core::ChartSeries::Kind::kLine;
+    s.fill_below = true;
+    s.x = x;
+    s.y = cum[k];
+    s.color = static_cast<int>(k);
+    s.label = any && (*slots)[k].is_string() ? (*slots)[k].get<std::string>() : "";
+    chart.series.push_back(std::move(s));
+  }
+  if (have_reserved) {
+    core::ChartSeries r;
+    r.kind = core::ChartSeries::Kind::kLine;
+    r.dashed = true;
+    r.x = x;
+    r.y = reserved;
+    r.color = 9;
+    r.label = "reserved (the allocator's cache)";
+    chart.series.push_back(std::move(r));
+  }
+  if (auto pt = core::number_at(m, "peak_t_ns")) {
+    const std::string at = core::string_at(m, "peak_at.phase");
+    const std::string part = core::string_at(m, "peak_at.part");
+    chart.markers.push_back(
+        {true, *pt / 1e6,
+         fmt::format("peak {:.2f} {} ({} {})", *peak / kGiB, unit, at, part)});
+  }
+  c.figure("memory-timeline", chart.title, core::render_svg(chart),
+           {field + ".timeline", field + ".peak_t_ns", field + ".peak_allocated_bytes"},
+           "One more step per point under the allocator's event hook: each block carries the "
+           "engine scope or autograd node that allocated it. Resident = alive since before the "
+           "step (weights, adapters, inputs, workspace).");
+  core::ReportTable t;
+  t.id = "memory-items";
+  t.title = fmt::format("Where the {}x{} peak goes",
+                        core::axis_number(core::number_at(*best, "batch").value_or(0)),
+                        core::axis_number(core::number_at(*best, "width").value_or(0)));
+  t.header = {"item", unit, "share of the peak", "note"};
+  t.fields = {core::SectionBuilder::field_name(field + ".items")};
+  if (const Json* items = core::array_at(m, "items")) {
+    for (const Json& it : *items) {
+      const auto b = core::number_at(it, "bytes");
+      const bool in = it.is_object() && it.value("in_peak", true);
+      t.rows.push_back({core::string_at(it, "label") + (in ? "" : " (beside the peak)"),
+                        b ? fmt::format("{:.2f}", *b / kGiB) : "-",
+                        b && in && *peak > 0 ? fmt::format("{:.1f} %", 100.0 * *b / *peak) : "",
+                        core::string_at(it, "note")});
+    }
+  }
+  t.rows.push_back({"peak allocated", fmt::format("{:.2f}", *peak / kGiB), "100 %", ""});
+  c.table(std::move(t));
+}
+
+}  // namespace
+
 void profile_report_section(core::SectionBuilder& c) {
   const Json& r = c.results();
   const Json* pts = array_at(r, "points");
@@ -477,8 +614,7 @@ void profile_report_section(core::SectionBuilder& c) {
       s.y_low.push_back(*std::min_element(samples.begin(), samples.end()));
       s.y_high.push_back(*std::max_element(samples.begin(), samples.end()));
     }
-    for (const char* k : {"peak_allocated_bytes", "peak_reserved_bytes", "peak_bytes",
-                          "memory.peak_allocated_bytes", "memory.peak_bytes"}) {
+    for (const char* k : {"peak_allocated_bytes", "peak_reserved_bytes", "peak_bytes"}) {
       if (auto m = number_at(p, k)) {
         mem_key = k;
         ChartSeries& s = mem_by_batch[*b];
@@ -540,8 +676,9 @@ void profile_report_section(core::SectionBuilder& c) {
   } else {
     c.note(
         "no peak-memory field found in results.points[] (looked for peak_allocated_bytes, "
-        "peak_reserved_bytes, peak_bytes, memory.peak_*): memory figure not drawn");
+        "peak_reserved_bytes, peak_bytes): memory figure not drawn");
   }
+  memory_step_figures(c, *pts);
   // Time by phase and by layer type, if the profile breaks it down.
   for (const auto& [key, title] :
        std::vector<std::pair<std::string, std::string>>{{"phases", "Time by phase"},

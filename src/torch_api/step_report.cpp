@@ -21,6 +21,39 @@ int64_t StepPoint::real_tokens() const {
   return n;
 }
 
+const char* to_string(CeForm form) {
+  switch (form) {
+    case CeForm::kChunked: return "chunked";
+    case CeForm::kChunkCheckpoint: return "chunk-checkpoint";
+    case CeForm::kNaive: return "naive";
+  }
+  return "?";
+}
+
+std::optional<CeForm> parse_ce_form(const std::string& text) {
+  for (CeForm f : {CeForm::kChunked, CeForm::kChunkCheckpoint, CeForm::kNaive}) {
+    if (text == to_string(f)) return f;
+  }
+  return std::nullopt;
+}
+
+const char* to_string(Checkpointing c) {
+  switch (c) {
+    case Checkpointing::kOff: return "off";
+    case Checkpointing::kReentrant: return "reentrant";
+    case Checkpointing::kNonReentrant: return "non-reentrant";
+  }
+  return "?";
+}
+
+std::optional<Checkpointing> parse_checkpointing(const std::string& text) {
+  if (text == "on") return Checkpointing::kReentrant;
+  for (Checkpointing c : {Checkpointing::kOff, Checkpointing::kReentrant, Checkpointing::kNonReentrant}) {
+    if (text == to_string(c)) return c;
+  }
+  return std::nullopt;
+}
+
 const char* to_string(PointOutcome outcome) {
   switch (outcome) {
     case PointOutcome::kOk:
@@ -103,6 +136,23 @@ core::Json point_to_json(const PointResult& r) {
     p["trace_overhead_ratio"] = nullptr;
   }
   p["trace_message"] = r.trace_message.empty() ? core::Json(nullptr) : core::Json(r.trace_message);
+  if (r.memory) {
+    core::Json m = core::to_json(*r.memory);
+    m["step_s"] = r.memory_step_s;
+    // The allocator's own peak over the memory step (CUDA): the replay's peak must equal it.
+    m["allocator_peak_allocated_bytes"] =
+        r.memory->totals_known ? core::Json(r.memory_step_peak_allocated_bytes) : core::Json(nullptr);
+    if (!r.step_s.empty()) {
+      const double med = sample_stats(r.step_s).median;
+      m["overhead_ratio"] = med > 0 ? r.memory_step_s / med - 1.0 : 0.0;
+    } else {
+      m["overhead_ratio"] = nullptr;
+    }
+    p["memory"] = std::move(m);
+  } else {
+    p["memory"] = nullptr;
+  }
+  p["memory_message"] = r.memory_message.empty() ? core::Json(nullptr) : core::Json(r.memory_message);
   return p;
 }
 
@@ -156,6 +206,99 @@ std::string point_line(const PointResult& r) {
                         100.0 * (r.traced_step_s / s.median - 1.0));
   }
   return line;
+}
+
+std::vector<core::Table> memory_tables(const StepReport& r) {
+  std::vector<core::Table> out;
+  std::vector<const PointResult*> pts;
+  for (const auto& p : r.points) {
+    if (p.memory) pts.push_back(&p);
+  }
+  if (pts.empty()) return out;
+  const bool cuda = pts.front()->memory->totals_known;
+  core::Table items(fmt::format(
+      "where the peak goes (one more step per point under the allocator's event hook, {})",
+      cuda ? "CUDA's caching allocator" : "the CPU allocator"));
+  items.column("item", core::Align::kLeft);
+  for (const PointResult* p : pts) {
+    items.column(fmt::format("{}x{}{}", p->point.batch, p->point.width, p->point.padded() ? " pad" : ""));
+  }
+  const auto& first = pts.front()->memory->items;
+  auto bytes = [](int64_t b) { return core::format_bytes(static_cast<double>(b)); };
+  for (size_t i = 0; i < first.size(); ++i) {
+    std::vector<std::string> row{first[i].label + (first[i].in_peak ? "" : " *")};
+    for (const PointResult* p : pts) {
+      const auto& it = p->memory->items;
+      row.push_back(i < it.size() ? bytes(it[i].bytes) : "-");
+    }
+    items.row(row);
+  }
+  std::vector<std::string> sum{"= the items (in the peak)"}, peak{"peak allocated (replayed)"},
+      alloc{"peak allocated (the allocator, memory step)"}, at{"the peak is in"},
+      over{"memory step vs timed median"};
+  for (const PointResult* p : pts) {
+    const core::StepMemory& m = *p->memory;
+    int64_t total = 0;
+    for (const auto& it : m.items) {
+      if (it.in_peak) total += it.bytes;
+    }
+    sum.push_back(bytes(total));
+    peak.push_back(bytes(m.peak_allocated));
+    alloc.push_back(m.totals_known ? bytes(p->memory_step_peak_allocated_bytes) : "-");
+    at.push_back(m.peak_event < 0 ? m.peak_phase
+                 : m.peak_layer >= 0
+                     ? fmt::format("{} {} L{}", m.peak_phase, m.peak_part, m.peak_layer)
+                     : fmt::format("{} {}", m.peak_phase, m.peak_part));
+    const double med = p->step_s.empty() ? 0 : sample_stats(p->step_s).median;
+    over.push_back(med > 0 ? fmt::format("{:+.1f} %", 100.0 * (p->memory_step_s / med - 1.0)) : "-");
+  }
+  items.row(sum).row(peak).row(alloc).row(at).row(over);
+  items.note("* beside the peak, not in it: the reserved-but-unused cache, and AdamW's two fp32 "
+             "moments per LoRA parameter (computed: the step runs no optimizer)");
+  if (!cuda) {
+    items.note("CPU: the allocator reports only what it allocates while recording, so the "
+               "resident set is the parameters' own bytes and nothing is checked against an "
+               "allocator total");
+  }
+  out.push_back(std::move(items));
+
+  // Bytes alive at the widest point's peak by part (rows) and phase (columns).
+  const PointResult* widest = pts.front();
+  for (const PointResult* p : pts) {
+    if (!p->point.padded() && p->point.batch * p->point.width >= widest->point.batch * widest->point.width)
+      widest = p;
+  }
+  const core::StepMemory& m = *widest->memory;
+  std::vector<std::string> phases;
+  for (const auto& c : m.alive_at_peak) {
+    if (std::find(phases.begin(), phases.end(), c.phase) == phases.end()) phases.push_back(c.phase);
+  }
+  core::Table cells(fmt::format("bytes alive at the {}x{} peak by part and phase (allocated "
+                                "during the step; the resident set apart)",
+                                widest->point.batch, widest->point.width));
+  cells.column("part", core::Align::kLeft);
+  for (const auto& ph : phases) cells.column(ph);
+  cells.column("total");
+  std::vector<std::string> parts;
+  for (const auto& c : m.alive_at_peak) {
+    if (std::find(parts.begin(), parts.end(), c.part) == parts.end()) parts.push_back(c.part);
+  }
+  for (const auto& pa : parts) {
+    std::vector<std::string> row{pa};
+    int64_t total = 0;
+    for (const auto& ph : phases) {
+      int64_t b = 0;
+      for (const auto& c : m.alive_at_peak) {
+        if (c.part == pa && c.phase == ph) b += c.bytes;
+      }
+      total += b;
+      row.push_back(b ? bytes(b) : "");
+    }
+    row.push_back(bytes(total));
+    cells.row(row);
+  }
+  out.push_back(std::move(cells));
+  return out;
 }
 
 core::Table timing_table(const StepReport& r) {

@@ -66,7 +66,8 @@ TEST(ProfileCli, CpuSweepWritesEvidenceScalingFitReads) {
   const std::string torch_version = ev["environment"]["torch"]["version"].get<std::string>();
   EXPECT_EQ(res["provenance"]["attn_path"], torch_version.rfind("1.", 0) == 0 ? "eager" : "sdpa")
       << torch_version;
-  EXPECT_EQ(res["provenance"]["ce_mode"], "chunked");
+  EXPECT_EQ(res["provenance"]["ce_mode"], "chunk-checkpoint");  // the HF harness's form
+  EXPECT_EQ(res["provenance"]["checkpointing_requested"], "reentrant");
   EXPECT_EQ(res["provenance"]["config_digest"].get<std::string>().rfind("fnv1a64:", 0), 0u);
 
   // scaling-fit reads the evidence as its documented input; the padded point is not a width.
@@ -75,6 +76,101 @@ TEST(ProfileCli, CpuSweepWritesEvidenceScalingFitReads) {
   json fj = json::parse(read_text(dir + "/fit.json"));
   EXPECT_EQ(fj["results"]["distinct_widths"], 3);
   EXPECT_EQ(fj["results"]["input_points"].size(), 6u);
+}
+
+// The memory step on the CPU: every point's peak split into items that add up to it, the bytes
+// alive at the peak by phase and part, a timeline, and the raw history written when asked for.
+TEST(ProfileCli, MemoryStepItemsAddUpToThePeakOnTheCpu) {
+  const std::string dir = make_temp_dir();
+  const std::string path = dir + "/profile.json";
+  auto args = base_args(path);
+  args.insert(args.end(), {"--raw-memory", dir + "/mem.json"});
+  RunResult r = run_tprobe(args);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("where the peak goes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bytes alive at the 2x32 peak by part and phase"), std::string::npos)
+      << r.out;
+  json ev = json::parse(read_text(path));
+  const json& res = ev["results"];
+  EXPECT_EQ(res["memory_status"]["memory_step"], true);
+  for (const auto& p : res["points"]) {
+    ASSERT_TRUE(p["memory"].is_object()) << p.dump();
+    const json& m = p["memory"];
+    EXPECT_EQ(m["allocator_totals"], false);  // the CPU allocator reports no totals
+    int64_t sum = 0;
+    for (const auto& it : m["items"]) {
+      if (it["in_peak"].get<bool>()) sum += it["bytes"].get<int64_t>();
+      EXPECT_GE(it["bytes"].get<int64_t>(), 0) << it.dump();
+    }
+    EXPECT_EQ(sum, m["items_sum_bytes"].get<int64_t>());
+    EXPECT_EQ(sum, m["peak_allocated_bytes"].get<int64_t>());
+    int64_t cells = 0;
+    bool loss = false;
+    for (const auto& c : m["alive_at_peak"]) {
+      cells += c["bytes"].get<int64_t>();
+      if (c["phase"] == "loss") loss = true;
+    }
+    (void)loss;
+    // Everything alive at the peak that the step allocated is in a cell; the rest is resident.
+    EXPECT_GT(cells, 0);
+    EXPECT_LE(cells, m["peak_allocated_bytes"].get<int64_t>());
+    EXPECT_GE(m["timeline"]["samples"].size(), 2u);
+    EXPECT_GT(m["events"].get<int64_t>(), 0);
+    EXPECT_GE(m["peak_allocated_bytes"].get<int64_t>(), m["start_allocated_bytes"].get<int64_t>());
+  }
+  // The first point's history, replayable.
+  json raw = json::parse(read_text(dir + "/mem.json"));
+  EXPECT_EQ(raw["schema"]["name"], "tprobe.raw_memory");
+  EXPECT_EQ(raw["device"], "cpu");
+  EXPECT_GT(raw["events"].size(), 0u);
+  EXPECT_GT(raw["tags"].size(), 0u);
+
+  // --memory off: no memory step, and --raw-memory without it is a usage error.
+  auto off = base_args(dir + "/off.json");
+  off.insert(off.end(), {"--memory", "off"});
+  RunResult o = run_tprobe(off);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_TRUE(json::parse(read_text(dir + "/off.json"))["results"]["points"][0]["memory"].is_null());
+  off.insert(off.end(), {"--raw-memory", dir + "/m2.json"});
+  off[off.size() - 5] = dir + "/off2.json";
+  RunResult bad = run_tprobe(off);
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_FALSE(file_exists(dir + "/m2.json"));
+}
+
+// The cross-entropy's forms and checkpointing's values run, and the evidence says which ran.
+TEST(ProfileCli, CeFormsAndCheckpointingValuesAreRecorded) {
+  const std::string dir = make_temp_dir();
+  for (const std::string ce : {"chunked", "chunk-checkpoint", "naive"}) {
+    auto args = base_args(dir + "/" + ce + ".json");
+    args.insert(args.end(), {"--ce", ce, "--widths", "16"});
+    RunResult r = run_tprobe(args);
+    ASSERT_EQ(r.exit_code, 0) << ce << r.err;
+    json ev = json::parse(read_text(dir + "/" + ce + ".json"));
+    EXPECT_EQ(ev["results"]["provenance"]["ce_mode"], ce);
+  }
+  // The three forms compute one loss: the first timed repeat's loss values agree.
+  auto loss = [&](const std::string& ce) {
+    return json::parse(read_text(dir + "/" + ce + ".json"))["results"]["points"][0]["loss_value"]
+        .get<double>();
+  };
+  EXPECT_NEAR(loss("chunked"), loss("naive"), 1e-4 * std::abs(loss("naive")));
+  EXPECT_NEAR(loss("chunk-checkpoint"), loss("naive"), 1e-4 * std::abs(loss("naive")));
+  for (const std::string ck : {"reentrant", "non-reentrant", "off", "on"}) {
+    auto args = base_args(dir + "/ck-" + ck + ".json");
+    args.insert(args.end(), {"--checkpointing", ck, "--widths", "16", "--memory", "off"});
+    RunResult r = run_tprobe(args);
+    ASSERT_EQ(r.exit_code, 0) << ck << r.err;
+    json ev = json::parse(read_text(dir + "/ck-" + ck + ".json"));
+    const json& prov = ev["results"]["provenance"];
+    EXPECT_EQ(prov["checkpointing_requested"], ck == "on" ? "reentrant" : ck);
+    EXPECT_EQ(prov["gradient_checkpointing"], ck != "off");
+    bool warned = false;
+    for (const auto& d : ev["status"]["diagnostics"]) {
+      if (d["code"] == "checkpointing_resolved") warned = true;
+    }
+    EXPECT_EQ(warned, ck == "non-reentrant") << ck;
+  }
 }
 
 TEST(ProfileCli, ReplayedTraceGivesThePhaseTable) {
@@ -170,6 +266,10 @@ TEST(ProfileCli, BadOptionsAreUsageErrors) {
   EXPECT_EQ(with({"--repeats", "0"}).exit_code, 2);
   EXPECT_FALSE(file_exists(dir + "/p.json"));
   EXPECT_EQ(with({"--norm", "bogus"}).exit_code, 2);
+  EXPECT_FALSE(file_exists(dir + "/p.json"));
+  EXPECT_EQ(with({"--ce", "bogus"}).exit_code, 2);
+  EXPECT_EQ(with({"--checkpointing", "sometimes"}).exit_code, 2);
+  EXPECT_EQ(with({"--memory", "maybe"}).exit_code, 2);
   EXPECT_FALSE(file_exists(dir + "/p.json"));
   RunResult missing = with({"--replay-trace", dir + "/none.json"});
   EXPECT_EQ(missing.exit_code, 1);

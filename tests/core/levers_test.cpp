@@ -71,7 +71,7 @@ TEST(Levers, ConfigsAreTheBaselineThenEachLeverAloneForTheDevice) {
   std::vector<std::string> settings;
   for (const auto& x : c) settings.push_back(x.setting);
   for (const char* want : {"--attn flash-window", "--norm fused", "--lora-dtype model",
-                           "--moe grouped_mm", "--checkpointing off", "--ce naive", "--batch 1",
+                           "--moe grouped_mm", "--checkpointing off", "--ce naive", "--ce chunked", "--batch 1",
                            "--batch 4"}) {
     EXPECT_NE(std::find(settings.begin(), settings.end(), want), settings.end()) << want;
   }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "tprobe/core/base/error.hpp"
@@ -72,6 +73,13 @@ RawMemory mini(bool with_totals) {
   return r;
 }
 
+MemoryFacts mini_facts();
+
+RawMemory with_facts(RawMemory r, const MemoryFacts& f) {
+  r.facts = f;
+  return r;
+}
+
 MemoryFacts mini_facts() {
   MemoryFacts f;
   f.weights_bytes = 600;
@@ -91,7 +99,7 @@ int64_t item(const StepMemory& m, const std::string& key) {
 
 TEST(StepMemory, PeakIsTheLargestRunningTotalAndTheLossHeadsTransientIsGoneByThen) {
   // The loss head's 500 made a higher total (1700) than the recompute's: the peak is event 1.
-  StepMemory m = analyse_step_memory(mini(true), mini_facts());
+  StepMemory m = analyse_step_memory(with_facts(mini(true), mini_facts()));
   EXPECT_EQ(m.peak_allocated, 1700);
   EXPECT_EQ(m.peak_event, 1);
   EXPECT_EQ(m.peak_t_ns, 20);
@@ -115,7 +123,7 @@ TEST(StepMemory, ItemsAddUpToThePeakAndCellsToWhatTheStepAllocated) {
   r.events[1].bytes = 100;  // a smaller loss head: the peak moves to the recompute (event 5)
   r.events[2].bytes = -100;
   for (size_t i = 1; i < r.events.size(); ++i) r.events[i].total_allocated = -1;
-  StepMemory m = analyse_step_memory(r, mini_facts());
+  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()));
   EXPECT_EQ(m.peak_event, 5);
   EXPECT_EQ(m.peak_allocated, 1575);
   EXPECT_EQ(m.peak_phase, "untagged");
@@ -151,7 +159,7 @@ TEST(StepMemory, WithoutScopesEveryByteStaysUntaggedNeverGuessed) {
   RawMemory r = mini(true);
   for (auto& e : r.events) e.context = LaunchContext{};
   r.forward_ops.clear();
-  StepMemory m = analyse_step_memory(r, MemoryFacts{});
+  StepMemory m = analyse_step_memory(with_facts(r, MemoryFacts{}));
   for (const auto& c : m.alive_at_peak) {
     EXPECT_EQ(c.phase, "untagged");
     EXPECT_EQ(c.part, "untagged");
@@ -165,7 +173,7 @@ TEST(StepMemory, WithoutScopesEveryByteStaysUntaggedNeverGuessed) {
 
 TEST(StepMemory, ANodeWithoutItsForwardOpIsUntagged) {
   RawMemory r = mini(false);
-  StepMemory m = analyse_step_memory(r, mini_facts());
+  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()));
   // Event 8 (node 7/99) is after the peak; move the peak past it with a large last allocation.
   MemoryEvent big;
   big.t_ns = 100;
@@ -173,7 +181,7 @@ TEST(StepMemory, ANodeWithoutItsForwardOpIsUntagged) {
   big.bytes = 10000;
   big.context = node(7, 99);
   r.events.push_back(big);
-  m = analyse_step_memory(r, mini_facts());
+  m = analyse_step_memory(with_facts(r, mini_facts()));
   EXPECT_EQ(m.peak_event, 9);
   EXPECT_EQ(m.peak_phase, "untagged");
   EXPECT_EQ(item(m, "untagged"), 25 + 40 + 10000);
@@ -184,13 +192,13 @@ TEST(StepMemory, ANodeWithoutItsForwardOpIsUntagged) {
 TEST(StepMemory, TheReplayFollowsTheAllocatorsTotalAndCountsWhereItDoesNot) {
   RawMemory r = mini(true);
   r.events[3].total_allocated += 512;  // the allocator said otherwise once
-  StepMemory m = analyse_step_memory(r, mini_facts());
+  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()));
   EXPECT_EQ(m.total_mismatches, 1);
 }
 
 TEST(StepMemory, TimelineKeepsThePeakAndEachBucketsLargest) {
   RawMemory r = mini(true);
-  StepMemory m = analyse_step_memory(r, mini_facts(), 4);  // 9 events, buckets of 3
+  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()), 4);  // 9 events, buckets of 3
   ASSERT_EQ(m.timeline.size(), 4u);  // the start + 3 buckets
   EXPECT_EQ(m.timeline[0].event, -1);
   EXPECT_EQ(m.timeline[0].allocated, 1000);
@@ -209,17 +217,17 @@ TEST(StepMemory, TimelineKeepsThePeakAndEachBucketsLargest) {
 }
 
 TEST(StepMemory, RawFileRoundTripsAndTheReplayIsTheSame) {
-  RawMemory r = mini(true);
+  RawMemory r = with_facts(mini(true), mini_facts());
   const std::string text = to_json(r).dump();
   RawMemory back = parse_raw_memory(text, "mem.json");
   ASSERT_EQ(back.events.size(), r.events.size());
   EXPECT_EQ(to_json(back).dump(), text);
-  EXPECT_EQ(to_json(analyse_step_memory(back, mini_facts())).dump(),
-            to_json(analyse_step_memory(r, mini_facts())).dump());
+  EXPECT_EQ(to_json(analyse_step_memory(with_facts(back, mini_facts()))).dump(),
+            to_json(analyse_step_memory(with_facts(r, mini_facts()))).dump());
 }
 
 TEST(StepMemory, BrokenFilesAreRefusedOnOneLine) {
-  const std::string good = to_json(mini(true)).dump();
+  const std::string good = to_json(with_facts(mini(true), mini_facts())).dump();
   auto refuse = [](const std::string& text, const std::string& expected) {
     try {
       parse_raw_memory(text, "mem.json");
@@ -253,18 +261,68 @@ TEST(StepMemory, BrokenFilesAreRefusedOnOneLine) {
          "bytes");
   refuse(replaced("[10,160,200,1200,4096,[1]]", "[10,160,200,1200,4096,[1,2,3]]"), "context");
   refuse(replaced("\"events\":[", "\"events\":{\"a\":1},\"x\":["), "");
+  refuse(replaced("\"checkpointing\":true", "\"checkpointing\":\"yes\""), "checkpointing");
+  refuse(replaced("\"lora_grad_ptrs\":[208]", "\"lora_grad_ptrs\":[-1]"), "lora_grad_ptrs");
 }
 
 TEST(StepMemory, AReplayThatCannotBeRightIsRefused) {
   RawMemory r = mini(true);
   r.dropped_events = 3;
-  EXPECT_THROW(analyse_step_memory(r, MemoryFacts{}), Error);
+  EXPECT_THROW(analyse_step_memory(with_facts(r, MemoryFacts{})), Error);
   r = mini(true);
   r.events[3].ptr = 0xa0;  // allocated twice without a free
-  EXPECT_THROW(analyse_step_memory(r, MemoryFacts{}), Error);
+  EXPECT_THROW(analyse_step_memory(with_facts(r, MemoryFacts{})), Error);
   r = mini(true);
   r.events[2].bytes = -400;  // freed with another size than allocated
-  EXPECT_THROW(analyse_step_memory(r, MemoryFacts{}), Error);
+  EXPECT_THROW(analyse_step_memory(with_facts(r, MemoryFacts{})), Error);
+}
+
+}  // namespace
+}  // namespace tprobe::core
+
+namespace tprobe::core {
+namespace {
+
+// A history recorded on the H200 (benchmarks/gpu/memory-faithful.sh: the tiny model on CUDA,
+// `profile --raw-memory`), replayed here without a GPU: the replay must follow the caching
+// allocator's own total at every event, its items must add up to its peak, and the peak must be
+// the largest total the allocator itself reported.
+TEST(StepMemory, ARecordedCudaHistoryReplaysToTheAllocatorsOwnTotals) {
+  const RawMemory raw =
+      read_raw_memory(std::string(TPROBE_FIXTURES_DIR) + "/raw-memory-tiny-cuda.json");
+  ASSERT_TRUE(raw.totals_known);
+  ASSERT_GT(raw.events.size(), 1000u);
+  int64_t largest = raw.start_allocated;
+  for (const auto& e : raw.events) largest = std::max(largest, e.total_allocated);
+  const StepMemory m = analyse_step_memory(raw);
+  EXPECT_EQ(m.total_mismatches, 0);
+  EXPECT_EQ(m.peak_allocated, largest);
+  int64_t sum = 0;
+  for (const auto& it : m.items) {
+    if (it.in_peak) sum += it.bytes;
+    EXPECT_GE(it.bytes, 0) << it.key;
+  }
+  EXPECT_EQ(sum, m.peak_allocated);
+  // Every block of the step alive at the peak carries a scope or a linked node.
+  EXPECT_EQ(m.untagged_bytes_at_peak, 0);
+  int64_t cells = 0;
+  for (const auto& c : m.alive_at_peak) cells += c.bytes;
+  EXPECT_GT(cells, 0);
+
+  // The negative control on the real history: without the scopes and the links, nothing that
+  // was a part stays one.
+  RawMemory stripped = raw;
+  for (auto& e : stripped.events) e.context = LaunchContext{};
+  stripped.forward_ops.clear();
+  const StepMemory u = analyse_step_memory(stripped);
+  EXPECT_EQ(u.peak_allocated, m.peak_allocated);
+  EXPECT_EQ(u.untagged_bytes_at_peak + [&] {
+    for (const auto& it : u.items) {
+      if (it.key == "lora_gradients") return it.bytes;
+    }
+    return int64_t{0};
+  }(), cells);
+  for (const auto& c : u.alive_at_peak) EXPECT_EQ(c.part, "untagged");
 }
 
 }  // namespace

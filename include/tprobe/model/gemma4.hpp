@@ -36,7 +36,12 @@ struct LoraConfig {
 // non-positive rank or alpha.
 void validate_lora(const LoraConfig& lora);
 
-enum class CeMode { kChunked, kNaive };
+// kChunked: tprobe's one autograd node over every chunk (the backward in place, one fp32 [chunk, V]
+// buffer at a time); kChunkCheckpoint: the Hugging Face harness's form (benchmarks/hf_lora_step.py's
+// chunked_ce_loss): each chunk's matmul, softcap, fp32 cast and cross_entropy under its own
+// checkpoint, recomputed op by op in the backward, so its saved tensors (the tanh output, the
+// log-softmax) and their gradients are what HF allocates; kNaive: the whole logits at once.
+enum class CeMode { kChunked, kChunkCheckpoint, kNaive };
 
 struct ModelOptions {
   torch::Dtype dtype = torch::kFloat32;

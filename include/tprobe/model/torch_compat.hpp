@@ -34,6 +34,27 @@ class AutogradLinks {
 // is on.
 void note_custom_node();
 
+// c10's memory reporting (the hook torch.profiler's profile_memory uses): while one of these
+// lives, every allocation and free of a reporting allocator — CUDA's caching allocator, and the
+// CPU allocator — made on the constructing thread, or on a thread that inherits its thread-local
+// state (the autograd engine's backward threads), calls `sink`. The totals are the allocator's own
+// after the event, -1 where it reports none (the CPU). It occupies the profiler-state slot of
+// the thread: not beside torch's own profiler.
+class AllocatorEvents {
+ public:
+  using Sink = void (*)(void* user, const void* ptr, int64_t bytes, int64_t total_allocated,
+                        int64_t total_reserved, bool cuda);
+  AllocatorEvents(Sink sink, void* user);
+  ~AllocatorEvents();
+  AllocatorEvents(const AllocatorEvents&) = delete;
+  AllocatorEvents& operator=(const AllocatorEvents&) = delete;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+int64_t cuda_reserved_bytes();  // reserved now (0 on CPU-only builds)
+
 // libtorch version string, e.g. "1.13.1" or "2.11.0".
 std::string torch_version();
 

@@ -23,6 +23,7 @@ struct ProfileRequest {
   bool trace = true;                  // one traced step per point, where a source is usable
   std::string replay_trace;           // a raw trace file to replay instead of CUPTI (tests)
   std::string raw_trace_path;         // write what the source recorded (all points) here
+  std::string raw_memory_path;        // write the first point's memory history here
   std::optional<double> peak_tflops;  // given: no GEMM measurement
   int64_t table_width = 0;  // whose kernel table is results.kernel_table (0: the widest point)
   // spec.attn was not chosen: sdpa where the linked libtorch has it, else eager (said in a

@@ -24,8 +24,8 @@ struct ProfileOptions {
   double alpha = 128;
   std::string lora_dtype = "fp32";   // model | fp32 (fp32: PEFT's default, the baseline's)
   std::string norm = "hf";           // hf | fused
-  std::string checkpointing = "on";  // on | off
-  std::string ce = "chunked";        // chunked | naive
+  std::string checkpointing = "reentrant";  // reentrant | non-reentrant | off ("on": reentrant)
+  std::string ce = "chunk-checkpoint";      // chunk-checkpoint | chunked | naive
   int64_t ce_chunk = 4096;
   std::string attn;  // empty: sdpa where libtorch has it, else eager
   std::string moe;  // empty: grouped_mm where it runs, else loop (transformers' default)
@@ -42,6 +42,8 @@ struct ProfileOptions {
   std::string trace = "on";
   std::string raw_trace;  // the path the evidence names
   std::string replay_trace;
+  std::string memory = "on";  // one more step per point under the allocator's event hook
+  std::string raw_memory;     // the path the evidence names
   uint64_t seed = 1;
   int64_t table_width = 0;
 };
@@ -66,9 +68,10 @@ struct ProfileAnalysis {
 };
 
 // profile_request(), then the sweep; the raw trace (when asked for) is written to
-// `raw_trace_to` (the output guard's staged name of options.raw_trace).
+// `raw_trace_to` (the output guard's staged name of options.raw_trace), the first point's memory
+// history to `raw_memory_to` (options.raw_memory's staged name).
 ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string& raw_trace_to,
-                                const ProfileHooks& hooks);
+                                const ProfileHooks& hooks, const std::string& raw_memory_to = "");
 
 // "sliding: X; full: Y" of the first point that ran; "" when none did.
 std::string resolved_attention(const ProfileAnalysis& analysis);

@@ -26,5 +26,8 @@ core::Json to_json(const StepReport& report);
 // "2x8192 ok: step 1.234 s (min 1.230, spread 0.4 %), fwd ..., peak 12.3 GiB"
 std::string point_line(const PointResult& point);
 core::Table timing_table(const StepReport& report);
+// Where each point's peak goes (the memory step's items) and the widest point's alive bytes by
+// part × phase; none when no point recorded its memory.
+std::vector<core::Table> memory_tables(const StepReport& report);
 
 }  // namespace tprobe::model

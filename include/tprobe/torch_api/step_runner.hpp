@@ -11,6 +11,7 @@
 
 #include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/trace/step_memory.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
 #include "tprobe/torch_api/moe_dispatch.hpp"
 
@@ -26,6 +27,23 @@ struct StepPoint {
   int64_t real_tokens() const;
 };
 
+// The cross-entropy's form (docs/profile.md, "Memory"): chunked, tprobe's one autograd node over
+// the chunks with an in-place backward; chunk-checkpoint, the Hugging Face harness's (each chunk's
+// matmul, softcap, fp32 cast and cross_entropy under its own checkpoint, recomputed op by op);
+// naive, the whole logits at once.
+enum class CeForm { kChunked, kChunkCheckpoint, kNaive };
+const char* to_string(CeForm form);  // "chunked", "chunk-checkpoint", "naive"
+std::optional<CeForm> parse_ce_form(const std::string& text);
+
+// Gradient checkpointing as requested: off, reentrant (use_reentrant=True) or non-reentrant
+// (use_reentrant=False, transformers 5.17's default). The engine runs both by one mechanism, the
+// layer recomputed inside its checkpoint node's backward: libtorch's C++ API has no saved-tensor
+// hooks to run non-reentrant's own (said in the report's resolved value and a diagnostic).
+enum class Checkpointing { kOff, kReentrant, kNonReentrant };
+const char* to_string(Checkpointing c);  // "off", "reentrant", "non-reentrant"
+// "on" is the old spelling of reentrant.
+std::optional<Checkpointing> parse_checkpointing(const std::string& text);
+
 struct StepSpec {
   std::string model = "gemma4-tiny";  // embedded shapes (random init) when checkpoint_dir is empty
   std::string checkpoint_dir;         // config.json + safetensors: real weights
@@ -36,9 +54,9 @@ struct StepSpec {
   bool lora_fp32 = false;  // adapter factors in fp32 under a bf16 model (PEFT's default)
   core::AttentionPath attn = core::AttentionPath::kEager;
   MoeDispatch moe = MoeDispatch::kLoop;
-  bool gradient_checkpointing = true;
+  Checkpointing checkpointing = Checkpointing::kReentrant;  // as requested
   bool input_requires_grad = true;
-  bool ce_chunked = true;
+  CeForm ce = CeForm::kChunked;
   int64_t ce_chunk = 4096;
   bool fused_rms_norm = false;  // libtorch's at::rms_norm instead of HF's formula (ModelOptions)
   std::string dtype = "bf16";  // bf16 | fp32 | fp64
@@ -47,6 +65,10 @@ struct StepSpec {
   int64_t warmup = 1;
   int64_t repeats = 3;
   core::StepTracer* tracer = nullptr;  // not owned; null: no traced step
+  // One more step per point under the allocator's event hook (never a timed one): where the
+  // memory goes (PointResult::memory). keep_raw_memory keeps the first point's events.
+  bool record_memory = false;
+  bool keep_raw_memory = false;
   // Asked before each point (and before its traced step): true stops the sweep, and the report
   // holds the points measured so far with `interrupted` set. The caller's signal flag, passed in
   // because the module has its own copy of tprobe_core.
@@ -80,6 +102,13 @@ struct PointResult {
   // The first traced point only: the discarded priming step's time (0 elsewhere).
   double trace_priming_step_s = 0;
   std::string trace_message;  // why the traced step failed, when it did
+  // The memory step (spec.record_memory): its replay, its time and the allocator's own peak over
+  // it (the replay's peak must equal it), or why there is none.
+  std::optional<core::StepMemory> memory;
+  std::optional<core::RawMemory> raw_memory;  // the first recorded point's, with keep_raw_memory
+  double memory_step_s = 0;
+  int64_t memory_step_peak_allocated_bytes = 0;
+  std::string memory_message;
 };
 
 struct StepReport {

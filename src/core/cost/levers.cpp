@@ -38,8 +38,8 @@ StepKnobs hf_peft_baseline(int64_t batch) {
   k.norm = "hf";
   k.lora_dtype = "fp32";
   k.moe = "auto";
-  k.checkpointing = "on";
-  k.ce = "chunked";
+  k.checkpointing = "reentrant";
+  k.ce = "chunk-checkpoint";
   k.batch = batch;
   return k;
 }
@@ -82,9 +82,13 @@ const std::vector<LeverInfo>& lever_catalogue() {
        "per-layer gradient checkpointing off: no recompute, every layer's activations kept",
        "TrainingArguments(gradient_checkpointing=False), or not calling "
        "model.gradient_checkpointing_enable()"},
-      {LeverId::kCe, "ce", "the cross-entropy over the vocabulary in chunks, or at once",
-       "transformers computes the full logits and an fp32 cross-entropy; a chunked or fused "
-       "linear cross-entropy comes from a kernel library (e.g. Liger Kernel's)"},
+      {LeverId::kCe, "ce",
+       "the cross-entropy's form: tprobe's one node over the chunks with an in-place backward "
+       "(chunked), the harness's per-chunk checkpoint (chunk-checkpoint), or the whole logits "
+       "at once (naive)",
+       "transformers computes the full logits and an fp32 cross-entropy (naive); the harness's "
+       "loop of checkpointed chunks is chunk-checkpoint; a fused linear cross-entropy from a "
+       "kernel library (e.g. Liger Kernel's) is the chunked form's in-place backward"},
       {LeverId::kPacking, "packing",
        "a padded micro-batch run as its real tokens only (packed rows, attention kept inside "
        "each row); in tprobe's engine it comes with the attention path that packs",
@@ -135,10 +139,11 @@ std::vector<LeverConfig> lever_configs(const LeverPlanInput& in) {
   alone(LeverId::kMoe,
         with([](StepKnobs& k) { k.moe = k.moe == "hf_grouped_mm" ? "grouped_mm" : "hf_grouped_mm"; }));
   alone(LeverId::kCheckpointing, with([](StepKnobs& k) {
-          k.checkpointing = k.checkpointing == "on" ? "off" : "on";
+          k.checkpointing = k.checkpointing == "off" ? "reentrant" : "off";
         }));
-  alone(LeverId::kCe,
-        with([](StepKnobs& k) { k.ce = k.ce == "chunked" ? "naive" : "chunked"; }));
+  for (const char* ce : {"chunked", "chunk-checkpoint", "naive"}) {
+    alone(LeverId::kCe, with([&](StepKnobs& k) { k.ce = ce; }));
+  }
   if (in.padded_point && !in.packing_path.empty() && in.packing_path != b.attn) {
     alone(LeverId::kPacking, with([&](StepKnobs& k) { k.attn = in.packing_path; }), true);
   }

@@ -198,6 +198,7 @@ std::string render_svg(const XYChart& c) {
           fmt_coord(y - 14 < top ? y + 13 : y - 3), xml_escape(m.label));
     }
   }
+  std::vector<std::pair<double, double>> below;  // the previous filled series' line, in px
   for (const auto& series : c.series) {
     const char* col = color(series.color);
     std::vector<std::size_t> order;
@@ -210,10 +211,29 @@ std::string render_svg(const XYChart& c) {
       std::string pts;
       for (std::size_t i : order)
         pts += fmt_coord(px(series.x[i])) + "," + fmt_coord(py(series.y[i])) + " ";
+      if (series.fill_below && !order.empty()) {
+        std::vector<std::pair<double, double>> line;
+        for (std::size_t i : order) line.emplace_back(px(series.x[i]), py(series.y[i]));
+        std::string poly;
+        for (const auto& [x, y] : line) poly += fmt_coord(x) + "," + fmt_coord(y) + " ";
+        if (below.empty()) {
+          poly += fmt_coord(line.back().first) + "," + fmt_coord(top + ph) + " " +
+                  fmt_coord(line.front().first) + "," + fmt_coord(top + ph);
+        } else {
+          for (auto it = below.rbegin(); it != below.rend(); ++it)
+            poly += fmt_coord(it->first) + "," + fmt_coord(it->second) + " ";
+        }
+        s += fmt::format(
+            "<polygon class=\"series area\" fill=\"{}\" fill-opacity=\"0.55\" stroke=\"none\" "
+            "points=\"{}\"><title>{}</title></polygon>\n",
+            col, poly, xml_escape(series.label));
+        below = std::move(line);
+      }
       s += fmt::format(
-          "<polyline class=\"series line\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} "
+          "<polyline class=\"series line\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{} "
           "points=\"{}\"/>\n",
-          col, series.dashed ? " stroke-dasharray=\"6 4\"" : "", pts);
+          col, series.fill_below ? "1" : "2", series.dashed ? " stroke-dasharray=\"6 4\"" : "",
+          pts);
     } else {
       for (std::size_t i : order) {
         const double x = px(series.x[i]);

@@ -37,6 +37,14 @@ Json to_json(const RawMemory& raw) {
   out["dropped_events"] = raw.dropped_events;
   out["tags"] = detail::tags_json(raw.tags);
   out["forward_ops"] = detail::forward_ops_json(raw.forward_ops);
+  Json grads = Json::array();
+  for (uint64_t p : raw.facts.lora_grad_ptrs) grads.push_back(p);
+  out["facts"] = {{"weights_bytes", raw.facts.weights_bytes},
+                  {"lora_parameter_bytes", raw.facts.lora_parameter_bytes},
+                  {"lora_parameters", raw.facts.lora_parameters},
+                  {"lora_grad_ptrs", std::move(grads)},
+                  {"checkpointing", raw.facts.checkpointing},
+                  {"optimizer_ran", raw.facts.optimizer_ran}};
   // One array per event, the context as [tag] or [node_thread, node_seq] (none: []): a step's
   // history is tens of thousands of events, and objects would triple the file.
   Json events = Json::array();
@@ -93,6 +101,22 @@ RawMemory parse_raw_memory(std::string_view text, const std::string& path) {
   auto fwd = doc.find("forward_ops");
   if (fwd == doc.end() || !fwd->is_array()) fail("{}: 'forward_ops' must be an array", path);
   m.forward_ops = detail::parse_forward_ops(*fwd, path, ntags);
+  auto facts = doc.find("facts");
+  if (facts == doc.end() || !facts->is_object()) fail("{}: 'facts' must be an object", path);
+  const std::string fw = path + " facts";
+  m.facts.weights_bytes = detail::json_int(*facts, "weights_bytes", fw, 0, kMaxBytes);
+  m.facts.lora_parameter_bytes = detail::json_int(*facts, "lora_parameter_bytes", fw, 0, kMaxBytes);
+  m.facts.lora_parameters = detail::json_int(*facts, "lora_parameters", fw, 0, kMaxBytes);
+  auto gp = facts->find("lora_grad_ptrs");
+  if (gp == facts->end() || !gp->is_array()) fail("{}: 'lora_grad_ptrs' must be an array", fw);
+  for (size_t i = 0; i < gp->size(); ++i)
+    m.facts.lora_grad_ptrs.insert(detail::json_uint((*gp)[i], fmt::format("{} lora_grad_ptrs[{}]", fw, i)));
+  for (const char* key : {"checkpointing", "optimizer_ran"}) {
+    auto b = facts->find(key);
+    if (b == facts->end() || !b->is_boolean()) fail("{}: '{}' must be true or false", fw, key);
+  }
+  m.facts.checkpointing = (*facts)["checkpointing"].get<bool>();
+  m.facts.optimizer_ran = (*facts)["optimizer_ran"].get<bool>();
   auto events = doc.find("events");
   if (events == doc.end() || !events->is_array()) fail("{}: 'events' must be an array", path);
   m.events.reserve(events->size());
@@ -157,8 +181,8 @@ int kind_order(const std::string& k) { return k == "sliding" ? 0 : k == "full" ?
 
 }  // namespace
 
-StepMemory analyse_step_memory(const RawMemory& raw, const MemoryFacts& facts,
-                               size_t max_samples) {
+StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples) {
+  const MemoryFacts& facts = raw.facts;
   if (raw.dropped_events > 0)
     fail("the memory history dropped {} events: the replay would be wrong, so there is none",
          raw.dropped_events);

@@ -23,8 +23,8 @@ struct StepKnobs {
   std::string norm = "hf";          // hf | fused
   std::string lora_dtype = "fp32";  // fp32 | model
   std::string moe = "hf_grouped_mm";  // hf_grouped_mm | grouped_mm | loop (model::moe_names)
-  std::string checkpointing = "on"; // on | off
-  std::string ce = "chunked";       // chunked | naive
+  std::string checkpointing = "reentrant";  // reentrant | non-reentrant | off
+  std::string ce = "chunk-checkpoint";      // chunk-checkpoint | chunked | naive
   int64_t batch = 2;                // rows per micro-batch
   bool operator==(const StepKnobs& o) const;
   bool operator!=(const StepKnobs& o) const { return !(*this == o); }

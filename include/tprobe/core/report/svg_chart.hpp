@@ -18,6 +18,9 @@ struct ChartSeries {
   std::vector<double> y_low, y_high;  // empty, or one per point
   bool dashed = false;
   int color = 0;  // palette index
+  // A line drawn as a stacked area: filled down to the previous filled series (the same x), or to
+  // the plot's bottom for the first one. Give the series in stacking order with cumulative y.
+  bool fill_below = false;
 };
 
 struct ChartMarker {  // a vertical or horizontal reference line with a label

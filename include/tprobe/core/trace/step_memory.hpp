@@ -34,6 +34,17 @@ struct MemoryEvent {
   LaunchContext context;  // the allocating thread's innermost entry; tag 0 and !node: none
 };
 
+// What the engine knows beside the events: the sizes of the resident set's known members and the
+// blocks that hold the adapters' gradients when the step ends.
+struct MemoryFacts {
+  int64_t weights_bytes = 0;          // base model parameters (storage bytes)
+  int64_t lora_parameter_bytes = 0;   // LoRA factors
+  int64_t lora_parameters = 0;        // their count (for the optimizer's states)
+  std::set<uint64_t> lora_grad_ptrs;  // data pointers of the LoRA gradients after the step
+  bool checkpointing = true;          // forward tensors kept are checkpointed layer inputs
+  bool optimizer_ran = false;         // the step ran no optimizer: its states are computed
+};
+
 // What one memory window recorded, before attribution (schema tprobe.raw_memory, version 1):
 // replayable without a GPU.
 struct RawMemory {
@@ -45,22 +56,12 @@ struct RawMemory {
   std::vector<StepTag> tags;
   std::vector<ForwardLink> forward_ops;
   int64_t dropped_events = 0;  // events past the recorder's cap (then the replay is refused)
+  MemoryFacts facts;
 };
 Json to_json(const RawMemory& raw);
 // Bounds-checked; throws tprobe::Error naming `where` and the field.
 RawMemory parse_raw_memory(std::string_view text, const std::string& where);
 RawMemory read_raw_memory(const std::string& path);
-
-// What the engine knows beside the events: the sizes of the resident set's known members and the
-// blocks that hold the adapters' gradients when the step ends.
-struct MemoryFacts {
-  int64_t weights_bytes = 0;          // base model parameters (storage bytes)
-  int64_t lora_parameter_bytes = 0;   // LoRA factors
-  int64_t lora_parameters = 0;        // their count (for the optimizer's states)
-  std::set<uint64_t> lora_grad_ptrs;  // data pointers of the LoRA gradients after the step
-  bool checkpointing = true;          // forward tensors kept are checkpointed layer inputs
-  bool optimizer_ran = false;         // the step ran no optimizer: its states are computed
-};
 
 // Bytes alive at the peak in one phase × layer kind × part × layer cell.
 struct MemoryCell {
@@ -116,8 +117,7 @@ struct StepMemory {
 
 // Throws tprobe::Error when the events cannot be replayed (dropped events, a block allocated
 // twice without a free).
-StepMemory analyse_step_memory(const RawMemory& raw, const MemoryFacts& facts,
-                               size_t max_samples = 400);
+StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples = 400);
 Json to_json(const StepMemory& m);
 
 // AdamW's two fp32 moments per trainable parameter (the playbook's count).
