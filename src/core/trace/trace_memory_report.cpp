@@ -435,8 +435,10 @@ void trace_memory_figures(SectionBuilder& c, const std::string& base) {
         items.push_back({*res, {"resident before the trace", {*res / unit}, false,
                                 *peak > 0 ? format_percent(*res / *peak) : ""}});
       }
-      bars.highlight_label = "untagged: the allocation's place is not known";
-      for (auto& [v, item] : items) bars.items.push_back(std::move(item));
+      for (auto& [v, item] : items) {
+        if (item.highlight) bars.highlight_label = "untagged: where it was allocated is not known";
+        bars.items.push_back(std::move(item));
+      }
       if (!bars.items.empty()) {
         c.figure("memory-at-peak-" + id_label, bars.title, render_svg(bars),
                  {at + ".alive_at_peak.by_phase_part[].bytes",
