@@ -12,6 +12,7 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
+#include "tprobe/core/trace/trace_memory_report.hpp"
 #include "trace/distinct_labels.hpp"
 
 namespace tprobe::core {
@@ -583,5 +584,6 @@ void kernels_report_section(SectionBuilder& c) {
   } else {
     kernel_table_figures(c, c.results(), "");
   }
+  trace_memory_figures(c, "memory");
 }
 }  // namespace tprobe::core

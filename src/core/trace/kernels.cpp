@@ -12,6 +12,7 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/trace_memory_report.hpp"
 #include "tprobe/core/trace/trace_stats_report.hpp"
 
 namespace tprobe::core {
@@ -174,12 +175,56 @@ void diagnose_parts(const KernelSource& s, const std::string& prefix,
   }
 }
 
+// What a reader of the memory figures should know: no [memory] events (how to record them),
+// events left out, totals that disagree with the events, alive bytes the rule could not place.
+void diagnose_memory(const KernelSource& s, const std::string& prefix,
+                     std::vector<Diagnostic>& out) {
+  if (!s.has_trace) return;
+  const TraceMemory& m = s.trace.memory;
+  if (m.skipped_events > 0) {
+    out.push_back(Diagnostic{
+        Severity::kWarning, "trace_memory_skipped_events",
+        prefix + fmt::format("{} [memory] event(s) left out of the memory timeline; first: {}",
+                             m.skipped_events, m.first_skipped)});
+  }
+  if (m.events == 0) {
+    if (m.skipped_events == 0)
+      out.push_back(Diagnostic{Severity::kInfo, "trace_no_memory_events",
+                               prefix + trace_memory_hint(!m.attribution_off)});
+    return;
+  }
+  for (const MemoryDevice& d : m.devices) {
+    if (d.total_mismatches > 0) {
+      out.push_back(Diagnostic{
+          Severity::kWarning, "trace_memory_inconsistent_totals",
+          prefix + fmt::format("{}: {} [memory] event(s) have a Total Allocated that is not the "
+                               "previous event's plus their Bytes (events lost or reordered?): "
+                               "{} of the peak is not explained by the events",
+                               d.label, d.total_mismatches,
+                               format_bytes(double(d.unexplained_at_peak_bytes)))});
+    }
+    const double untagged =
+        d.alive_at_peak_bytes > 0 ? double(d.untagged_bytes) / double(d.alive_at_peak_bytes) : 0;
+    if (d.attributed && untagged > 0.02) {
+      out.push_back(Diagnostic{
+          Severity::kWarning, "trace_memory_untagged",
+          prefix + fmt::format("{}: {} of the bytes alive at the peak ({} of {}) could not be "
+                               "placed by phase and part: see memory.devices[].alive_at_peak in "
+                               "the evidence",
+                               d.label, format_percent(untagged),
+                               format_bytes(double(d.untagged_bytes)),
+                               format_bytes(double(d.alive_at_peak_bytes)))});
+    }
+  }
+}
+
 Json source_json(const KernelSource& s) {
   Json out = {{"path", s.path}, {"kind", s.kind}};
   if (s.kind == "evidence") out["evidence_probe"] = s.evidence_probe;
   if (s.has_trace) out["trace"] = to_json(s.trace);
   out["kernel_table"] = to_json(s.table);
   if (s.has_trace) put_parts(out, s);
+  if (s.has_trace) out["memory"] = to_json(s.trace.memory);
   return out;
 }
 
@@ -274,6 +319,7 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
       const std::string prefix = fmt::format("rank {}: ", t.rank);
       diagnose_source(s, prefix, r.diagnostics);
       diagnose_parts(s, prefix, r.diagnostics);
+      diagnose_memory(s, prefix, r.diagnostics);
       r.sources.push_back(std::move(s));
     }
     return r;
@@ -291,6 +337,7 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
     r.sources.push_back(load_kernel_source(q.inputs[0], q.table, q.parts));
     diagnose_source(r.sources[0], "", r.diagnostics);
     diagnose_parts(r.sources[0], "", r.diagnostics);
+    diagnose_memory(r.sources[0], "", r.diagnostics);
     return r;
   }
   r.mode = KernelsReport::Mode::kDiff;
@@ -300,6 +347,8 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
   diagnose_source(r.sources[1], "B: ", r.diagnostics);
   diagnose_parts(r.sources[0], "A: ", r.diagnostics);
   diagnose_parts(r.sources[1], "B: ", r.diagnostics);
+  diagnose_memory(r.sources[0], "A: ", r.diagnostics);
+  diagnose_memory(r.sources[1], "B: ", r.diagnostics);
   r.diff = diff_kernel_tables(r.sources[0].table, q.inputs[0], r.sources[1].table, q.inputs[1]);
   r.part_diff = diff_parts(r.sources[0].parts, r.sources[1].parts);
   return r;
@@ -386,6 +435,7 @@ Json to_json(const KernelsReport& r) {
       if (r.sources[0].has_trace) out["trace"] = to_json(r.sources[0].trace);
       out["kernel_table"] = to_json(r.sources[0].table);
       if (r.sources[0].has_trace) put_parts(out, r.sources[0]);
+      if (r.sources[0].has_trace) out["memory"] = to_json(r.sources[0].trace.memory);
       break;
     case KernelsReport::Mode::kDiff:
       out["mode"] = "diff";
@@ -495,6 +545,7 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
       for (auto& t : kernel_table_tables(r.sources[0].table, top)) out.push_back(std::move(t));
       if (r.sources[0].has_trace) {
         for (auto& t : trace_parts_tables(r.sources[0].trace.parts)) out.push_back(std::move(t));
+        for (auto& t : trace_memory_tables(r.sources[0].trace.memory)) out.push_back(std::move(t));
         for (auto& t : trace_stats_tables(r.sources[0].trace.stats, top))
           out.push_back(std::move(t));
       }
@@ -532,6 +583,11 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
       for (std::size_t i = 0; i < r.sources.size(); ++i) {
         for (auto& x : trace_parts_tables(r.sources[i].trace.parts,
                                           fmt::format("rank {}: ", r.ranks[i].rank)))
+          out.push_back(std::move(x));
+        // Without [memory] events the rank's diagnostic says how to record them.
+        if (r.sources[i].trace.memory.devices.empty()) continue;
+        for (auto& x : trace_memory_tables(r.sources[i].trace.memory,
+                                           fmt::format("rank {}: ", r.ranks[i].rank)))
           out.push_back(std::move(x));
       }
       for (std::size_t i = 0; i < r.sources.size(); ++i) {

@@ -428,93 +428,142 @@ class Attributor {
     return r;
   }
 
+  // Where the code running on `tid` at `t` belongs (a row's launch call, a memory event's
+  // allocation): docs/kernels.md, "Parts". `chain` and `fwd_chain` are scratch.
+  struct Place {
+    std::optional<StepTag> tag;
+    PlaceWhy why = PlaceWhy::kNoModule;
+    uint32_t outside_op = kNoName;  // set: placed by this op outside the model's modules
+    bool linked = false;            // a backward placement through a fwdbwd flow
+    bool linked_enclosing = false;  // of those: through the flow of an enclosing backward op
+  };
+
+  Place place(int64_t tid, int64_t t, std::vector<int32_t>& chain,
+              std::vector<int32_t>& fwd_chain) {
+    Place pl;
+    if (optimizer_.contains(tid, t)) {
+      pl.tag = StepTag{StepPhase::kOptimizer, StepPart::kOther, -1, LayerKind::kNone};
+      pl.why = PlaceWhy::kTagged;
+      return pl;
+    }
+    auto tr = trees_.find(tid);
+    if (tr != trees_.end()) tr->second.chain(t, chain);
+    else chain.clear();
+    std::size_t node = chain.size();
+    bool backward_call = false;
+    for (std::size_t p = 0; p < chain.size(); ++p) {
+      const IvKind k = tr->second.ivs[static_cast<std::size_t>(chain[p])].kind;
+      if (k == IvKind::kNode) {
+        node = p;
+        break;
+      }
+      backward_call |= k == IvKind::kBackwardCall;
+    }
+    if (node == chain.size()) {
+      Resolved r = chain.empty() ? Resolved{} : resolve(tr->second, chain, chain.size());
+      if (r.ok) {
+        pl.tag = r.tag;
+      } else if (r.any_module) {
+        pl.why = PlaceWhy::kNoPart;
+      } else if ((pl.outside_op = outermost_op(tid, t)) != kNoName) {
+        // The harness's own code around the model: its op is known, its module is none.
+        pl.tag = StepTag{backward_call ? StepPhase::kBackward : StepPhase::kForward,
+                         StepPart::kOther, -1, LayerKind::kNone};
+      }
+    } else {
+      Resolved r = resolve(tr->second, chain, node);
+      if (r.any_module || r.ok) {  // forward code run inside a backward op: a recompute
+        if (r.ok) {
+          pl.tag = r.tag;
+          pl.tag->phase = StepPhase::kRecompute;
+        } else {
+          pl.why = PlaceWhy::kNoPart;
+        }
+      } else {
+        const Iv& bw = tr->second.ivs[static_cast<std::size_t>(chain[node])];
+        auto s = bw.flow >= 0 ? start_of_.find(bw.flow) : start_of_.end();
+        std::optional<StepTag> outer;
+        if (s == start_of_.end()) outer = enclosing_link(tr->second, chain, node);
+        if (s == start_of_.end() && outer) {
+          // The autograd engine's glue inside an enclosing backward op: a reentrant
+          // checkpoint's backward runs its layer's recompute and nodes inside one op.
+          pl.tag = outer;
+          pl.linked = pl.linked_enclosing = true;
+        } else if (s == start_of_.end()) {
+          pl.why = PlaceWhy::kUnlinked;
+        } else {
+          Resolved fr = resolve_flow_start(s->second, fwd_chain);
+          if (fr.ok) {
+            pl.tag = backward_of(fr.tag);
+            pl.linked = true;
+          } else if (fr.any_module) {
+            pl.why = PlaceWhy::kNoPart;
+          } else {
+            // The backward of an op the harness ran outside every module.
+            pl.tag = StepTag{StepPhase::kBackward, StepPart::kOther, -1, LayerKind::kNone};
+            pl.outside_op = bw.name_id;
+          }
+        }
+      }
+    }
+    if (pl.tag) pl.why = PlaceWhy::kTagged;
+    else pl.outside_op = kNoName;
+    return pl;
+  }
+
   void attribute_rows() {
     TracePartsCounts& n = out_.counts;
     std::vector<int32_t> chain, fwd_chain;
     for (const PartsRow& row : in_.rows) {
       ++n.rows;
-      std::optional<StepTag> tag;
-      bool counted = false;
-      uint32_t outside_op = kNoName;  // set: the row is launched by this op outside the model
       if (!row.launched) {
         ++n.untagged_no_launch;
-        counted = true;
-      } else if (optimizer_.contains(row.tid, row.launch_ns)) {
-        tag = StepTag{StepPhase::kOptimizer, StepPart::kOther, -1, LayerKind::kNone};
-      } else {
-        auto t = trees_.find(row.tid);
-        if (t != trees_.end()) t->second.chain(row.launch_ns, chain);
-        else chain.clear();
-        std::size_t node = chain.size();
-        bool backward_call = false;
-        for (std::size_t p = 0; p < chain.size(); ++p) {
-          const IvKind k = t->second.ivs[static_cast<std::size_t>(chain[p])].kind;
-          if (k == IvKind::kNode) {
-            node = p;
-            break;
-          }
-          backward_call |= k == IvKind::kBackwardCall;
-        }
-        if (node == chain.size()) {
-          Resolved r = chain.empty() ? Resolved{} : resolve(t->second, chain, chain.size());
-          if (r.ok) {
-            tag = r.tag;
-          } else if (r.any_module) {
-            ++n.untagged_no_part;
-            counted = true;
-          } else if ((outside_op = outermost_op(row.tid, row.launch_ns)) != kNoName) {
-            // The harness's own code around the model: its op is known, its module is none.
-            tag = StepTag{backward_call ? StepPhase::kBackward : StepPhase::kForward,
-                          StepPart::kOther, -1, LayerKind::kNone};
-          }
-        } else {
-          Resolved r = resolve(t->second, chain, node);
-          if (r.any_module || r.ok) {  // forward code run inside a backward op: a recompute
-            if (r.ok) {
-              tag = r.tag;
-              tag->phase = StepPhase::kRecompute;
-            } else {
-              ++n.untagged_no_part;
-              counted = true;
-            }
-          } else {
-            const Iv& bw = t->second.ivs[static_cast<std::size_t>(chain[node])];
-            auto s = bw.flow >= 0 ? start_of_.find(bw.flow) : start_of_.end();
-            std::optional<StepTag> outer;
-            if (s == start_of_.end()) outer = enclosing_link(t->second, chain, node);
-            if (s == start_of_.end() && outer) {
-              // The autograd engine's glue inside an enclosing backward op: a reentrant
-              // checkpoint's backward runs its layer's recompute and nodes inside one op.
-              tag = outer;
-              ++n.linked;
-              ++n.linked_enclosing;
-            } else if (s == start_of_.end()) {
-              ++n.untagged_unlinked;
-              counted = true;
-            } else {
-              Resolved fr = resolve_flow_start(s->second, fwd_chain);
-              if (fr.ok) {
-                tag = backward_of(fr.tag);
-                ++n.linked;
-              } else if (fr.any_module) {
-                ++n.untagged_no_part;
-                counted = true;
-              } else {
-                // The backward of an op the harness ran outside every module.
-                tag = StepTag{StepPhase::kBackward, StepPart::kOther, -1, LayerKind::kNone};
-                outside_op = bw.name_id;
-              }
-            }
-          }
-        }
+        add(row, std::nullopt);
+        continue;
       }
-      if (!tag && !counted) ++n.untagged_no_module;
-      if (tag && outside_op != kNoName) add_outside(row, outside_op, tag->phase);
-      add(row, tag);
+      const Place pl = place(row.tid, row.launch_ns, chain, fwd_chain);
+      n.linked += pl.linked;
+      n.linked_enclosing += pl.linked_enclosing;
+      switch (pl.why) {
+        case PlaceWhy::kTagged:
+          break;
+        case PlaceWhy::kNoModule:
+          ++n.untagged_no_module;
+          break;
+        case PlaceWhy::kUnlinked:
+          ++n.untagged_unlinked;
+          break;
+        case PlaceWhy::kNoPart:
+          ++n.untagged_no_part;
+          break;
+      }
+      if (pl.tag && pl.outside_op != kNoName) add_outside(row, pl.outside_op, pl.tag->phase);
+      add(row, pl.tag);
     }
     finish();
   }
 
+ public:
+  // Every point, by the rule of place(); after run().
+  void place_points(const std::vector<PartsPoint>& points, std::vector<PointPlace>& placed) {
+    std::vector<int32_t> chain, fwd_chain;
+    placed.clear();
+    placed.reserve(points.size());
+    for (const PartsPoint& p : points) {
+      const Place pl = place(p.tid, p.ts_ns, chain, fwd_chain);
+      PointPlace out;
+      out.tagged = pl.tag.has_value();
+      if (pl.tag) out.tag = *pl.tag;
+      out.why = pl.why;
+      if (pl.outside_op != kNoName)
+        out.outside_op = in_.op_names && pl.outside_op < in_.op_names->size()
+                             ? (*in_.op_names)[pl.outside_op]
+                             : "?";
+      placed.push_back(std::move(out));
+    }
+  }
+
+ private:
   // The outermost cpu_op of `tid` holding `t` (ends inclusive), kNoName when none does. A
   // thread's top-level ops are sorted once, on the first row of that thread that asks.
   uint32_t outermost_op(int64_t tid, int64_t t) {
@@ -696,8 +745,11 @@ class Attributor {
 
 }  // namespace
 
-TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& options) {
+TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& options,
+                                 const std::vector<PartsPoint>* points,
+                                 std::vector<PointPlace>* placed) {
   TraceParts out;
+  if (placed) placed->clear();
   out.python_events = in.python_events;
   out.attribution_off = !options.attribute;
   out.model = options.model;
@@ -708,7 +760,9 @@ TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& 
     out.counts.rows = in.selected_rows;
     return out;
   }
-  Attributor(in, options, out).run();
+  Attributor attributor(in, options, out);
+  attributor.run();
+  if (points && placed) attributor.place_points(*points, *placed);
   if (out.layer_kinds_known && static_cast<std::size_t>(out.decoder_layers.size()) !=
                                    options.layer_kinds.size()) {
     out.notes.push_back(fmt::format(

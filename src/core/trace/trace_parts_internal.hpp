@@ -68,6 +68,27 @@ struct PartsInput {
   int64_t selected_rows = 0;
 };
 
-TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& options);
+// A moment on a thread to place with the rule that places a row's launch (docs/kernels.md,
+// "Parts"): a memory event's allocation (trace_memory.hpp).
+struct PartsPoint {
+  int64_t tid = 0;
+  int64_t ts_ns = 0;
+};
+// Why a placed moment has no tag: outside every module event and backward op with no cpu_op
+// holding it (kNoModule), inside a backward op no flow links (kUnlinked), inside modules none of
+// which names a part (kNoPart).
+enum class PlaceWhy : uint8_t { kTagged, kNoModule, kUnlinked, kNoPart };
+struct PointPlace {
+  bool tagged = false;
+  StepTag tag;
+  PlaceWhy why = PlaceWhy::kNoModule;
+  std::string outside_op;  // tagged by an op outside the model's modules: that op ("" otherwise)
+};
+
+// `points` (may be null) are placed into `placed` (one per point, in order) by the same rule as
+// the rows; nothing is placed when the trace has no module events (`placed` left empty).
+TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& options,
+                                 const std::vector<PartsPoint>* points = nullptr,
+                                 std::vector<PointPlace>* placed = nullptr);
 
 }  // namespace tprobe::core::detail

@@ -21,6 +21,7 @@
 #include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "trace/json_tokenizer.hpp"
+#include "trace/trace_memory_internal.hpp"
 #include "trace/trace_parts_internal.hpp"
 #include "trace/trace_reader_internal.hpp"
 #include "trace/trace_stats_internal.hpp"
@@ -375,7 +376,21 @@ enum class Key : uint8_t {
   kDistributedInfo,
   kRank,
   kWorldSize,
+  // a [memory] event's args (profile_memory=True)
+  kMemAddr,
+  kMemBytes,
+  kMemTotalAllocated,
+  kMemTotalReserved,
+  kMemDeviceType,
+  kMemDeviceId,
 };
+constexpr int kMemFields = 6;  // kMemAddr .. kMemDeviceId
+int mem_field(Key k) {  // 0..5 for the [memory] keys, -1 for the others
+  const int i = static_cast<int>(k) - static_cast<int>(Key::kMemAddr);
+  return i >= 0 && i < kMemFields ? i : -1;
+}
+const char* const kMemFieldName[kMemFields] = {"Addr",           "Bytes",       "Total Allocated",
+                                               "Total Reserved", "Device Type", "Device Id"};
 
 // k (whose length the caller matched) equals the literal: a fixed-size compare the compiler
 // inlines, where a string comparison would call memcmp for every key of the trace.
@@ -401,14 +416,19 @@ Key key_of(std::string_view k) {
       if (is(k, "name")) return Key::kName;
       if (is(k, "args")) return Key::kArgs;
       if (is(k, "rank")) return Key::kRank;
+      if (is(k, "Addr")) return Key::kMemAddr;
       break;
     case 5:
       if (is(k, "bytes")) return Key::kBytes;
+      if (is(k, "Bytes")) return Key::kMemBytes;
       break;
     case 6:
       if (is(k, "device")) return Key::kDevice;
       if (is(k, "stream")) return Key::kStream;
       if (is(k, "numSms")) return Key::kNumSms;
+      break;
+    case 9:
+      if (is(k, "Device Id")) return Key::kMemDeviceId;
       break;
     case 10:
       if (is(k, "world_size")) return Key::kWorldSize;
@@ -417,6 +437,7 @@ Key key_of(std::string_view k) {
       if (is(k, "External id")) return Key::kExternalId;
       if (is(k, "correlation")) return Key::kCorrelation;
       if (is(k, "traceEvents")) return Key::kTraceEvents;
+      if (is(k, "Device Type")) return Key::kMemDeviceType;
       break;
     case 12:
       if (is(k, "computeMajor")) return Key::kComputeMajor;
@@ -427,9 +448,11 @@ Key key_of(std::string_view k) {
       break;
     case 14:
       if (is(k, "totalGlobalMem")) return Key::kTotalGlobalMem;
+      if (is(k, "Total Reserved")) return Key::kMemTotalReserved;
       break;
     case 15:
       if (is(k, "distributedInfo")) return Key::kDistributedInfo;
+      if (is(k, "Total Allocated")) return Key::kMemTotalAllocated;
       break;
     case 16:
       if (is(k, "deviceProperties")) return Key::kDeviceProperties;
@@ -504,6 +527,9 @@ class TraceSax {
   std::vector<detail::FlowEnd>& flows() { return flows_; }
   std::vector<std::string>& module_names() { return module_names_; }
   int64_t python_events() const { return python_events_; }
+  std::vector<detail::MemEvent>& memory_events() { return mem_events_; }
+  int64_t memory_skipped() const { return mem_skipped_; }
+  const std::string& memory_first_skipped() const { return mem_first_skipped_; }
   bool has_modules() const { return has_modules_; }
   int64_t host_min_ns() const { return host_min_; }
   int64_t host_max_ns() const { return host_max_; }
@@ -532,6 +558,13 @@ class TraceSax {
     std::string bad_bytes;  // args.bytes as written when it is not a non-negative integer
     int64_t flow_id = 0;    // "id" of a flow event
     bool has_id = false;
+    // A [memory] event's args, by mem_field(): bit k of mem_seen set when field k was read as an
+    // integer in its range, of mem_bad when it held something else (mem_bad_raw[k], as written);
+    // a field written twice: the later value wins.
+    int64_t mem[kMemFields] = {};
+    uint64_t mem_addr = 0;
+    unsigned mem_seen = 0, mem_bad = 0;
+    std::string mem_bad_raw[kMemFields];
 
     // Back to a fresh event, keeping the strings' storage for the next one.
     void reset(int64_t i) {
@@ -550,6 +583,7 @@ class TraceSax {
       bad_bytes.clear();
       flow_id = 0;
       has_id = false;
+      mem_seen = mem_bad = 0;
     }
   };
 
@@ -675,6 +709,8 @@ class TraceSax {
       }
     } else if (c == Ctx::kArgs) {
       if (key_ == Key::kBytes) ev_.bad_bytes = "\"" + std::string(v.substr(0, 40)) + "\"";
+      if (mem_field(key_) >= 0)
+        bad_mem_field(mem_field(key_), "\"" + std::string(v.substr(0, 40)) + "\"");
     } else if (c == Ctx::kDevProp) {
       if (key_ == Key::kName) dev_.name.assign(v);
     } else if (c == Ctx::kMessages) {
@@ -752,6 +788,8 @@ class TraceSax {
       } else {
         ev_.bad_bytes.assign(tz.text().substr(0, 40));
       }
+    } else if (c == Ctx::kArgs && mem_field(key_) >= 0) {
+      mem_number(mem_field(key_), tz, kind, i);
     } else if (!is_int) {
       return;
     } else if (c == Ctx::kArgs) {
@@ -781,6 +819,85 @@ class TraceSax {
       if (key_ == Key::kRank) s_.rank = i;
       if (key_ == Key::kWorldSize) s_.world_size = i;
     }
+  }
+
+  // A [memory] event's field (docs/kernels.md, "Memory"): Addr any unsigned 64-bit integer,
+  // Bytes any int64 but its minimum (a free's negation must hold), the totals non-negative, the
+  // device type 0..2^31-1 and the id -1..2^31-1. Anything else is remembered as the reason the
+  // event is left out.
+  void mem_number(int field, const JsonTokenizer& tz, JsonNumberKind kind, int64_t i) {
+    const bool is_int = kind == JsonNumberKind::kInt64;
+    bool ok = false;
+    switch (field) {
+      case 0:  // Addr
+        if (kind == JsonNumberKind::kUint64) {
+          ev_.mem_addr = tz.uint64_value();
+          ok = true;
+        } else if (is_int && i >= 0) {
+          ev_.mem_addr = static_cast<uint64_t>(i);
+          ok = true;
+        }
+        break;
+      case 1:  // Bytes
+        ok = is_int && i != std::numeric_limits<int64_t>::min();
+        break;
+      case 2:  // Total Allocated
+      case 3:  // Total Reserved
+        ok = is_int && i >= 0;
+        break;
+      case 4:  // Device Type
+        ok = is_int && i >= 0 && i <= std::numeric_limits<int32_t>::max();
+        break;
+      default:  // Device Id
+        ok = is_int && i >= -1 && i <= std::numeric_limits<int32_t>::max();
+        break;
+    }
+    if (!ok) {
+      bad_mem_field(field, std::string(tz.text().substr(0, 40)));
+      return;
+    }
+    ev_.mem[field] = i;
+    ev_.mem_seen |= 1u << field;
+    ev_.mem_bad &= ~(1u << field);
+  }
+  void bad_mem_field(int field, std::string raw) {
+    ev_.mem_seen &= ~(1u << field);
+    ev_.mem_bad |= 1u << field;
+    ev_.mem_bad_raw[field] = std::move(raw);
+  }
+
+  // A [memory] instant event (profile_memory=True): kept when every field is there and in range,
+  // else counted with the reason of the first one left out.
+  void memory_event() {
+    static const char* const kWant[kMemFields] = {
+        "an address (an integer 0..2^64-1)", "a byte count (an integer, negative for a free)",
+        "a byte count (a non-negative integer)", "a byte count (a non-negative integer)",
+        "a device type (an integer 0..2^31-1)", "a device index (an integer -1..2^31-1)"};
+    std::string why;
+    if (!ev_.has_ts) why = "no 'ts' field";
+    for (int f = 0; f < kMemFields && why.empty(); ++f) {
+      if (ev_.mem_bad & (1u << f)) {
+        why = fmt::format("args.{} is {}, not {}", kMemFieldName[f], ev_.mem_bad_raw[f], kWant[f]);
+      } else if (!(ev_.mem_seen & (1u << f))) {
+        why = fmt::format("no args.{}", kMemFieldName[f]);
+      }
+    }
+    if (!why.empty()) {
+      ++mem_skipped_;
+      if (mem_first_skipped_.empty())
+        mem_first_skipped_ = fmt::format("traceEvents[{}]: {}", ev_.index, why);
+      return;
+    }
+    detail::MemEvent m;
+    m.ts_ns = ev_.ts_ns;
+    m.tid = ev_.tid;
+    m.addr = ev_.mem_addr;
+    m.bytes = ev_.mem[1];
+    m.total_allocated = ev_.mem[2];
+    m.total_reserved = ev_.mem[3];
+    m.device_type = static_cast<int32_t>(ev_.mem[4]);
+    m.device_id = static_cast<int32_t>(ev_.mem[5]);
+    mem_events_.push_back(m);
   }
 
   // The event's class, and its count in summary.categories. Bounded: a trace with absurdly many
@@ -845,6 +962,10 @@ class TraceSax {
       return;
     }
     if (ev_.ph != 'X') {
+      if ((ev_.ph == 'i' || ev_.ph == 'I') && ev_.name == "[memory]") {
+        memory_event();
+        return;
+      }
       if (k.cls == EventClass::kFlow) ++s_.double_count.flows;
       if (k.cls == EventClass::kFwdBwd && (ev_.ph == 's' || ev_.ph == 'f')) {
         if (!ev_.has_ts || !ev_.has_id) {
@@ -1045,6 +1166,9 @@ class TraceSax {
   std::vector<std::string> module_names_;
   int64_t python_events_ = 0;
   bool has_modules_ = false;
+  std::vector<detail::MemEvent> mem_events_;
+  int64_t mem_skipped_ = 0;
+  std::string mem_first_skipped_;
   std::map<std::pair<int64_t, int64_t>, int64_t> open_;
   int64_t host_min_ = 0, host_max_ = 0;
   bool has_host_ = false;
@@ -1349,7 +1473,22 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
   }
   parts_in.selected_rows = static_cast<int64_t>(stat_rows.size());
   parts_in.python_events = sax.python_events();
-  s.parts = detail::attribute_trace_parts(parts_in, parts_options);
+
+  // The [memory] events: timeline, peak and the allocations alive at it, which the attribution
+  // places with the rule it places launches by (trace_memory.hpp).
+  std::vector<detail::PartsPoint> mem_points;
+  std::vector<detail::MemoryAlive> mem_alive;
+  std::vector<detail::PointPlace> mem_placed;
+  s.memory.skipped_events = sax.memory_skipped();
+  s.memory.attribution_off = !parts_options.attribute;
+  s.memory.first_skipped = sax.memory_first_skipped();
+  detail::analyze_memory(sax.memory_events(), s.steps, label, s.memory, mem_points, mem_alive);
+  std::vector<detail::MemEvent>().swap(sax.memory_events());
+  s.parts = detail::attribute_trace_parts(parts_in, parts_options, &mem_points, &mem_placed);
+  detail::attribute_memory(
+      s.memory, mem_alive, s.parts.module_events ? &mem_placed : nullptr,
+      parts_options.attribute ? "the trace holds no module events (record with with_stack=True)"
+                              : "the phase × part attribution was turned off (--parts off)");
   return result;
 }
 

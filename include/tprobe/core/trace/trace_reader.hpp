@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/trace_memory.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/core/trace/trace_stats.hpp"
 
@@ -81,6 +82,9 @@ struct TraceSummary {
   DoubleCount double_count;
   TraceStats stats;  // over the table's selection (trace_stats.hpp)
   TraceParts parts;  // over the same selection (trace_parts.hpp)
+  // The [memory] events (profile_memory=True), over the whole trace: a step's peak holds what
+  // earlier steps left allocated (trace_memory.hpp).
+  TraceMemory memory;
 };
 
 struct TraceResult {
