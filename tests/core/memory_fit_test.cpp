@@ -33,15 +33,15 @@ int64_t exact_peak(int64_t c0, int64_t c1, int64_t c2, int64_t b, int64_t w) {
   return c0 + c1 * b * w + c2 * b * w * w;
 }
 
-MemoryPoint ok_point(int64_t b, int64_t w, int64_t allocated, int64_t reserved = 0) {
-  return MemoryPoint{b, w, allocated, reserved > 0 ? reserved : allocated + kGiB, false};
+MemoryFitPoint ok_point(int64_t b, int64_t w, int64_t allocated, int64_t reserved = 0) {
+  return MemoryFitPoint{b, w, allocated, reserved > 0 ? reserved : allocated + kGiB, false};
 }
 
-MemoryPoint oom_point(int64_t b, int64_t w) { return MemoryPoint{b, w, 0, 0, true}; }
+MemoryFitPoint oom_point(int64_t b, int64_t w) { return MemoryFitPoint{b, w, 0, 0, true}; }
 
-std::vector<MemoryPoint> surface(const std::vector<std::pair<int64_t, int64_t>>& shapes,
+std::vector<MemoryFitPoint> surface(const std::vector<std::pair<int64_t, int64_t>>& shapes,
                                  int64_t c0 = kC0, int64_t c1 = kC1, int64_t c2 = kC2) {
-  std::vector<MemoryPoint> out;
+  std::vector<MemoryFitPoint> out;
   for (auto [b, w] : shapes) out.push_back(ok_point(b, w, exact_peak(c0, c1, c2, b, w)));
   return out;
 }
@@ -81,7 +81,7 @@ TEST(MemoryFit, RecoversExactCoefficientsToOnePartInABillion) {
   // exact integer, so the points carry no rounding.
   struct Case { int64_t c0, c1; double c2; };
   for (const Case& k : {Case{kC0, kC1, 32.0}, Case{66970000000, -60800, 31.5}}) {
-    std::vector<MemoryPoint> pts;
+    std::vector<MemoryFitPoint> pts;
     for (auto [b, w] : shapes) {
       const long double y = static_cast<long double>(k.c0) +
                             static_cast<long double>(k.c1) * b * w +
@@ -136,7 +136,7 @@ TEST(MemoryFit, FitsReservedFromItsOwnColumn) {
 TEST(MemoryFit, NoisyPointsMatchAHandWorkedLeastSquaresSolution) {
   const int64_t s = 16 * kMiB;
   const int64_t noise[] = {-s, 3 * s, -3 * s, s};
-  std::vector<MemoryPoint> pts;
+  std::vector<MemoryFitPoint> pts;
   for (int k = 1; k <= 4; ++k) {
     const int64_t w = 2048 * k;
     pts.push_back(ok_point(2, w, exact_peak(kC0, kC1, kC2, 2, w) + noise[k - 1]));
@@ -180,7 +180,7 @@ TEST(MemoryFit, MixedBatchesMatchAnExactRationalSolve) {
   const std::vector<P> in = {{1, 8, 37 * kMiB},  {2, 8, -81 * kMiB}, {2, 32, 12 * kMiB},
                              {2, 64, 55 * kMiB}, {4, 16, -3 * kMiB}, {1, 48, -70 * kMiB},
                              {3, 40, 9 * kMiB}};
-  std::vector<MemoryPoint> pts;
+  std::vector<MemoryFitPoint> pts;
   Int128 s[3][3] = {};
   Int128 rhs[3] = {};
   for (const P& p : in) {
@@ -230,7 +230,7 @@ TEST(MemoryFit, MixedBatchesMatchAnExactRationalSolve) {
 // determined, exactly, with nothing left to test c2 against.
 TEST(MemoryFit, H200ThreePointsAreExactAndUntestable) {
   auto gib = [](double g) { return static_cast<int64_t>(std::llround(g * kGiB)); };
-  std::vector<MemoryPoint> pts = {ok_point(2, 2048, gib(62.4)), ok_point(2, 8192, gib(65.4)),
+  std::vector<MemoryFitPoint> pts = {ok_point(2, 2048, gib(62.4)), ok_point(2, 8192, gib(65.4)),
                                   ok_point(2, 16384, gib(76.3))};
   MemoryFit f = fit_memory(pts, false);
   ASSERT_TRUE(f.ok) << f.why_not;
@@ -271,7 +271,7 @@ TEST(MemoryFit, WithoutAQuadraticTermTheTestSaysNotNeeded) {
   // residual, so c2 explains nothing: F = 0, p = 1.
   const int64_t s = 16 * kMiB;
   const int64_t noise[] = {-s, 3 * s, -3 * s, s};
-  std::vector<MemoryPoint> pts;
+  std::vector<MemoryFitPoint> pts;
   for (int k = 1; k <= 4; ++k) {
     pts.push_back(ok_point(2, 2048 * k, exact_peak(kC0, kC1, 0, 2, 2048 * k) + noise[k - 1]));
   }
@@ -285,7 +285,7 @@ TEST(MemoryFit, WithoutAQuadraticTermTheTestSaysNotNeeded) {
 }
 
 TEST(MemoryFit, ANegativeQuadraticTermIsCalledOut) {
-  std::vector<MemoryPoint> pts = surface(
+  std::vector<MemoryFitPoint> pts = surface(
       {{1, 2048}, {2, 2048}, {2, 8192}, {4, 4096}, {2, 16384}}, 60 * kGiB, 400000, -2);
   pts[0].peak_allocated_bytes += 1000;  // a residual, so F is finite
   MemoryFit f = fit_memory(pts, false);
@@ -360,9 +360,9 @@ TEST(MemoryFit, RefusesANumericallySingularDesign) {
 
 TEST(MemoryFit, OomPointsAreExcludedFromTheFitButKept) {
   auto pts = surface({{1, 2048}, {2, 8192}, {4, 4096}, {2, 16384}});
-  std::vector<MemoryPoint> with = pts;
+  std::vector<MemoryFitPoint> with = pts;
   with.insert(with.begin() + 1, oom_point(2, 32768));
-  MemoryPoint partial = oom_point(8, 16384);  // what the allocator had reached when it failed
+  MemoryFitPoint partial = oom_point(8, 16384);  // what the allocator had reached when it failed
   partial.peak_allocated_bytes = 79 * kGiB;
   with.push_back(partial);
   MemoryFit a = fit_memory(pts, false);
@@ -382,7 +382,7 @@ TEST(MemoryFit, OomPointsAreExcludedFromTheFitButKept) {
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.why_not.find("2 OOM excluded"), std::string::npos) << c.why_not;
   // Kept for the checks: an OOM measured inside a predicted edge is named in its note.
-  std::vector<MemoryPoint> inside = pts;
+  std::vector<MemoryFitPoint> inside = pts;
   inside.push_back(oom_point(2, 20480));
   MemoryFit d = fit_memory(inside, false);
   MemoryEdge e = largest_width(d, 2, budget(80.0 * kGiB + kMiB, 0));
@@ -547,7 +547,7 @@ TEST(MemoryEdgeCheck, OverWhenTheEdgeRunsOutOfMemory) {
 TEST(MemoryEdgeCheck, ComparesThePeakTheFitPredictsAlongItsAxis) {
   // A reserved fit is checked against the reserved peaks.
   MemoryEdge e = hand_edge(true);
-  MemoryEdgeCheck c = check_edge(e, MemoryPoint{2, 20480, 70 * kGiB, 79 * kGiB, false},
+  MemoryEdgeCheck c = check_edge(e, MemoryFitPoint{2, 20480, 70 * kGiB, 79 * kGiB, false},
                                  oom_point(2, 20736), 80.0 * kGiB);
   EXPECT_EQ(*c.edge_error_bytes, -1.0 * kGiB);
   // Along the batch: the next step is one more sequence.
@@ -588,7 +588,7 @@ void expect_usage_one_line(const std::function<void()>& f, const std::string& ne
 
 TEST(MemoryFit, RefusesBrokenPoints) {
   auto good = surface({{1, 2048}, {2, 8192}, {4, 4096}});
-  auto with = [&](MemoryPoint p) {
+  auto with = [&](MemoryFitPoint p) {
     auto v = good;
     v.push_back(p);
     return [v] { fit_memory(v, false); };
@@ -598,16 +598,16 @@ TEST(MemoryFit, RefusesBrokenPoints) {
   expect_usage_one_line(with(ok_point(2, 0, kGiB)), "width 0");
   expect_usage_one_line(with(ok_point(kMaxMemoryFitBatch + 1, 8, kGiB)), "outside 1..65536");
   expect_usage_one_line(with(ok_point(1, kMaxMemoryFitWidth + 1, kGiB)), "outside 1..4194304");
-  expect_usage_one_line(with(MemoryPoint{2, 2048, 0, kGiB, false}), "a measured peak is positive");
-  expect_usage_one_line(with(MemoryPoint{2, 2048, -1, 0, true}), "negative peak");
-  expect_usage_one_line(with(MemoryPoint{2, 2048, 2 * kGiB, kGiB, false}), "below peak allocated");
+  expect_usage_one_line(with(MemoryFitPoint{2, 2048, 0, kGiB, false}), "a measured peak is positive");
+  expect_usage_one_line(with(MemoryFitPoint{2, 2048, -1, 0, true}), "negative peak");
+  expect_usage_one_line(with(MemoryFitPoint{2, 2048, 2 * kGiB, kGiB, false}), "below peak allocated");
   // An unknown reserved peak is fine when allocated is fitted, and the other way round it is not.
-  EXPECT_TRUE(fit_memory({MemoryPoint{1, 2048, kGiB, 0, false},
-                          MemoryPoint{2, 8192, 2 * kGiB, 0, false},
-                          MemoryPoint{4, 4096, 3 * kGiB, 0, false}},
+  EXPECT_TRUE(fit_memory({MemoryFitPoint{1, 2048, kGiB, 0, false},
+                          MemoryFitPoint{2, 8192, 2 * kGiB, 0, false},
+                          MemoryFitPoint{4, 4096, 3 * kGiB, 0, false}},
                          false)
                   .ok);
-  expect_usage_one_line([] { fit_memory({MemoryPoint{1, 2048, kGiB, 0, false}}, true); },
+  expect_usage_one_line([] { fit_memory({MemoryFitPoint{1, 2048, kGiB, 0, false}}, true); },
                         "peak reserved is 0 bytes");
   expect_usage_one_line([&] { fit_memory(good, false, NAN); }, "alpha");
   expect_usage_one_line([&] { fit_memory(good, false, 0.9); }, "alpha");
@@ -654,7 +654,7 @@ TEST(MemoryEdge, RefusesBrokenRequestsAndFits) {
 // --- views ---------------------------------------------------------------------------------
 
 TEST(MemoryFit, JsonViews) {
-  std::vector<MemoryPoint> pts = surface({{1, 2048}, {2, 8192}, {4, 4096}, {2, 16384}});
+  std::vector<MemoryFitPoint> pts = surface({{1, 2048}, {2, 8192}, {4, 4096}, {2, 16384}});
   pts.push_back(oom_point(2, 32768));
   MemoryFit f = fit_memory(pts, false);
   Json j = to_json(f);

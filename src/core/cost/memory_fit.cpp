@@ -26,7 +26,7 @@ constexpr long double kMinIndependence = 1e-12L;
 
 const char* peak_name(bool reserved) { return reserved ? "peak reserved" : "peak allocated"; }
 
-int64_t fitted_peak(const MemoryPoint& p, bool reserved) {
+int64_t fitted_peak(const MemoryFitPoint& p, bool reserved) {
   return reserved ? p.peak_reserved_bytes : p.peak_allocated_bytes;
 }
 
@@ -50,7 +50,7 @@ void check_width(int64_t width, const std::string& what) {
 
 // `needs_peak`: the point is fitted or checked against a prediction, so the peak `reserved`
 // names must be positive (an OOM point's may be 0: unknown).
-void check_point(const MemoryPoint& p, const std::string& what, bool reserved) {
+void check_point(const MemoryFitPoint& p, const std::string& what, bool reserved) {
   check_batch(p.batch, what);
   check_width(p.width, what);
   if (p.peak_allocated_bytes < 0 || p.peak_reserved_bytes < 0) {
@@ -216,7 +216,7 @@ std::string join(const std::vector<std::string>& parts) {
 
 }  // namespace
 
-MemoryFit fit_memory(const std::vector<MemoryPoint>& points, bool reserved, double alpha) {
+MemoryFit fit_memory(const std::vector<MemoryFitPoint>& points, bool reserved, double alpha) {
   if (!(alpha >= 1e-6 && alpha <= 0.5)) {
     fail_usage("alpha {}: must be a significance level in [1e-06, 0.5]", alpha);
   }
@@ -228,7 +228,7 @@ MemoryFit fit_memory(const std::vector<MemoryPoint>& points, bool reserved, doub
   std::set<int64_t> widths;
   std::set<std::pair<int64_t, int64_t>> distinct;
   for (size_t i = 0; i < points.size(); ++i) {
-    const MemoryPoint& p = points[i];
+    const MemoryFitPoint& p = points[i];
     check_point(p, fmt::format("memory point {}", i + 1), reserved);
     if (p.oom) {
       fit.oom_points.push_back(p);
@@ -468,8 +468,8 @@ MemoryEdge largest_batch(const MemoryFit& fit, int64_t width, const MemoryEdgeRe
   return e;
 }
 
-MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryPoint& edge,
-                           const MemoryPoint& next, double budget_bytes) {
+MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryFitPoint& edge,
+                           const MemoryFitPoint& next, double budget_bytes) {
   if (predicted.fits_nothing) {
     fail_usage("the prediction fits nothing ({}): there is no edge to check", predicted.note);
   }
@@ -512,7 +512,7 @@ MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryPoint& edge,
     c.next_error_bytes =
         static_cast<double>(fitted_peak(next, reserved)) - *predicted.next_predicted_peak_bytes;
   }
-  auto measured = [&](const MemoryPoint& p, const std::optional<double>& err,
+  auto measured = [&](const MemoryFitPoint& p, const std::optional<double>& err,
                       const std::optional<double>& pred) {
     std::string s = fmt::format("{} {}", peak_name(reserved),
                                 format_bytes(static_cast<double>(fitted_peak(p, reserved))));
@@ -562,7 +562,7 @@ MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryPoint& edge,
   return c;
 }
 
-Json to_json(const MemoryPoint& p) {
+Json to_json(const MemoryFitPoint& p) {
   return Json{{"batch", p.batch},
               {"width", p.width},
               {"peak_allocated_bytes", p.peak_allocated_bytes},

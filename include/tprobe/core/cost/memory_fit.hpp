@@ -31,7 +31,7 @@ inline constexpr int64_t kMaxMemoryFitWidth = int64_t{1} << 22;
 
 // One measured step. An OOM point has no peak to fit: its peaks may be 0 (unknown) or what the
 // allocator had reached when it failed; it is kept for the checks, never fitted.
-struct MemoryPoint {
+struct MemoryFitPoint {
   int64_t batch = 0;
   int64_t width = 0;
   int64_t peak_allocated_bytes = 0;
@@ -72,8 +72,8 @@ struct MemoryFit {
   std::optional<double> residual_std_bytes;  // sqrt(rss / dof), when dof > 0
   std::vector<double> residuals_bytes;   // measured − predicted, one per fitted point, input order
   std::vector<int64_t> fitted_indices;   // each residual's index in the input
-  std::vector<MemoryPoint> fitted_points;  // input order
-  std::vector<MemoryPoint> oom_points;     // excluded from the fit, kept for the checks
+  std::vector<MemoryFitPoint> fitted_points;  // input order
+  std::vector<MemoryFitPoint> oom_points;     // excluded from the fit, kept for the checks
   // The measured range: an edge beyond it is an extrapolation.
   int64_t max_fitted_tokens = 0;           // largest b·w fitted
   int64_t max_fitted_token_width = 0;      // largest b·w² fitted
@@ -84,7 +84,7 @@ struct MemoryFit {
 // a negative peak, a non-OOM point whose fitted peak is not positive, reserved below allocated)
 // or alpha outside [1e-6, 0.5]. A shape that cannot determine the fit is a refusal (ok = false),
 // not an exception. Solved by modified Gram–Schmidt on the centred columns in long double.
-MemoryFit fit_memory(const std::vector<MemoryPoint>& points, bool reserved, double alpha = 0.05);
+MemoryFit fit_memory(const std::vector<MemoryFitPoint>& points, bool reserved, double alpha = 0.05);
 
 // c0 + c1·b·w + c2·b·w². Throws tprobe::Error for a refused fit or non-finite coefficients,
 // UsageError for a batch or width outside the accepted range.
@@ -129,8 +129,8 @@ MemoryEdge largest_batch(const MemoryFit& fit, int64_t width, const MemoryEdgeRe
 // predicted, in bytes, of the peak the fit predicts, where a peak was measured.
 struct MemoryEdgeCheck {
   MemoryEdge predicted;
-  MemoryPoint edge;
-  MemoryPoint next;
+  MemoryFitPoint edge;
+  MemoryFitPoint next;
   double budget_bytes = 0;
   std::string verdict;
   std::optional<double> edge_error_bytes;
@@ -140,10 +140,10 @@ struct MemoryEdgeCheck {
 
 // Throws UsageError when the prediction fits nothing, the points are not at the edge and one
 // step past it along its axis, a point is broken, or the budget is not a positive finite number.
-MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryPoint& edge,
-                           const MemoryPoint& next, double budget_bytes);
+MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryFitPoint& edge,
+                           const MemoryFitPoint& next, double budget_bytes);
 
-Json to_json(const MemoryPoint& point);
+Json to_json(const MemoryFitPoint& point);
 Json to_json(const MemoryFit& fit);
 Json to_json(const MemoryEdge& edge);
 Json to_json(const MemoryEdgeCheck& check);
