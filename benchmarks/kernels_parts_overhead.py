@@ -59,16 +59,18 @@ def shifted(e, k, dt):
     return e
 
 
-def write_traces(out_with, out_without, copies):
-    doc = json.load(gzip.open(FIXTURE))
+def write_traces(out_with, out_without, copies, fixture=FIXTURE):
+    doc = json.load(gzip.open(fixture))
     events = doc.pop("traceEvents")
     ts = [e["ts"] for e in events if isinstance(e.get("ts"), (int, float))]
     ends = [e["ts"] + e["dur"] for e in events
             if isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float))]
     span = max(ends + ts) - min(ts)
     dt = span + 1000.0  # µs: each copy starts 1 ms after the one before ends
-    once = [e for e in events if e.get("ph") in ("M", "i") or e.get("cat") == "Trace"]
-    each = [e for e in events if not (e.get("ph") in ("M", "i") or e.get("cat") == "Trace")]
+    def is_once(e):  # metadata and the trace's own markers; a [memory] event is one per copy
+        return (e.get("ph") in ("M", "i") and e.get("name") != "[memory]") or e.get("cat") == "Trace"
+    once = [e for e in events if is_once(e)]
+    each = [e for e in events if not is_once(e)]
     for e in once:  # the trace window grows to hold every copy
         if e.get("cat") == "Trace" and isinstance(e.get("dur"), (int, float)):
             e["dur"] = e["dur"] + (copies - 1) * dt

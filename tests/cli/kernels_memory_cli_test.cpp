@@ -5,6 +5,7 @@
 // a trace without memory events, broken events, and the report's memory timeline.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <map>
@@ -227,6 +228,30 @@ TEST(KernelsMemoryCli, ReportDrawsTheMemoryTimeline) {
   EXPECT_NE(html.find("Memory timeline, cuda:0"), std::string::npos);
   EXPECT_NE(html.find("peak 225.13 MiB (step 2)"), std::string::npos);
   EXPECT_NE(html.find("results.memory.devices[0].timeline.allocated_bytes"), std::string::npos);
+  // Headless Chromium parses the page: the timeline's two lines and its peak marker are drawn.
+  const char* browser = ::access("/usr/bin/chromium", X_OK) == 0 ? "/usr/bin/chromium"
+                        : ::access("/usr/bin/chromium-browser", X_OK) == 0
+                            ? "/usr/bin/chromium-browser"
+                            : nullptr;
+  if (browser != nullptr) {
+    const std::string cmd =
+        std::string("timeout 180 ") + browser +
+        " --headless --no-sandbox --disable-gpu --no-first-run --disable-extensions"
+        " --allow-file-access-from-files --disable-background-networking --virtual-time-budget=2000"
+        " --user-data-dir=" + dir + "/profile --dump-dom file://" + dir + "/report.html > " + dir +
+        "/dom.html 2> " + dir + "/chromium.txt";
+    ASSERT_EQ(shell(cmd), 0) << read_text(dir + "/chromium.txt");
+    const std::string dom = read_text(dir + "/dom.html");
+    const std::size_t at = dom.find("<figure id=\"fig-kernels-memory-timeline-cuda0\">");
+    ASSERT_NE(at, std::string::npos);
+    const std::string fig = dom.substr(at, dom.find("</figure>", at) - at);
+    std::size_t lines = 0;
+    for (std::size_t p = fig.find("<polyline class=\"series line\""); p != std::string::npos;
+         p = fig.find("<polyline class=\"series line\"", p + 1))
+      ++lines;
+    EXPECT_EQ(lines, 2u);  // allocated and reserved
+    EXPECT_NE(fig.find("class=\"marker\""), std::string::npos);
+  }
   // Without memory events the section says how to record them.
   const std::string plain = make_temp_dir();
   ASSERT_EQ(run_tprobe({"kernels", kDir + "/hf-sdpa-2x256.json.gz", "--json",
