@@ -197,6 +197,10 @@ ProfileReport run_profile(const ProfileRequest& request,
   }
   bool raw_written = false;
   rep.steps = run_steps(spec, [&](const PointResult& p) {
+    if (p.extra) {  // a budget's edge (StepReport::extra): no trace, no FLOPs row
+      if (on_point) on_point(p);
+      return;
+    }
     PointTrace t;
     if (source && p.traced) {
       if (!raw_written && !request.raw_trace_path.empty()) {

@@ -355,141 +355,173 @@ StepReport run_steps(const StepSpec& spec,
   bool raw_kept = false;
   const int64_t weights_bytes = storage_bytes(m.parameters());
   const int64_t lora_bytes = storage_bytes(m.lora_parameters());
+  // One point: warm-up, timed repeats, and (not for the extra points) the traced and memory steps.
+  auto measure = [&](const StepPoint& point, int64_t warmup, int64_t repeats,
+                     bool extra) -> PointResult {
+    PointResult r;
+    r.point = point;
+    r.extra = extra;
+      try {
+        torch::manual_seed(static_cast<uint64_t>(point.width * 1000 + point.batch));
+        Tensor ids = torch::randint(0, m.config().vocab_size, {point.batch, point.width},
+                                    torch::TensorOptions().dtype(torch::kLong));
+        for (size_t b = 0; b < point.lengths.size(); ++b) {
+          ids[static_cast<int64_t>(b)]
+              .narrow(0, point.lengths[b], point.width - point.lengths[b])
+              .fill_(m.config().pad_token_id);
+        }
+        ids = ids.to(mo.device);
+        cuda_reset_peak_memory();
+        ForwardRecord rec;
+        for (int64_t i = 0; i < warmup + repeats; ++i) {
+          StepTimes t = one_step(m, ids, point.lengths, i == 0 ? &rec : nullptr, cuda, nullptr);
+          if (i == 0) r.inert_adapters = static_cast<int64_t>(inert_lora_b(m).size());
+          clear_grads(m);
+          if (i < warmup) continue;
+          if (r.step_s.empty()) {
+            r.loss_value = t.loss_value;
+            r.loss_targets = t.targets;
+          }
+          r.step_s.push_back(t.step);
+          r.forward_s.push_back(t.forward);
+          r.loss_s.push_back(t.loss);
+          r.backward_s.push_back(t.backward);
+        }
+        r.memory_measured = cuda;
+        r.peak_allocated_bytes = cuda_peak_allocated_bytes();
+        r.peak_reserved_bytes = cuda_peak_reserved_bytes();
+        r.attn_sliding = rec.attn_sliding;
+        r.attn_full = rec.attn_full;
+        r.moe = rec.moe;
+        if (!extra && spec.tracer && !(spec.should_stop && spec.should_stop())) {
+          // A separate step, so that no timed repeat runs under tracing.
+          try {
+            m.options().observer = spec.tracer;
+            if (!tracer_primed) {
+              // The first step a process runs under CUPTI pays its one-time setup (on the H200
+              // ~25 ms: +28 % on an 88 ms step). That step is run once and dropped.
+              tracer_primed = true;
+              spec.tracer->begin();
+              StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);
+              spec.tracer->end();
+              spec.tracer->discard();
+              clear_grads(m);
+              r.trace_priming_step_s = t.step;
+            }
+            spec.tracer->begin();
+            StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);
+            spec.tracer->end();
+            m.options().observer = nullptr;
+            clear_grads(m);
+            r.traced = true;
+            r.traced_step_s = t.step;
+          } catch (const std::exception& e) {
+            m.options().observer = nullptr;
+            spec.tracer->end();
+            clear_grads(m);
+            r.trace_message = e.what();
+          }
+        }
+        if (!extra && spec.record_memory && !(spec.should_stop && spec.should_stop())) {
+          // A separate step again: the allocator's event hook and the engine's scopes on every
+          // allocation, and nothing else (no CUPTI), so that the figures are the plain step's.
+          try {
+            clear_grads(m);
+            cuda_synchronize();
+            cuda_reset_peak_memory();
+            MemoryRecorder recorder(cuda);
+            recorder.raw().start_allocated = cuda_allocated_bytes();
+            recorder.raw().start_reserved = cuda_reserved_bytes();
+            if (!cuda) recorder.raw().start_allocated = weights_bytes + lora_bytes;
+            m.options().observer = &recorder;
+            StepTimes t;
+            {
+              AllocatorEvents events(&MemoryRecorder::sink, &recorder);
+              t = one_step(m, ids, point.lengths, nullptr, cuda, &recorder);
+            }
+            m.options().observer = nullptr;
+            core::RawMemory& raw = recorder.raw();
+            raw.facts.weights_bytes = weights_bytes;
+            raw.facts.lora_parameter_bytes = lora_bytes;
+            raw.facts.lora_parameters = report.lora_parameters;
+            raw.facts.checkpointing = spec.checkpointing != Checkpointing::kOff;
+            raw.facts.optimizer_ran = false;
+            for (auto& [name, p] : m.lora_parameters()) {
+              if (p->grad().defined())
+                raw.facts.lora_grad_ptrs.insert(reinterpret_cast<uint64_t>(p->grad().data_ptr()));
+            }
+            r.memory_step_s = t.step;
+            r.memory_step_peak_allocated_bytes = cuda_peak_allocated_bytes();
+            clear_grads(m);
+            r.memory = core::analyse_step_memory(raw);
+            if (spec.keep_raw_memory && !raw_kept) {
+              raw_kept = true;
+              r.raw_memory = std::move(raw);
+            }
+          } catch (const std::exception& e) {
+            m.options().observer = nullptr;
+            clear_grads(m);
+            std::string what = e.what();
+            if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
+            r.memory_message = what.substr(0, 600);
+            r.memory.reset();
+            cuda_synchronize();
+            cuda_empty_cache();
+          }
+        }
+      } catch (const std::exception& e) {
+        clear_grads(m);
+        std::string what = e.what();
+        if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
+        r.outcome = is_oom(what) ? PointOutcome::kOom : PointOutcome::kError;
+        if (r.outcome == PointOutcome::kOom) r.oom_tried_bytes = parse_oom_bytes(what);
+        r.message = what.substr(0, 600);
+        r.step_s.clear();
+        r.forward_s.clear();
+        r.loss_s.clear();
+        r.backward_s.clear();
+        r.memory_measured = cuda;
+        r.peak_allocated_bytes = cuda_peak_allocated_bytes();
+        r.peak_reserved_bytes = cuda_peak_reserved_bytes();
+        cuda_synchronize();
+        cuda_empty_cache();
+      }
+    return r;
+  };
   for (const StepPoint& point : spec.points) {
     if (spec.should_stop && spec.should_stop()) {
       report.interrupted = true;
       break;
     }
     if (spec.on_start) spec.on_start(point);
-    PointResult r;
-    r.point = point;
-    try {
-      torch::manual_seed(static_cast<uint64_t>(point.width * 1000 + point.batch));
-      Tensor ids = torch::randint(0, m.config().vocab_size, {point.batch, point.width},
-                                  torch::TensorOptions().dtype(torch::kLong));
-      for (size_t b = 0; b < point.lengths.size(); ++b) {
-        ids[static_cast<int64_t>(b)]
-            .narrow(0, point.lengths[b], point.width - point.lengths[b])
-            .fill_(m.config().pad_token_id);
-      }
-      ids = ids.to(mo.device);
-      cuda_reset_peak_memory();
-      ForwardRecord rec;
-      for (int64_t i = 0; i < spec.warmup + spec.repeats; ++i) {
-        StepTimes t = one_step(m, ids, point.lengths, i == 0 ? &rec : nullptr, cuda, nullptr);
-        if (i == 0) r.inert_adapters = static_cast<int64_t>(inert_lora_b(m).size());
-        clear_grads(m);
-        if (i < spec.warmup) continue;
-        if (r.step_s.empty()) {
-          r.loss_value = t.loss_value;
-          r.loss_targets = t.targets;
-        }
-        r.step_s.push_back(t.step);
-        r.forward_s.push_back(t.forward);
-        r.loss_s.push_back(t.loss);
-        r.backward_s.push_back(t.backward);
-      }
-      r.memory_measured = cuda;
-      r.peak_allocated_bytes = cuda_peak_allocated_bytes();
-      r.peak_reserved_bytes = cuda_peak_reserved_bytes();
-      r.attn_sliding = rec.attn_sliding;
-      r.attn_full = rec.attn_full;
-      r.moe = rec.moe;
-      if (spec.tracer && !(spec.should_stop && spec.should_stop())) {
-        // A separate step, so that no timed repeat runs under tracing.
-        try {
-          m.options().observer = spec.tracer;
-          if (!tracer_primed) {
-            // The first step a process runs under CUPTI pays its one-time setup (on the H200
-            // ~25 ms: +28 % on an 88 ms step). That step is run once and dropped.
-            tracer_primed = true;
-            spec.tracer->begin();
-            StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);
-            spec.tracer->end();
-            spec.tracer->discard();
-            clear_grads(m);
-            r.trace_priming_step_s = t.step;
-          }
-          spec.tracer->begin();
-          StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);
-          spec.tracer->end();
-          m.options().observer = nullptr;
-          clear_grads(m);
-          r.traced = true;
-          r.traced_step_s = t.step;
-        } catch (const std::exception& e) {
-          m.options().observer = nullptr;
-          spec.tracer->end();
-          clear_grads(m);
-          r.trace_message = e.what();
-        }
-      }
-      if (spec.record_memory && !(spec.should_stop && spec.should_stop())) {
-        // A separate step again: the allocator's event hook and the engine's scopes on every
-        // allocation, and nothing else (no CUPTI), so that the figures are the plain step's.
-        try {
-          clear_grads(m);
-          cuda_synchronize();
-          cuda_reset_peak_memory();
-          MemoryRecorder recorder(cuda);
-          recorder.raw().start_allocated = cuda_allocated_bytes();
-          recorder.raw().start_reserved = cuda_reserved_bytes();
-          if (!cuda) recorder.raw().start_allocated = weights_bytes + lora_bytes;
-          m.options().observer = &recorder;
-          StepTimes t;
-          {
-            AllocatorEvents events(&MemoryRecorder::sink, &recorder);
-            t = one_step(m, ids, point.lengths, nullptr, cuda, &recorder);
-          }
-          m.options().observer = nullptr;
-          core::RawMemory& raw = recorder.raw();
-          raw.facts.weights_bytes = weights_bytes;
-          raw.facts.lora_parameter_bytes = lora_bytes;
-          raw.facts.lora_parameters = report.lora_parameters;
-          raw.facts.checkpointing = spec.checkpointing != Checkpointing::kOff;
-          raw.facts.optimizer_ran = false;
-          for (auto& [name, p] : m.lora_parameters()) {
-            if (p->grad().defined())
-              raw.facts.lora_grad_ptrs.insert(reinterpret_cast<uint64_t>(p->grad().data_ptr()));
-          }
-          r.memory_step_s = t.step;
-          r.memory_step_peak_allocated_bytes = cuda_peak_allocated_bytes();
-          clear_grads(m);
-          r.memory = core::analyse_step_memory(raw);
-          if (spec.keep_raw_memory && !raw_kept) {
-            raw_kept = true;
-            r.raw_memory = std::move(raw);
-          }
-        } catch (const std::exception& e) {
-          m.options().observer = nullptr;
-          clear_grads(m);
-          std::string what = e.what();
-          if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
-          r.memory_message = what.substr(0, 600);
-          r.memory.reset();
-          cuda_synchronize();
-          cuda_empty_cache();
-        }
-      }
-    } catch (const std::exception& e) {
-      clear_grads(m);
-      std::string what = e.what();
-      if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
-      r.outcome = is_oom(what) ? PointOutcome::kOom : PointOutcome::kError;
-      if (r.outcome == PointOutcome::kOom) r.oom_tried_bytes = parse_oom_bytes(what);
-      r.message = what.substr(0, 600);
-      r.step_s.clear();
-      r.forward_s.clear();
-      r.loss_s.clear();
-      r.backward_s.clear();
-      r.memory_measured = cuda;
-      r.peak_allocated_bytes = cuda_peak_allocated_bytes();
-      r.peak_reserved_bytes = cuda_peak_reserved_bytes();
-      cuda_synchronize();
-      cuda_empty_cache();
-    }
+    PointResult r = measure(point, spec.warmup, spec.repeats, false);
     if (on_point) on_point(r);
     report.points.push_back(std::move(r));
+  }
+  if (spec.extra_points && !report.interrupted) {
+    // The groups the caller asks for once the sweep is in (a memory budget's predicted edges),
+    // each under its own cap of the caching allocator, one timed step per point.
+    for (ExtraPoints& group : spec.extra_points(report)) {
+      std::vector<PointResult> results;
+      cuda_synchronize();
+      cuda_empty_cache();
+      cuda_set_memory_cap(group.memory_cap_bytes);
+      for (const StepPoint& point : group.points) {
+        if (spec.should_stop && spec.should_stop()) {
+          report.interrupted = true;
+          break;
+        }
+        if (spec.on_start) spec.on_start(point);
+        PointResult r = measure(point, 0, 1, true);
+        if (on_point) on_point(r);
+        results.push_back(std::move(r));
+        cuda_synchronize();
+        cuda_empty_cache();
+      }
+      cuda_set_memory_cap(0);
+      report.extra.push_back(std::move(results));
+      if (report.interrupted) break;
+    }
   }
   return report;
 }

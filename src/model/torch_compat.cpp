@@ -23,6 +23,7 @@
 
 #if TPROBE_HAS_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <cuda_runtime_api.h>
 #endif
 #if TPROBE_HAS_KINETO_EVENTS
 // Found usable at configure time (cmake/TprobeTorchFeatures.cmake compiles a probe of this API).
@@ -195,6 +196,21 @@ int64_t cuda_reserved_bytes() {
   }
 #endif
   return 0;
+}
+
+void cuda_set_memory_cap(int64_t bytes) {
+#if TPROBE_HAS_TORCH_CUDA
+  if (!torch::cuda::is_available()) return;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) {
+    fail("cudaMemGetInfo failed: the allocator cannot be capped");
+  }
+  const double fraction =
+      bytes <= 0 ? 1.0 : std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_bytes));
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, 0);
+#else
+  (void)bytes;
+#endif
 }
 
 // ---- allocator events -------------------------------------------------------------------------

@@ -101,16 +101,140 @@ ProfileRequest profile_request(const ProfileOptions& o) {
   return req;
 }
 
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+core::MemoryFitPoint fit_point(const PointResult& p) {
+  core::MemoryFitPoint f;
+  f.batch = p.point.batch;
+  f.width = p.point.width;
+  f.oom = p.outcome == PointOutcome::kOom;
+  f.peak_allocated_bytes = f.oom ? 0 : p.peak_allocated_bytes;
+  f.peak_reserved_bytes = f.oom ? 0 : p.peak_reserved_bytes;
+  return f;
+}
+
+void validate_budgets(const ProfileOptions& o) {
+  if (o.gpu_memory_gib.empty()) {
+    if (!o.reserve_gib.empty()) fail_usage("--reserve needs --gpu-memory (the card it is kept free on)");
+    return;
+  }
+  if (!o.reserve_gib.empty() && o.reserve_gib.size() != 1 &&
+      o.reserve_gib.size() != o.gpu_memory_gib.size())
+    fail_usage("--reserve has {} values for {} --gpu-memory values: give one, or one per card",
+               o.reserve_gib.size(), o.gpu_memory_gib.size());
+  for (size_t i = 0; i < o.gpu_memory_gib.size(); ++i) {
+    const double g = o.gpu_memory_gib[i];
+    const double r = o.reserve_gib.empty() ? 0.0 : o.reserve_gib[o.reserve_gib.size() == 1 ? 0 : i];
+    if (!(std::isfinite(g) && g > 0 && g <= 1e6)) fail_usage("--gpu-memory {}: not a card size in GiB", g);
+    if (!(std::isfinite(r) && r >= 0)) fail_usage("--reserve {}: must be a size in GiB >= 0", r);
+    if (r >= g) fail_usage("--reserve {} GiB leaves nothing of --gpu-memory {} GiB", r, g);
+  }
+  if (o.fit_peak != "reserved" && o.fit_peak != "allocated")
+    fail_usage("--fit-peak '{}': expected reserved or allocated", o.fit_peak);
+  if (o.edge_step < 1 || o.edge_step > (int64_t{1} << 20))
+    fail_usage("--edge-step {}: must be 1..{}", o.edge_step, int64_t{1} << 20);
+}
+
+}  // namespace
+
 ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string& raw_trace_to,
                                 const ProfileHooks& hooks, const std::string& raw_memory_to) {
   ProfileAnalysis a;
+  validate_budgets(options);
   a.request = profile_request(options);
   ProfileRequest run = a.request;
   run.raw_trace_path = raw_trace_to;
   run.raw_memory_path = raw_memory_to.empty() ? a.request.raw_memory_path : raw_memory_to;
   run.spec.should_stop = hooks.should_stop;
   run.spec.on_start = hooks.on_start;
+  MemoryFitReport& mf = a.memory_fit;
+  mf.requested = !options.gpu_memory_gib.empty();
+  if (mf.requested) {
+    // Once the sweep is in: fit its peaks, predict each budget's edges, and hand the edge and the
+    // step past it back to the engine to measure under the budget's allocator cap.
+    run.spec.extra_points = [&options, &mf](const StepReport& sweep) {
+      std::vector<core::MemoryFitPoint> pts;
+      int64_t widest = 0, batch = 0;
+      for (const auto& p : sweep.points) {
+        if (p.point.padded()) continue;
+        if (p.outcome == PointOutcome::kError) continue;
+        if (p.outcome == PointOutcome::kOk && !p.memory_measured) continue;
+        pts.push_back(fit_point(p));
+        if (p.outcome == PointOutcome::kOk && p.point.width > widest) {
+          widest = p.point.width;
+          batch = p.point.batch;
+        }
+      }
+      std::vector<ExtraPoints> groups;
+      if (pts.empty()) {
+        mf.fit.why_not = "no point has a measured peak (memory is measured on CUDA's caching "
+                         "allocator only)";
+        return groups;
+      }
+      mf.fit = core::fit_memory(pts, options.fit_peak == "reserved");
+      if (!mf.fit.ok) return groups;
+      for (size_t i = 0; i < options.gpu_memory_gib.size(); ++i) {
+        MemoryBudget b;
+        b.gpu_memory_bytes = options.gpu_memory_gib[i] * kGiB;
+        b.reserve_bytes = options.reserve_gib.empty()
+                              ? 0.0
+                              : options.reserve_gib[options.reserve_gib.size() == 1 ? 0 : i] * kGiB;
+        core::MemoryEdgeRequest req;
+        req.gpu_memory_bytes = b.gpu_memory_bytes;
+        req.reserve_bytes = b.reserve_bytes;
+        req.width_step = options.edge_step;
+        req.max_width = int64_t{1} << 20;
+        req.max_batch = 1024;
+        b.predicted.push_back(core::largest_width(mf.fit, batch, req));
+        b.predicted.push_back(core::largest_batch(mf.fit, widest, req));
+        b.marginal_width = widest;
+        b.marginal_sequence_bytes = core::marginal_sequence_bytes(mf.fit, widest);
+        ExtraPoints g;
+        g.memory_cap_bytes = static_cast<int64_t>(b.gpu_memory_bytes - b.reserve_bytes);
+        for (const core::MemoryEdge& e : b.predicted) {
+          if (e.fits_nothing || e.capped) {
+            b.problems.push_back(fmt::format("{} edge not measured: {}", e.axis, e.note));
+            continue;
+          }
+          const bool by_width = e.axis == "width";
+          g.points.push_back({e.batch, e.width, {}});
+          g.points.push_back({by_width ? e.batch : e.batch + 1, by_width ? e.width + e.step : e.width, {}});
+        }
+        mf.budgets.push_back(std::move(b));
+        groups.push_back(std::move(g));
+      }
+      return groups;
+    };
+  }
   a.report = torch_api().run_profile(run, hooks.on_point);
+  // Pair what was measured with what was predicted.
+  for (size_t i = 0; i < mf.budgets.size(); ++i) {
+    MemoryBudget& b = mf.budgets[i];
+    const std::vector<PointResult>* got =
+        i < a.report.steps.extra.size() ? &a.report.steps.extra[i] : nullptr;
+    size_t k = 0;
+    for (const core::MemoryEdge& e : b.predicted) {
+      if (e.fits_nothing || e.capped) continue;
+      if (got == nullptr || k + 1 >= got->size()) {
+        b.problems.push_back(fmt::format("{} edge not measured (the run stopped first)", e.axis));
+        k += 2;
+        continue;
+      }
+      const PointResult& edge = (*got)[k];
+      const PointResult& next = (*got)[k + 1];
+      k += 2;
+      if (edge.outcome == PointOutcome::kError || next.outcome == PointOutcome::kError) {
+        b.problems.push_back(fmt::format("{} edge: a point failed: {}", e.axis,
+                                         edge.outcome == PointOutcome::kError ? edge.message
+                                                                              : next.message));
+        continue;
+      }
+      b.checks.push_back(core::check_edge(e, fit_point(edge), fit_point(next),
+                                          b.gpu_memory_bytes - b.reserve_bytes));
+    }
+  }
   for (const auto& p : a.report.steps.points) {
     if (p.outcome == PointOutcome::kOom) {
       a.report.diagnostics.push_back(
@@ -140,10 +264,81 @@ std::string interrupted_note(const ProfileAnalysis& a) {
                      a.report.steps.points.size(), a.request.spec.points.size());
 }
 
-core::Json to_json(const ProfileAnalysis& a) { return to_json(a.report, a.request); }
+core::Json to_json(const ProfileAnalysis& a) {
+  core::Json out = to_json(a.report, a.request);
+  const MemoryFitReport& mf = a.memory_fit;
+  if (!mf.requested) {
+    out["memory_fit"] = nullptr;
+    return out;
+  }
+  core::Json j;
+  j["model"] = fmt::format("peak_{} = c0 + c1*(batch*width) + c2*(batch*width^2)",
+                           mf.fit.reserved ? "reserved" : "allocated");
+  j["fit"] = core::to_json(mf.fit);
+  j["budgets"] = core::Json::array();
+  for (const MemoryBudget& b : mf.budgets) {
+    core::Json bj;
+    bj["gpu_memory_bytes"] = b.gpu_memory_bytes;
+    bj["reserve_bytes"] = b.reserve_bytes;
+    bj["budget_bytes"] = b.gpu_memory_bytes - b.reserve_bytes;
+    bj["allocator_cap"] = "the caching allocator's memory fraction set to the budget";
+    bj["predicted"] = core::Json::array();
+    for (const auto& e : b.predicted) bj["predicted"].push_back(core::to_json(e));
+    bj["checks"] = core::Json::array();
+    for (const auto& c : b.checks) bj["checks"].push_back(core::to_json(c));
+    bj["problems"] = b.problems;
+    bj["marginal_width"] = b.marginal_width;
+    bj["marginal_sequence_bytes"] = b.marginal_sequence_bytes;
+    j["budgets"].push_back(std::move(bj));
+  }
+  out["memory_fit"] = std::move(j);
+  return out;
+}
 
 std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
-  return profile_tables(a.report);
+  std::vector<core::Table> out = profile_tables(a.report);
+  const MemoryFitReport& mf = a.memory_fit;
+  if (!mf.requested) return out;
+  auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / kGiB); };
+  core::Table t("what fits: the memory model on the sweep's peaks, each edge measured under an "
+                "allocator cap of its budget");
+  t.column("card", core::Align::kLeft).column("edge", core::Align::kLeft).column("predicted");
+  t.column("predicted peak").column("measured peak").column("next step").column("next measured");
+  t.column("verdict", core::Align::kLeft);
+  if (!mf.fit.ok) {
+    t.row({"-", "no fit: " + mf.fit.why_not});
+    out.push_back(std::move(t));
+    return out;
+  }
+  for (const MemoryBudget& b : mf.budgets) {
+    const std::string card = fmt::format("{:g} GiB - {:g} reserve", b.gpu_memory_bytes / kGiB,
+                                         b.reserve_bytes / kGiB);
+    for (const core::MemoryEdgeCheck& c : b.checks) {
+      const auto& e = c.predicted;
+      const bool by_width = e.axis == "width";
+      auto measured = [&](const core::MemoryFitPoint& p) {
+        return p.oom ? std::string("OOM")
+                     : gib(static_cast<double>(mf.fit.reserved ? p.peak_reserved_bytes
+                                                               : p.peak_allocated_bytes));
+      };
+      t.row({card, by_width ? fmt::format("largest width at batch {}", e.batch)
+                            : fmt::format("largest batch at width {}", e.width),
+             by_width ? core::format_count(e.width) : std::to_string(e.batch),
+             gib(e.predicted_peak_bytes) + (e.extrapolated ? " (extrapolated)" : ""),
+             measured(c.edge),
+             by_width ? core::format_count(c.next.width) : std::to_string(c.next.batch),
+             measured(c.next), c.verdict});
+    }
+    for (const auto& p : b.problems) t.row({card, p});
+    t.note(fmt::format("{}: one more sequence at width {} costs {} (the fit's c1·w + c2·w²)", card,
+                       core::format_count(b.marginal_width), gib(b.marginal_sequence_bytes)));
+  }
+  t.note(fmt::format("fit of the peak {}: c0 {} + c1 {:.1f} B/token + c2 {:.4g} B/(token·width) over {} points, {} "
+                     "residual degrees of freedom, largest residual {}; {}",
+                     mf.fit.reserved ? "reserved" : "allocated", gib(mf.fit.c0), mf.fit.c1, mf.fit.c2, mf.fit.points, mf.fit.dof,
+                     gib(mf.fit.max_abs_residual_bytes), mf.fit.c2_test.verdict));
+  out.push_back(std::move(t));
+  return out;
 }
 
 }  // namespace tprobe::model

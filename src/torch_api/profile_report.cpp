@@ -579,6 +579,61 @@ void memory_step_figures(core::SectionBuilder& c, const core::Json& pts) {
   c.table(std::move(t));
 }
 
+// What fits (results.memory_fit, profile --gpu-memory): each budget's predicted edges beside what
+// was measured under the allocator cap.
+void memory_fit_table(core::SectionBuilder& c) {
+  using core::Json;
+  const Json* mf = c.find("memory_fit");
+  if (mf == nullptr || !mf->is_object()) return;
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  core::ReportTable t;
+  t.id = "memory-fit";
+  t.title = "What fits: predicted edges measured under an allocator cap of each budget";
+  t.header = {"budget", "edge", "predicted", "predicted peak", "measured", "step past it",
+              "measured", "verdict"};
+  t.fields = {core::SectionBuilder::field_name("memory_fit.budgets")};
+  if (!core::true_at(*mf, "fit.ok")) {
+    t.rows.push_back({"-", "no fit: " + core::string_at(*mf, "fit.why_not"), "", "", "", "", "", ""});
+    c.table(std::move(t));
+    return;
+  }
+  const bool reserved = core::string_at(*mf, "fit.peak") == "reserved";
+  auto measured = [&](const Json& p) -> std::string {
+    if (core::true_at(p, "oom")) return "OOM";
+    const auto b = core::number_at(p, reserved ? "peak_reserved_bytes" : "peak_allocated_bytes");
+    return b ? fmt::format("{:.2f} GiB", *b / kGiB) : "-";
+  };
+  if (const Json* budgets = core::array_at(*mf, "budgets")) {
+    for (const Json& b : *budgets) {
+      const std::string budget =
+          fmt::format("{:.1f} GiB", core::number_at(b, "budget_bytes").value_or(0) / kGiB);
+      const Json* checks = core::array_at(b, "checks");
+      for (size_t i = 0; checks && i < checks->size(); ++i) {
+        const Json& ck = (*checks)[i];
+        if (!ck.is_object() || !ck.contains("predicted") || !ck.contains("edge") || !ck.contains("next"))
+          continue;
+        const Json& e = ck["predicted"];
+        const bool by_width = core::string_at(e, "axis") == "width";
+        const std::string key = by_width ? "width" : "batch";
+        t.rows.push_back(
+            {budget,
+             by_width ? fmt::format("largest width at batch {}", core::cell(e.value("batch", Json())))
+                      : fmt::format("largest batch at width {}", core::cell(e.value("width", Json()))),
+             core::cell(e.value(key, Json())),
+             fmt::format("{:.2f} GiB", core::number_at(e, "predicted_peak_bytes").value_or(0) / kGiB) +
+                 (core::true_at(e, "extrapolated") ? " (extrapolated)" : ""),
+             measured(ck["edge"]), core::cell(ck["next"].value(key, Json())), measured(ck["next"]),
+             core::string_at(ck, "verdict")});
+        t.highlight.push_back(core::string_at(ck, "verdict") == "over");
+      }
+    }
+  }
+  while (t.highlight.size() < t.rows.size()) t.highlight.push_back(false);
+  c.table(std::move(t));
+  c.note(fmt::format("Fitted peak: {}. {}", reserved ? "reserved" : "allocated",
+                     core::string_at(*mf, "fit.c2_test.verdict")));
+}
+
 }  // namespace
 
 void profile_report_section(core::SectionBuilder& c) {
@@ -663,6 +718,38 @@ void profile_report_section(core::SectionBuilder& c) {
     if (auto cap = number_at(c.document(), "environment.device.memory_bytes"); cap && *cap > 0) {
       m.markers.push_back({false, *cap / (1024.0 * 1024 * 1024), "device memory"});
     }
+    // What fits: each budget as a line, and the width edges measured at the run's batch as
+    // points (fitting) or crosses (OOM).
+    if (const Json* budgets = c.array_at("memory_fit.budgets")) {
+      ChartSeries fit_edges;
+      fit_edges.label = "width edge measured under a budget's cap (fits)";
+      fit_edges.color = 3;
+      for (const Json& b : *budgets) {
+        if (auto v = number_at(b, "budget_bytes")) {
+          m.markers.push_back({false, *v / (1024.0 * 1024 * 1024),
+                               fmt::format("budget {:.1f} GiB", *v / (1024.0 * 1024 * 1024))});
+        }
+        const Json* checks = array_at(b, "checks");
+        for (size_t i = 0; checks && i < checks->size(); ++i) {
+          const Json& ck = (*checks)[i];
+          if (core::string_at(ck, "predicted.axis") != "width") continue;
+          for (const char* side : {"edge", "next"}) {
+            if (!ck.contains(side)) continue;
+            const Json& pt = ck[side];
+            const auto w = number_at(pt, "width");
+            if (!w) continue;
+            if (core::true_at(pt, "oom")) {
+              m.crosses_x.push_back(*w);
+            } else if (auto a = number_at(pt, "peak_allocated_bytes")) {
+              fit_edges.x.push_back(*w);
+              fit_edges.y.push_back(*a / (1024.0 * 1024 * 1024));
+            }
+          }
+        }
+      }
+      if (!fit_edges.x.empty()) m.series.push_back(fit_edges);
+      m.crosses_label = "out of memory / failed (sweep, or a budget's edge under its cap)";
+    }
     c.figure("memory", m.title, render_svg(m), {"points[]." + mem_key},
              "Crosses mark widths that did not fit.");
   } else if (std::any_of(pts->begin(), pts->end(), [](const Json& p) {
@@ -679,6 +766,7 @@ void profile_report_section(core::SectionBuilder& c) {
         "peak_reserved_bytes, peak_bytes): memory figure not drawn");
   }
   memory_step_figures(c, *pts);
+  memory_fit_table(c);
   // Time by phase and by layer type, if the profile breaks it down.
   for (const auto& [key, title] :
        std::vector<std::pair<std::string, std::string>>{{"phases", "Time by phase"},

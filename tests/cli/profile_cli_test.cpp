@@ -3,6 +3,8 @@
 // a replayed raw trace, and usage errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -171,6 +173,41 @@ TEST(ProfileCli, CeFormsAndCheckpointingValuesAreRecorded) {
     }
     EXPECT_EQ(warned, ck == "non-reentrant") << ck;
   }
+}
+
+// What fits, on the CPU: there is no caching allocator, so no peak to fit, and the evidence says
+// so instead of predicting from nothing; the budget's options are checked before anything runs.
+TEST(ProfileCli, GpuMemoryOnTheCpuSaysThereIsNoPeakToFit) {
+  const std::string dir = make_temp_dir();
+  auto args = base_args(dir + "/fit.json");
+  args.insert(args.end(), {"--gpu-memory", "80,95.6", "--reserve", "0,3", "--memory", "off"});
+  RunResult r = run_tprobe(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("what fits"), std::string::npos) << r.out;
+  json ev = json::parse(read_text(dir + "/fit.json"));
+  const json& mf = ev["results"]["memory_fit"];
+  ASSERT_TRUE(mf.is_object());
+  EXPECT_EQ(mf["fit"]["ok"], false);
+  EXPECT_NE(mf["fit"]["why_not"].get<std::string>().find("caching allocator"), std::string::npos);
+  EXPECT_TRUE(mf["budgets"].empty());
+  // Without --gpu-memory there is no memory_fit at all.
+  RunResult plain = run_tprobe(base_args(dir + "/plain.json"));
+  ASSERT_EQ(plain.exit_code, 0);
+  EXPECT_TRUE(json::parse(read_text(dir + "/plain.json"))["results"]["memory_fit"].is_null());
+  auto bad = [&](std::vector<std::string> extra) {
+    auto a = base_args(dir + "/bad.json");
+    a.insert(a.end(), extra.begin(), extra.end());
+    RunResult b = run_tprobe(a);
+    EXPECT_EQ(b.exit_code, 2) << b.err;
+    EXPECT_EQ(std::count(b.err.begin(), b.err.end(), '\n'), 1) << b.err;
+    EXPECT_FALSE(file_exists(dir + "/bad.json"));
+  };
+  bad({"--reserve", "3"});                                     // no card
+  bad({"--gpu-memory", "80", "--reserve", "80"});              // nothing left
+  bad({"--gpu-memory", "80,96", "--reserve", "1,2,3"});        // neither one nor one per card
+  bad({"--gpu-memory", "-1"});
+  bad({"--gpu-memory", "nan"});
+  bad({"--gpu-memory", "80", "--edge-step", "0"});
 }
 
 TEST(ProfileCli, ReplayedTraceGivesThePhaseTable) {

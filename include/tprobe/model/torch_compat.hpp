@@ -54,6 +54,10 @@ class AllocatorEvents {
   Impl* impl_;
 };
 int64_t cuda_reserved_bytes();  // reserved now (0 on CPU-only builds)
+// Caps what the caching allocator may reserve on device 0 at `bytes` (its memory fraction of the
+// device's total); 0 lifts the cap. Past it an allocation is an out-of-memory error, as on a
+// card of that size. Nothing on CPU-only builds.
+void cuda_set_memory_cap(int64_t bytes);
 
 // libtorch version string, e.g. "1.13.1" or "2.11.0".
 std::string torch_version();

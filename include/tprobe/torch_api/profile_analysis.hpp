@@ -10,6 +10,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/cost/memory_fit.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/torch_api/profile.hpp"
 
@@ -46,6 +47,31 @@ struct ProfileOptions {
   std::string raw_memory;     // the path the evidence names
   uint64_t seed = 1;
   int64_t table_width = 0;
+  // What fits (docs/profile.md, "What fits"): after the sweep, the memory model fitted on its
+  // points, and for each card size (GiB) less its reserve (GiB: one for all, or one per card) the
+  // predicted edges measured under an allocator cap of that budget.
+  std::vector<double> gpu_memory_gib;
+  std::vector<double> reserve_gib;
+  int64_t edge_step = 1024;  // the width edge's step (tokens)
+  // The peak the model fits and the budget is held against: reserved (what an allocator cap
+  // binds: allocated plus the cache's fragmentation) or allocated.
+  std::string fit_peak = "reserved";
+};
+
+// One card size's edges: the largest width at the run's batch and the largest batch at its
+// widest width, each predicted and then measured with the step past it.
+struct MemoryBudget {
+  double gpu_memory_bytes = 0, reserve_bytes = 0;
+  std::vector<core::MemoryEdge> predicted;      // width edge, batch edge
+  std::vector<core::MemoryEdgeCheck> checks;    // one per measured edge
+  std::vector<std::string> problems;            // an edge not measured, and why
+  int64_t marginal_width = 0;
+  double marginal_sequence_bytes = 0;  // one more sequence at marginal_width
+};
+struct MemoryFitReport {
+  bool requested = false;
+  core::MemoryFit fit;  // peak allocated against batch and width
+  std::vector<MemoryBudget> budgets;
 };
 
 // The engine's request for `options`: the model, LoRA and step settings, and the points (every
@@ -64,6 +90,7 @@ struct ProfileHooks {
 struct ProfileAnalysis {
   ProfileRequest request;  // raw_trace_path: the path the evidence names
   ProfileReport report;    // its diagnostics include one per point out of memory or in error
+  MemoryFitReport memory_fit;
   core::Outcome outcome = core::Outcome::kOk;  // a measurement is never a "no"
 };
 

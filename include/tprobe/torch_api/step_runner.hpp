@@ -44,6 +44,15 @@ const char* to_string(Checkpointing c);  // "off", "reentrant", "non-reentrant"
 // "on" is the old spelling of reentrant.
 std::optional<Checkpointing> parse_checkpointing(const std::string& text);
 
+struct StepReport;
+
+// Points measured after the sweep, under a cap of the caching allocator (memory_cap_bytes; 0 none,
+// and no cap on the CPU): one warm-up-free timed step each, no traced or memory step.
+struct ExtraPoints {
+  std::vector<StepPoint> points;
+  int64_t memory_cap_bytes = 0;
+};
+
 struct StepSpec {
   std::string model = "gemma4-tiny";  // embedded shapes (random init) when checkpoint_dir is empty
   std::string checkpoint_dir;         // config.json + safetensors: real weights
@@ -69,6 +78,9 @@ struct StepSpec {
   // memory goes (PointResult::memory). keep_raw_memory keeps the first point's events.
   bool record_memory = false;
   bool keep_raw_memory = false;
+  // Asked once the sweep has run (not after a signal): the groups to measure next
+  // (StepReport::extra, one vector per group, in order).
+  std::function<std::vector<ExtraPoints>(const StepReport&)> extra_points;
   // Asked before each point (and before its traced step): true stops the sweep, and the report
   // holds the points measured so far with `interrupted` set. The caller's signal flag, passed in
   // because the module has its own copy of tprobe_core.
@@ -81,6 +93,7 @@ const char* to_string(PointOutcome outcome);  // "ok", "oom", "error"
 
 struct PointResult {
   StepPoint point;
+  bool extra = false;  // one of spec.extra_points' (StepReport::extra), not of the sweep
   PointOutcome outcome = PointOutcome::kOk;
   std::string message;                     // why, when not ok
   std::optional<int64_t> oom_tried_bytes;  // what the failed allocation asked for, when known
@@ -126,6 +139,7 @@ struct StepReport {
   int64_t weights_allocated_bytes = 0;  // after init and adapters, before any step
   std::vector<PointResult> points;
   bool interrupted = false;  // should_stop said stop: points holds those measured before it
+  std::vector<std::vector<PointResult>> extra;  // spec.extra_points' groups, measured
 };
 
 // Throws tprobe::Error (UsageError for bad options) when the model cannot be built; a failing
