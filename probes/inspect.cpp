@@ -22,6 +22,7 @@ struct InspectOptions {
   int64_t batch = 2;
   int64_t width = 16384;
   int64_t ce_chunk = 4096;
+  std::string measured;  // a profile evidence to set the estimate beside
 };
 
 core::Outcome run(const InspectOptions& opt, RunContext& ctx) {
@@ -44,6 +45,13 @@ core::Outcome run(const InspectOptions& opt, RunContext& ctx) {
     in.embedded_name = opt.model;
   }
 
+  core::Json measured;
+  if (!opt.measured.empty()) {
+    measured = core::read_evidence_file(opt.measured, "profile");
+    if (measured.contains("results")) measured = measured["results"];
+    in.measured = &measured;
+    in.measured_source = opt.measured;
+  }
   const core::InspectReport report = core::analyze_inspect(in);
   for (const auto& t : core::inspect_tables(report)) ctx.out << t.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
@@ -80,9 +88,13 @@ void register_inspect(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--ce-chunk", opt->ce_chunk, "Tokens per cross-entropy chunk")
       ->check(positive_number())
       ->capture_default_str();
+  cmd->add_option("--measured", opt->measured,
+                  "A profile evidence file: each estimate row beside what its memory step "
+                  "measured at --batch x --width, with the error, and the items the estimate "
+                  "leaves out");
   set.add(
       cmd, [opt](RunContext& ctx) { return run(*opt, ctx); }, Needs::kCore,
-      {{"checkpoint"}, {}, {}});
+      {{"checkpoint", "--measured"}, {}, {}});
 }
 
 ProbeInfo inspect_probe() {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -63,6 +65,71 @@ TEST(InspectCli, EmbeddedDefaultGivesPublishedNumbers) {
   EXPECT_NE(r.out.find("22,837,985,280"), std::string::npos);
   EXPECT_NE(r.out.find("ESTIMATE"), std::string::npos);
   EXPECT_NE(r.out.find("warning: target 'v_proj'"), std::string::npos);
+}
+
+// The estimate beside a profile run's memory step, recorded on the H200 (profile --ce chunked at
+// 2x2,048, benchmarks/gpu/records/memfaithful/): each row's error is its own two figures', and
+// the items the estimate has no row for are listed as its limits.
+TEST(InspectCli, EstimateBesideAMeasuredProfile) {
+  const std::string fixture =
+      std::string(TPROBE_FIXTURES_DIR) + "/profile-h200-ce-chunked-2x2048.json";
+  JsonRun run = run_json({"inspect", "--model", "gemma4-26b-a4b", "--batch", "2", "--width", "2048",
+                          "--measured", fixture});
+  ASSERT_EQ(run.r.exit_code, 0) << run.r.err;
+  EXPECT_NE(run.r.out.find("the ESTIMATE beside what profile's memory step measured"),
+            std::string::npos);
+  const json& c = run.doc["results"]["memory_check"];
+  ASSERT_EQ(c["done"], true) << c.dump();
+  EXPECT_EQ(c["device"], "cuda:0");
+  // The measured side, read independently from the fixture.
+  json prof = json::parse(read_text(fixture));
+  const json* mem = nullptr;
+  for (const auto& p : prof["results"]["points"]) {
+    if (p["batch"] == 2 && p["width"] == 2048) mem = &p["memory"];
+  }
+  ASSERT_NE(mem, nullptr);
+  auto item = [&](const std::string& key) -> int64_t {
+    for (const auto& it : (*mem)["items"]) {
+      if (it["key"] == key) return it["bytes"].get<int64_t>();
+    }
+    return -1;
+  };
+  bool weights = false, total = false, recompute = false;
+  for (const auto& r : c["rows"]) {
+    if (!r["estimated_bytes"].is_null() && !r["measured_bytes"].is_null()) {
+      const double e = r["estimated_bytes"].get<double>(), m = r["measured_bytes"].get<double>();
+      EXPECT_NEAR(r["error_ratio"].get<double>(), e / m - 1.0, 1e-12) << r.dump();
+    }
+    if (r["label"] == "weights (as stored)") {
+      weights = true;
+      EXPECT_EQ(r["measured_bytes"].get<int64_t>(), item("weights"));
+    }
+    if (r["label"] == "total with chunked CE") {
+      total = true;
+      EXPECT_EQ(r["measured_bytes"].get<int64_t>(), (*mem)["peak_allocated_bytes"].get<int64_t>());
+    }
+    if (r["label"] == "recompute working set") {
+      recompute = true;
+      EXPECT_TRUE(r["estimated_bytes"].is_null());
+      EXPECT_EQ(r["measured_bytes"].get<int64_t>(), item("recompute"));
+    }
+  }
+  EXPECT_TRUE(weights && total && recompute);
+  // No point at that shape: said, not guessed.
+  JsonRun other = run_json({"inspect", "--model", "gemma4-26b-a4b", "--batch", "2", "--width",
+                            "4096", "--measured", fixture});
+  ASSERT_EQ(other.r.exit_code, 0) << other.r.err;
+  EXPECT_EQ(other.doc["results"]["memory_check"]["done"], false);
+  EXPECT_NE(other.doc["results"]["memory_check"]["why_not"].get<std::string>().find("2x4096"),
+            std::string::npos);
+  // Another probe's evidence is refused on one line, with no evidence written.
+  const std::string dir = make_temp_dir();
+  RunResult wrong = run_tprobe({"inspect", "--model", "gemma4-26b-a4b", "--measured",
+                                std::string(TPROBE_FIXTURES_DIR) + "/raw-memory-tiny-cuda.json",
+                                "--json", dir + "/i.json"});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.err;
+  EXPECT_EQ(std::count(wrong.err.begin(), wrong.err.end(), '\n'), 1) << wrong.err;
+  EXPECT_FALSE(file_exists(dir + "/i.json"));
 }
 
 TEST(InspectCli, QkvoTargetsAndRank) {

@@ -220,6 +220,51 @@ Table memory_table(const MemoryEstimate& m) {
   return t;
 }
 
+Table memory_check_table(const MemoryCheck& c) {
+  Table t(fmt::format("the ESTIMATE beside what profile's memory step measured ({}{})", c.source,
+                      c.device.empty() ? "" : ", " + c.device));
+  if (!c.done) {
+    t.column("status", Align::kLeft);
+    t.row({"not compared: " + c.why_not});
+    return t;
+  }
+  t.column("item", Align::kLeft).column("estimated").column("measured").column("error");
+  t.column("measured as", Align::kLeft).column("note", Align::kLeft);
+  for (const auto& r : c.rows) {
+    std::string err = "-";
+    if (r.estimated && r.measured && *r.measured > 0) {
+      err = fmt::format("{:+.1f} %", 100.0 * (static_cast<double>(*r.estimated) /
+                                                  static_cast<double>(*r.measured) -
+                                              1.0));
+    }
+    t.row({r.label, r.estimated ? format_bytes(static_cast<double>(*r.estimated)) : "-",
+           r.measured ? format_bytes(static_cast<double>(*r.measured)) : "-", err, r.measured_items,
+           r.note});
+  }
+  return t;
+}
+
+Json to_json(const MemoryCheck& c) {
+  Json rows = Json::array();
+  for (const auto& r : c.rows) {
+    rows.push_back({{"label", r.label},
+                    {"estimated_bytes", r.estimated ? Json(*r.estimated) : Json(nullptr)},
+                    {"measured_bytes", r.measured ? Json(*r.measured) : Json(nullptr)},
+                    {"error_ratio", r.estimated && r.measured && *r.measured > 0
+                                        ? Json(static_cast<double>(*r.estimated) /
+                                                   static_cast<double>(*r.measured) -
+                                               1.0)
+                                        : Json(nullptr)},
+                    {"measured_items", r.measured_items},
+                    {"note", r.note}});
+  }
+  return {{"done", c.done},
+          {"why_not", c.done ? Json(nullptr) : Json(c.why_not)},
+          {"source", c.source},
+          {"device", c.device},
+          {"rows", std::move(rows)}};
+}
+
 Json config_summary_json(const ModelConfig& c) {
   Json layers = Json::array();
   for (int64_t i = 0; i < c.num_layers; ++i) {
@@ -313,6 +358,7 @@ Json to_json(const InspectReport& r) {
   j["quantization"] = to_json(r.quantization);
   j["lora"] = to_json(r.lora);
   j["memory_estimate"] = to_json(r.memory);
+  j["memory_check"] = r.memory_check ? to_json(*r.memory_check) : Json(nullptr);
   j["cross_check"] = {{"checked", r.checkpoint != nullptr},
                       {"disagreements", to_json(r.disagreements)}};
   return j;
@@ -329,6 +375,7 @@ std::vector<Table> inspect_tables(const InspectReport& r) {
   out.push_back(quantization_table(r.quantization));
   out.push_back(lora_table(r.lora));
   out.push_back(memory_table(r.memory));
+  if (r.memory_check) out.push_back(memory_check_table(*r.memory_check));
   if (!r.disagreements.empty()) {
     out.push_back(disagreements_table(r.disagreements));
   } else if (r.checkpoint) {

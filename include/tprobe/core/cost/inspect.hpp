@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,28 @@ struct MemoryEstimate {
 // working set (MoE routing buffers), allocator fragmentation, CUDA context.
 MemoryEstimate estimate_memory(const ModelConfig& config, const MemoryInputs& inputs);
 
+// The estimate set beside what `tprobe profile`'s memory step measured (results.points[].memory of
+// a profile evidence) at the same batch × width: each estimate row with the measured item(s) it
+// stands for and the error, and the measured items the estimate has no row for (its limits).
+struct MemoryCheckRow {
+  std::string label;
+  std::optional<uint64_t> estimated;  // none: the estimate has no such row
+  std::optional<int64_t> measured;    // none: the memory step has no such item
+  std::string measured_items;         // the measured item keys summed
+  std::string note;
+};
+struct MemoryCheck {
+  bool done = false;
+  std::string why_not;  // no matching point, no memory step in the evidence
+  std::string source;   // the evidence file
+  std::string device;   // the memory step's
+  std::vector<MemoryCheckRow> rows;
+};
+// `profile_results` is a profile evidence's `results`; throws nothing for a missing field (that is
+// `why_not`).
+MemoryCheck check_memory_estimate(const MemoryEstimate& estimate, const Json& profile_results,
+                                  const std::string& source);
+
 // Tensors and bytes per stored dtype; `supported` is false for dtypes tprobe cannot compute with.
 struct DtypeRow {
   std::string dtype;
@@ -129,6 +152,8 @@ struct InspectInput {
   std::vector<std::string> targets;        // LoRA targets (unknown names are reported missing)
   int64_t rank = 64;
   MemoryInputs memory;  // batch, width, ce_chunk_tokens; weights and trainable are filled in
+  const Json* measured = nullptr;  // a profile evidence's results: the estimate is checked against it
+  std::string measured_source;
 };
 
 struct InspectReport {
@@ -142,6 +167,7 @@ struct InspectReport {
   QuantizationEstimate quantization;
   LoraPlan lora;
   MemoryEstimate memory;
+  std::optional<MemoryCheck> memory_check;  // with InspectInput::measured
   std::vector<DtypeRow> dtypes;
   std::vector<Diagnostic> diagnostics;  // index warnings, defaults, dtypes, absent targets
   Outcome outcome = Outcome::kOk;       // kNo when config.json disagrees with the tensors
