@@ -81,6 +81,12 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "(tprobe's one node with an in-place backward), or naive (the whole logits)")
       ->check(CLI::IsMember({"chunk-checkpoint", "chunked", "naive"}))
       ->capture_default_str();
+  cmd->add_option("--attention-mask", o->attention_mask,
+                  "The attention_mask the HF step is handed: none, or ones (an all-ones [B, S] "
+                  "from a collator): same values, but the step's masks are held at [B, 1, S, S] "
+                  "instead of [1, 1, S, S] (eager, and sdpa's sliding layers)")
+      ->check(CLI::IsMember({"none", "ones"}))
+      ->capture_default_str();
   cmd->add_option("--memory", o->memory,
                   "One more step per point under the allocator's event hook: the peak by item, "
                   "phase, part and layer, and its timeline (never a timed step)")

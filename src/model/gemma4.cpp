@@ -650,7 +650,9 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   {
     ObserverScope core_scope(observer, tag(StepPart::kAttentionCore));
     attn = packed ? packed_attention(options_.attn, q, k, v, window, &resolved, lengths)
-                  : attention(options_.attn, q, k, v, window, &resolved, lengths);
+                  : attention(options_.attn, q, k, v, window, &resolved, lengths,
+                              g.type == core::LayerType::kSliding ? step_mask_sliding_
+                                                                  : step_mask_full_);
   }
   if (record) {
     std::string& slot = g.type == core::LayerType::kFull ? record->attn_full : record->attn_sliding;
@@ -720,6 +722,36 @@ Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record,
   return x;
 }
 
+void Gemma4Model::end_step() {
+  step_mask_sliding_ = Tensor();
+  step_mask_full_ = Tensor();
+}
+
+// HF builds one mask per layer type per forward (its mask mapping) and the step's graph holds it
+// until the backward has run: sdpa materialises the sliding layers' once S reaches the window
+// (below it, and on full layers, the mask is skipped for is_causal), eager both. An all-ones
+// attention_mask makes it [B, 1, S, S]; none, [1, 1, S, S] broadcast over the batch. A padded
+// batch keeps the per-layer padded masks (attention()).
+void Gemma4Model::build_step_masks(int64_t batch, int64_t width,
+                                   const std::vector<int64_t>& lengths) {
+  end_step();
+  const bool sdpa = options_.attn == core::AttentionPath::kSdpa;
+  if ((!sdpa && options_.attn != core::AttentionPath::kEager) || has_padding(lengths, width)) return;
+  auto build = [&](int64_t window) {
+    return options_.attention_mask_passed
+               ? padded_bool_mask(width, window, std::vector<int64_t>(static_cast<size_t>(batch), width),
+                                  embed_.device())
+               : causal_bool_mask(width, window, embed_.device());
+  };
+  bool has_sliding = false, has_full = false;
+  for (const auto& L : layers_) {
+    (L.geometry.type == core::LayerType::kSliding ? has_sliding : has_full) = true;
+  }
+  const int64_t window = config_.sliding_window;
+  if (has_sliding && (!sdpa || (window > 0 && width >= window))) step_mask_sliding_ = build(window);
+  if (has_full && !sdpa) step_mask_full_ = build(0);
+}
+
 Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record,
                                   const std::vector<int64_t>& lengths) {
   if (input_ids.dim() != 2) fail("input_ids must be [batch, seq], got {} dims", input_ids.dim());
@@ -745,6 +777,7 @@ Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record
     x.requires_grad_(true);
   }
   const int64_t batch = input_ids.size(0), width = input_ids.size(1);
+  build_step_masks(batch, width, lengths);
   if (has_padding(lengths, width) && packs_padding(options_.attn, embed_.device()) &&
       !(record && record->layer_outputs)) {
     // Packed rows: only the real tokens go through the layers, as one sequence [1, T, H] that

@@ -190,6 +190,7 @@ StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>
                                                       core::LayerKind::kNone});
     loss.loss.backward();
   }
+  m.end_step();
   clock.mark(3);
   cuda_synchronize();
   StepTimes t;
@@ -318,6 +319,7 @@ StepReport run_steps(const StepSpec& spec,
                                                 : CeMode::kNaive;
   mo.ce_chunk = spec.ce_chunk;
   mo.fused_rms_norm = spec.fused_rms_norm;
+  mo.attention_mask_passed = spec.attention_mask == AttentionMask::kOnes;
 
   StepReport report;
   auto t0 = std::chrono::steady_clock::now();

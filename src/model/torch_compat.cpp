@@ -309,15 +309,16 @@ void check_lengths(const torch::Tensor& q, const std::vector<int64_t>& lengths) 
 
 torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k,
                               const torch::Tensor& v, int64_t window,
-                              const std::vector<int64_t>& lengths) {
+                              const std::vector<int64_t>& lengths, const torch::Tensor& mask) {
   const int64_t n_rep = q.size(1) / k.size(1);
   torch::Tensor kr = repeat_kv(k, n_rep);
   torch::Tensor vr = repeat_kv(v, n_rep);
   torch::Tensor scores = torch::matmul(q, kr.transpose(2, 3));  // scaling = 1.0
   // HF's eager mask: 0 where allowed, finfo(dtype).min elsewhere, added to the scores.
-  torch::Tensor allowed = has_padding(lengths, q.size(2))
-                              ? padded_bool_mask(q.size(2), window, lengths, q.device())
-                              : causal_bool_mask(q.size(2), window, q.device());
+  const bool padded = has_padding(lengths, q.size(2));
+  torch::Tensor allowed = padded           ? padded_bool_mask(q.size(2), window, lengths, q.device())
+                          : mask.defined() ? mask
+                                           : causal_bool_mask(q.size(2), window, q.device());
   double min_value = 0;
   switch (q.scalar_type()) {
     case torch::kFloat:
@@ -363,7 +364,7 @@ torch::Tensor sdpa_masked_attention(const torch::Tensor& q, const torch::Tensor&
 // the global layers lose is_causal.
 torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                              int64_t window, std::string* resolved,
-                             const std::vector<int64_t>& lengths) {
+                             const std::vector<int64_t>& lengths, const torch::Tensor& mask) {
   const int64_t seq = q.size(2);
   const int64_t n_rep = q.size(1) / k.size(1);
   if (has_padding(lengths, seq)) {
@@ -389,7 +390,10 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
     return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
                                             causal, 1.0);
   }
-  return sdpa_masked_attention(q, k, v, window, resolved);
+  if (!mask.defined()) return sdpa_masked_attention(q, k, v, window, resolved);
+  if (resolved) *resolved = "sdpa(bool_mask,repeat_kv)";
+  return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask, 0.0,
+                                          false, 1.0);
 }
 #endif
 
@@ -518,15 +522,15 @@ torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor
 
 torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const torch::Tensor& k,
                         const torch::Tensor& v, int64_t window, std::string* resolved,
-                        const std::vector<int64_t>& lengths) {
+                        const std::vector<int64_t>& lengths, const torch::Tensor& mask) {
   check_lengths(q, lengths);
   switch (path) {
     case core::AttentionPath::kEager:
       if (resolved) *resolved = has_padding(lengths, q.size(2)) ? "eager(padding)" : "eager";
-      return eager_attention(q, k, v, window, lengths);
+      return eager_attention(q, k, v, window, lengths, mask);
     case core::AttentionPath::kSdpa:
 #if TPROBE_TORCH_AT_LEAST(2, 0)
-      return sdpa_attention(q, k, v, window, resolved, lengths);
+      return sdpa_attention(q, k, v, window, resolved, lengths, mask);
 #else
       break;
 #endif

@@ -32,6 +32,9 @@ ProfileRequest profile_request(const ProfileOptions& o) {
   if (!ce) fail_usage("--ce '{}': expected chunk-checkpoint, chunked or naive", o.ce);
   s.ce = *ce;
   s.ce_chunk = o.ce_chunk;
+  const auto mask = parse_attention_mask(o.attention_mask);
+  if (!mask) fail_usage("--attention-mask '{}': expected none or ones", o.attention_mask);
+  s.attention_mask = *mask;
   s.fused_rms_norm = o.norm == "fused";
   req.attn_default = o.attn.empty();
   if (!o.attn.empty()) s.attn = core::attention_path_from_name(o.attn, "--attn");

@@ -158,6 +158,7 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
       s.checkpointing == Checkpointing::kOff ? "off" : "reentrant (per-layer recompute in the checkpoint's backward)";
   prov["input_requires_grad"] = s.input_requires_grad;
   prov["ce_mode"] = to_string(s.ce);
+  prov["attention_mask"] = to_string(s.attention_mask);
   prov["ce_chunk"] = s.ce != CeForm::kNaive ? core::Json(s.ce_chunk) : core::Json(nullptr);
   prov["rms_norm"] = s.fused_rms_norm ? "fused" : "hf";
   prov["lora"] = {{"targets", s.lora_targets},

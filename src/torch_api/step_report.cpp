@@ -54,6 +54,21 @@ std::optional<Checkpointing> parse_checkpointing(const std::string& text) {
   return std::nullopt;
 }
 
+const char* to_string(AttentionMask m) {
+  switch (m) {
+    case AttentionMask::kNone: return "none";
+    case AttentionMask::kOnes: return "ones";
+  }
+  return "?";
+}
+
+std::optional<AttentionMask> parse_attention_mask(const std::string& text) {
+  for (AttentionMask m : {AttentionMask::kNone, AttentionMask::kOnes}) {
+    if (text == to_string(m)) return m;
+  }
+  return std::nullopt;
+}
+
 const char* to_string(PointOutcome outcome) {
   switch (outcome) {
     case PointOutcome::kOk:

@@ -175,6 +175,38 @@ TEST(ProfileCli, CeFormsAndCheckpointingValuesAreRecorded) {
   }
 }
 
+// --attention-mask ones: the values are the same (one loss), and the memory step's peak holds the
+// step's two masks (eager materialises the sliding and the full one) at [B, 1, S, S] bools instead
+// of [1, 1, S, S]: (B - 1) * S * S bytes more each.
+TEST(ProfileCli, AttentionMaskOnesHoldsBatchWideMasksAndChangesNoValue) {
+  const std::string dir = make_temp_dir();
+  const int64_t width = 64, batch = 2;
+  for (const std::string m : {"none", "ones"}) {
+    std::vector<std::string> args = {"profile", "--device", "cpu", "--model", "gemma4-tiny",
+                                     "--dtype", "fp32", "--rank", "4", "--alpha", "8",
+                                     "--ce-chunk", "16", "--repeats", "1", "--attn", "eager",
+                                     "--attention-mask", m, "--widths", std::to_string(width),
+                                     "--json", dir + "/" + m + ".json"};
+    RunResult r = run_tprobe(args);
+    ASSERT_EQ(r.exit_code, 0) << m << r.err;
+  }
+  auto point = [&](const std::string& m) {
+    json ev = json::parse(read_text(dir + "/" + m + ".json"));
+    EXPECT_EQ(ev["results"]["provenance"]["attention_mask"], m);
+    EXPECT_EQ(ev["results"]["points"][0]["batch"], batch);
+    return ev["results"]["points"][0];
+  };
+  const json none = point("none"), ones = point("ones");
+  EXPECT_EQ(none["loss_value"].get<double>(), ones["loss_value"].get<double>());
+  ASSERT_TRUE(none["memory"].is_object());
+  ASSERT_TRUE(ones["memory"].is_object());
+  EXPECT_EQ(ones["memory"]["peak_allocated_bytes"].get<int64_t>() -
+                none["memory"]["peak_allocated_bytes"].get<int64_t>(),
+            2 * (batch - 1) * width * width);
+  RunResult bad = run_tprobe({"profile", "--device", "cpu", "--attention-mask", "zeros"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
 // What fits, on the CPU: there is no caching allocator, so no peak to fit, and the evidence says
 // so instead of predicting from nothing; the budget's options are checked before anything runs.
 TEST(ProfileCli, GpuMemoryOnTheCpuSaysThereIsNoPeakToFit) {

@@ -20,9 +20,13 @@ namespace tprobe::model {
 // `lengths` (size B, or empty = no padding): row b's keys at positions >= lengths[b] are
 // padding and never attended to (HF's padding mask); the output at padded query positions is
 // unspecified (eager/sdpa: what HF computes; flash-window/blockwise: zeros or is_causal values).
+// `mask` (eager and sdpa without padding; undefined: built here): the bool attend-mask
+// [1 or B, 1, S, S] of the rule above, built once per step by the caller, used where the path
+// materialises one (sdpa keeps is_causal where HF skips the mask).
 torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const torch::Tensor& k,
                         const torch::Tensor& v, int64_t window, std::string* resolved,
-                        const std::vector<int64_t>& lengths = {});
+                        const std::vector<int64_t>& lengths = {},
+                        const torch::Tensor& mask = {});
 
 // Right-padded batches as packed rows: the paths for which the engine drops padded positions
 // from the whole layer stack (flash-window on CUDA, blockwise anywhere) instead of carrying them.

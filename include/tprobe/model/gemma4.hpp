@@ -58,6 +58,13 @@ struct ModelOptions {
   // RMSNorm: false, the reference formula op by op as transformers writes it (bit-identical to
   // HF); true, libtorch's at::rms_norm (one fused kernel each way on CUDA, libtorch >= 2.9).
   bool fused_rms_norm = false;
+  // Hugging Face handed an all-ones [B, S] attention_mask (a collator's): the step's attend-masks
+  // are built at [B, 1, S, S] with the padding mask and-ed in, where without one they are
+  // [1, 1, S, S] and broadcast over the batch. Either way the masks a layer type materialises
+  // (sdpa: the sliding layers once S >= the window, the full ones skip to is_causal; eager: both)
+  // are built once per forward and held until end_step(), as HF's mask mapping lives as long as
+  // the step's graph. Values are identical; only the bytes held differ.
+  bool attention_mask_passed = false;
   // Told which phase, part and layer of the model is running (the profile probe's CUPTI
   // tagging, core/trace/step_trace.hpp); not owned, may be null.
   core::StepObserver* observer = nullptr;
@@ -186,10 +193,15 @@ class Gemma4Model {
                               const std::vector<int64_t>& lengths = {},
                               core::StepPhase phase = core::StepPhase::kForward) const;
 
+  // Drops what the last forward held for its backward outside the graph (the step's attend-masks,
+  // ModelOptions::attention_mask_passed): called once the step's backward has run.
+  void end_step();
+
  private:
   Gemma4Model(core::ModelConfig config, ModelOptions options);
   torch::Tensor run_layers(torch::Tensor x, ForwardRecord* record,
                            const std::vector<int64_t>& lengths);
+  void build_step_masks(int64_t batch, int64_t width, const std::vector<int64_t>& lengths);
 
   core::ModelConfig config_;
   ModelOptions options_;
@@ -197,6 +209,8 @@ class Gemma4Model {
   torch::Tensor embed_;       // [V, H]
   torch::Tensor final_norm_;  // [H]
   std::vector<DecoderLayer> layers_;
+  // The step's attend-masks by layer type (undefined: the layer builds its own or needs none).
+  torch::Tensor step_mask_sliding_, step_mask_full_;
 };
 
 // HF's Gemma4RMSNorm: fp32 inside, mean of squares + eps, pow(-0.5), weight multiplied in fp32

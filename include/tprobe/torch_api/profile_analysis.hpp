@@ -27,6 +27,7 @@ struct ProfileOptions {
   std::string norm = "hf";           // hf | fused
   std::string checkpointing = "reentrant";  // reentrant | non-reentrant | off ("on": reentrant)
   std::string ce = "chunk-checkpoint";      // chunk-checkpoint | chunked | naive
+  std::string attention_mask = "none";      // none | ones (the HF step's attention_mask)
   int64_t ce_chunk = 4096;
   std::string attn;  // empty: sdpa where libtorch has it, else eager
   std::string moe;  // empty: grouped_mm where it runs, else loop (transformers' default)

@@ -44,6 +44,13 @@ const char* to_string(Checkpointing c);  // "off", "reentrant", "non-reentrant"
 // "on" is the old spelling of reentrant.
 std::optional<Checkpointing> parse_checkpointing(const std::string& text);
 
+// The attention_mask the Hugging Face step is handed: none, or an all-ones [B, S] (a collator's
+// on unpadded rows). It moves memory, not values: the step's masks are then [B, 1, S, S] rather
+// than [1, 1, S, S] (ModelOptions::attention_mask_passed).
+enum class AttentionMask { kNone, kOnes };
+const char* to_string(AttentionMask m);  // "none", "ones"
+std::optional<AttentionMask> parse_attention_mask(const std::string& text);
+
 struct StepReport;
 
 // Points measured after the sweep, under a cap of the caching allocator (memory_cap_bytes; 0 none,
@@ -67,6 +74,7 @@ struct StepSpec {
   bool input_requires_grad = true;
   CeForm ce = CeForm::kChunked;
   int64_t ce_chunk = 4096;
+  AttentionMask attention_mask = AttentionMask::kNone;
   bool fused_rms_norm = false;  // libtorch's at::rms_norm instead of HF's formula (ModelOptions)
   std::string dtype = "bf16";  // bf16 | fp32 | fp64
   std::string device = "cpu";  // cpu | cuda
