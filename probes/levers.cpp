@@ -107,13 +107,13 @@ ProbeInfo levers_probe() {
           "Levers: what moves the step",
           core::levers_report_section,
           // The levers on the CPU (tiny shapes, random weights, fp32): every lever measured or
-          // refused with the engine's reason, one padded point for packing.
+          // refused with the engine's reason at one width, and one padded point for packing.
           // On a CUDA device: every lever on the 26B-A4B shapes (random weights) at 2x2,048 plus
           // its half-padded point (docs/suite.md, "On a GPU": each configuration rebuilds the
           // model; about 45 steps of about a second).
           {{"levers",
             {"levers", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
-             "32,64", "--pad-fraction", "0.5", "--rank", "8", "--ce-chunk", "256", "--repeats",
+             "48", "--pad-fraction", "0.5", "--rank", "8", "--ce-chunk", "256", "--repeats",
              "3"},
             "",
             false,

@@ -157,7 +157,7 @@ ProbeInfo profile_probe() {
           // phase x part table (docs/suite.md, "On a GPU").
           {{"profile",
             {"profile", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32", "--widths",
-             "32,64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16",
+             "32,64,96,128", "--pad-fraction", "0.5", "--rank", "8", "--alpha", "16",
              "--ce-chunk", "256"},
             "",
             false,

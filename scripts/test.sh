@@ -10,4 +10,11 @@ cmake --preset asan -DTPROBE_WERROR=ON "$@" >/dev/null
 cmake --build build/asan -j "$(nproc)"
 # The second compiler: clang parses the torch-free translation units with -Werror (about a minute).
 scripts/clang-check.sh build/asan
+# ctest starts the slowest tests first by the costs of its last run; a fresh build has none, so it
+# gets tests/ctest-cost-seed.txt (the slow tests' seconds on the 2-core machine, a scheduling hint
+# only): without it a two-minute test can start last and lengthen the run by its own length.
+if [ ! -s build/asan/Testing/Temporary/CTestCostData.txt ]; then
+  mkdir -p build/asan/Testing/Temporary
+  cp tests/ctest-cost-seed.txt build/asan/Testing/Temporary/CTestCostData.txt
+fi
 ctest --preset asan -j "$(nproc)"

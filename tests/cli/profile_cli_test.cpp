@@ -145,7 +145,7 @@ TEST(ProfileCli, CeFormsAndCheckpointingValuesAreRecorded) {
   const std::string dir = make_temp_dir();
   for (const std::string ce : {"chunked", "chunk-checkpoint", "naive"}) {
     auto args = base_args(dir + "/" + ce + ".json");
-    args.insert(args.end(), {"--ce", ce, "--widths", "16"});
+    args.insert(args.end(), {"--ce", ce, "--widths", "16", "--memory", "off"});
     RunResult r = run_tprobe(args);
     ASSERT_EQ(r.exit_code, 0) << ce << r.err;
     json ev = json::parse(read_text(dir + "/" + ce + ".json"));

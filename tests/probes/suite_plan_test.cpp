@@ -40,11 +40,11 @@ TEST(SuitePlan, TheCpuPlanIsTodaysSteps) {
   const auto by = args_by_name(cpu);
   EXPECT_EQ(by.at("profile"),
             (Args{"profile", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32",
-                  "--widths", "32,64,128,256", "--pad-fraction", "0.5", "--rank", "8", "--alpha",
+                  "--widths", "32,64,96,128", "--pad-fraction", "0.5", "--rank", "8", "--alpha",
                   "16", "--ce-chunk", "256"}));
   EXPECT_EQ(by.at("levers"),
             (Args{"levers", "--device", "cpu", "--model", "gemma4-tiny", "--dtype", "fp32",
-                  "--widths", "32,64", "--pad-fraction", "0.5", "--rank", "8", "--ce-chunk",
+                  "--widths", "48", "--pad-fraction", "0.5", "--rank", "8", "--ce-chunk",
                   "256", "--repeats", "3"}));
 }
 
