@@ -369,12 +369,12 @@ torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, con
   const int64_t n_rep = q.size(1) / k.size(1);
   if (has_padding(lengths, seq)) {
     if (resolved) *resolved = "sdpa(bool_mask,padding,repeat_kv)";
-    torch::Tensor mask = padded_bool_mask(seq, window, lengths, q.device());
+    torch::Tensor padded = padded_bool_mask(seq, window, lengths, q.device());
     // A padded query whose whole window is padding has no key: some SDPA kernels return NaN for
     // such a row, and a NaN value row poisons real queries through 0·NaN. HF (without torch's
     // fix) lets those rows attend everywhere; so does tprobe — only padded outputs change.
-    if (window > 0) mask = mask.logical_or(mask.any(-1, true).logical_not());
-    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask,
+    if (window > 0) padded = padded.logical_or(padded.any(-1, true).logical_not());
+    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), padded,
                                             0.0, false, 1.0);
   }
   const bool mask_skipped = window <= 0 || seq < window;
