@@ -28,11 +28,13 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   grep -c 'warning:' "$D/build.txt" | sed 's/^/warnings: /' | tee -a "$LOG"
   grep -m5 -B2 -A6 'error:' "$D/build.txt" | tee -a "$LOG"
 fi
-say hf non-reentrant, all-ones attention_mask, widths $WC
-timeout 170 python3 benchmarks/hf_lora_step.py --seq $W --reps 1 --checkpointing non-reentrant \
-  --ones-mask --json "$D/hf-nr-ones.json" >"$D/hf-nr-ones.txt" 2>&1
-echo "exit $? (hf)" | tee -a "$LOG"
-grep -E "^HF" "$D/hf-nr-ones.txt" | tee -a "$LOG"
+if [ "${SKIP_HF:-0}" != 1 ]; then
+  say hf non-reentrant, all-ones attention_mask, widths $WC
+  timeout 170 python3 benchmarks/hf_lora_step.py --seq $W --reps 1 --checkpointing non-reentrant \
+    --ones-mask --json "$D/hf-nr-ones.json" >"$D/hf-nr-ones.txt" 2>&1
+  echo "exit $? (hf)" | tee -a "$LOG"
+  grep -E "^HF" "$D/hf-nr-ones.txt" | tee -a "$LOG"
+fi
 for m in ones none; do
   say tprobe non-reentrant --attention-mask $m
   timeout 150 $T profile --model gemma4-26b-a4b --widths $WC --warmup 1 --repeats 1 --trace off \
