@@ -58,7 +58,7 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
       "CUPTI phase table");
   CLI::Option* pad_fraction =
-      add_step_options(cmd, *o, "2048,4096,8192,16384 on cuda, 32,64,128,256 on cpu");
+      add_step_options(cmd, *o, "2048,4096,6144,8192,12288,16384 on cuda, 32,64,96,128,192,256 on cpu");
   cmd->add_option("--lora-dtype", o->lora_dtype,
                   "LoRA factors in fp32, as PEFT keeps them by default (autocast_adapter_dtype) "
                   "under a bf16 model, or in the model dtype")

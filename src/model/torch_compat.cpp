@@ -799,6 +799,10 @@ void link_end(const at::RecordFunction& fn, at::ObserverContext*) {
 
 AutogradLinks::AutogradLinks(core::StepObserver* observer) {
   if (observer == nullptr || !observer->wants_links()) return;
+  // TPROBE_AUTOGRAD_LINKS=off: no RecordFunction callbacks (backward launches then take only the
+  // engine's scopes) — the A/B knob that isolates what the links cost a traced step.
+  if (const char* e = std::getenv("TPROBE_AUTOGRAD_LINKS"); e != nullptr && std::string(e) == "off")
+    return;
   core::StepObserver* expected = nullptr;
   if (!g_link_observer.compare_exchange_strong(expected, observer))
     fail("autograd links: another tracer is already installed in this process");

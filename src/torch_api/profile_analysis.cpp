@@ -46,9 +46,11 @@ ProfileRequest profile_request(const ProfileOptions& o) {
   s.repeats = o.repeats;
   std::vector<int64_t> widths = o.widths;
   if (widths.empty()) {
-    // Four widths, so that the fit's fixed term (is the step launch-bound?) can be tested.
-    widths = o.device == "cuda" ? std::vector<int64_t>{2048, 4096, 8192, 16384}
-                                : std::vector<int64_t>{32, 64, 128, 256};
+    // Six widths: the fit's fixed term (is the step launch-bound?) is tested with three residual
+    // degrees of freedom, where four widths left one and its verdict did not repeat
+    // (core::fixed_term_verdict).
+    widths = o.device == "cuda" ? std::vector<int64_t>{2048, 4096, 6144, 8192, 12288, 16384}
+                                : std::vector<int64_t>{32, 64, 96, 128, 192, 256};
   }
   // Sizes past these are typos, not training setups: refused before anything is allocated.
   constexpr int64_t kMaxBatch = 65536, kMaxWidth = int64_t{1} << 22, kMaxTokens = int64_t{1} << 32;

@@ -219,14 +219,62 @@ TEST(ScalingFit, AutoDropsBothTermsOfAStraightLine) {
   EXPECT_NE(sel.reason.find("dropped"), std::string::npos);
 }
 
-TEST(ScalingFit, FixedTermVerdictWithFourWidths) {
+TEST(ScalingFit, FixedTermVerdictWithSixWidths) {
   FixedTermVerdict none = fixed_term_verdict(noisy_curve(6.9e-4, 8.9e-8, 0.0, 3, 0.01));
   EXPECT_TRUE(none.testable);
   ASSERT_TRUE(none.c_std_error_s.has_value());
   EXPECT_NE(none.verdict.find("±"), std::string::npos);
+  EXPECT_NE(none.verdict.find("3 residual degrees of freedom"), std::string::npos) << none.verdict;
+  EXPECT_NE(none.outcome, "needed") << none.verdict;
+  // With 1 ms of noise the interval is narrow enough to say no.
+  FixedTermVerdict quiet = fixed_term_verdict(noisy_curve(6.9e-4, 8.9e-8, 0.0, 3, 0.001));
+  EXPECT_EQ(quiet.outcome, "not needed") << quiet.verdict;
+  ASSERT_TRUE(quiet.c_low_s && quiet.c_high_s && quiet.material_s);
+  EXPECT_LT(*quiet.c_high_s, *quiet.material_s);
   FixedTermVerdict some = fixed_term_verdict(noisy_curve(6.9e-4, 8.9e-8, 0.5, 3, 0.01));
   EXPECT_TRUE(some.needed);
+  EXPECT_EQ(some.outcome, "needed");
   EXPECT_NEAR(*some.c_s, 0.5, 5 * *some.c_std_error_s);
+}
+
+// Four widths leave one residual degree of freedom: the verdict is undetermined whatever p says,
+// even for a constant far above the noise (F(1, 1) cannot make it repeat).
+TEST(ScalingFit, FixedTermVerdictWithFourWidthsIsUndetermined) {
+  for (double c : {0.0, 0.5}) {
+    std::vector<FitPoint> six = noisy_curve(6.9e-4, 8.9e-8, c, 5, 0.01), four;
+    for (const auto& p : six) {
+      if (p.width != 1024.0 && p.width != 12288.0) four.push_back(p);
+    }
+    FixedTermVerdict v = fixed_term_verdict(four);
+    EXPECT_TRUE(v.testable);
+    EXPECT_EQ(v.outcome, "undetermined") << v.verdict;
+    EXPECT_FALSE(v.needed);
+    EXPECT_NE(v.verdict.find("one residual degree of freedom"), std::string::npos) << v.verdict;
+  }
+}
+
+// The same sweep twice (two noise draws of one curve): across constants from none to well above
+// the noise, no pair of runs gets "needed" on one and "not needed" on the other; the runs that
+// would have flipped under the plain alpha = 0.05 cut are undetermined instead. The plain cut
+// does flip on these draws (counted, so the test shows the band is what holds).
+TEST(ScalingFit, FixedTermVerdictRepeatsOnASecondDraw) {
+  int plain_flips = 0, undetermined = 0;
+  for (double c : {0.0, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05}) {
+    for (unsigned seed = 1; seed <= 30; ++seed) {
+      FixedTermVerdict a = fixed_term_verdict(noisy_curve(6.9e-4, 8.9e-8, c, 2 * seed, 0.01));
+      FixedTermVerdict b = fixed_term_verdict(noisy_curve(6.9e-4, 8.9e-8, c, 2 * seed + 1, 0.01));
+      const bool opposite = (a.outcome == "needed" && b.outcome == "not needed") ||
+                            (a.outcome == "not needed" && b.outcome == "needed");
+      EXPECT_FALSE(opposite) << "C = " << c << ", seed " << seed << ": " << a.verdict << " / "
+                             << b.verdict;
+      plain_flips += (*a.p_value < 0.05) != (*b.p_value < 0.05);
+      undetermined += (a.outcome == "undetermined") + (b.outcome == "undetermined");
+    }
+  }
+  EXPECT_GT(plain_flips, 0);
+  EXPECT_GT(undetermined, 0);
+  RecordProperty("plain_cut_flips_of_210_pairs", plain_flips);
+  RecordProperty("undetermined_of_420_runs", undetermined);
 }
 
 TEST(ScalingFit, FDistributionKnownValues) {

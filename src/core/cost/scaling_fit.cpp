@@ -430,14 +430,61 @@ FixedTermVerdict fixed_term_verdict(const std::vector<FitPoint>& points, double 
   FTest t = f_test(fit_model(points, FitModel::kAB), abc, alpha);
   v.f = t.f;
   v.p_value = t.p_value;
-  v.needed = t.significant;
-  v.verdict = fmt::format("C = {} s ± {} s: {} (F = {}, p = {})", format_g(abc.c.value),
-                          format_g(abc.c.std_error.value_or(0)),
-                          !t.significant ? "not needed, the step is not launch-bound"
-                          : abc.c.value > 0 ? "needed, a fixed per-step cost is real"
-                                            : "significant but negative: not a fixed cost, the "
-                                              "curve bends more than A·w + B·w² allows",
-                          format_g(t.f), format_g(t.p_value));
+  // A verdict the next run repeats: both definite outcomes need C's two-sided confidence
+  // interval at level 1 - alpha/5 (99 % at the default alpha) wholly on one side of what would
+  // matter, 5 % of the quickest measured step. Two runs whose intervals each cover the true C
+  // cannot then disagree; an interval across the line is undetermined.
+  const double level = alpha / 5;
+  double quickest = std::numeric_limits<double>::infinity();
+  for (const auto& p : points) quickest = std::min(quickest, p.seconds);
+  const double material = 0.05 * quickest;
+  v.material_s = material;
+  std::string why;
+  if (t.df_den < 2 || !abc.c.std_error) {
+    v.outcome = "undetermined";
+    why = fmt::format("undetermined: {} widths leave the ABC fit one residual degree of freedom, "
+                      "and F(1, 1) is too wide for the verdict to repeat on a second run; two "
+                      "more widths are needed",
+                      distinct);
+  } else {
+    // t_{1 - level/2, d}: t^2 follows F(1, d); the quantile by bisection on its upper tail.
+    double lo = 0, hi = 1e8;
+    for (int i = 0; i < 300; ++i) {
+      const double mid = 0.5 * (lo + hi);
+      (f_distribution_sf(mid, 1, t.df_den) > level ? lo : hi) = mid;
+    }
+    const double half = std::sqrt(hi) * *abc.c.std_error;
+    const double c_lo = abc.c.value - half, c_hi = abc.c.value + half;
+    v.c_low_s = c_lo;
+    v.c_high_s = c_hi;
+    const std::string ci = fmt::format("C in [{}, {}] s at {} %", format_g(c_lo), format_g(c_hi),
+                                       format_g(100 * (1 - level)));
+    if (c_lo > material) {
+      v.outcome = "needed";
+      why = fmt::format("needed, a fixed per-step cost is real: {}, above 5 % of the quickest "
+                        "step ({} s)",
+                        ci, format_g(material));
+    } else if (c_hi < 0) {
+      v.outcome = "negative";
+      why = fmt::format("negative: {}: not a fixed cost, the curve bends more than A·w + B·w² "
+                        "allows",
+                        ci);
+    } else if (c_hi < material && c_lo > -material) {
+      v.outcome = "not needed";
+      why = fmt::format("not needed, the step is not launch-bound: {}, within 5 % of the quickest "
+                        "step ({} s)",
+                        ci, format_g(material));
+    } else {
+      v.outcome = "undetermined";
+      why = fmt::format("undetermined: {} reaches across 5 % of the quickest step ({} s), so a "
+                        "second run can fall on either side",
+                        ci, format_g(material));
+    }
+  }
+  v.needed = v.outcome == "needed";
+  v.verdict = fmt::format("C = {} s ± {} s: {} (F = {}, p = {}, {} residual degree{} of freedom)",
+                          format_g(abc.c.value), format_g(abc.c.std_error.value_or(0)), why,
+                          format_g(t.f), format_g(t.p_value), t.df_den, t.df_den == 1 ? "" : "s");
   return v;
 }
 

@@ -191,10 +191,14 @@ Json to_json(const ScalingFitReport& r) {
   if (r.fixed_term) {
     const auto& v = *r.fixed_term;
     out["fixed_term"] = {{"testable", v.testable},
+                         {"outcome", v.outcome},
                          {"c_s", json_or_null(v.c_s)},
                          {"c_std_error_s", json_or_null(v.c_std_error_s)},
                          {"f", v.f && std::isfinite(*v.f) ? Json(*v.f) : Json(nullptr)},
                          {"p_value", json_or_null(v.p_value)},
+                         {"c_low_s", json_or_null(v.c_low_s)},
+                         {"c_high_s", json_or_null(v.c_high_s)},
+                         {"material_s", json_or_null(v.material_s)},
                          {"needed", v.needed},
                          {"verdict", v.verdict}};
   } else {

@@ -103,8 +103,22 @@ struct ModelSelection {
 ModelSelection select_model(const std::vector<FitPoint>& points, double alpha = 0.05);
 
 // Whether a fixed per-step term is supported by the data: from the ABC fit and its F-test against AB.
+// The outcome is one that repeats on a second run of the same sweep, or says it would not. C's
+// two-sided interval at level 1 - alpha/5 (99 % at alpha = 0.05) is set against what would
+// matter, 5 % of the quickest measured step (material_s):
+//   "needed"       the interval lies above it (a fixed per-step cost is real and material);
+//   "not needed"   the interval lies within ± it (not launch-bound);
+//   "negative"     the interval lies below 0 (curvature the AB form lacks, not a cost);
+//   "undetermined" the interval reaches across the line, or one residual degree of freedom
+//                  (4 widths: F(1, 1) is so wide that two runs of one call on the H200 gave
+//                  p = 0.10 and p = 0.007);
+//   "untestable"   fewer than 4 distinct widths.
+// `needed` is outcome == "needed"; f and p_value are the F-test of ABC against AB, for reference.
 struct FixedTermVerdict {
   bool testable = false;
+  std::string outcome = "untestable";
+  std::optional<double> c_low_s, c_high_s;  // C ± t_{1 - alpha/10, d}·SE
+  std::optional<double> material_s;         // 5 % of the quickest measured step
   std::optional<double> c_s;
   std::optional<double> c_std_error_s;
   std::optional<double> f;
