@@ -500,10 +500,13 @@ StepReport run_steps(const StepSpec& spec,
     if (on_point) on_point(r);
     report.points.push_back(std::move(r));
   }
-  if (spec.extra_points && !report.interrupted) {
-    // The groups the caller asks for once the sweep is in (a memory budget's predicted edges),
-    // each under its own cap of the caching allocator, one timed step per point.
-    for (ExtraPoints& group : spec.extra_points(report)) {
+  // The groups the caller asks for once the sweep is in (a memory budget's predicted edges, a
+  // search for the largest batch that fits), each under its own cap of the caching allocator, one
+  // timed step per point; asked again with what they measured until it asks for nothing.
+  for (int round = 0; spec.extra_points && !report.interrupted && round < kMaxExtraRounds; ++round) {
+    std::vector<ExtraPoints> groups = spec.extra_points(report);
+    if (groups.empty()) break;
+    for (ExtraPoints& group : groups) {
       std::vector<PointResult> results;
       cuda_synchronize();
       cuda_empty_cache();

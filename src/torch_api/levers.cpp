@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
@@ -84,7 +85,73 @@ struct Measured {
   std::vector<core::LeverRow> rows;
   std::optional<ProfileReport> report;
   bool interrupted = false;  // the sweep stopped at a signal: rows holds what was measured
+  std::optional<core::LeverEdge> edge;  // with a memory edge asked for
 };
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+core::EdgeProbe edge_probe(const PointResult& r) {
+  core::EdgeProbe p;
+  p.batch = r.point.batch;
+  p.outcome = outcome_name(r.outcome);
+  p.message = r.message;
+  if (r.memory_measured) {
+    p.peak_allocated_bytes = r.peak_allocated_bytes;
+    p.peak_reserved_bytes = r.peak_reserved_bytes;
+  }
+  return p;
+}
+
+// The sweep's widest unpadded point that ran: where the edge is searched (batch, width).
+std::optional<StepPoint> edge_start(const StepReport& sweep) {
+  std::optional<StepPoint> best;
+  for (const PointResult& p : sweep.points) {
+    if (p.point.padded() || p.outcome != PointOutcome::kOk) continue;
+    if (!best || p.point.width > best->width) best = p.point;
+  }
+  return best;
+}
+
+// One probe per round under the cap, until core::next_edge_batch knows the edge.
+void ask_for_edge(ProfileRequest& req, double cap_bytes) {
+  req.spec.extra_points = [cap_bytes](const StepReport& sweep) {
+    std::vector<ExtraPoints> groups;
+    const auto start = edge_start(sweep);
+    if (!start) return groups;
+    std::vector<core::EdgeProbe> done;
+    for (const auto& g : sweep.extra) {
+      for (const PointResult& r : g) done.push_back(edge_probe(r));
+    }
+    const auto next = core::next_edge_batch(start->batch, done);
+    if (!next) return groups;
+    ExtraPoints g;
+    g.memory_cap_bytes = static_cast<int64_t>(cap_bytes);
+    StepPoint p = *start;
+    p.batch = *next;
+    g.points.push_back(p);
+    groups.push_back(std::move(g));
+    return groups;
+  };
+}
+
+core::LeverEdge edge_of(const core::LeverConfig& c, const ProfileReport& rep) {
+  core::LeverEdge e;
+  e.lever = c.lever;
+  e.setting = c.setting;
+  const auto start = edge_start(rep.steps);
+  if (!start) {
+    e.message = "no unpadded point of this configuration ran, so there is no edge to search";
+    return e;
+  }
+  e.width = start->width;
+  e.start_batch = start->batch;
+  for (const auto& g : rep.steps.extra) {
+    for (const PointResult& r : g) e.probes.push_back(edge_probe(r));
+  }
+  core::summarise_edge(e);
+  if (e.outcome == "not measured" && rep.steps.interrupted) e.message = "interrupted";
+  return e;
+}
 
 Measured measure(const LeversRequest& in, const core::LeverConfig& c, const ProfileRequest& req,
                  bool rethrow) {
@@ -129,6 +196,7 @@ Measured measure(const LeversRequest& in, const core::LeverConfig& c, const Prof
     if (in.on_row) in.on_row(m.rows.back());
   }
   m.interrupted = rep.steps.interrupted;
+  if (in.edge_card_gib > 0 && !c.padded_only) m.edge = edge_of(c, rep);
   return m;
 }
 
@@ -474,10 +542,34 @@ core::LeversReport run_levers(const LeversRequest& in) {
   // The baseline first: its failure to build is the run's error; its resolved MoE dispatch is the
   // baseline every lever moves from.
   core::LeverConfig base{"baseline", "", in.baseline, false};
-  ProfileRequest breq = lever_request(shared, in.baseline, false);
+  const bool edge = in.edge_card_gib > 0 && shared.spec.device == "cuda";
+  if (in.edge_card_gib > 0) {
+    out.edge_card_gib = in.edge_card_gib;
+    out.edge_reserve_gib = in.edge_reserve_gib;
+  }
+  const double cap = (in.edge_card_gib - in.edge_reserve_gib) * kGiB;
+  auto with_edge = [&](ProfileRequest r, const core::LeverConfig& c) {
+    if (edge && !c.padded_only) ask_for_edge(r, cap);
+    return r;
+  };
+  auto keep_edge = [&](const Measured& m, const core::LeverConfig& c) {
+    if (in.edge_card_gib <= 0 || c.padded_only) return;
+    core::LeverEdge e;
+    if (m.edge) {
+      e = *m.edge;
+    } else {
+      e.lever = c.lever;
+      e.setting = c.setting;
+      e.message = "the configuration did not run";
+    }
+    if (!edge) e.message = "not measured on the CPU: there is no caching allocator to cap";
+    out.edges.push_back(std::move(e));
+  };
+  ProfileRequest breq = with_edge(lever_request(shared, in.baseline, false), base);
   // The baseline's sdpa where the linked libtorch has it, else eager (the engine says so).
   breq.attn_default = in.baseline.attn == "sdpa";
   Measured b = measure(in, base, breq, true);
+  keep_edge(b, base);
   if (b.report) {
     const ProfileReport& rep = *b.report;
     out.baseline.attn = core::to_string(rep.attn);
@@ -512,7 +604,8 @@ core::LeversReport run_levers(const LeversRequest& in) {
   plan.packing_path = packing_path(plan.device);
   for (const core::LeverConfig& c : core::lever_configs(plan)) {
     if (c.lever == "baseline" || !wanted(in, c.lever)) continue;
-    Measured m = measure(in, c, lever_request(shared, c.knobs, c.padded_only), false);
+    Measured m = measure(in, c, with_edge(lever_request(shared, c.knobs, c.padded_only), c), false);
+    keep_edge(m, c);
     out.rows.insert(out.rows.end(), m.rows.begin(), m.rows.end());
     if (stopped(m)) {
       core::compare_rows(out);
@@ -526,7 +619,8 @@ core::LeversReport run_levers(const LeversRequest& in) {
   if (out.best) {
     out.best_setting = core::knob_options(*out.best, out.baseline);
     const core::LeverConfig c{"best", out.best_setting, *out.best, false};
-    Measured m = measure(in, c, lever_request(shared, c.knobs, false), false);
+    Measured m = measure(in, c, with_edge(lever_request(shared, c.knobs, false), c), false);
+    keep_edge(m, c);
     out.rows.insert(out.rows.end(), m.rows.begin(), m.rows.end());
     stopped(m);
     core::compare_rows(out);
@@ -546,6 +640,17 @@ core::LeversReport analyse_levers(const LeversOptions& options,
       fail_usage("lever '{}': expected one of {}", l, fmt::join(names, ", "));
     }
   }
+  if (options.gpu_memory_gib < 0 || options.reserve_gib < 0 ||
+      !std::isfinite(options.gpu_memory_gib) || !std::isfinite(options.reserve_gib)) {
+    fail_usage("--gpu-memory {} / --reserve {}: must be finite and not negative",
+               options.gpu_memory_gib, options.reserve_gib);
+  }
+  if (options.reserve_gib > 0 && options.gpu_memory_gib == 0)
+    fail_usage("--reserve {}: only means something with --gpu-memory", options.reserve_gib);
+  if (options.gpu_memory_gib > 0 && options.reserve_gib >= options.gpu_memory_gib) {
+    fail_usage("--reserve {} GiB leaves nothing of --gpu-memory {} GiB", options.reserve_gib,
+               options.gpu_memory_gib);
+  }
   ProfileOptions step = options.step;
   if (step.widths.empty()) {
     step.widths = step.device == "cuda" ? std::vector<int64_t>{2048, 16384}
@@ -561,6 +666,8 @@ core::LeversReport analyse_levers(const LeversOptions& options,
   req.baseline_name = core::hf_peft_baseline_name();
   req.only = options.levers;
   req.on_row = on_row;
+  req.edge_card_gib = options.gpu_memory_gib;
+  req.edge_reserve_gib = options.reserve_gib;
   core::LeversReport rep = run_levers(req);
   for (const core::LeverRow& r : rep.rows) {
     if (r.outcome == "ok") continue;

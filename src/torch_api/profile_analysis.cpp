@@ -160,6 +160,8 @@ ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string
     // Once the sweep is in: fit its peaks, predict each budget's edges, and hand the edge and the
     // step past it back to the engine to measure under the budget's allocator cap.
     run.spec.extra_points = [&options, &mf](const StepReport& sweep) {
+      std::vector<ExtraPoints> groups;
+      if (!sweep.extra.empty()) return groups;  // the edges are measured in one round
       std::vector<core::MemoryFitPoint> pts;
       int64_t widest = 0, batch = 0;
       for (const auto& p : sweep.points) {
@@ -172,7 +174,6 @@ ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string
           batch = p.point.batch;
         }
       }
-      std::vector<ExtraPoints> groups;
       if (pts.empty()) {
         mf.fit.why_not = "no point has a measured peak (memory is measured on CUDA's caching "
                          "allocator only)";

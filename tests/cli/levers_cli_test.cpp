@@ -144,5 +144,38 @@ TEST(LeversCli, ProfileEvidenceNamesTheFaithfulBaselineAndWhatDiffersFromIt) {
   EXPECT_EQ(res["baseline"]["at_baseline"], false);
 }
 
+// The memory edge on the CPU: there is no caching allocator to cap, so every configuration's
+// row says so (no batch is claimed); its options are checked before anything runs.
+TEST(LeversCli, MemoryEdgeOnTheCpuSaysItIsNotMeasured) {
+  const std::string dir = make_temp_dir();
+  auto args = levers_args(dir + "/edge.json");
+  args.insert(args.end(), {"--levers", "checkpointing", "--gpu-memory", "80", "--reserve", "3"});
+  RunResult r = run_tprobe(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("What each lever does to the memory edge"), std::string::npos) << r.out;
+  const json ev = json::parse(read_text(dir + "/edge.json"));
+  const json& edge = ev["results"]["memory_edge"];
+  ASSERT_TRUE(edge.is_object());
+  EXPECT_EQ(edge["gpu_memory_gib"], 80.0);
+  EXPECT_EQ(edge["cap_bytes"], int64_t{77} << 30);
+  ASSERT_EQ(edge["rows"].size(), 2u);  // the baseline and checkpointing off (no padded-only row)
+  for (const auto& row : edge["rows"]) {
+    EXPECT_EQ(row["outcome"], "not measured") << row.dump();
+    EXPECT_EQ(row["largest_batch"], 0);
+    EXPECT_TRUE(row["probes"].empty());
+    EXPECT_NE(row["message"].get<std::string>().find("no caching allocator"), std::string::npos);
+  }
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--reserve", "3"},
+        std::vector<std::string>{"--gpu-memory", "8", "--reserve", "8"},
+        std::vector<std::string>{"--gpu-memory", "-1"}}) {
+    auto a = levers_args(dir + "/bad.json");
+    a.insert(a.end(), bad.begin(), bad.end());
+    RunResult b = run_tprobe(a);
+    EXPECT_EQ(b.exit_code, 2) << bad[0] << b.err;
+    EXPECT_FALSE(file_exists(dir + "/bad.json"));
+  }
+}
+
 }  // namespace
 }  // namespace tprobe::testing

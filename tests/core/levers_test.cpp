@@ -299,3 +299,118 @@ TEST(LeversChart, MemoryNotMeasuredOnTheCpuIsSaidNotDrawnAsZero) {
 
 }  // namespace
 }  // namespace tprobe::core
+
+// The memory edge's search: upward from the start while each batch fits (at most start + 3),
+// downward while each fails; the summary names what was measured, never a prediction.
+namespace {
+tprobe::core::EdgeProbe probe(int64_t batch, const char* outcome) {
+  tprobe::core::EdgeProbe p;
+  p.batch = batch;
+  p.outcome = outcome;
+  return p;
+}
+}  // namespace
+
+TEST(LeverEdge, SearchWalksUpWhileItFitsAndDownWhileItFails) {
+  using tprobe::core::EdgeProbe;
+  using tprobe::core::next_edge_batch;
+  std::vector<EdgeProbe> done;
+  EXPECT_EQ(next_edge_batch(2, done), 2);
+  done.push_back(probe(2, "ok"));
+  EXPECT_EQ(next_edge_batch(2, done), 3);
+  done.push_back(probe(3, "ok"));
+  EXPECT_EQ(next_edge_batch(2, done), 4);
+  done.push_back(probe(4, "oom"));
+  EXPECT_EQ(next_edge_batch(2, done), std::nullopt);  // 3 fits, 4 does not: known
+  // Every probe fits: the search stops at start + max_up.
+  std::vector<EdgeProbe> up = {probe(2, "ok"), probe(3, "ok"), probe(4, "ok"), probe(5, "ok")};
+  EXPECT_EQ(next_edge_batch(2, up), std::nullopt);
+  // The start fails: down until one fits, or batch 1 fails.
+  std::vector<EdgeProbe> down = {probe(4, "oom")};
+  EXPECT_EQ(next_edge_batch(4, down), 3);
+  down.push_back(probe(3, "oom"));
+  EXPECT_EQ(next_edge_batch(4, down), 2);
+  down.push_back(probe(2, "ok"));
+  EXPECT_EQ(next_edge_batch(4, down), std::nullopt);
+  std::vector<EdgeProbe> none = {probe(1, "oom")};
+  EXPECT_EQ(next_edge_batch(1, none), std::nullopt);
+  EXPECT_EQ(next_edge_batch(0, {}), std::nullopt);
+}
+
+TEST(LeverEdge, SummaryIsWhatWasMeasured) {
+  using tprobe::core::LeverEdge;
+  LeverEdge a;
+  a.start_batch = 2;
+  a.probes = {probe(2, "ok"), probe(3, "ok"), probe(4, "oom")};
+  tprobe::core::summarise_edge(a);
+  EXPECT_EQ(a.largest_batch, 3);
+  EXPECT_EQ(a.outcome, "measured");
+  LeverEdge b;
+  b.start_batch = 2;
+  b.probes = {probe(2, "ok"), probe(3, "ok"), probe(4, "ok"), probe(5, "ok")};
+  tprobe::core::summarise_edge(b);
+  EXPECT_EQ(b.largest_batch, 5);
+  EXPECT_EQ(b.outcome, "at least");
+  LeverEdge c;
+  c.start_batch = 2;
+  c.probes = {probe(2, "oom"), probe(1, "oom")};
+  tprobe::core::summarise_edge(c);
+  EXPECT_EQ(c.largest_batch, 0);
+  EXPECT_EQ(c.outcome, "none fits");
+  LeverEdge d;
+  d.start_batch = 3;
+  d.probes = {probe(3, "oom"), probe(2, "ok")};
+  tprobe::core::summarise_edge(d);
+  EXPECT_EQ(d.largest_batch, 2);
+  EXPECT_EQ(d.outcome, "measured");
+  LeverEdge e;  // stopped by a signal after the start fitted: not an edge
+  e.start_batch = 2;
+  e.probes = {probe(2, "ok")};
+  tprobe::core::summarise_edge(e);
+  EXPECT_EQ(e.outcome, "not measured");
+}
+
+// The table sets each lever's largest batch beside the baseline's and says what moved.
+TEST(LeverEdge, TableNamesWhatEachLeverDoesToTheEdge) {
+  using namespace tprobe::core;
+  LeversReport rep;
+  rep.edge_card_gib = 80;
+  rep.edge_reserve_gib = 0;
+  LeverRow base;
+  base.lever = "baseline";
+  base.width = 16384;
+  base.batch = 2;
+  base.timing = make_timing({2.0, 2.0});
+  LeverRow off = base;
+  off.lever = "checkpointing";
+  off.setting = "--checkpointing off";
+  off.timing = make_timing({1.0, 1.0});
+  rep.rows = {base, off};
+  compare_rows(rep);
+  LeverEdge eb;
+  eb.lever = "baseline";
+  eb.width = 16384;
+  eb.start_batch = 2;
+  eb.probes = {probe(2, "ok"), probe(3, "oom")};
+  summarise_edge(eb);
+  LeverEdge eo = eb;
+  eo.lever = "checkpointing";
+  eo.setting = "--checkpointing off";
+  eo.probes = {probe(2, "oom"), probe(1, "ok")};
+  summarise_edge(eo);
+  rep.edges = {eb, eo};
+  const std::vector<Table> t = edge_tables(rep);
+  ASSERT_EQ(t.size(), 1u);
+  const std::string text = t[0].render();
+  EXPECT_NE(text.find("--checkpointing off: 2.00× faster than the baseline, and the largest batch "
+                      "at 16,384 drops from 2 to 1"),
+            std::string::npos)
+      << text;
+  const Json j = to_json(rep);
+  ASSERT_TRUE(j["memory_edge"].is_object());
+  EXPECT_EQ(j["memory_edge"]["rows"][1]["largest_batch"], 1);
+  EXPECT_EQ(j["memory_edge"]["rows"][1]["outcome"], "measured");
+  LeversReport plain;
+  EXPECT_TRUE(edge_tables(plain).empty());
+  EXPECT_TRUE(to_json(plain)["memory_edge"].is_null());
+}

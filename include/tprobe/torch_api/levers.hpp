@@ -22,6 +22,10 @@ struct LeversRequest {
   std::string baseline_name;
   std::vector<std::string> only;  // lever names to measure (empty: all)
   std::function<void(const core::LeverRow&)> on_row;  // as each row is measured
+  // The memory edge (--gpu-memory, --reserve): cap_bytes 0 for none. Each configuration's largest
+  // batch at its widest unpadded width, measured step by step under an allocator cap of it
+  // (core::next_edge_batch), after its sweep, on the model it built.
+  double edge_card_gib = 0, edge_reserve_gib = 0;
 };
 
 // Every configuration's failure is a row (refused: the engine's reason, e.g. a path the device or
@@ -53,6 +57,8 @@ struct EpochOptions {
 struct LeversOptions {
   ProfileOptions step;              // widths empty: 2048,16384 on cuda, 32,64 on cpu
   std::vector<std::string> levers;  // lever names (empty: all)
+  double gpu_memory_gib = 0;        // the memory edge's card (0: none)
+  double reserve_gib = 0;           // kept free on it (CUDA context, co-tenants)
   EpochOptions epoch;
 };
 

@@ -60,6 +60,8 @@ struct ExtraPoints {
   int64_t memory_cap_bytes = 0;
 };
 
+inline constexpr int kMaxExtraRounds = 32;
+
 struct StepSpec {
   std::string model = "gemma4-tiny";  // embedded shapes (random init) when checkpoint_dir is empty
   std::string checkpoint_dir;         // config.json + safetensors: real weights
@@ -87,7 +89,8 @@ struct StepSpec {
   bool record_memory = false;
   bool keep_raw_memory = false;
   // Asked once the sweep has run (not after a signal): the groups to measure next
-  // (StepReport::extra, one vector per group, in order).
+  // (StepReport::extra, one vector per group, in order); asked again, with the report holding
+  // what they measured, until it returns none (at most kMaxExtraRounds times).
   std::function<std::vector<ExtraPoints>(const StepReport&)> extra_points;
   // Asked before each point (and before its traced step): true stops the sweep, and the report
   // holds the points measured so far with `interrupted` set. The caller's signal flag, passed in

@@ -269,6 +269,47 @@ std::string point_label(const LeverRow& r) {
 
 }  // namespace
 
+std::optional<int64_t> next_edge_batch(int64_t start, const std::vector<EdgeProbe>& done,
+                                       int64_t max_up) {
+  if (start < 1) return std::nullopt;
+  if (done.empty()) return start;
+  const EdgeProbe& first = done.front();
+  const EdgeProbe& last = done.back();
+  if (first.outcome == "ok") {
+    // Upward: stop at the first failure or at start + max_up.
+    if (last.outcome != "ok" || last.batch >= start + max_up) return std::nullopt;
+    return last.batch + 1;
+  }
+  // Downward from a start that failed: stop at the first fit or after batch 1.
+  if (last.outcome == "ok" || last.batch <= 1) return std::nullopt;
+  return last.batch - 1;
+}
+
+void summarise_edge(LeverEdge& e, int64_t max_up) {
+  e.largest_batch = 0;
+  bool failed_past = false;
+  for (const EdgeProbe& p : e.probes) {
+    if (p.outcome == "ok") e.largest_batch = std::max(e.largest_batch, p.batch);
+  }
+  for (const EdgeProbe& p : e.probes) {
+    if (p.outcome != "ok" && p.batch == e.largest_batch + 1) failed_past = true;
+  }
+  if (e.probes.empty()) {
+    e.outcome = "not measured";
+  } else if (e.largest_batch == 0) {
+    const bool one_failed = std::any_of(e.probes.begin(), e.probes.end(), [](const EdgeProbe& p) {
+      return p.batch == 1 && p.outcome != "ok";
+    });
+    e.outcome = one_failed ? "none fits" : "not measured";
+  } else if (failed_past) {
+    e.outcome = "measured";
+  } else if (e.largest_batch >= e.start_batch + max_up) {
+    e.outcome = "at least";
+  } else {
+    e.outcome = "not measured";  // the search stopped early (a signal)
+  }
+}
+
 Json to_json(const LeversReport& report) {
   Json j;
   j["baseline"] = {{"reproduces", report.baseline_name}, {"knobs", to_json(report.baseline)}};
@@ -331,8 +372,110 @@ Json to_json(const LeversReport& report) {
                                   : "one lever alone: its own row is the best"}};
   }
   j["epoch"] = report.epoch ? to_json(*report.epoch) : Json(nullptr);
+  if (report.edge_card_gib) {
+    Json edges = Json::array();
+    for (const LeverEdge& e : report.edges) {
+      Json probes = Json::array();
+      for (const EdgeProbe& p : e.probes) {
+        probes.push_back({{"batch", p.batch},
+                          {"outcome", p.outcome},
+                          {"peak_allocated_bytes", p.peak_allocated_bytes ? Json(*p.peak_allocated_bytes) : Json(nullptr)},
+                          {"peak_reserved_bytes", p.peak_reserved_bytes ? Json(*p.peak_reserved_bytes) : Json(nullptr)},
+                          {"message", p.message}});
+      }
+      edges.push_back({{"lever", e.lever},
+                       {"setting", e.setting},
+                       {"width", e.width},
+                       {"start_batch", e.start_batch},
+                       {"largest_batch", e.largest_batch},
+                       {"outcome", e.outcome},
+                       {"message", e.message},
+                       {"probes", probes}});
+    }
+    const double reserve = report.edge_reserve_gib.value_or(0);
+    j["memory_edge"] = {{"gpu_memory_gib", *report.edge_card_gib},
+                        {"reserve_gib", reserve},
+                        {"cap_bytes", static_cast<int64_t>((*report.edge_card_gib - reserve) *
+                                                           1024.0 * 1024.0 * 1024.0)},
+                        {"rows", edges}};
+  } else {
+    j["memory_edge"] = nullptr;
+  }
   return j;
 }
+
+namespace {
+
+// "2", "at least 5", "none", "-": an edge's largest batch as a table cell.
+std::string edge_cell(const LeverEdge& e) {
+  if (e.outcome == "measured") return std::to_string(e.largest_batch);
+  if (e.outcome == "at least") return "at least " + std::to_string(e.largest_batch);
+  if (e.outcome == "none fits") return "none";
+  return "-";
+}
+
+// The lever's step ratio against the baseline at the edge's width (its unpadded row).
+std::optional<double> ratio_at(const LeversReport& report, const LeverEdge& e) {
+  for (const LeverRow& r : report.rows) {
+    if (r.lever == e.lever && r.setting == e.setting && r.width == e.width && r.lengths.empty() &&
+        r.delta) {
+      return r.delta->ratio;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<Table> edge_tables(const LeversReport& report) {
+  std::vector<Table> out;
+  if (!report.edge_card_gib) return out;
+  const double reserve = report.edge_reserve_gib.value_or(0);
+  Table t(fmt::format("What each lever does to the memory edge: the largest batch at its widest "
+                      "width that runs under an allocator cap of {:g} GiB - {:g} reserve, measured",
+                      *report.edge_card_gib, reserve));
+  t.column("lever", Align::kLeft)
+      .column("setting", Align::kLeft)
+      .column("width")
+      .column("largest batch")
+      .column("baseline's")
+      .column("step vs baseline")
+      .column("measured (batch: outcome, peak reserved)", Align::kLeft);
+  const LeverEdge* base = nullptr;
+  for (const LeverEdge& e : report.edges) {
+    if (e.lever == "baseline") base = &e;
+  }
+  std::vector<std::string> lines;
+  for (const LeverEdge& e : report.edges) {
+    std::vector<std::string> probes;
+    for (const EdgeProbe& p : e.probes) {
+      probes.push_back(fmt::format("{}: {}{}", p.batch, p.outcome,
+                                   p.peak_reserved_bytes ? " " + format_bytes(*p.peak_reserved_bytes)
+                                                         : std::string()));
+    }
+    const auto ratio = ratio_at(report, e);
+    const bool comparable = base && e.lever != "baseline" && base->width == e.width;
+    t.row({e.lever, e.setting.empty() ? "(baseline)" : e.setting, format_count(e.width),
+           edge_cell(e), comparable ? edge_cell(*base) : "-",
+           ratio ? fmt::format("{:.2f}×", *ratio) : "-",
+           probes.empty() ? (e.message.empty() ? e.outcome : e.message)
+                          : fmt::format("{}", fmt::join(probes, "; "))});
+    if (comparable && ratio && e.outcome != "not measured" && base->outcome != "not measured" &&
+        edge_cell(e) != edge_cell(*base)) {
+      lines.push_back(fmt::format("{}: {:.2f}× {} the baseline, and the largest batch at {} "
+                                  "{} from {} to {}",
+                                  e.setting, *ratio >= 1 ? *ratio : 1 / *ratio,
+                                  *ratio >= 1 ? "faster than" : "slower than", format_count(e.width),
+                                  e.largest_batch > base->largest_batch ? "rises" : "drops",
+                                  edge_cell(*base), edge_cell(e)));
+    }
+  }
+  for (const std::string& l : lines) t.note(l);
+  out.push_back(std::move(t));
+  return out;
+}
+
+
 
 std::vector<Table> levers_tables(const LeversReport& report) {
   Table t(fmt::format("Levers against the baseline ({}), {} on {}",
@@ -399,6 +542,7 @@ std::vector<Table> levers_tables(const LeversReport& report) {
       .column("in your stack", Align::kLeft);
   for (const LeverInfo& l : lever_catalogue()) how.row({l.name, l.moves, l.in_hf_stack});
   std::vector<Table> out = {t, best, how};
+  for (Table& e : edge_tables(report)) out.push_back(std::move(e));
   if (report.epoch) {
     for (Table& e : epoch_tables(*report.epoch)) out.push_back(std::move(e));
   }

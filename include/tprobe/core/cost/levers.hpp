@@ -112,6 +112,34 @@ struct LeverRow {
   std::optional<LeverDelta> delta;  // against the baseline's row at the same point
 };
 
+// What a configuration does to the memory edge (`levers --gpu-memory G --reserve R`): the largest
+// batch at its widest width that runs under an allocator cap of G − R, found by measuring, never
+// predicted. One probe is one step under the cap.
+struct EdgeProbe {
+  int64_t batch = 0;
+  std::string outcome;  // ok | oom | error
+  std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes;
+  std::string message;
+};
+// The next batch to measure, or none when the edge is known: upward from `start` while each fits
+// (at most start + max_up), downward from start while each fails (down to 1).
+std::optional<int64_t> next_edge_batch(int64_t start, const std::vector<EdgeProbe>& done,
+                                       int64_t max_up = 3);
+
+struct LeverEdge {
+  std::string lever, setting;
+  int64_t width = 0, start_batch = 0;
+  std::vector<EdgeProbe> probes;  // in the order measured
+  int64_t largest_batch = 0;      // 0: no batch measured to fit
+  // measured: the batch past largest_batch failed under the cap; at least: the search stopped
+  // at start + max_up with every probe fitting; none fits: batch 1 failed; not measured: why in
+  // message (the CPU has no allocator to cap, the configuration failed, a signal).
+  std::string outcome = "not measured";
+  std::string message;
+};
+// Fills largest_batch and outcome from the probes (start_batch and max_up as searched).
+void summarise_edge(LeverEdge& edge, int64_t max_up = 3);
+
 struct LeversReport {
   std::string baseline_name;  // what the baseline reproduces
   StepKnobs baseline;
@@ -126,6 +154,9 @@ struct LeversReport {
   // With --dataset: the epoch predicted per configuration and measured on sampled micro-batches
   // (core/cost/epoch.hpp); absent otherwise.
   std::optional<EpochReport> epoch;
+  // With --gpu-memory: each configuration's memory edge; absent otherwise.
+  std::optional<double> edge_card_gib, edge_reserve_gib;
+  std::vector<LeverEdge> edges;
   std::vector<Diagnostic> diagnostics;
   Outcome outcome = Outcome::kOk;
 };
@@ -139,6 +170,8 @@ std::optional<StepKnobs> best_combination(const LeversReport& report,
 
 Json to_json(const LeversReport& report);
 std::vector<Table> levers_tables(const LeversReport& report);
+// The memory-edge table (with --gpu-memory; empty otherwise), also one of levers_tables'.
+std::vector<Table> edge_tables(const LeversReport& report);
 
 class SectionBuilder;
 // The report's section of levers evidence: the baseline, the best combination, one bar chart
