@@ -689,6 +689,16 @@ void levers_report_section(SectionBuilder& c) {
            "rows[].outcome", false);
   }
   c.table(c.generic_table("tab-levers-rows", "Every row", *rows, "rows"));
+  if (const Json* edges = c.array_at("memory_edge.rows")) {
+    const auto card = c.number_at("memory_edge.gpu_memory_gib");
+    const auto reserve = c.number_at("memory_edge.reserve_gib");
+    c.table(c.generic_table(
+        "tab-levers-memory-edge",
+        fmt::format("The memory edge: the largest batch at each configuration's widest width "
+                    "under an allocator cap of {:g} GiB - {:g} reserve, measured",
+                    card.value_or(0), reserve.value_or(0)),
+        *edges, "memory_edge.rows"));
+  }
   epoch_report_section(c);
 }
 
