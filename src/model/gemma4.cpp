@@ -253,15 +253,22 @@ Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor&
 struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   // Non-tensor arguments travel as integers: IValue holds no raw pointers. The model outlives
   // every graph built from it.
+  // `mask_address`: the forward's attend-mask for the layer's type (a const Tensor*, possibly
+  // undefined, which an autograd input may not be), kept in saved_data for the recompute: HF's
+  // checkpoint keeps its mask argument the same way, so it lives as long as the graph.
   static Tensor forward(torch::autograd::AutogradContext* ctx, Tensor x, int64_t model_address,
-                        int64_t index, int64_t record_address, std::vector<int64_t> lengths) {
+                        int64_t index, int64_t record_address, std::vector<int64_t> lengths,
+                        int64_t mask_address) {
+    const Tensor& mask = *reinterpret_cast<const Tensor*>(mask_address);
     ctx->save_for_backward({x});
+    ctx->saved_data["mask"] = mask;
     ctx->saved_data["model"] = model_address;
     ctx->saved_data["index"] = index;
     ctx->saved_data["lengths"] = lengths;
     const auto* model = reinterpret_cast<const Gemma4Model*>(model_address);
     return model->layer_forward(static_cast<size_t>(index), x,
-                                reinterpret_cast<ForwardRecord*>(record_address), lengths);
+                                reinterpret_cast<ForwardRecord*>(record_address), lengths,
+                                StepPhase::kForward, mask);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -270,17 +277,18 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     const int64_t index = ctx->saved_data["index"].toInt();
     const std::vector<int64_t> lengths = ctx->saved_data["lengths"].toIntVector();
     Tensor x = ctx->get_saved_variables()[0].detach().requires_grad_(true);
+    const Tensor mask = ctx->saved_data["mask"].toTensor();
     Tensor y;
     {
       torch::AutoGradMode enable(true);
       y = model->layer_forward(static_cast<size_t>(index), x, nullptr, lengths,
-                               StepPhase::kRecompute);
+                               StepPhase::kRecompute, mask);
     }
     // The layer's own backward: each node the recompute made takes the part of the recompute
     // scope that made it (core/trace/step_trace.hpp); the engine's glue between them takes this
     // checkpoint node's own tag, the layer's `other`.
     torch::autograd::backward({y}, {grad_out[0]});
-    return {x.grad(), Tensor(), Tensor(), Tensor(), Tensor()};
+    return {x.grad(), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
   }
 };
 
@@ -599,7 +607,8 @@ int64_t Gemma4Model::count_lora_modules() const {
 }
 
 Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* record,
-                                  const std::vector<int64_t>& lengths, StepPhase phase) const {
+                                  const std::vector<int64_t>& lengths, StepPhase phase,
+                                  const Tensor& mask) const {
   const auto& c = config_;
   const DecoderLayer& L = layers_[index];
   const auto& g = L.geometry;
@@ -650,9 +659,7 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   {
     ObserverScope core_scope(observer, tag(StepPart::kAttentionCore));
     attn = packed ? packed_attention(options_.attn, q, k, v, window, &resolved, lengths)
-                  : attention(options_.attn, q, k, v, window, &resolved, lengths,
-                              g.type == core::LayerType::kSliding ? step_mask_sliding_
-                                                                  : step_mask_full_);
+                  : attention(options_.attn, q, k, v, window, &resolved, lengths, mask);
   }
   if (record) {
     std::string& slot = g.type == core::LayerType::kFull ? record->attn_full : record->attn_sliding;
@@ -698,7 +705,7 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
 }
 
 Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record,
-                               const std::vector<int64_t>& lengths) {
+                               const std::vector<int64_t>& lengths, const StepMasks& masks) {
   const bool checkpoint = options_.gradient_checkpointing && torch::GradMode::is_enabled();
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (checkpoint) {
@@ -711,32 +718,31 @@ Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record,
                                   kind});
       note_custom_node();
       x = CheckpointedLayer::apply(x, reinterpret_cast<int64_t>(this), static_cast<int64_t>(i),
-                                   reinterpret_cast<int64_t>(record), lengths);
+                                   reinterpret_cast<int64_t>(record), lengths,
+                                   reinterpret_cast<int64_t>(
+                                       &masks.of(config_.layer(static_cast<int64_t>(i)).type)));
     } else {
       if (i == 0 && record && record->layer_outputs)
         record->layer_outputs->push_back(x.detach().clone());
-      x = layer_forward(i, x, record, lengths);
+      x = layer_forward(i, x, record, lengths, StepPhase::kForward,
+                        masks.of(config_.layer(static_cast<int64_t>(i)).type));
       if (record && record->layer_outputs) record->layer_outputs->push_back(x.detach().clone());
     }
   }
   return x;
 }
 
-void Gemma4Model::end_step() {
-  step_mask_sliding_ = Tensor();
-  step_mask_full_ = Tensor();
-}
-
-// HF builds one mask per layer type per forward (its mask mapping) and the step's graph holds it
-// until the backward has run: sdpa materialises the sliding layers' once S reaches the window
-// (below it, and on full layers, the mask is skipped for is_causal), eager both. An all-ones
+// HF builds one mask per layer type per forward (its mask mapping) and hands it to every layer;
+// the checkpointed layers keep it for their recompute, so the step's graph holds it until the
+// backward has run. sdpa materialises the sliding layers' once S reaches the window (below it,
+// and on full layers, the mask is skipped for is_causal), eager both. An all-ones
 // attention_mask makes it [B, 1, S, S]; none, [1, 1, S, S] broadcast over the batch. A padded
 // batch keeps the per-layer padded masks (attention()).
-void Gemma4Model::build_step_masks(int64_t batch, int64_t width,
-                                   const std::vector<int64_t>& lengths) {
-  end_step();
+Gemma4Model::StepMasks Gemma4Model::step_masks(int64_t batch, int64_t width,
+                                               const std::vector<int64_t>& lengths) const {
+  StepMasks m;
   const bool sdpa = options_.attn == core::AttentionPath::kSdpa;
-  if ((!sdpa && options_.attn != core::AttentionPath::kEager) || has_padding(lengths, width)) return;
+  if ((!sdpa && options_.attn != core::AttentionPath::kEager) || has_padding(lengths, width)) return m;
   auto build = [&](int64_t window) {
     return options_.attention_mask_passed
                ? padded_bool_mask(width, window, std::vector<int64_t>(static_cast<size_t>(batch), width),
@@ -748,8 +754,9 @@ void Gemma4Model::build_step_masks(int64_t batch, int64_t width,
     (L.geometry.type == core::LayerType::kSliding ? has_sliding : has_full) = true;
   }
   const int64_t window = config_.sliding_window;
-  if (has_sliding && (!sdpa || (window > 0 && width >= window))) step_mask_sliding_ = build(window);
-  if (has_full && !sdpa) step_mask_full_ = build(0);
+  if (has_sliding && (!sdpa || (window > 0 && width >= window))) m.sliding = build(window);
+  if (has_full && !sdpa) m.full = build(0);
+  return m;
 }
 
 Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record,
@@ -777,7 +784,6 @@ Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record
     x.requires_grad_(true);
   }
   const int64_t batch = input_ids.size(0), width = input_ids.size(1);
-  build_step_masks(batch, width, lengths);
   if (has_padding(lengths, width) && packs_padding(options_.attn, embed_.device()) &&
       !(record && record->layer_outputs)) {
     // Packed rows: only the real tokens go through the layers, as one sequence [1, T, H] that
@@ -795,7 +801,7 @@ Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record
         .index_copy(0, index, packed.squeeze(0))
         .view({batch, width, packed.size(2)});
   }
-  x = run_layers(x, record, lengths);
+  x = run_layers(x, record, lengths, step_masks(batch, width, lengths));
   return rms_norm(x, final_norm_, config_.rms_norm_eps, options_.fused_rms_norm);
 }
 

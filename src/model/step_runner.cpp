@@ -190,7 +190,6 @@ StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>
                                                       core::LayerKind::kNone});
     loss.loss.backward();
   }
-  m.end_step();
   clock.mark(3);
   cuda_synchronize();
   StepTimes t;

@@ -62,8 +62,9 @@ struct ModelOptions {
   // are built at [B, 1, S, S] with the padding mask and-ed in, where without one they are
   // [1, 1, S, S] and broadcast over the batch. Either way the masks a layer type materialises
   // (sdpa: the sliding layers once S >= the window, the full ones skip to is_causal; eager: both)
-  // are built once per forward and held until end_step(), as HF's mask mapping lives as long as
-  // the step's graph. Values are identical; only the bytes held differ.
+  // are built once per forward and handed to every layer; a checkpointed layer saves its mask for
+  // the recompute, so the masks live as long as the step's graph, as HF's mask mapping does.
+  // Values are identical; only the bytes held differ.
   bool attention_mask_passed = false;
   // Told which phase, part and layer of the model is running (the profile probe's CUPTI
   // tagging, core/trace/step_trace.hpp); not owned, may be null.
@@ -189,19 +190,27 @@ class Gemma4Model {
 
   // One decoder layer, outside any checkpointing (the checkpoint Function calls this too, with
   // phase kRecompute).
+  // `mask`: the forward's attend-mask for this layer's type (StepMasks; undefined: the attention
+  // builds its own where it needs one).
   torch::Tensor layer_forward(size_t index, const torch::Tensor& x, ForwardRecord* record,
                               const std::vector<int64_t>& lengths = {},
-                              core::StepPhase phase = core::StepPhase::kForward) const;
+                              core::StepPhase phase = core::StepPhase::kForward,
+                              const torch::Tensor& mask = {}) const;
 
-  // Drops what the last forward held for its backward outside the graph (the step's attend-masks,
-  // ModelOptions::attention_mask_passed): called once the step's backward has run.
-  void end_step();
+  // The attend-masks one forward builds and hands to its layers (ModelOptions::
+  // attention_mask_passed); undefined where a layer type needs none or builds its own.
+  struct StepMasks {
+    torch::Tensor sliding, full;
+    const torch::Tensor& of(core::LayerType type) const {
+      return type == core::LayerType::kSliding ? sliding : full;
+    }
+  };
+  StepMasks step_masks(int64_t batch, int64_t width, const std::vector<int64_t>& lengths) const;
 
  private:
   Gemma4Model(core::ModelConfig config, ModelOptions options);
   torch::Tensor run_layers(torch::Tensor x, ForwardRecord* record,
-                           const std::vector<int64_t>& lengths);
-  void build_step_masks(int64_t batch, int64_t width, const std::vector<int64_t>& lengths);
+                           const std::vector<int64_t>& lengths, const StepMasks& masks = {});
 
   core::ModelConfig config_;
   ModelOptions options_;
@@ -209,8 +218,6 @@ class Gemma4Model {
   torch::Tensor embed_;       // [V, H]
   torch::Tensor final_norm_;  // [H]
   std::vector<DecoderLayer> layers_;
-  // The step's attend-masks by layer type (undefined: the layer builds its own or needs none).
-  torch::Tensor step_mask_sliding_, step_mask_full_;
 };
 
 // HF's Gemma4RMSNorm: fp32 inside, mean of squares + eps, pow(-0.5), weight multiplied in fp32
