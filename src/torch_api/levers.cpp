@@ -548,6 +548,7 @@ core::LeversReport run_levers(const LeversRequest& in) {
     out.edge_reserve_gib = in.edge_reserve_gib;
   }
   const double cap = (in.edge_card_gib - in.edge_reserve_gib) * kGiB;
+  out.edge_cap_bytes = static_cast<int64_t>(cap);
   auto with_edge = [&](ProfileRequest r, const core::LeverConfig& c) {
     if (edge && !c.padded_only) ask_for_edge(r, cap);
     return r;

@@ -395,8 +395,7 @@ Json to_json(const LeversReport& report) {
     const double reserve = report.edge_reserve_gib.value_or(0);
     j["memory_edge"] = {{"gpu_memory_gib", *report.edge_card_gib},
                         {"reserve_gib", reserve},
-                        {"cap_bytes", static_cast<int64_t>((*report.edge_card_gib - reserve) *
-                                                           1024.0 * 1024.0 * 1024.0)},
+                        {"cap_bytes", report.edge_cap_bytes},
                         {"rows", edges}};
   } else {
     j["memory_edge"] = nullptr;

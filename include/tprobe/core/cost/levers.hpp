@@ -156,6 +156,7 @@ struct LeversReport {
   std::optional<EpochReport> epoch;
   // With --gpu-memory: each configuration's memory edge; absent otherwise.
   std::optional<double> edge_card_gib, edge_reserve_gib;
+  int64_t edge_cap_bytes = 0;  // the allocator cap every probe ran under: card less reserve
   std::vector<LeverEdge> edges;
   std::vector<Diagnostic> diagnostics;
   Outcome outcome = Outcome::kOk;
