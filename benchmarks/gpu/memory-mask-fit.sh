@@ -5,7 +5,8 @@
 # WIDTHS (default 2048 8192 16384), batch 2, 26B-A4B shapes, random weights; (2) what fits on the
 # default fit (the reserved peak) with a fourth sweep width, so the memory model keeps a residual
 # degree of freedom: --gpu-memory 80,95.6 --reserve 0,3, each edge and the step past it measured
-# under an allocator cap. Builds tprobe and its torch module only (-DTPROBE_WERROR=ON).
+# under an allocator cap (SKIP_FIT=1 leaves (2) out; MASKS="ones" runs tprobe with the mask only).
+# Builds tprobe and its torch module only (-DTPROBE_WERROR=ON).
 # Output: $OUT/maskfit/ (OUT defaults to ./out); the tables come last.
 set -u
 export PYTHONUNBUFFERED=1
@@ -35,12 +36,13 @@ if [ "${SKIP_HF:-0}" != 1 ]; then
   echo "exit $? (hf)" | tee -a "$LOG"
   grep -E "^HF" "$D/hf-nr-ones.txt" | tee -a "$LOG"
 fi
-for m in ones none; do
+for m in ${MASKS:-ones none}; do
   say tprobe non-reentrant --attention-mask $m
   timeout 150 $T profile --model gemma4-26b-a4b --widths $WC --warmup 1 --repeats 1 --trace off \
     --checkpointing non-reentrant --attention-mask $m --json "$D/tp-nr-$m.json" >"$D/tp-nr-$m.txt" 2>&1
   echo "exit $? (tprobe $m)" | tee -a "$LOG"
 done
+if [ "${SKIP_FIT:-0}" != 1 ]; then
 say what fits: --gpu-memory 80,95.6 --reserve 0,3, default fit peak, widths 2048,8192,12288,16384
 timeout 300 $T profile --model gemma4-26b-a4b --widths 2048,8192,12288,16384 --warmup 1 --repeats 1 \
   --trace off --memory off --gpu-memory 80,95.6 --reserve 0,3 --json "$D/profile-fit.json" \
@@ -49,6 +51,7 @@ echo "exit $? (profile fit)" | tee -a "$LOG"
 grep -E "^[0-9]+x" "$D/profile-fit.txt" | cut -c1-150 | tee -a "$LOG"
 sed -n '/^what fits/,/^$/p' "$D/profile-fit.txt" | tee -a "$LOG"
 grep -E "^fit:|costs" "$D/profile-fit.txt" | tee -a "$LOG"
+fi
 say summary
 python3 - "$D" <<'PY' 2>&1 | tee -a "$LOG"
 import json, os, sys
