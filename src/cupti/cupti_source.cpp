@@ -1,6 +1,5 @@
 // The CUPTI activity source: concurrent-kernel, memcpy and memset records into core::KernelRecord
-// at once; buffers of a few MB from a pool zeroed before the window, forced flush, dropped-record
-// count. Step tags come from a callback
+// at once; buffers of a few MB, forced flush, dropped-record count. Step tags come from a callback
 // subscriber on the launch, copy and set APIs, which also finds another profiler attached: a
 // refused subscription is reported, never an empty table passed off as a result.
 #include <fmt/format.h>
@@ -56,95 +55,11 @@ Collector& collector() {
   return c;
 }
 
-// Activity buffers, zeroed and touched before a traced window opens. CUPTI asks for a buffer on
-// the thread that launches (one per launching thread), inside the step; given one it has not been
-// told is zeroed, it zeroes it there, on the step's critical path (cupti_activity.h,
-// CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER). The pool hands out buffers that are already
-// zero and faulted in, so a request inside the step is a pop; a buffer comes back zeroed after it
-// is decoded (outside the step: at the window's flush, or on CUPTI's own thread).
-// Eight 4 MB buffers hold ~150,000 kernel records (216 bytes each in CUPTI 13): the 26B step at
-// 2x2,048 writes ~23,000, split over the forward's thread and the autograd engine's.
-constexpr size_t kPoolBuffers = 8;
-
-struct BufferPool {
-  std::mutex mu;
-  std::vector<uint8_t*> free;
-  size_t bytes = 0;
-  int64_t allocated = 0;  // requests that found it empty: allocated and zeroed on the spot
-  bool use = true;        // off: plain buffers, zeroed by CUPTI (TPROBE_CUPTI_BUFFER_POOL=off)
-};
-
-BufferPool& pool() {
-  static BufferPool p;
-  return p;
-}
-
-int64_t pool_allocated() {
-  std::lock_guard<std::mutex> lock(pool().mu);
-  return pool().allocated;
-}
-
-uint8_t* zeroed_buffer(size_t bytes) {
-  auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
-  if (b) std::memset(b, 0, bytes);
-  return b;
-}
-
-// Fills the pool to `count` buffers of the collector's size (drops buffers of another size).
-void fill_pool(size_t count) {
-  const auto bytes = static_cast<size_t>(collector().buffer_bytes);
-  BufferPool& p = pool();
-  std::lock_guard<std::mutex> lock(p.mu);
-  if (p.bytes != bytes) {
-    for (uint8_t* b : p.free) std::free(b);
-    p.free.clear();
-    p.bytes = bytes;
-  }
-  while (p.free.size() < count) {
-    uint8_t* b = zeroed_buffer(bytes);
-    if (b == nullptr) break;
-    p.free.push_back(b);
-  }
-}
-
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  BufferPool& p = pool();
-  uint8_t* b = nullptr;
-  size_t bytes = 0;
-  bool use = true;
-  {
-    std::lock_guard<std::mutex> lock(p.mu);
-    use = p.use;
-    if (use && !p.free.empty()) {
-      b = p.free.back();
-      p.free.pop_back();
-      bytes = p.bytes;
-    } else if (use) {
-      ++p.allocated;
-    }
-  }
-  if (b == nullptr) {
-    bytes = static_cast<size_t>(collector().buffer_bytes);
-    b = use ? zeroed_buffer(bytes) : static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
-  }
-  *buffer = b;
-  *size = b ? bytes : 0;
+  const auto bytes = static_cast<size_t>(collector().buffer_bytes);
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  *size = *buffer ? bytes : 0;
   *max_records = 0;
-}
-
-// A decoded buffer back to the pool, zeroed again (of the pool's size; any other is freed).
-void return_buffer(uint8_t* buffer, size_t size) {
-  BufferPool& p = pool();
-  {
-    std::lock_guard<std::mutex> lock(p.mu);
-    if (!p.use || size != p.bytes || p.free.size() >= 2 * kPoolBuffers) {
-      std::free(buffer);
-      return;
-    }
-  }
-  std::memset(buffer, 0, size);
-  std::lock_guard<std::mutex> lock(p.mu);
-  p.free.push_back(buffer);
 }
 
 int64_t rel(uint64_t t, uint64_t origin) {
@@ -162,7 +77,7 @@ void copy_transfer_fields(const Activity& m, uint64_t origin_ns, core::KernelRec
   r.bytes = static_cast<int64_t>(m.bytes);
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size,
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
                                size_t valid) {
   Collector& c = collector();
   std::lock_guard<std::mutex> lock(c.mu);
@@ -217,7 +132,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
   if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS) {
     c.trace.dropped_records += static_cast<int64_t>(dropped);
   }
-  return_buffer(buffer, size);
+  std::free(buffer);
 }
 
 // The launch contexts. The engine's enter()/leave() (scopes) and node_enter()/node_leave()
@@ -281,15 +196,6 @@ bool tags_wanted() {
   fail("TPROBE_CUPTI_TAGS='{}': expected on or off", e);
 }
 
-// TPROBE_CUPTI_BUFFER_POOL=off: buffers allocated when CUPTI asks and zeroed by CUPTI there, the
-// launch lists grown as they fill — the A/B knob that isolates what the pool saves a traced step.
-bool pool_wanted() {
-  const char* e = std::getenv("TPROBE_CUPTI_BUFFER_POOL");
-  if (e == nullptr || *e == '\0' || std::string(e) == "on") return true;
-  if (std::string(e) == "off") return false;
-  fail("TPROBE_CUPTI_BUFFER_POOL='{}': expected on or off", e);
-}
-
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
                                      CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
@@ -317,16 +223,6 @@ class CuptiSource : public KernelSource {
   void begin() override {
     if (refused_) return;
     if (!registered_) {
-      pool_ = pool_wanted();
-      // Our buffers come zeroed (the pool): CUPTI then skips zeroing them on the launching thread.
-      uint8_t zeroed = pool_ ? 1 : 0;
-      size_t attr_size = sizeof(zeroed);
-      zeroed_buffers_ = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
-                                                  &attr_size, &zeroed) == CUPTI_SUCCESS;
-      {
-        std::lock_guard<std::mutex> lock(pool().mu);
-        pool().use = pool_;
-      }
       CUptiResult rc = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
       if (rc != CUPTI_SUCCESS) {
         refuse("cuptiActivityRegisterCallbacks", rc);
@@ -361,20 +257,6 @@ class CuptiSource : public KernelSource {
         return;
       }
     }
-    if (pool_ && !zeroed_buffers_) {
-      std::lock_guard<std::mutex> lock(collector().mu);
-      collector().problems.push_back(
-          "CUPTI refused ZEROED_OUT_ACTIVITY_BUFFER: it zeroes each activity buffer inside the step");
-    }
-    if (pool_) {
-      // What the window allocates is allocated before it opens: the activity buffers, and the
-      // launch and forward-op lists at their last window's sizes.
-      fill_pool(kPoolBuffers);
-      std::lock_guard<std::mutex> lock(links().mu);
-      links().launches.reserve(launch_hint_ + launch_hint_ / 4);
-      links().forward_ops.reserve(forward_hint_ + forward_hint_ / 4);
-      pool_allocated_at_begin_ = pool_allocated();
-    }
     uint64_t now = 0;
     cuptiGetTimestamp(&now);
     {
@@ -406,17 +288,10 @@ class CuptiSource : public KernelSource {
     {
       std::lock_guard<std::mutex> lock(links().mu);
       launches.swap(links().launches);
-      launch_hint_ = launches.size();
       forward_ops.swap(links().forward_ops);
-      forward_hint_ = forward_ops.size();
       tags = links().table.tags();
     }
     std::lock_guard<std::mutex> lock(collector().mu);
-    if (pool_ && pool_allocated() > pool_allocated_at_begin_) {
-      collector().problems.push_back(fmt::format(
-          "{} activity buffers were allocated inside the window (the pool of {} ran dry)",
-          pool_allocated() - pool_allocated_at_begin_, kPoolBuffers));
-    }
     core::RawTrace& t = collector().trace;
     for (const auto& [correlation, context] : launches) t.launches[correlation] = context;
     t.forward_ops.insert(t.forward_ops.end(), forward_ops.begin(), forward_ops.end());
@@ -500,11 +375,6 @@ class CuptiSource : public KernelSource {
     for (const auto& [domain, id] : callbacks_) cuptiEnableCallback(0, subscriber_, domain, id);
   }
   bool registered_ = false;
-  bool zeroed_buffers_ = false;
-  bool pool_ = true;
-  int64_t pool_allocated_at_begin_ = 0;
-  size_t launch_hint_ = 0;   // the last window's list sizes: the next window's are reserved so
-  size_t forward_hint_ = 0;  // that no callback grows them inside the step
   bool subscribed_ = false;
   bool tags_ = true;
   CUpti_SubscriberHandle subscriber_ = nullptr;

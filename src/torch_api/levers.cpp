@@ -102,14 +102,36 @@ core::EdgeProbe edge_probe(const PointResult& r) {
   return p;
 }
 
-// The sweep's widest unpadded point that ran: where the edge is searched (batch, width).
-std::optional<StepPoint> edge_start(const StepReport& sweep) {
-  std::optional<StepPoint> best;
+// Where the edge is searched (core::edge_start): the point, and where it ran out of memory in the
+// sweep, that uncapped OOM as the search's first failed probe (`seed`).
+struct EdgeStart {
+  StepPoint point;
+  std::optional<core::EdgeProbe> seed;
+};
+
+std::optional<EdgeStart> edge_start(const StepReport& sweep) {
+  std::vector<core::EdgeCandidate> candidates;
   for (const PointResult& p : sweep.points) {
-    if (p.point.padded() || p.outcome != PointOutcome::kOk) continue;
-    if (!best || p.point.width > best->width) best = p.point;
+    candidates.push_back({p.point.width, p.point.padded(), edge_probe(p)});
   }
-  return best;
+  const auto i = core::edge_start(candidates);
+  if (!i) return std::nullopt;
+  EdgeStart start{sweep.points[*i].point, std::nullopt};
+  if (candidates[*i].probe.outcome != "ok") {
+    start.seed = candidates[*i].probe;
+    start.seed->uncapped = true;
+  }
+  return start;
+}
+
+// The probes so far: the seed (an uncapped OOM of the sweep), then each round's capped step.
+std::vector<core::EdgeProbe> edge_probes(const EdgeStart& start, const StepReport& sweep) {
+  std::vector<core::EdgeProbe> done;
+  if (start.seed) done.push_back(*start.seed);
+  for (const auto& g : sweep.extra) {
+    for (const PointResult& r : g) done.push_back(edge_probe(r));
+  }
+  return done;
 }
 
 // One probe per round under the cap, until core::next_edge_batch knows the edge.
@@ -118,15 +140,11 @@ void ask_for_edge(ProfileRequest& req, double cap_bytes) {
     std::vector<ExtraPoints> groups;
     const auto start = edge_start(sweep);
     if (!start) return groups;
-    std::vector<core::EdgeProbe> done;
-    for (const auto& g : sweep.extra) {
-      for (const PointResult& r : g) done.push_back(edge_probe(r));
-    }
-    const auto next = core::next_edge_batch(start->batch, done);
+    const auto next = core::next_edge_batch(start->point.batch, edge_probes(*start, sweep));
     if (!next) return groups;
     ExtraPoints g;
     g.memory_cap_bytes = static_cast<int64_t>(cap_bytes);
-    StepPoint p = *start;
+    StepPoint p = start->point;
     p.batch = *next;
     g.points.push_back(p);
     groups.push_back(std::move(g));
@@ -140,14 +158,13 @@ core::LeverEdge edge_of(const core::LeverConfig& c, const ProfileReport& rep) {
   e.setting = c.setting;
   const auto start = edge_start(rep.steps);
   if (!start) {
-    e.message = "no unpadded point of this configuration ran, so there is no edge to search";
+    e.message = "no unpadded point of this configuration ran or ran out of memory, so there is "
+                "no edge to search";
     return e;
   }
-  e.width = start->width;
-  e.start_batch = start->batch;
-  for (const auto& g : rep.steps.extra) {
-    for (const PointResult& r : g) e.probes.push_back(edge_probe(r));
-  }
+  e.width = start->point.width;
+  e.start_batch = start->point.batch;
+  e.probes = edge_probes(*start, rep.steps);
   core::summarise_edge(e);
   if (e.outcome == "not measured" && rep.steps.interrupted) e.message = "interrupted";
   return e;

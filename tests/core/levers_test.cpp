@@ -370,6 +370,53 @@ TEST(LeverEdge, SummaryIsWhatWasMeasured) {
   EXPECT_EQ(e.outcome, "not measured");
 }
 
+// The search starts at the widest unpadded point that ran; where none ran, at the widest that ran
+// out of memory on the whole card, which is the search's first failure (it then walks down).
+TEST(LeverEdge, SearchStartsAtTheWidestPointThatRanOrElseAtTheWidestOom) {
+  using tprobe::core::EdgeCandidate;
+  using tprobe::core::edge_start;
+  using tprobe::core::next_edge_batch;
+  std::vector<EdgeCandidate> ran = {{2048, false, probe(2, "ok")},
+                                    {16384, false, probe(2, "ok")},
+                                    {32768, true, probe(2, "ok")},
+                                    {65536, false, probe(2, "oom")}};
+  EXPECT_EQ(edge_start(ran), 1u);  // the padded point and the wider OOM do not start it
+  std::vector<EdgeCandidate> oom = {{2048, false, probe(2, "oom")},
+                                    {16384, false, probe(2, "oom")},
+                                    {16384, true, probe(2, "oom")}};
+  ASSERT_EQ(edge_start(oom), 1u);
+  // That uncapped OOM, as the first probe, sends the search down.
+  EXPECT_EQ(next_edge_batch(2, {oom[1].probe}), 1);
+  std::vector<EdgeCandidate> failed = {{16384, false, probe(2, "error")}};
+  EXPECT_EQ(edge_start(failed), std::nullopt);  // an error is not a memory edge
+  EXPECT_EQ(edge_start({}), std::nullopt);
+}
+
+// A rise or a drop is said only where the measurements order the two edges: never between two
+// lower bounds (the batch lever's search, started at its own batch, stops at batch + 3).
+TEST(LeverEdge, ChangeIsSaidOnlyWhereTheMeasurementsOrderTheEdges) {
+  using tprobe::core::edge_change;
+  using tprobe::core::LeverEdge;
+  auto edge = [](int64_t largest, const char* outcome) {
+    LeverEdge e;
+    e.largest_batch = largest;
+    e.outcome = outcome;
+    return e;
+  };
+  EXPECT_EQ(edge_change(edge(2, "measured"), edge(1, "measured")), "drops");
+  EXPECT_EQ(edge_change(edge(1, "measured"), edge(2, "measured")), "rises");
+  EXPECT_EQ(edge_change(edge(2, "measured"), edge(2, "measured")), std::nullopt);
+  EXPECT_EQ(edge_change(edge(5, "at least"), edge(1, "measured")), "drops");
+  EXPECT_EQ(edge_change(edge(5, "at least"), edge(0, "none fits")), "drops");
+  EXPECT_EQ(edge_change(edge(1, "measured"), edge(4, "at least")), "rises");
+  // Two lower bounds, or a bound that does not pass the other's value: no order.
+  EXPECT_EQ(edge_change(edge(5, "at least"), edge(4, "at least")), std::nullopt);
+  EXPECT_EQ(edge_change(edge(5, "at least"), edge(7, "at least")), std::nullopt);
+  EXPECT_EQ(edge_change(edge(5, "at least"), edge(6, "measured")), std::nullopt);
+  EXPECT_EQ(edge_change(edge(4, "measured"), edge(3, "at least")), std::nullopt);
+  EXPECT_EQ(edge_change(edge(2, "measured"), edge(0, "not measured")), std::nullopt);
+}
+
 // The table sets each lever's largest batch beside the baseline's and says what moved.
 TEST(LeverEdge, TableNamesWhatEachLeverDoesToTheEdge) {
   using namespace tprobe::core;
@@ -398,7 +445,23 @@ TEST(LeverEdge, TableNamesWhatEachLeverDoesToTheEdge) {
   eo.setting = "--checkpointing off";
   eo.probes = {probe(2, "oom"), probe(1, "ok")};
   summarise_edge(eo);
-  rep.edges = {eb, eo};
+  // A lever searched from an uncapped OOM of its sweep, and two lower bounds that do not order.
+  LeverEdge ec = eb;
+  ec.lever = "ce";
+  ec.setting = "--ce naive";
+  ec.probes = {probe(2, "oom"), probe(1, "oom")};
+  ec.probes[0].uncapped = true;
+  summarise_edge(ec);
+  LeverEdge eu = eb;
+  eu.lever = "batch";
+  eu.setting = "--batch 4";
+  eu.start_batch = 4;
+  eu.probes = {probe(4, "ok"), probe(5, "ok"), probe(6, "ok"), probe(7, "ok")};
+  summarise_edge(eu);
+  LeverEdge ea = eb;  // a baseline that fitted every batch it tried: at least 5
+  ea.probes = {probe(2, "ok"), probe(3, "ok"), probe(4, "ok"), probe(5, "ok")};
+  summarise_edge(ea);
+  rep.edges = {eb, eo, ec, eu};
   const std::vector<Table> t = edge_tables(rep);
   ASSERT_EQ(t.size(), 1u);
   const std::string text = t[0].render();
@@ -406,10 +469,23 @@ TEST(LeverEdge, TableNamesWhatEachLeverDoesToTheEdge) {
                       "at 16,384 drops from 2 to 1"),
             std::string::npos)
       << text;
+  EXPECT_NE(text.find("--ce naive: no step time to set beside the baseline's, and the largest "
+                      "batch at 16,384 drops from 2 to none"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("2: oom (the sweep's point, uncapped); 1: oom"), std::string::npos) << text;
+  EXPECT_NE(text.find("--batch 4: no step time to set beside the baseline's, and the largest "
+                      "batch at 16,384 rises from 2 to at least 7"),
+            std::string::npos)
+      << text;
   const Json j = to_json(rep);
   ASSERT_TRUE(j["memory_edge"].is_object());
   EXPECT_EQ(j["memory_edge"]["rows"][1]["largest_batch"], 1);
   EXPECT_EQ(j["memory_edge"]["rows"][1]["outcome"], "measured");
+  EXPECT_EQ(j["memory_edge"]["rows"][2]["probes"][0]["uncapped"], true);
+  EXPECT_EQ(j["memory_edge"]["rows"][2]["probes"][1]["uncapped"], false);
+  rep.edges = {ea, eu};  // at least 7 against at least 5: nothing is said
+  EXPECT_EQ(edge_tables(rep)[0].render().find("--batch 4: "), std::string::npos);
   LeversReport plain;
   EXPECT_TRUE(edge_tables(plain).empty());
   EXPECT_TRUE(to_json(plain)["memory_edge"].is_null());

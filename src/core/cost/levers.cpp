@@ -269,6 +269,17 @@ std::string point_label(const LeverRow& r) {
 
 }  // namespace
 
+std::optional<size_t> edge_start(const std::vector<EdgeCandidate>& sweep) {
+  std::optional<size_t> ran, oom;
+  for (size_t i = 0; i < sweep.size(); ++i) {
+    const EdgeCandidate& c = sweep[i];
+    if (c.padded) continue;
+    if (c.probe.outcome == "ok" && (!ran || c.width > sweep[*ran].width)) ran = i;
+    if (c.probe.outcome == "oom" && (!oom || c.width > sweep[*oom].width)) oom = i;
+  }
+  return ran ? ran : oom;
+}
+
 std::optional<int64_t> next_edge_batch(int64_t start, const std::vector<EdgeProbe>& done,
                                        int64_t max_up) {
   if (start < 1) return std::nullopt;
@@ -308,6 +319,21 @@ void summarise_edge(LeverEdge& e, int64_t max_up) {
   } else {
     e.outcome = "not measured";  // the search stopped early (a signal)
   }
+}
+
+std::optional<std::string> edge_change(const LeverEdge& baseline, const LeverEdge& lever) {
+  // Each edge as a range of largest batches: exact, or [n, unbounded) for "at least n".
+  auto exact = [](const LeverEdge& e) { return e.outcome == "measured" || e.outcome == "none fits"; };
+  if (!(exact(baseline) || baseline.outcome == "at least") ||
+      !(exact(lever) || lever.outcome == "at least")) {
+    return std::nullopt;
+  }
+  const int64_t b = baseline.largest_batch, l = lever.largest_batch;
+  // Drops: the lever's edge is exact and below every value the baseline's can take.
+  if (exact(lever) && l < b) return std::string("drops");
+  // Rises: the baseline's edge is exact and the lever's smallest value passes it.
+  if (exact(baseline) && l > b) return std::string("rises");
+  return std::nullopt;
 }
 
 Json to_json(const LeversReport& report) {
@@ -381,7 +407,8 @@ Json to_json(const LeversReport& report) {
                           {"outcome", p.outcome},
                           {"peak_allocated_bytes", p.peak_allocated_bytes ? Json(*p.peak_allocated_bytes) : Json(nullptr)},
                           {"peak_reserved_bytes", p.peak_reserved_bytes ? Json(*p.peak_reserved_bytes) : Json(nullptr)},
-                          {"message", p.message}});
+                          {"message", p.message},
+                          {"uncapped", p.uncapped}});
       }
       edges.push_back({{"lever", e.lever},
                        {"setting", e.setting},
@@ -448,9 +475,10 @@ std::vector<Table> edge_tables(const LeversReport& report) {
   for (const LeverEdge& e : report.edges) {
     std::vector<std::string> probes;
     for (const EdgeProbe& p : e.probes) {
-      probes.push_back(fmt::format("{}: {}{}", p.batch, p.outcome,
+      probes.push_back(fmt::format("{}: {}{}{}", p.batch, p.outcome,
                                    p.peak_reserved_bytes ? " " + format_bytes(*p.peak_reserved_bytes)
-                                                         : std::string()));
+                                                         : std::string(),
+                                   p.uncapped ? " (the sweep's point, uncapped)" : ""));
     }
     const auto ratio = ratio_at(report, e);
     const bool comparable = base && e.lever != "baseline" && base->width == e.width;
@@ -459,13 +487,14 @@ std::vector<Table> edge_tables(const LeversReport& report) {
            ratio ? fmt::format("{:.2f}×", *ratio) : "-",
            probes.empty() ? (e.message.empty() ? e.outcome : e.message)
                           : fmt::format("{}", fmt::join(probes, "; "))});
-    if (comparable && ratio && e.outcome != "not measured" && base->outcome != "not measured" &&
-        edge_cell(e) != edge_cell(*base)) {
-      lines.push_back(fmt::format("{}: {:.2f}× {} the baseline, and the largest batch at {} "
-                                  "{} from {} to {}",
-                                  e.setting, *ratio >= 1 ? *ratio : 1 / *ratio,
-                                  *ratio >= 1 ? "faster than" : "slower than", format_count(e.width),
-                                  e.largest_batch > base->largest_batch ? "rises" : "drops",
+    const auto change = comparable ? edge_change(*base, e) : std::nullopt;
+    if (change) {
+      const std::string speed =
+          ratio ? fmt::format("{:.2f}× {} the baseline", *ratio >= 1 ? *ratio : 1 / *ratio,
+                              *ratio >= 1 ? "faster than" : "slower than")
+                : std::string("no step time to set beside the baseline's");
+      lines.push_back(fmt::format("{}: {}, and the largest batch at {} {} from {} to {}",
+                                  e.setting, speed, format_count(e.width), *change,
                                   edge_cell(*base), edge_cell(e)));
     }
   }

@@ -120,7 +120,20 @@ struct EdgeProbe {
   std::string outcome;  // ok | oom | error
   std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes;
   std::string message;
+  // The sweep's own point, run on the whole card without a cap: an OOM there is an OOM under any
+  // cap, so it is the search's first failed probe (then the search walks down from it).
+  bool uncapped = false;
 };
+// A point of a configuration's sweep, as the edge search sees it.
+struct EdgeCandidate {
+  int64_t width = 0;
+  bool padded = false;
+  EdgeProbe probe;  // its batch and outcome
+};
+// Where the edge is searched: the index of the sweep's widest unpadded point that ran; where none
+// ran, of its widest unpadded point that ran out of memory (uncapped: the search's first failed
+// probe, and the search walks down from it); none where neither exists.
+std::optional<size_t> edge_start(const std::vector<EdgeCandidate>& sweep);
 // The next batch to measure, or none when the edge is known: upward from `start` while each fits
 // (at most start + max_up), downward from start while each fails (down to 1).
 std::optional<int64_t> next_edge_batch(int64_t start, const std::vector<EdgeProbe>& done,
@@ -139,6 +152,10 @@ struct LeverEdge {
 };
 // Fills largest_batch and outcome from the probes (start_batch and max_up as searched).
 void summarise_edge(LeverEdge& edge, int64_t max_up = 3);
+// Whether a lever's largest batch is measured to rise or drop against the baseline's: "rises" or
+// "drops", or none where the two do not order (both lower bounds, or a lower bound that does
+// not pass the other's value, or either not measured).
+std::optional<std::string> edge_change(const LeverEdge& baseline, const LeverEdge& lever);
 
 struct LeversReport {
   std::string baseline_name;  // what the baseline reproduces
