@@ -338,9 +338,11 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
       // A poll point that could not return partial results: the evidence says so, with
       // whatever the probe had put in results before.
     } catch (const Error&) {
-      throw;
+      // After a signal, any failure is the signal's doing (a read cut short, a loop stopped
+      // with too little to check): the run is interrupted, never a usage or input error.
+      if (!core::interrupt_requested()) throw;
     } catch (const std::exception&) {
-      fail_plainly(*probe);
+      if (!core::interrupt_requested()) fail_plainly(*probe);
     }
     const bool interrupted = core::interrupt_requested();
     if (interrupted) {

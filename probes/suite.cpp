@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <set>
 
 #include "probes/probe.hpp"
@@ -24,6 +25,7 @@
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/report/report.hpp"
 
@@ -187,7 +189,7 @@ void clean_out(const std::string& out) {
   const std::string manifest = out + "/" + kManifest;
   struct stat st {};
   if (::lstat(manifest.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    std::ifstream in(manifest);
+    std::istringstream in(core::read_input_file(manifest, "suite manifest", core::kMaxSmallInputBytes));
     const auto known = suite_files();
     // Only names a suite run writes (its files, or its own --json directly inside --out): a
     // manifest cannot make it delete anything else.

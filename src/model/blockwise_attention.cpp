@@ -9,11 +9,20 @@
 #include <string>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
 namespace {
+
+// Each query block is an op boundary where a signal stops the step, naming the block.
+void stop_if_interrupted(const char* pass, int64_t i0, int64_t seq) {
+  if (core::interrupt_requested()) {
+    throw core::Interrupted(
+        fmt::format("blockwise attention's {} (query rows {} of {})", pass, i0, seq));
+  }
+}
 
 using torch::Tensor;
 
@@ -202,6 +211,7 @@ struct BlockwiseAttentionFunction : public torch::autograd::Function<BlockwiseAt
                          : Tensor();
     Tensor diag = diagonal_mask(std::min(g.block, g.seq), q.device());
     for (int64_t i0 = 0; i0 < g.seq; i0 += g.block) {
+      stop_if_interrupted("forward", i0, g.seq);
       const int64_t rows = std::min(g.block, g.seq - i0);
       const int64_t k0 = g.key_begin(i0), k1 = g.key_end(i0 + rows);
       if (i0 >= g.max_length) {
@@ -250,6 +260,7 @@ struct BlockwiseAttentionFunction : public torch::autograd::Function<BlockwiseAt
     Tensor dv = torch::zeros({bh, g.seq, g.dim}, q.options().dtype(acc));
     Tensor diag = diagonal_mask(std::min(g.block, g.seq), q.device());
     for (int64_t i0 = 0; i0 < g.seq; i0 += g.block) {
+      stop_if_interrupted("backward", i0, g.seq);
       const int64_t rows = std::min(g.block, g.seq - i0);
       const int64_t k0 = g.key_begin(i0), k1 = g.key_end(i0 + rows);
       if (i0 >= g.max_length) {

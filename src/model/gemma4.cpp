@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
 #include "tprobe/model/attention.hpp"
@@ -609,6 +610,11 @@ int64_t Gemma4Model::count_lora_modules() const {
 Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* record,
                                   const std::vector<int64_t>& lengths, StepPhase phase,
                                   const Tensor& mask) const {
+  // An op boundary where a signal stops the step (the forward and each checkpointed recompute
+  // come through here): the evidence names the layer and phase.
+  if (core::interrupt_requested()) {
+    throw core::Interrupted(fmt::format("decoder layer {} ({})", index, core::to_string(phase)));
+  }
   const auto& c = config_;
   const DecoderLayer& L = layers_[index];
   const auto& g = L.geometry;

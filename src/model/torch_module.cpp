@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/cupti/cupti_info.hpp"
 #include "tprobe/torch_api/mask_check.hpp"
 #include "tprobe/torch_api/profile.hpp"
@@ -81,6 +82,7 @@ const tprobe::model::TorchApi kApi = [] {
   api.run_mask_check = &run_mask_check;
   api.run_mask_backends = &run_mask_backends;
   api.run_profile = &run_profile;
+  api.share_interrupt_flag = &tprobe::core::share_interrupt_flag;
   return api;
 }();
 

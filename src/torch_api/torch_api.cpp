@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 
 namespace tprobe::model {
 namespace {
@@ -68,6 +69,7 @@ Loaded load() {
                            path, api ? api->version : -1, kTorchApiVersion);
       continue;
     }
+    if (api->share_interrupt_flag) api->share_interrupt_flag(core::interrupt_flag());
     return {api, path};
   }
   fail("this probe needs libtorch, but the torch module could not be loaded (set "

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <sys/stat.h>
+
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -74,6 +76,58 @@ TEST(InterruptCli, ProfileSweepStopsBetweenPoints) {
     EXPECT_LT(doc["results"]["points"].size(), 20u);
     for (const auto& p : doc["results"]["points"]) EXPECT_EQ(p["outcome"], "ok");
   }
+}
+
+// A FIFO no one writes, given to each reader: the open does not wait for a writer and the read
+// waits in slices, so SIGTERM one second in ends every run within two seconds with 143 and, where
+// the probe writes evidence, an interrupted evidence file. The runs go side by side (they wait,
+// they do not compute; started from one thread: a fork from a threaded process can hang).
+TEST(InterruptCli, AFifoInputYieldsToSigtermInEveryReader) {
+  const std::string dir = make_temp_dir();
+  auto fifo = [&](const std::string& name) {
+    const std::string path = dir + "/" + name;
+    EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+    return path;
+  };
+  ASSERT_EQ(::mkdir((dir + "/evidence").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir + "/ckpt").c_str(), 0700), 0);
+  fifo("evidence/a.json");
+  fifo("ckpt/config.json");
+  struct Case {
+    std::vector<std::string> args;
+    std::string json;  // the evidence it writes, or empty
+    int exit_code = 143;
+  };
+  const std::vector<Case> cases = {
+      {{"padding", "--dataset", fifo("lengths.txt"), "--json", dir + "/padding.json"},
+       dir + "/padding.json"},
+      {{"bucket", "--dataset", fifo("bucket.txt"), "--emit-order", dir + "/order.txt", "--json",
+        dir + "/bucket.json"},
+       dir + "/bucket.json"},
+      {{"kernels", fifo("trace.json"), "--json", dir + "/kernels.json"}, dir + "/kernels.json"},
+      {{"scaling-fit", "--csv", fifo("points.csv"), "--json", dir + "/fit.json"},
+       dir + "/fit.json"},
+      {{"profile", "--replay-trace", fifo("raw.json"), "--json", dir + "/profile.json"},
+       dir + "/profile.json"},
+      // A checkpoint's config.json must be a regular file: a FIFO there is refused at once.
+      {{"inspect", "--checkpoint", dir + "/ckpt", "--json", dir + "/inspect.json"}, "", 1},
+      {{"report", dir + "/evidence", "--html", dir + "/report.html"}, ""},
+  };
+  std::vector<std::vector<std::string>> args;
+  for (const Case& c : cases) args.push_back(c.args);
+  const std::vector<SignalledRun> runs = run_tprobes_signalled(args, 1.0, SIGTERM);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const SignalledRun& t = runs[i];
+    const std::string what = cases[i].args[0];
+    EXPECT_EQ(t.r.exit_code, cases[i].exit_code) << what << ": " << t.r.err;
+    EXPECT_LT(t.seconds, 3.0) << what << ": the signal came at 1 s";
+    if (cases[i].json.empty()) continue;
+    ASSERT_TRUE(file_exists(cases[i].json)) << what << ": " << t.r.out << t.r.err;
+    const json doc = json::parse(read_text(cases[i].json));
+    EXPECT_EQ(doc["status"]["outcome"], "interrupted") << what;
+  }
+  EXPECT_FALSE(file_exists(dir + "/order.txt"));  // no side output of an interrupted run
+  EXPECT_FALSE(file_exists(dir + "/report.html"));
 }
 
 TEST(InterruptCli, SuitePassesTheSignalOnAndMarksWhatDidNotRun) {

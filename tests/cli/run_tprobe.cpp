@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -41,14 +42,18 @@ pid_t start_tprobe(const std::vector<std::string>& args, const std::string& out_
   return pid;
 }
 
-RunResult finish(pid_t pid, const std::string& out_path, const std::string& err_path) {
-  int status = 0;
-  waitpid(pid, &status, 0);
+RunResult result_of(int status, const std::string& out_path, const std::string& err_path) {
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   r.out = read_text(out_path);
   r.err = read_text(err_path);
   return r;
+}
+
+RunResult finish(pid_t pid, const std::string& out_path, const std::string& err_path) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return result_of(status, out_path, err_path);
 }
 
 }  // namespace
@@ -66,6 +71,37 @@ RunResult run_tprobe_signalled(const std::vector<std::string>& args, double dela
   ::usleep(static_cast<useconds_t>(delay_s * 1e6));
   ::kill(pid, signal);  // a no-op if it has already exited (it is a zombie until waited for)
   return finish(pid, out_path, err_path);
+}
+
+std::vector<SignalledRun> run_tprobes_signalled(const std::vector<std::vector<std::string>>& runs,
+                                                double delay_s, int signal) {
+  struct Started {
+    pid_t pid;
+    std::string out, err;
+    std::chrono::steady_clock::time_point t0;
+  };
+  std::vector<Started> started;
+  for (const auto& args : runs) {
+    const std::string dir = make_temp_dir();
+    Started s{0, dir + "/stdout", dir + "/stderr", std::chrono::steady_clock::now()};
+    s.pid = start_tprobe(args, s.out, s.err);
+    started.push_back(s);
+  }
+  ::usleep(static_cast<useconds_t>(delay_s * 1e6));
+  for (const Started& s : started) ::kill(s.pid, signal);
+  // Reaped in any order as they exit, so that each one's time is its own.
+  std::vector<SignalledRun> out(started.size());
+  for (size_t left = started.size(); left > 0; --left) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    for (size_t i = 0; i < started.size(); ++i) {
+      if (started[i].pid != pid) continue;
+      out[i].seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started[i].t0).count();
+      out[i].r = result_of(status, started[i].out, started[i].err);
+    }
+  }
+  return out;
 }
 
 JsonRun run_json(std::vector<std::string> args) {

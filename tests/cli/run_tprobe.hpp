@@ -18,6 +18,15 @@ RunResult run_tprobe(const std::vector<std::string>& args);
 // Runs tprobe and sends it `signal` after `delay_s` seconds (if it is still running then).
 RunResult run_tprobe_signalled(const std::vector<std::string>& args, double delay_s, int signal);
 
+// Several runs started together from this thread, each sent `signal` after `delay_s` seconds;
+// `seconds` is each one's wall time from its start to its exit.
+struct SignalledRun {
+  RunResult r;
+  double seconds = 0;
+};
+std::vector<SignalledRun> run_tprobes_signalled(const std::vector<std::vector<std::string>>& runs,
+                                                double delay_s, int signal);
+
 // A run with `--json PATH` appended, and the evidence it wrote (null when none).
 struct JsonRun {
   RunResult r;

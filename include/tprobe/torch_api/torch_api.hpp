@@ -14,10 +14,11 @@ namespace tprobe::model {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 7;  // 2: mask; 3: parity backward; 4: profile;
+inline constexpr int kTorchApiVersion = 8;  // 2: mask; 3: parity backward; 4: profile;
                                             // 5: StepSpec.should_stop/on_start;
                                             // 6: StepSpec.fused_rms_norm;
-                                            // 7: ProfileRequest.moe_default
+                                            // 7: ProfileRequest.moe_default;
+                                            // 8: share_interrupt_flag
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header, implement it in tprobe_model, add a member here and one line
@@ -32,6 +33,9 @@ struct TorchApi {
   MaskBackendsResult (*run_mask_backends)(const MaskBackendsOptions& options) = nullptr;
   ProfileReport (*run_profile)(const ProfileRequest& request,
                                const std::function<void(const PointResult&)>& on_point) = nullptr;
+  // The module's copy of tprobe_core reads the binary's interrupt flag from here on
+  // (core/base/interrupt.hpp): its steps and readers then stop on the binary's signal.
+  void (*share_interrupt_flag)(volatile int* flag) = nullptr;
 };
 
 // Loads the module on first call (thread-safe) and returns its table. Looks at

@@ -20,6 +20,7 @@
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 
 namespace tprobe::core {
 
@@ -33,11 +34,7 @@ bool is_file(const std::string& path) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return read_input_file(path, "adapter file", kMaxSmallInputBytes);
 }
 
 // IEEE half -> float, subnormals and specials included.

@@ -11,6 +11,7 @@
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 
 namespace tprobe::core {
 
@@ -80,12 +81,8 @@ void Evidence::write(const std::string& path) const {
 }
 
 Json read_evidence_file(const std::string& path, const std::string& expected_probe) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open evidence file '{}'", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) fail("cannot read evidence file '{}'", path);
-  Json doc = detail::parse_json_strict(buffer.str(), "evidence file '" + path + "'");
+  Json doc = detail::parse_json_strict(read_input_file(path, "evidence file"),
+                                       "evidence file '" + path + "'");
   const std::string want = "tprobe." + expected_probe;
   if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_object() ||
       !doc["schema"].contains("name") || !doc["schema"]["name"].is_string()) {

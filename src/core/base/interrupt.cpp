@@ -17,6 +17,9 @@ constexpr int kSlots = 16;
 constexpr std::size_t kPathMax = 4096;
 
 volatile sig_atomic_t g_signal = 0;
+static_assert(sizeof(sig_atomic_t) == sizeof(int), "interrupt_flag() hands out the flag as an int");
+// Where interrupt_requested() reads: this copy's flag, or the binary's (share_interrupt_flag).
+std::atomic<volatile int*> g_read{reinterpret_cast<volatile int*>(&g_signal)};
 std::atomic<bool> g_slot_used[kSlots];
 char g_slot_path[kSlots][kPathMax];
 std::mutex g_slot_mutex;  // registration only; the handler never locks
@@ -38,6 +41,11 @@ Interrupted::Interrupted()
     : Error(std::string("interrupted by ") + (interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT"),
             static_cast<ExitCode>(interrupted_exit_code())) {}
 
+Interrupted::Interrupted(const std::string& where)
+    : Error(std::string("interrupted by ") + (interrupt_signal() == SIGTERM ? "SIGTERM" : "SIGINT") +
+                " in " + where,
+            static_cast<ExitCode>(interrupted_exit_code())) {}
+
 int interrupted_exit_code() {
   return 128 + (interrupt_signal() != 0 ? interrupt_signal() : SIGINT);
 }
@@ -51,8 +59,14 @@ void install_interrupt_handlers() {
   ::sigaction(SIGTERM, &sa, nullptr);
 }
 
-bool interrupt_requested() { return g_signal != 0; }
-int interrupt_signal() { return static_cast<int>(g_signal); }
+bool interrupt_requested() { return *g_read.load(std::memory_order_relaxed) != 0; }
+int interrupt_signal() { return *g_read.load(std::memory_order_relaxed); }
+
+volatile int* interrupt_flag() { return reinterpret_cast<volatile int*>(&g_signal); }
+
+void share_interrupt_flag(volatile int* flag) {
+  g_read.store(flag ? flag : interrupt_flag(), std::memory_order_relaxed);
+}
 
 int register_temporary(const std::string& path) {
   if (path.size() >= kPathMax) return -1;
@@ -73,6 +87,6 @@ void unregister_temporary(int slot) {
   g_slot_used[slot].store(false);
 }
 
-void reset_interrupt_for_testing() { g_signal = 0; }
+void reset_interrupt_for_testing() { *g_read.load() = 0; }
 
 }  // namespace tprobe::core

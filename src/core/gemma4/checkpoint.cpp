@@ -11,6 +11,7 @@
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
 namespace tprobe::core {
@@ -23,11 +24,7 @@ bool is_file(const std::string& path) {
 }
 
 Json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return detail::parse_json_strict(buffer.str(), path);
+  return detail::parse_json_strict(read_input_file(path, "JSON file", kMaxSmallInputBytes), path);
 }
 
 }  // namespace

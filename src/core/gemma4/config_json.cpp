@@ -10,6 +10,7 @@
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::core {
@@ -453,12 +454,8 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
 }
 
 ConfigJson read_config_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("{}: cannot open", path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) fail("{}: cannot read", path);
-  return parse_config_json(detail::parse_json_strict(buffer.str(), path), path);
+  return parse_config_json(
+      detail::parse_json_strict(read_input_file(path, "config", kMaxSmallInputBytes), path), path);
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 
 namespace tprobe::core::detail {
 
@@ -39,18 +41,17 @@ DecodedFile::~DecodedFile() {
 }
 
 bool DecodedFile::read_raw(const std::string& where) {
-  for (;;) {
-    const ssize_t n = ::read(fd_, raw_.data() + raw_end_, raw_.size() - raw_end_);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) fail("{}cannot read: {}", prefix(path_, where), std::strerror(errno));
-    raw_total_ += static_cast<uint64_t>(n);
-    raw_end_ += static_cast<std::size_t>(n);
-    return n > 0;
-  }
+  // read_input: a FIFO or pipe waits in poll() slices, and a signal stops the read (Interrupted).
+  const std::size_t n = read_input(fd_, raw_.data() + raw_end_, raw_.size() - raw_end_,
+                                   where.empty() ? path_ : path_ + ": " + where);
+  raw_total_ += static_cast<uint64_t>(n);
+  raw_end_ += n;
+  return n > 0;
 }
 
 std::size_t DecodedFile::read(char* buf, std::size_t size, const std::string& where) {
   if (size == 0) return 0;
+  throw_if_interrupted();  // a gzip member can decode for long between two file reads
   if (!gzip_) {
     if (raw_end_ > 0) {  // the bytes read to look for the gzip magic
       const std::size_t n = std::min(size, raw_end_);
@@ -59,12 +60,7 @@ std::size_t DecodedFile::read(char* buf, std::size_t size, const std::string& wh
       raw_end_ -= n;
       return n;
     }
-    for (;;) {
-      const ssize_t n = ::read(fd_, buf, size);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail("{}cannot read: {}", prefix(path_, where), std::strerror(errno));
-      return static_cast<std::size_t>(n);
-    }
+    return read_input(fd_, buf, size, where.empty() ? path_ : path_ + ": " + where);
   }
   const uInt out_size = static_cast<uInt>(std::min<std::size_t>(size, std::size_t{1} << 30));
   for (;;) {

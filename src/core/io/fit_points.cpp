@@ -8,12 +8,13 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
 #include <map>
 
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/base/evidence.hpp"
 
 namespace tprobe::core {
@@ -154,8 +155,7 @@ FitPoint parse_point(std::string_view text, const std::string& origin) {
 }
 
 std::vector<FitPoint> read_points_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open points file '{}'", path);
+  std::istringstream in(read_input_file(path, "points file", kMaxSmallInputBytes));
   std::vector<FitPoint> out;
   std::string line;
   int64_t lineno = 0;

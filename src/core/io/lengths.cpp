@@ -522,6 +522,7 @@ LengthDataset synthetic_corpus(int64_t records, uint64_t seed) {
   Rng rng(seed);
   constexpr uint64_t kScale = 1000;  // knots are in 1/10,000; draws in 1/10,000,000
   for (int64_t i = 0; i < records; ++i) {
+    if ((i & 0xffff) == 0) throw_if_interrupted();  // 5*10^7 records take seconds
     uint64_t pick = rng.uniform(1000);
     std::size_t s = 0;
     while (s + 1 < sources.size() && pick >= sources[s].weight_permille) {

@@ -14,6 +14,7 @@
 
 #include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 
 namespace tprobe::core::detail {
 
@@ -29,7 +30,7 @@ class LineReader {
   // `what` names the file's kind in the open error ("dataset", "order file").
   explicit LineReader(const std::string& path, const char* what = "dataset")
       : path_(path), buf_(kBufferBytes) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = open_input(path);  // a FIFO does not hold a signal off (input_file.hpp)
     if (fd < 0) fail("cannot open {} '{}': {}", what, path, std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {

@@ -18,6 +18,7 @@
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 
 namespace tprobe::core {
 
@@ -250,7 +251,7 @@ std::size_t json_object_end(std::string_view text) {
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = open_input(path);  // a FIFO is opened without waiting, then refused below
   if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
   struct FdCloser {
     int fd;

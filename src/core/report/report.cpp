@@ -18,6 +18,8 @@
 #include "base/string_util.hpp"
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/report/section.hpp"
 
@@ -70,18 +72,13 @@ std::vector<EvidenceInput> collect_evidence(const std::vector<std::string>& path
     EvidenceInput in;
     in.path = f;
     in.name = base_name(f);
-    std::ifstream is(f, std::ios::binary);
-    if (!is) {
-      in.error = "cannot open";
-    } else {
-      std::stringstream ss;
-      ss << is.rdbuf();
-      try {
-        in.doc = detail::parse_json_strict(ss.str(), f);
-      } catch (const Error& e) {
-        in.error = e.what();
-        in.doc = nullptr;
-      }
+    try {
+      in.doc = detail::parse_json_strict(read_input_file(f, "evidence file"), f);
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const Error& e) {
+      in.error = e.what();
+      in.doc = nullptr;
     }
     out.push_back(std::move(in));
   }

@@ -10,7 +10,9 @@
 #include <cstring>
 
 #include "base/string_util.hpp"
+#include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_memory_report.hpp"
 #include "tprobe/core/trace/trace_stats_report.hpp"
@@ -26,12 +28,22 @@ bool is_directory(const std::string& path) {
 // An evidence envelope starts with {"schema": ...; a Kineto trace with {"schemaVersion" or
 // {"deviceProperties" or {"traceEvents". Reads at most 4 KiB (through zlib, so .gz works too).
 bool looks_like_evidence(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr)
-    fail("cannot open '{}': {}", path, errno ? std::strerror(errno) : "out of memory");
+  // A FIFO or pipe is read once, by the trace reader: its first bytes are not taken here.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return false;
+  const int fd = open_input(path);
+  if (fd < 0) fail("cannot open '{}': {}", path, std::strerror(errno));
   char buf[4096];
-  const int n = gzread(f, buf, sizeof buf);
-  gzclose(f);
+  std::size_t got = 0;
+  {
+    detail::DecodedFile file(fd, path);
+    while (got < sizeof buf) {
+      const std::size_t k = file.read(buf + got, sizeof buf - got, "");
+      if (k == 0) break;
+      got += k;
+    }
+  }
+  const int n = static_cast<int>(got);
   if (n <= 0) return false;  // the trace reader names the problem
   std::size_t i = 0;
   const std::size_t len = static_cast<std::size_t>(n);

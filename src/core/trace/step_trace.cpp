@@ -12,8 +12,17 @@
 #include <tuple>
 #include <utility>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
 #include "base/strict_json.hpp"
+#include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 
 namespace tprobe::core {
 
@@ -280,29 +289,31 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
 namespace detail {
 
 std::string read_bounded_text(const std::string& path, const char* what) {
-  // Plain or gzip (zlib reads both); bounded, so that a gzip bomb is an error, not an OOM.
+  // Plain or gzip (io/decoded_file.hpp: members in a row, bytes after the last refused); bounded,
+  // so that a gzip bomb is an error, not an OOM; a FIFO yields to a signal (input_file.hpp).
   constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) fail("{}: cannot open", path);
-  std::string text;
-  char buf[1 << 16];
-  while (true) {
-    const int n = gzread(f, buf, sizeof buf);
-    if (n < 0) {
-      int code = 0;
-      const char* why = gzerror(f, &code);
-      std::string msg = why ? why : "read error";
-      gzclose(f);
-      fail("{}: cannot read: {}", path, msg);
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
-    if (text.size() > kMaxBytes) {
-      gzclose(f);
-      fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
-    }
+  const int fd = open_input(path);
+  if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fail("{}: is a directory, not {}", path, what);
   }
-  gzclose(f);
+  DecodedFile file(fd, path);
+  std::string text;
+  std::vector<char> buf(std::size_t{1} << 16);
+  try {
+    for (;;) {
+      const std::size_t n = file.read(buf.data(), buf.size(), "");
+      if (n == 0) break;
+      if (text.size() + n > kMaxBytes) {
+        fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
+      }
+      text.append(buf.data(), n);
+    }
+  } catch (const std::bad_alloc&) {
+    fail("out of memory reading {} '{}' ({} bytes asked)", what, path, text.size() + buf.size());
+  }
   return text;
 }
 

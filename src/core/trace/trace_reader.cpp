@@ -20,6 +20,7 @@
 #include "base/string_util.hpp"
 #include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "trace/json_tokenizer.hpp"
 #include "trace/trace_memory_internal.hpp"
 #include "trace/trace_parts_internal.hpp"
@@ -55,7 +56,7 @@ class FileSource : public ByteSource {
       fail("cannot open trace '{}': {}", path, std::strerror(errno));
     if (S_ISDIR(st.st_mode))
       fail("trace '{}' is a directory (give the directory alone for per-rank traces)", path);
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = open_input(path);  // a FIFO does not hold a signal off (input_file.hpp)
     if (fd < 0) fail("cannot open trace '{}': {}", path, std::strerror(errno));
     // Plain or gzip by content; bytes after the last gzip member are an error (padding's reader).
     file_ = std::make_unique<detail::DecodedFile>(fd, path);

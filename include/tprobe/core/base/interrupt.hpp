@@ -24,6 +24,8 @@ int interrupt_signal();
 class Interrupted : public Error {
  public:
   Interrupted();
+  // "interrupted by SIGTERM in WHERE": a step stopped at an op boundary names the op.
+  explicit Interrupted(const std::string& where);
 };
 
 // Throws Interrupted if a signal arrived: long loops call it every few thousand iterations.
@@ -35,6 +37,13 @@ inline void throw_if_interrupted() {
 // unlinked when a second signal ends the process. At most 16 at a time are tracked.
 int register_temporary(const std::string& path);
 void unregister_temporary(int slot);
+
+// Each copy of tprobe_core has its own flag: the binary links one, and so does the torch module
+// it dlopens. The binary's handlers set the binary's; the module reads it through
+// share_interrupt_flag(), which the module loader calls with the binary's interrupt_flag() —
+// without it, a step in the module would never see a signal.
+volatile int* interrupt_flag();
+void share_interrupt_flag(volatile int* flag);
 
 // For tests: clears the flag.
 void reset_interrupt_for_testing();

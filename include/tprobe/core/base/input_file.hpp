@@ -1,0 +1,31 @@
+// Opening and reading the files a run is given, so that no input can hold a signal off: a FIFO
+// without a writer, a stalled pipe or a character device is opened without waiting and read in
+// poll() slices of 100 ms, and every read first checks for SIGINT/SIGTERM. docs/evidence.md,
+// "Signals".
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace tprobe::core {
+
+// The bound on a small JSON input read whole (a config, an index, an adapter's config).
+inline constexpr std::size_t kMaxSmallInputBytes = std::size_t{64} << 20;
+
+// Opens `path` for reading (O_CLOEXEC) without waiting for a FIFO's writer (O_NONBLOCK). A regular
+// file or a directory is switched back to blocking reads; anything else stays non-blocking and
+// read_input() waits for it in poll(). Returns the descriptor, or -1 with errno set.
+int open_input(const std::string& path);
+
+// Up to `size` bytes of `fd` into `buf`; 0 only at the end (a FIFO's writer has closed). Throws
+// Interrupted once SIGINT or SIGTERM has arrived — checked before every read and after every
+// 100 ms of waiting — and Error naming `path` on a read error.
+std::size_t read_input(int fd, char* buf, std::size_t size, const std::string& path);
+
+// The whole file as bytes (plain; no decoding), at most `max_bytes`: beyond it, or a directory, is
+// an Error naming `what` and the path. Out of memory is "out of memory reading WHAT 'PATH' (N bytes
+// asked)", never std::bad_alloc.
+std::string read_input_file(const std::string& path, const char* what,
+                            std::size_t max_bytes = std::size_t{1} << 30);
+
+}  // namespace tprobe::core
