@@ -13,10 +13,13 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "probes/option_checks.hpp"
 #include "tprobe/torch_api/profile_analysis.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
@@ -257,6 +260,14 @@ void declare_files(const Probe& probe, core::OutputGuard& guard) {
   }
   if (probe.files.declare) probe.files.declare(guard);
   if (command.get_option("--json")->count() > 0) guard.output("--json", probe.json_path);
+  // Files tprobe does not own, whatever the probe reads: the running executable and the torch
+  // module it loads (docs/evidence.md, "Outputs").
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) guard.input_file("the running tprobe executable", std::string(self, static_cast<size_t>(n)));
+  for (const std::string& module : model::torch_module_candidates()) {
+    guard.input_file("tprobe's torch module", module);
+  }
   guard.check();
 }
 

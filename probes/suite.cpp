@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <map>
 #include <set>
 
 #include "probes/probe.hpp"
@@ -178,53 +179,87 @@ void list_files(const std::string& dir, const std::string& rel, std::vector<std:
   ::closedir(d);
 }
 
-// A non-empty --out is used only when everything in it is what an earlier suite run wrote (its
-// manifest says so): those files are removed, so no stale evidence reaches the new report.
-// Anything else is refused, never deleted: the folder may hold the user's files.
+// A file's digest for the manifest: its size and FNV-1a (64-bit) over its bytes, as hex — enough
+// to tell that a file is no longer the one the suite wrote (not a defence against a forger).
+std::string file_digest(const std::string& path) {
+  const std::string bytes = core::read_input_file(path, "suite output");
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{}:{:016x}", bytes.size(), h);
+}
+
+// A non-empty --out is used only when everything in it is what an earlier suite run wrote: its
+// manifest names each file with the digest it had, and a file is removed only when it still has
+// it. Anything else — a file the manifest does not name, one whose content changed since, a
+// manifest line without a digest (an older or edited manifest) — is refused and named, never
+// deleted: the folder may hold the user's files.
 void clean_out(const std::string& out) {
   std::vector<std::string> present;
   list_files(out, "", present);
   if (present.empty()) return;
-  std::set<std::string> ours;
+  std::map<std::string, std::string> listed;  // name -> digest
   const std::string manifest = out + "/" + kManifest;
   struct stat st {};
   if (::lstat(manifest.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
-    std::istringstream in(core::read_input_file(manifest, "suite manifest", core::kMaxSmallInputBytes));
+    std::istringstream in(
+        core::read_input_file(manifest, "suite manifest", core::kMaxSmallInputBytes));
     const auto known = suite_files();
     // Only names a suite run writes (its files, or its own --json directly inside --out): a
     // manifest cannot make it delete anything else.
     for (std::string line; std::getline(in, line);) {
-      if (std::find(known.begin(), known.end(), line) != known.end() ||
-          (!line.empty() && line.find('/') == std::string::npos && line[0] != '.')) {
-        ours.insert(line);
+      const auto tab = line.find('\t');
+      const std::string digest = tab == std::string::npos ? "" : line.substr(0, tab);
+      const std::string name = tab == std::string::npos ? line : line.substr(tab + 1);
+      if (std::find(known.begin(), known.end(), name) != known.end() ||
+          (!name.empty() && name.find('/') == std::string::npos && name[0] != '.')) {
+        listed[name] = digest;
       }
     }
   }
   std::sort(present.begin(), present.end());
+  std::vector<std::string> ours;
   for (const std::string& f : present) {
-    if (f == kManifest || ours.count(f)) continue;
-    fail_usage("--out '{}' holds '{}', which no earlier suite run wrote there: give an empty or "
-               "new folder (the suite never deletes files it did not write)",
-               out, f);
+    if (f == kManifest) continue;
+    const auto it = listed.find(f);
+    if (it == listed.end()) {
+      fail_usage("--out '{}' holds '{}', which no earlier suite run wrote there: give an empty or "
+                 "new folder (the suite never deletes files it did not write)",
+                 out, f);
+    }
+    struct stat fst {};
+    if (::lstat((out + "/" + f).c_str(), &fst) != 0 || !S_ISREG(fst.st_mode) ||
+        it->second.empty() || file_digest(out + "/" + f) != it->second) {
+      fail_usage("--out '{}' holds '{}', which is not the file an earlier suite run wrote there "
+                 "({}): it is left alone; move it, or give an empty or new folder",
+                 out, f,
+                 it->second.empty() ? "the manifest gives no digest for it"
+                                    : "its content changed since");
+    }
+    ours.push_back(f);
   }
-  for (const std::string& f : present) {
-    if (f != kManifest) ::unlink((out + "/" + f).c_str());
-  }
+  for (const std::string& f : ours) ::unlink((out + "/" + f).c_str());
   ::unlink(manifest.c_str());
 }
 
-// What this run wrote into `out` (and its own --json when that lies directly inside it).
+// What this run wrote into `out` (and its own --json when that lies directly inside it), each
+// line "DIGEST<tab>NAME".
 void write_manifest(const std::string& out, const core::OutputGuard& files) {
   std::string text;
-  for (const std::string& f : suite_files()) {
+  auto add = [&](const std::string& name) {
     struct stat st {};
-    if (::lstat((out + "/" + f).c_str(), &st) == 0) text += f + "\n";
-  }
+    const std::string full = out + "/" + name;
+    if (::lstat(full.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    text += file_digest(full) + "\t" + name + "\n";
+  };
+  for (const std::string& f : suite_files()) add(f);
   const std::string folder = core::OutputGuard::resolve(out) + "/";
   for (const auto& e : files.entries()) {
     if (e.role != "--json" || e.resolved.compare(0, folder.size(), folder) != 0) continue;
     const std::string rel = e.resolved.substr(folder.size());
-    if (rel.find('/') == std::string::npos) text += rel + "\n";
+    if (rel.find('/') == std::string::npos) add(rel);
   }
   core::write_file_atomic(out + "/" + kManifest, text);
 }

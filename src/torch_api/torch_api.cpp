@@ -33,7 +33,9 @@ struct Loaded {
   std::string path;
 };
 
-Loaded load() {
+}  // namespace
+
+std::vector<std::string> torch_module_candidates() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("TPROBE_TORCH_MODULE"); env && *env) {
     candidates.push_back(env);  // the user's choice, and only that
@@ -45,6 +47,13 @@ Loaded load() {
     candidates.push_back(TPROBE_TORCH_MODULE_BUILD_PATH);
 #endif
   }
+  return candidates;
+}
+
+namespace {
+
+Loaded load() {
+  const std::vector<std::string> candidates = torch_module_candidates();
   std::string tried;
   for (const std::string& path : candidates) {
     if (!readable(path)) {

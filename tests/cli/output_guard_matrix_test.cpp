@@ -58,6 +58,7 @@ class Inputs {
     write_text(path("d.jsonl"), "{\"length\": 100}\n{\"length\": 300}\n{\"length\": 200}\n");
     fs::create_symlink(path("t.json.gz"), path("link.json.gz"));
     fs::create_directory(path("out"));
+    fs::create_hard_link(path("ck/config.json"), path("out/hard.json"));
   }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
   const std::string& dir() const { return dir_; }
@@ -203,6 +204,26 @@ std::vector<Case> cases(const Inputs& in) {
        {"--json", "t.json.gz"},
        {t},
        {}},
+      // A relative --out inside the fixtures folder that does not exist yet: still inside it.
+      {"relative/suite/out-not-yet-inside-fixtures",
+       {"suite", "--fixtures", "ck", "--out", "ck/new", "--quiet"},
+       2,
+       {"ck", "fixtures"},
+       {ck},
+       {ck + "/new"}},
+      {"relative/inspect/output-not-yet-inside-input-folder",
+       {"inspect", "ck", "--json", "ck/sub/../new/e.json"},
+       2,
+       {"--json", "inside the input folder"},
+       {ck},
+       {ck + "/new"}},
+      // A hard link into an input folder names that input, as its symlink does.
+      {"inspect/output-is-input/hard-link-into-checkpoint-folder",
+       {"inspect", ck, "--json", o + "/hard.json"},
+       2,
+       {"--json", "hard link", ck},
+       {ck, o + "/hard.json"},
+       {}},
   };
 }
 
@@ -293,6 +314,73 @@ TEST(OutputGuardMatrix, NonRegularTargetsAreNeverReplaced) {
   struct stat fst {};
   ASSERT_EQ(::stat(fifo.c_str(), &fst), 0);
   EXPECT_TRUE(S_ISFIFO(fst.st_mode));
+}
+
+// The running executable and its torch module are never outputs, however named (the issue's
+// `env --json "$(which tprobe)"`); each is the same file afterwards (inode, size, mtime).
+TEST(OutputGuardMatrix, TheExecutableAndItsTorchModuleAreNeverOutputs) {
+  const std::string bin = TPROBE_BINARY;
+  const std::string module = bin.substr(0, bin.rfind('/')) + "/libtprobe_torch.so";
+  const std::string dir = make_temp_dir();
+  const std::string link = dir + "/tprobe-link";
+  ASSERT_EQ(::symlink(bin.c_str(), link.c_str()), 0);
+  for (const std::string& target : {bin, module, link}) {
+    SCOPED_TRACE(target);
+    struct stat before {};
+    ASSERT_EQ(::stat(target.c_str(), &before), 0) << "no " << target;
+    RunResult r = run_tprobe({"env", "--json", target});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_TRUE(r.err.find("executable") != std::string::npos ||
+                r.err.find("torch module") != std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    struct stat after {};
+    ASSERT_EQ(::stat(target.c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino);
+    EXPECT_EQ(after.st_size, before.st_size);
+    EXPECT_EQ(after.st_mtime, before.st_mtime);
+  }
+}
+
+// A suite run's own files are removed by the next run into the folder only while they are what it
+// wrote (the manifest's digests): an edited manifest naming the user's file, or an evidence file
+// edited since, is refused and named, and both survive; a clean rerun reuses the folder.
+TEST(OutputGuardMatrix, SuiteRemovesOnlyTheFilesItWroteUnchanged) {
+  const std::string out = make_temp_dir() + "/out";
+  const std::vector<std::string> suite = {
+      "suite", "--out", out, "--fixtures", "/nonexistent", "--quiet", "--skip",
+      "inspect,padding,scaling-fit,bucket,flops,mask,mask-padded,parity,profile,levers,kernels,"
+      "lora-gate,lora-gate-trap"};
+  RunResult first = run_tprobe(suite);
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const std::string manifest = out + "/.tprobe-suite-files";
+  const std::string listed = read_text(manifest);
+  ASSERT_NE(listed.find("\tenv.json\n"), std::string::npos) << listed;
+  RunResult again = run_tprobe(suite);  // its own files, unchanged: cleaned and rewritten
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  // The user's file, named in an edited manifest without a digest, and with a made-up one.
+  const std::string clean = read_text(manifest);
+  write_text(out + "/mine.txt", "mine\n");
+  for (const std::string& line :
+       {std::string("mine.txt\n"), std::string("5:0123456789abcdef\tmine.txt\n")}) {
+    write_text(manifest, clean + line);
+    RunResult r = run_tprobe(suite);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("mine.txt"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_EQ(read_text(out + "/mine.txt"), "mine\n");
+    EXPECT_TRUE(file_exists(out + "/env.json"));
+  }
+  write_text(manifest, clean);
+  ::unlink((out + "/mine.txt").c_str());
+  // An evidence file the user edited since: left alone and named.
+  const std::string edited = read_text(out + "/env.json") + " ";
+  write_text(out + "/env.json", edited);
+  RunResult r = run_tprobe(suite);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("env.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("changed"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text(out + "/env.json"), edited);
 }
 
 // A suite --out holding a file no suite run wrote is refused (never cleaned); the file stays.

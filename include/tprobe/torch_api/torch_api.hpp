@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/torch_api/mask_check.hpp"
@@ -45,5 +46,7 @@ const TorchApi& torch_api();
 
 // Where the module was loaded from ("" before the first successful torch_api()).
 std::string torch_module_path();
+// Where torch_api() looks for it, in order (the output guard protects each: docs/evidence.md).
+std::vector<std::string> torch_module_candidates();
 
 }  // namespace tprobe::model

@@ -1,6 +1,7 @@
 // The output guard: outputs checked against inputs and each other, staged, committed together.
 #include "tprobe/core/base/output_guard.hpp"
 
+#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -63,6 +65,33 @@ bool same_inode(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
+// Whether `target` (an existing file with more than one link) is also a file somewhere under the
+// folder `root`: a hard link into an input folder names that input. Bounded: at most 100,000
+// entries, 16 levels (a larger input tree is not searched past that, and says nothing).
+bool linked_under(const std::string& root, const struct stat& target, int depth, long& budget) {
+  if (depth > 16) return false;
+  DIR* d = ::opendir(root.c_str());
+  if (d == nullptr) return false;
+  bool found = false;
+  while (!found && budget > 0) {
+    const dirent* e = ::readdir(d);
+    if (e == nullptr) break;
+    const std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    --budget;
+    const std::string full = root + "/" + n;
+    struct stat st {};
+    if (::lstat(full.c_str(), &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      found = linked_under(full, target, depth + 1, budget);
+    } else if (st.st_dev == target.st_dev && st.st_ino == target.st_ino) {
+      found = true;
+    }
+  }
+  ::closedir(d);
+  return found;
+}
+
 bool is_dir(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -80,9 +109,29 @@ std::string OutputGuard::resolve(const std::string& path) {
   std::string out;
   // An existing path, symlink included, resolves fully: a link to an input is that input.
   if (exists(path) && real(path, out)) return out;
-  auto [dir, base] = split(path);
-  if (base.empty() || base == "." || base == ".." || !real(dir, out)) return path;
-  return out + (out == "/" ? "" : "/") + base;
+  // Otherwise its deepest existing folder through realpath, and the components below it (which
+  // do not exist, so no link can redirect them) lexically: "fixtures/new/a.json" with no
+  // fixtures/new yet is still inside fixtures/, however it is spelled.
+  std::vector<std::string> tail;
+  std::string head = path;
+  for (;;) {
+    auto [dir, base] = split(head);
+    tail.push_back(base);
+    if (dir == head) return path;  // "/" itself did not resolve
+    head = dir;
+    if (exists(head) && real(head, out)) break;
+    if (head == "." || head == "/") return path;
+  }
+  for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+    if (it->empty() || *it == ".") continue;
+    if (*it == "..") {
+      const auto slash = out.find_last_of('/');
+      out = slash == 0 || slash == std::string::npos ? "/" : out.substr(0, slash);
+      continue;
+    }
+    out += (out == "/" ? "" : "/") + *it;
+  }
+  return out;
 }
 
 OutputGuard::~OutputGuard() { discard(); }
@@ -139,6 +188,14 @@ void OutputGuard::check() const {
         if (o.resolved.compare(0, folder.size(), folder) == 0) {
           fail_usage("{} {} lies inside the input folder {} {}: an output never replaces an "
                      "input; write it elsewhere",
+                     o.role, shown(o.path), x.role, shown(x.path));
+        }
+        struct stat st {};
+        long budget = 100000;
+        if (::stat(o.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1 &&
+            linked_under(x.resolved, st, 0, budget)) {
+          fail_usage("{} {} is a hard link to a file inside the input folder {} {}: an output "
+                     "never replaces an input; give it its own path",
                      o.role, shown(o.path), x.role, shown(x.path));
         }
       }
