@@ -167,6 +167,10 @@ void register_all(CLI::App& app, ProbeSet& set);
 // The probes the report draws sections for, in that order.
 std::vector<core::ReportProbe> report_probes();
 
+// `text` as one line of a message: each line break (and the indentation after it) becomes "; ",
+// any other control byte \xNN, trailing blanks dropped. main() prints every error through it.
+std::string message_line(std::string_view text);
+
 // The environment block: core facts, plus the libtorch / CUDA / CUPTI facts when `needs` asks for
 // the torch module.
 core::Environment collect_environment(Needs needs);

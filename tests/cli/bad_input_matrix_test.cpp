@@ -14,6 +14,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -127,6 +129,15 @@ class Files {
                                                 core::embedded_model("gemma4-tiny"));
     std::string st = read_text(path("ck-cut") + "/model.safetensors");
     write_text(path("ck-cut") + "/model.safetensors", st.substr(0, 200));
+    // A checkpoint whose config disagrees with 18 of its tensors (issue 33: one line).
+    ::mkdir(path("ck-disagree").c_str(), 0755);
+    {
+      const std::string hf = std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf";
+      nlohmann::json c = nlohmann::json::parse(read_text(hf + "/config.json"));
+      c["intermediate_size"] = c["intermediate_size"].get<int>() + 32;
+      write_text(path("ck-disagree") + "/config.json", c.dump());
+      write_text(path("ck-disagree") + "/model.safetensors", read_text(hf + "/model.safetensors"));
+    }
     // Traces: a gzip stream cut short, JSON without traceEvents, events with absurd fields.
     const std::string fixtures = TPROBE_FIXTURES_DIR;
     std::string gz = read_text(fixtures + "/traces/hf-sdpa-2x256.json.gz");
@@ -265,7 +276,10 @@ std::vector<Case> cases(const Files& f) {
        "micro-batch"},
       {"padding/negative-micro-batch", {"padding", "--micro-batch", "-2"}, 2, "micro-batch"},
       {"padding/nan-micro-batch", {"padding", "--micro-batch", nanopt}, 2, "--micro-batch"},
-      {"padding/unknown-option", {"padding", "--micro-batches", "2"}, 2, "--micro-batches"},
+      // CLI11's usage errors on one line, with the --help hint on it (issue 33).
+      {"padding/unknown-option", {"padding", "--micro-batches", "2"}, 2,
+       "tprobe padding: error: The following argument was not expected: --micro-batches (run "
+       "'tprobe padding --help')"},
       {"padding/bad-format", {"padding", "--format", "parquet"}, 2, "parquet"},
       {"padding/absurd-synthetic", {"padding", "--dataset", "synthetic:4294967294"}, 2,
        "at most 100000000 synthetic records"},
@@ -516,6 +530,14 @@ std::vector<Case> cases(const Files& f) {
         "--reference", f.path("ref-nan-loss.safetensors")},
        1,
        "'loss' is nan: a reference must be finite"},
+      // The config-vs-checkpoint error on one line (issue 33).
+      {"profile/config-disagrees-with-checkpoint",
+       {"profile", "--device", "cpu", "--checkpoint", f.path("ck-disagree"), "--widths", "16",
+        "--warmup", "0", "--repeats", "1", "--trace", "off", "--memory", "off"},
+       1,
+       f.path("ck-disagree") + ": checkpoint disagrees with its config.json: " +
+           "model.layers.0.mlp.gate_proj.weight: shape [96, 64] but the config expects [128, 64] "
+           "(and 17 more"},
       {"parity/bad-dtype",
        {"parity", "--checkpoint", f.missing(), "--reference", f.missing(), "--dtype", "fp8"},
        2,
@@ -565,40 +587,81 @@ class BadInputMatrix : public ::testing::Test {
 };
 Files* BadInputMatrix::files_ = nullptr;
 
+// Cases that need more than arguments: standard output full or closed, an environment variable.
+struct RunCase {
+  Case c;
+  RunOptions run;
+};
+
+std::vector<RunCase> run_cases(const Files& f) {
+  const std::string fx = TPROBE_FIXTURES_DIR;
+  const std::string trace = fx + "/traces/parts-small.json";
+  RunOptions full;
+  full.stdout_path = "/dev/full";
+  RunOptions closed;
+  closed.close_stdout = true;
+  RunOptions no_module;
+  no_module.env = {{"TPROBE_TORCH_MODULE", f.path("no-such-module.so")}};
+  return {
+      // A full or closed standard output is a failed run (issue 33): nothing committed.
+      {{"kernels/stdout-full", {"kernels", trace}, 1,
+        "tprobe kernels: error: cannot write to standard output: No space left on device"},
+       full},
+      {{"kernels/stdout-closed", {"kernels", trace}, 1,
+        "tprobe kernels: error: standard output is closed"},
+       closed},
+      // The torch module that cannot be loaded, on one line naming where it was looked for.
+      {{"parity/torch-module-not-loaded",
+        {"parity", "--checkpoint", fx + "/gemma4-tiny-hf", "--reference",
+         fx + "/gemma4-tiny-hf/reference.safetensors"},
+        1,
+        "the torch module could not be loaded (set TPROBE_TORCH_MODULE to its path, or "
+        "rebuild): " +
+            f.path("no-such-module.so") + ": not found"},
+       no_module},
+  };
+}
+
 TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) {
   const std::string out_dir = make_temp_dir();
-  const std::vector<Case> cases_list = cases(*files_);
+  std::vector<RunCase> cases_list;
+  for (Case& c : cases(*files_)) cases_list.push_back({std::move(c), {}});
+  for (RunCase& c : run_cases(*files_)) cases_list.push_back(std::move(c));
   // The inputs: the bad files and the fixtures the cases read, by signature (inode, size, mtime)
   // after every case and by content at the end.
   auto all_inputs = [&] {
     std::map<std::string, std::string> sig = signature_of(files_->dir());
-    for (const char* fx : {"/gemma4-tiny-hf", "/adapters/after-step"}) {
+    for (const char* fx :
+         {"/gemma4-tiny-hf", "/adapters/after-step", "/traces/parts-small.json"}) {
       for (auto& kv : signature_of(std::string(TPROBE_FIXTURES_DIR) + fx)) sig.insert(kv);
     }
     return sig;
   };
   const auto inputs_before = all_inputs();
   const auto contents_before = contents_of(inputs_before);
-  for (const Case& c : cases_list) {
+  for (const RunCase& rc : cases_list) {
+    const Case& c = rc.c;
     SCOPED_TRACE(c.name);
-    const std::string json = out_dir + "/" + std::to_string(&c - cases_list.data()) + ".json";
+    const std::string json = out_dir + "/" + std::to_string(&rc - cases_list.data()) + ".json";
     std::vector<std::string> args = c.args;
     args.insert(args.end(), {"--json", json});
-    RunResult r = run_tprobe(args);
+    RunResult r = run_tprobe(args, rc.run);
     EXPECT_EQ(r.exit_code, c.exit_code) << r.err << r.out;
     EXPECT_LT(r.exit_code, 128) << "killed by a signal";
     EXPECT_NE(r.err.find(c.needle), std::string::npos)
         << "message lacks '" << c.needle << "': " << r.err;
-    // One line (CLI11's usage errors add a "Run with --help" line), printable ASCII only.
-    std::string first = r.err.substr(0, r.err.find('\n'));
-    EXPECT_LE(first.size(), 300u) << first;
+    // One line, whatever the exit code (CLI11's usage errors too, their --help hint on it),
+    // "tprobe <subcommand>: error: " first, printable ASCII only.
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    const std::string who =
+        c.args.empty() || c.name.rfind("tprobe/", 0) == 0 ? "tprobe" : "tprobe " + c.args[0];
+    EXPECT_EQ(r.err.rfind(who + ": error: ", 0), 0u) << r.err;
+    EXPECT_LE(r.err.size(), 400u) << r.err;
     for (char ch : r.err) EXPECT_TRUE(ch == '\n' || (ch >= 0x20 && ch < 0x7f)) << r.err;
-    if (c.exit_code == 1) {
-      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
-    }
     // No library's own text: nlohmann's tags, "internal error", c10's backtraces.
     for (const char* leak : {"json.exception", "internal error", "Exception raised from",
-                             "frame #", "std::bad_alloc", "basic_string", "vector::"}) {
+                             "frame #", "std::bad_alloc", "basic_string", "vector::",
+                             "Run with --help"}) {
       EXPECT_EQ(r.err.find(leak), std::string::npos) << "'" << leak << "' in: " << r.err;
     }
     EXPECT_FALSE(file_exists(json)) << "evidence written by a failed run";
@@ -622,7 +685,12 @@ TEST_F(BadInputMatrix, ParityAndLoraGateRefuseOneAdapterAlike) {
   EXPECT_NE(gate.err.find("but " + files_->path("ad-r8") + "/adapter_config.json says r = 8"),
             std::string::npos)
       << gate.err;
-  EXPECT_EQ(parity.err, gate.err);
+  // The same message after each probe's own "tprobe <probe>: error: ".
+  const std::string gate_prefix = "tprobe lora-gate: error: ";
+  const std::string parity_prefix = "tprobe parity: error: ";
+  ASSERT_EQ(gate.err.rfind(gate_prefix, 0), 0u) << gate.err;
+  ASSERT_EQ(parity.err.rfind(parity_prefix, 0), 0u) << parity.err;
+  EXPECT_EQ(parity.err.substr(parity_prefix.size()), gate.err.substr(gate_prefix.size()));
 }
 
 // report.md escapes what the evidence says (input HTML passed through before), and two evidence
