@@ -369,14 +369,16 @@ std::vector<Case> cases(const Files& f) {
       // flops
       {"flops/config-missing", {"flops", "--config", f.missing()}, 1, f.missing()},
       {"flops/config-empty", {"flops", "--config", f.path("empty")}, 1, f.path("empty")},
+      // JSON errors in tprobe's words, with the byte (issue 33).
       {"flops/config-wrong-type",
        {"flops", "--config", f.path("config-text.json")},
        1,
-       f.path("config-text.json")},
+       f.path("config-text.json") + ": not valid JSON at byte 2 near 'th': not a JSON value"},
       {"flops/config-truncated",
        {"flops", "--config", f.path("config-cut.json")},
        1,
-       f.path("config-cut.json")},
+       f.path("config-cut.json") + ": not valid JSON at byte 34 near '" +
+           "ext_config\": {\"hidden_size\": 28': the text ends inside the JSON document"},
       {"flops/config-negative", {"flops", "--config", f.path("config-neg.json")}, 1, "hidden_size"},
       {"flops/absurd-batch", {"flops", "--batch", "1000000000000"}, 2, "batch"},
       {"flops/absurd-width", {"flops", "--width", "1000000000000000"}, 2, "width"},
@@ -560,7 +562,7 @@ std::vector<Case> cases(const Files& f) {
        {"profile", "--device", "cpu", "--widths", "16", "--replay-trace",
         f.path("config-text.json")},
        1,
-       f.path("config-text.json") + ": not valid JSON at line 1, column 2"},
+       f.path("config-text.json") + ": not valid JSON at byte 2 near 'th'"},
       {"profile/negative-pad-fraction",
        {"profile", "--device", "cpu", "--widths", "16", "--pad-fraction", "-0.5"},
        2,
@@ -658,10 +660,10 @@ TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) 
     EXPECT_EQ(r.err.rfind(who + ": error: ", 0), 0u) << r.err;
     EXPECT_LE(r.err.size(), 400u) << r.err;
     for (char ch : r.err) EXPECT_TRUE(ch == '\n' || (ch >= 0x20 && ch < 0x7f)) << r.err;
-    // No library's own text: nlohmann's tags, "internal error", c10's backtraces.
+    // No library's own text: nlohmann's tags and wording, "internal error", c10's backtraces.
     for (const char* leak : {"json.exception", "internal error", "Exception raised from",
                              "frame #", "std::bad_alloc", "basic_string", "vector::",
-                             "Run with --help"}) {
+                             "syntax error while parsing", "last read:", "Run with --help"}) {
       EXPECT_EQ(r.err.find(leak), std::string::npos) << "'" << leak << "' in: " << r.err;
     }
     EXPECT_FALSE(file_exists(json)) << "evidence written by a failed run";
