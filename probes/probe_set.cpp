@@ -191,7 +191,8 @@ CLI::Option* add_step_options(CLI::App* cmd, model::ProfileOptions& o,
   cmd->add_option(
          "--peak-tflops", o.peak_tflops,
          "Peak TFLOP/s for the MFUs (default: measured with one large bf16 GEMM on the GPU)")
-      ->check(positive_number());
+      ->check(positive_number())
+      ->check(max_peak_tflops());
   cmd->add_option("--seed", o.seed, "Seed of the random weights and inputs")
       ->capture_default_str();
   return pad_fraction;
@@ -252,7 +253,30 @@ void ProbeSet::add(CLI::App* command, RunFn run, Needs needs, ProbeFiles files) 
   probe->files = std::move(files);
   command->add_option("--json", probe->json_path,
                       "Write the evidence file (JSON) to PATH, atomically");
+  // An empty path would read as "not given" (a default output, no replay): a usage error here,
+  // for every path option the probe declares.
+  std::vector<std::string> paths = probe->files.inputs;
+  paths.insert(paths.end(), probe->files.outputs.begin(), probe->files.outputs.end());
+  paths.push_back("--json");
+  for (const std::string& name : paths) {
+    if (CLI::Option* opt = command->get_option_no_throw(name)) opt->check(non_empty_path());
+  }
   probes_.push_back(std::move(probe));
+}
+
+void check_integer_options(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options()) {
+      if (opt->get_type_size() == 0) continue;  // a flag
+      const std::string type = opt->get_type_name();
+      if (type.rfind("UINT", 0) == 0) {
+        opt->check(checked_integer(false));
+      } else if (type.rfind("INT", 0) == 0) {
+        opt->check(checked_integer(true));
+      }
+    }
+    check_integer_options(*sub);
+  }
 }
 
 namespace {

@@ -281,6 +281,13 @@ std::vector<Case> cases(const Files& f) {
        "tprobe padding: error: The following argument was not expected: --micro-batches (run "
        "'tprobe padding --help')"},
       {"padding/bad-format", {"padding", "--format", "parquet"}, 2, "parquet"},
+      // Integers as written, within their type; no empty path (issue 33).
+      {"padding/micro-batch-not-an-integer", {"padding", "--micro-batch", "1.5"}, 2,
+       "--micro-batch: '1.5' is not an integer"},
+      {"padding/micro-batch-leading-zero", {"padding", "--micro-batch", "010"}, 2,
+       "--micro-batch: '010' has a leading zero"},
+      {"padding/empty-dataset-path", {"padding", "--dataset", ""}, 2,
+       "--dataset: the path is empty"},
       {"padding/absurd-synthetic", {"padding", "--dataset", "synthetic:4294967294"}, 2,
        "at most 100000000 synthetic records"},
       // bucket
@@ -390,6 +397,11 @@ std::vector<Case> cases(const Files& f) {
       {"flops/unknown-option", {"flops", "--widht", "2"}, 2, "--widht"},
       {"flops/step-time-below-peak", {"flops", "--step-time", "1e-300"}, 2,
        "--step-time 1e-300 s: the step's"},
+      // An overflowing result is refused at its inputs: no 300-digit number (issue 33).
+      {"flops/step-time-past-bound", {"flops", "--step-time", "1e308", "--peak-tflops", "1e-300"},
+       2, "--step-time: '1e308' is above 1e+06"},
+      {"flops/peak-past-bound", {"flops", "--step-time", "10", "--peak-tflops", "1e308"}, 2,
+       "--peak-tflops: '1e308' is above 1e+06"},
       {"flops/config-and-model",
        {"flops", "--config", f.path("config-neg.json"), "--model", "gemma4-tiny"},
        2,
@@ -450,6 +462,7 @@ std::vector<Case> cases(const Files& f) {
        "a string longer than 16777216 bytes"},
       {"kernels/negative-skip", {"kernels", f.path("empty"), "--skip-first", "-1"}, 2,
        "--skip-first"},
+      {"kernels/empty-input-path", {"kernels", ""}, 2, "inputs: the path is empty"},
       {"kernels/unknown-option", {"kernels", f.path("empty"), "--stpe", "1"}, 2, "--stpe"},
       // mask
       {"mask/config-missing", {"mask", f.missing()}, 1, f.missing()},
@@ -494,6 +507,10 @@ std::vector<Case> cases(const Files& f) {
       // report
       {"report/missing", {"report", f.missing()}, 1, f.missing()},
       {"report/unknown-option", {"report", f.path("emptydir"), "--htm", "x"}, 2, "--htm"},
+      {"report/empty-html", {"report", f.path("emptydir"), "--html", ""}, 2,
+       "--html: the path is empty"},
+      {"report/empty-markdown", {"report", f.path("emptydir"), "--markdown", ""}, 2,
+       "--markdown: the path is empty"},
       // parity (libtorch module)
       {"parity/checkpoint-missing",
        {"parity", "--checkpoint", f.missing(), "--reference", f.path("empty")},
@@ -575,6 +592,27 @@ std::vector<Case> cases(const Files& f) {
        {"profile", "--device", "cpu", "--widths", "16,24", "--table-width", "99"},
        2,
        "--table-width 99 is none of this run's widths (16, 24)"},
+      {"profile/empty-replay-trace", {"profile", "--device", "cpu", "--replay-trace", ""}, 2,
+       "--replay-trace: the path is empty"},
+      {"profile/fit-peak-without-gpu-memory", {"profile", "--fit-peak", "allocated"}, 2,
+       "--fit-peak requires --gpu-memory"},
+      // levers: every integer option within its type; the epoch's options need --dataset.
+      {"levers/accum-past-int64",
+       {"levers", "--dataset", "synthetic", "--accum", "9223372036854775808"}, 2,
+       "--accum: '9223372036854775808' is past the largest value this option takes"},
+      {"levers/seed-negative", {"levers", "--seed", "-1"}, 2,
+       "--seed: '-1' is negative: this option takes 0 or more"},
+      {"levers/sampler-seed-not-an-integer",
+       {"levers", "--dataset", "synthetic", "--sampler-seed", "1e23"}, 2,
+       "--sampler-seed: '1e23' is not an integer"},
+      {"levers/sampler-without-dataset", {"levers", "--sampler", "shuffled"}, 2,
+       "--sampler requires --dataset"},
+      {"levers/order-file-without-dataset",
+       {"levers", "--sampler", "order:" + f.path("empty")}, 2, "--sampler requires --dataset"},
+      {"levers/accum-without-dataset", {"levers", "--accum", "4"}, 2,
+       "--accum requires --dataset"},
+      {"levers/epoch-samples-without-dataset", {"levers", "--epoch-samples", "4"}, 2,
+       "--epoch-samples requires --dataset"},
       // suite and the binary itself
       {"suite/unknown-option", {"suite", "--otu", "x"}, 2, "--otu"},
       {"tprobe/unknown-subcommand", {"frobnicate"}, 2, "frobnicate"},
