@@ -94,7 +94,12 @@ std::map<std::string, std::string> signature_of(const std::string& root) {
 
 std::map<std::string, std::string> contents_of(const std::map<std::string, std::string>& files) {
   std::map<std::string, std::string> out;
-  for (const auto& [path, sig] : files) out[path] = read_text(path);
+  for (const auto& [path, sig] : files) {
+    // Regular files only: opening a FIFO would block, a symbolic link is compared by its
+    // signature.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) out[path] = read_text(path);
+  }
   return out;
 }
 
@@ -229,10 +234,62 @@ class Files {
     write_text(path("trace-string-ts.json"),
                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
                R"( "ts": "ten", "dur": 5}]})");
+    // Ids that are numbers but not integers (issue 33): read as 1, 1.5 put the row on device 1.
+    const std::string kernel_with =
+        R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": PID, "tid": 7,)"
+        R"( "ts": 10, "dur": 5, "args": {"device": DEV, "stream": 7}}]})";
+    auto kernel_event = [&](const std::string& pid, const std::string& dev) {
+      std::string t = kernel_with;
+      t.replace(t.find("PID"), 3, pid);
+      t.replace(t.find("DEV"), 3, dev);
+      return t;
+    };
+    write_text(path("trace-device-1.5.json"), kernel_event("0", "1.5"));
+    write_text(path("trace-pid-1.5.json"), kernel_event("1.5", "0"));
+    // Per-rank directories holding an entry named like a trace that is none (issue 33).
+    for (const char* d : {"ranks-fifo", "ranks-dangling", "ranks-loop", "ranks-dir"}) {
+      ::mkdir(path(d).c_str(), 0755);
+      write_text(path(d) + "/rank0.json", one_kernel);
+    }
+    ::mkfifo((path("ranks-fifo") + "/rank1.json").c_str(), 0644);
+    ::symlink("no-such-trace.json", (path("ranks-dangling") + "/rank1.json").c_str());
+    ::symlink("rank1.json", (path("ranks-loop") + "/rank1.json").c_str());
+    ::mkdir((path("ranks-dir") + "/rank1.json").c_str(), 0755);
+    // A raw trace for --replay-trace followed by bytes that are not gzip (issue 33).
+    write_text(path("raw-gz-garbage.json.gz"), gzip_of("{}") + "garbage after the gzip");
     write_text(path("trace-long-name.json"),
                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")" +
                    std::string((std::size_t{16} << 20) + 1, 'k') +
                    R"(", "pid": 0, "tid": 7, "ts": 10, "dur": 5}]})");
+    // Adapter configs that scale the adapter to nothing or give ranks the tensors do not have
+    // (issue 33).
+    auto adapter_with_field = [&](const char* d, const std::string& field) {
+      std::string c = cfg;
+      c.insert(c.find('{') + 1, field + ", ");
+      adapter_with(d, c);
+    };
+    std::string alpha0 = cfg;
+    const std::size_t la = alpha0.find("\"lora_alpha\":");
+    alpha0 = alpha0.substr(0, la) + "\"lora_alpha\": 0, \"alpha_was\":" + alpha0.substr(la + 13);
+    adapter_with("ad-alpha0", alpha0);
+    adapter_with_field("ad-alpha-pattern0", R"("alpha_pattern": {"q_proj": 0})");
+    adapter_with_field("ad-rank-pattern16", R"("rank_pattern": {"q_proj": 16})");
+    adapter_with_field("ad-rank-pattern-list", R"("rank_pattern": [16])");
+    // kernels evidence whose parts_steps is no step count (issue 33).
+    // (Insertion-ordered: "schema" stays the first key, which says it is evidence.)
+    const RunResult ev = run_tprobe(
+        {"kernels", fixtures + "/traces/parts-small.json", "--json", path("kernels-ev.json")});
+    const nlohmann::ordered_json doc =
+        nlohmann::ordered_json::parse(read_text(path("kernels-ev.json")), nullptr, false);
+    if (ev.exit_code != 0 || !doc.is_object() || !doc["results"].contains("parts_steps")) {
+      throw std::runtime_error("kernels evidence of parts-small.json: " + ev.err);
+    }
+    for (const auto& [name, v] : std::vector<std::pair<std::string, nlohmann::ordered_json>>{
+             {"two", "two"}, {"0", 0}, {"-3", -3}}) {
+      nlohmann::ordered_json d = doc;
+      d["results"]["parts_steps"] = v;
+      write_text(path("kernels-ev-steps-" + name + ".json"), d.dump());
+    }
   }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
   const std::string& dir() const { return dir_; }
@@ -460,6 +517,27 @@ std::vector<Case> cases(const Files& f) {
        "field 'ts' has value ten: not a time in microseconds"},
       {"kernels/name-longer-than-16-MiB", {"kernels", f.path("trace-long-name.json")}, 1,
        "a string longer than 16777216 bytes"},
+      {"kernels/device-id-1.5", {"kernels", f.path("trace-device-1.5.json")}, 1,
+       "traceEvents[0] field 'args.device' has value 1.5: not an id"},
+      {"kernels/pid-1.5", {"kernels", f.path("trace-pid-1.5.json")}, 1,
+       "traceEvents[0] field 'pid' has value 1.5: not an id"},
+      {"kernels/ranks-dir-with-fifo", {"kernels", f.path("ranks-fifo")}, 1,
+       "entry '" + f.path("ranks-fifo") + "/rank1.json' is a FIFO, not a trace file"},
+      {"kernels/ranks-dir-with-dangling-symlink", {"kernels", f.path("ranks-dangling")}, 1,
+       "entry '" + f.path("ranks-dangling") + "/rank1.json' is a symbolic link to nothing"},
+      {"kernels/ranks-dir-with-symlink-loop", {"kernels", f.path("ranks-loop")}, 1,
+       "entry '" + f.path("ranks-loop") + "/rank1.json' is a symbolic link in a loop"},
+      {"kernels/ranks-dir-with-json-directory", {"kernels", f.path("ranks-dir")}, 1,
+       "entry '" + f.path("ranks-dir") + "/rank1.json' is a directory, not a trace file"},
+      {"kernels/parts-steps-string",
+       {"kernels", f.path("kernels-ev-steps-two.json"), f.path("kernels-ev.json")}, 1,
+       "results.parts_steps is \"two\": not a step count"},
+      {"kernels/parts-steps-zero",
+       {"kernels", f.path("kernels-ev-steps-0.json"), f.path("kernels-ev.json")}, 1,
+       "results.parts_steps is 0: not a step count"},
+      {"kernels/parts-steps-negative",
+       {"kernels", f.path("kernels-ev.json"), f.path("kernels-ev-steps--3.json")}, 1,
+       "results.parts_steps is -3: not a step count"},
       {"kernels/negative-skip", {"kernels", f.path("empty"), "--skip-first", "-1"}, 2,
        "--skip-first"},
       {"kernels/empty-input-path", {"kernels", ""}, 2, "inputs: the path is empty"},
@@ -502,6 +580,16 @@ std::vector<Case> cases(const Files& f) {
        "lookaround"},
       {"lora-gate/unknown-option", {"lora-gate", f.path("ad-empty"), "--modle", "x"}, 2,
        "--modle"},
+      // What scales an adapter to nothing, and ranks its tensors do not have (issue 33).
+      {"lora-gate/alpha-zero", {"lora-gate", f.path("ad-alpha0")}, 1,
+       "field 'lora_alpha' is 0: it scales every update to nothing"},
+      {"lora-gate/alpha-pattern-zero", {"lora-gate", f.path("ad-alpha-pattern0")}, 1,
+       "alpha_pattern 'q_proj' is 0: it scales every update to nothing"},
+      {"lora-gate/rank-pattern-disagrees", {"lora-gate", f.path("ad-rank-pattern16")}, 1,
+       "has rank 4 ([4, 64]), but " + f.path("ad-rank-pattern16") +
+           "/adapter_config.json says r = 16 for it (rank_pattern 'q_proj')"},
+      {"lora-gate/rank-pattern-not-an-object", {"lora-gate", f.path("ad-rank-pattern-list")}, 1,
+       "field 'rank_pattern' must be an object"},
       {"lora-gate/safetensors-header-length-into-data", {"lora-gate", f.path("ad-hdrlen")}, 1,
        "runs past the header's JSON object"},
       // report
@@ -588,6 +676,22 @@ std::vector<Case> cases(const Files& f) {
        {"profile", "--device", "cpu", "--batch", "1", "--widths", "16", "--lengths", "32"},
        2,
        "--lengths value 32 is above the widest --widths (16)"},
+      {"profile/replay-trace-gzip-then-garbage",
+       {"profile", "--device", "cpu", "--widths", "16", "--replay-trace",
+        f.path("raw-gz-garbage.json.gz")},
+       1,
+       "bytes of data that are not gzip follow the gzip stream"},
+      {"profile/pad-fraction-pads-no-token",
+       {"profile", "--device", "cpu", "--widths", "16", "--pad-fraction", "0.01"}, 2,
+       "--pad-fraction 0.01: pads no token of the widest width (16 tokens); give at least "
+       "0.0625"},
+      {"profile/raw-trace-nothing-traced-on-cpu",
+       {"profile", "--device", "cpu", "--widths", "16", "--raw-trace", f.path("never.json")}, 2,
+       "--raw-trace: no step is traced on the cpu"},
+      {"profile/raw-trace-with-trace-off",
+       {"profile", "--device", "cpu", "--widths", "16", "--trace", "off", "--raw-trace",
+        f.path("never.json")},
+       2, "--raw-trace needs --trace on"},
       {"profile/table-width-not-a-width",
        {"profile", "--device", "cpu", "--widths", "16,24", "--table-width", "99"},
        2,

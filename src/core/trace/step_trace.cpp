@@ -4,15 +4,19 @@
 
 #include "trace/step_trace_internal.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
-#include <zlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <tuple>
 #include <utility>
 
 #include "base/strict_json.hpp"
+#include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
@@ -280,29 +284,20 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
 namespace detail {
 
 std::string read_bounded_text(const std::string& path, const char* what) {
-  // Plain or gzip (zlib reads both); bounded, so that a gzip bomb is an error, not an OOM.
+  // Plain or gzip by content (io/decoded_file: bytes after the last gzip member are refused,
+  // which zlib's gzread ignored); bounded, so that a gzip bomb is an error, not an OOM.
   constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) fail("{}: cannot open", path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
+  DecodedFile file(fd, path);
   std::string text;
-  char buf[1 << 16];
-  while (true) {
-    const int n = gzread(f, buf, sizeof buf);
-    if (n < 0) {
-      int code = 0;
-      const char* why = gzerror(f, &code);
-      std::string msg = why ? why : "read error";
-      gzclose(f);
-      fail("{}: cannot read: {}", path, msg);
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<std::size_t>(n));
+  std::vector<char> buf(std::size_t{1} << 16);
+  while (const std::size_t n = file.read(buf.data(), buf.size(), "")) {
+    text.append(buf.data(), n);
     if (text.size() > kMaxBytes) {
-      gzclose(f);
       fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
     }
   }
-  gzclose(f);
   return text;
 }
 
