@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "probes/probe.hpp"
@@ -108,6 +110,11 @@ int main(int argc, char** argv) {
   } catch (const tprobe::Error& e) {
     print_error(who, e.what());
     return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    // Out of memory outside every reader's own check: said without allocating anything more.
+    std::fputs(who.c_str(), stderr);
+    std::fputs(": error: out of memory\n", stderr);
+    return static_cast<int>(tprobe::ExitCode::kError);
   } catch (const std::exception& e) {
     print_error(who, std::string("internal error: ") + e.what());
     return static_cast<int>(tprobe::ExitCode::kError);

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <utility>
 
+#include "base/out_of_memory.hpp"
 #include "base/strict_json.hpp"
 #include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -293,6 +294,11 @@ std::string read_bounded_text(const std::string& path, const char* what) {
   std::string text;
   std::vector<char> buf(std::size_t{1} << 16);
   while (const std::size_t n = file.read(buf.data(), buf.size(), "")) {
+    if (text.size() + n > text.capacity()) {
+      // Grown here (doubling), so that an allocation that fails names the bytes it asked for.
+      const std::size_t want = std::max(text.size() + n, 2 * text.capacity());
+      allocating(path, want, [&] { text.reserve(want); });
+    }
     text.append(buf.data(), n);
     if (text.size() > kMaxBytes) {
       fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
