@@ -88,10 +88,12 @@ void register_flops(CLI::App& app, ProbeSet& set) {
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--step-time", o->step_time, "Measured step time in seconds, for the MFUs")
-      ->check(positive_number());
+      ->check(positive_number())
+      ->check(max_step_time());
   cmd->add_option("--peak-tflops", o->peak_tflops,
                   "Peak TFLOP/s for MFU (default: measured H200 bf16 dense GEMM)")
       ->check(positive_number())
+      ->check(max_peak_tflops())
       ->capture_default_str();
   set.add(
       cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore, {{"--config"}, {}, {}});

@@ -63,36 +63,45 @@ void register_levers(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--reserve", o->reserve_gib,
                   "GiB kept free on the --gpu-memory card (CUDA context, co-tenants)")
       ->check(CLI::NonNegativeNumber);
-  // The epoch (docs/levers.md, "The epoch"): without --dataset nothing of it runs.
+  // The epoch (docs/levers.md, "The epoch"): without --dataset nothing of it runs, so each of its
+  // options needs --dataset (given alone, it would be silently ignored).
   model::EpochOptions& e = o->epoch;
-  cmd->add_option("--dataset", e.dataset,
-                  "Predict and measure the epoch over these token lengths: a JSONL/CSV/text file "
-                  "(.gz too) as padding/bucket read, or 'synthetic' / 'synthetic:N'");
+  CLI::Option* dataset = cmd->add_option(
+      "--dataset", e.dataset,
+      "Predict and measure the epoch over these token lengths: a JSONL/CSV/text file (.gz too) "
+      "as padding/bucket read, or 'synthetic' / 'synthetic:N'");
   cmd->add_option("--format", e.format, "The dataset's format: auto, jsonl, csv or text")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(dataset);
   cmd->add_option("--sampler", e.sampler,
                   "The epoch's micro-batches: sequential (file order), shuffled, bucket:N "
                   "(bucket's sampler), order:FILE (an order bucket --emit-order wrote) or packed")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(dataset);
   cmd->add_option("--accum", e.accumulation, "Micro-batches per optimizer step")
       ->check(positive_number())
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(dataset);
   cmd->add_option("--epoch-samples", e.samples,
                   "Sampled micro-batches per measured configuration (0: planned from a pilot of 8 "
                   "for a ±5 % interval, at most 64)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(dataset);
   cmd->add_option("--epoch-measure", e.measure,
                   "Configurations measured on sampled micro-batches (comma list of lever names, "
                   "baseline, best; none)")
       ->delimiter(',')
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(dataset);
   cmd->add_option("--max-seq-len", e.max_seq_len,
                   "Records truncated to this (the packed rows' width); 0: the widest --widths")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(dataset);
   cmd->add_option("--sampler-seed", e.seed, "Seed of the shuffled and bucket samplers and of the draw")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(dataset);
   set.add(
       cmd,
       [o, pad_fraction](RunContext& ctx) {

@@ -62,7 +62,8 @@ struct Probe {
 
 class ProbeSet {
  public:
-  // Adds --json to `command` and remembers how to run it and which files it reads and writes.
+  // Adds --json to `command` and remembers how to run it and which files it reads and writes;
+  // every path option `files` names (and --json) refuses an empty value (non_empty_path).
   void add(CLI::App* command, RunFn run, Needs needs = Needs::kCore, ProbeFiles files = {});
   // `old`, an old spelling of `command`'s option `replacement`, kept for one release: hidden from
   // --help; when it is given, the run prints "deprecated: <note>" to stderr and records the note
@@ -162,10 +163,17 @@ struct ProbeInfo {
 
 // Every probe, in the registry's order: `tprobe --help`, the main job and the report's sections.
 const std::vector<ProbeInfo>& all_probes();
-// Registers every probe's subcommand, in that order.
+// Registers every probe's subcommand, in that order, then check_integer_options(app).
 void register_all(CLI::App& app, ProbeSet& set);
+// Every integer option of every subcommand of `app` gets option_checks.hpp's checked_integer
+// (signed or unsigned by CLI11's type name INT / UINT): the one place integers are checked.
+void check_integer_options(CLI::App& app);
 // The probes the report draws sections for, in that order.
 std::vector<core::ReportProbe> report_probes();
+
+// `text` as one line of a message: each line break (and the indentation after it) becomes "; ",
+// any other control byte \xNN, trailing blanks dropped. main() prints every error through it.
+std::string message_line(std::string_view text);
 
 // The environment block: core facts, plus the libtorch / CUDA / CUPTI facts when `needs` asks for
 // the torch module.

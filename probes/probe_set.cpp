@@ -5,6 +5,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <new>
 #include <set>
@@ -193,7 +194,8 @@ CLI::Option* add_step_options(CLI::App* cmd, model::ProfileOptions& o,
   cmd->add_option(
          "--peak-tflops", o.peak_tflops,
          "Peak TFLOP/s for the MFUs (default: measured with one large bf16 GEMM on the GPU)")
-      ->check(positive_number());
+      ->check(positive_number())
+      ->check(max_peak_tflops());
   cmd->add_option("--seed", o.seed, "Seed of the random weights and inputs")
       ->capture_default_str();
   return pad_fraction;
@@ -202,6 +204,30 @@ CLI::Option* add_step_options(CLI::App* cmd, model::ProfileOptions& o,
 std::vector<std::string> lora_targets(const std::vector<std::string>& option) {
   if (option.size() == 1 && option[0] == "none") return {};
   return option;
+}
+
+std::string message_line(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
+                           text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\r') {
+      while (i + 1 < text.size() && (text[i + 1] == '\n' || text[i + 1] == '\r' ||
+                                     text[i + 1] == ' ' || text[i + 1] == '\t')) {
+        ++i;
+      }
+      out += "; ";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
 }
 
 void add_diagnostics(core::Evidence& evidence, const std::vector<core::Diagnostic>& diagnostics) {
@@ -230,7 +256,30 @@ void ProbeSet::add(CLI::App* command, RunFn run, Needs needs, ProbeFiles files) 
   probe->files = std::move(files);
   command->add_option("--json", probe->json_path,
                       "Write the evidence file (JSON) to PATH, atomically");
+  // An empty path would read as "not given" (a default output, no replay): a usage error here,
+  // for every path option the probe declares.
+  std::vector<std::string> paths = probe->files.inputs;
+  paths.insert(paths.end(), probe->files.outputs.begin(), probe->files.outputs.end());
+  paths.push_back("--json");
+  for (const std::string& name : paths) {
+    if (CLI::Option* opt = command->get_option_no_throw(name)) opt->check(non_empty_path());
+  }
   probes_.push_back(std::move(probe));
+}
+
+void check_integer_options(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* opt : sub->get_options()) {
+      if (opt->get_type_size() == 0) continue;  // a flag
+      const std::string type = opt->get_type_name();
+      if (type.rfind("UINT", 0) == 0) {
+        opt->check(checked_integer(false));
+      } else if (type.rfind("INT", 0) == 0) {
+        opt->check(checked_integer(true));
+      }
+    }
+    check_integer_options(*sub);
+  }
 }
 
 namespace {
@@ -293,24 +342,25 @@ std::string one_line(const std::string& text) {
   return line.size() > 200 ? line.substr(0, 200) + "..." : line;
 }
 
-// An exception that is not a tprobe::Error escaped the probe: turned into one line naming the
-// probe and its inputs. nlohmann's "[json.exception.type_error.302] " tag, a bare
-// "std::bad_alloc" and library-internal texts (vector::_M_range_check ...) never reach the user.
+// An exception that is not a tprobe::Error escaped the probe: turned into one line naming its
+// inputs (main's prefix names the probe). nlohmann's "[json.exception.type_error.302] " tag, a
+// bare "std::bad_alloc" and library-internal texts (vector::_M_range_check ...) never reach the
+// user.
 [[noreturn]] void fail_plainly(const Probe& probe) {
-  const std::string where = probe.command->get_name() + inputs_of(probe);
+  const std::string reading = inputs_of(probe);
   try {
     throw;
   } catch (const std::bad_alloc&) {
-    fail("{}: out of memory", where);
+    fail("out of memory{}", reading);
   } catch (const nlohmann::json::exception& e) {
-    fail("{}: a JSON value is not what it should be: {}", where,
+    fail("a JSON value is not what it should be{}: {}", reading,
          one_line(core::json_error_text(e.what())));
   } catch (const std::logic_error&) {
     // out_of_range, length_error, invalid_argument: their texts name library internals.
-    fail("{}: an input is outside what tprobe can represent (a size or index out of range)",
-         where);
+    fail("an input is outside what tprobe can represent (a size or index out of range){}",
+         reading);
   } catch (const std::exception& e) {
-    fail("{}: {}", where, one_line(e.what()));
+    fail("{}{}", one_line(e.what()), reading);
   }
 }
 
@@ -376,6 +426,14 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
       }
     }
     const bool json = probe->command->get_option("--json")->count() > 0;
+    // What was printed must have reached standard output (a full disk, /dev/full): else the run
+    // failed, and its outputs are not committed.
+    out.flush();
+    if (!out) {
+      const int err = errno;
+      fail("cannot write to standard output: {}; no output was written",
+           err != 0 ? std::strerror(err) : "write failed");
+    }
     if (json) evidence.write(files.staged(probe->json_path));
     // Every output of the run at once, the evidence last; an interrupted run keeps the evidence
     // alone. An exception above leaves none (the guard's destructor removes the staged files).

@@ -92,12 +92,13 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "phase, part and layer, and its timeline (never a timed step)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  cmd->add_option("--gpu-memory", o->gpu_memory_gib,
-                  "What fits: card sizes in GiB (comma-separated); after the sweep, the memory "
-                  "model on its peaks predicts the largest width at --batch and the largest "
-                  "batch at the widest width within each card less --reserve, and measures each "
-                  "edge and the step past it under an allocator cap of that budget")
-      ->delimiter(',');
+  CLI::Option* gpu_memory =
+      cmd->add_option("--gpu-memory", o->gpu_memory_gib,
+                      "What fits: card sizes in GiB (comma-separated); after the sweep, the memory "
+                      "model on its peaks predicts the largest width at --batch and the largest "
+                      "batch at the widest width within each card less --reserve, and measures "
+                      "each edge and the step past it under an allocator cap of that budget")
+          ->delimiter(',');
   cmd->add_option("--reserve", o->reserve_gib,
                   "GiB kept free on each --gpu-memory card (CUDA context, co-tenants): one value, "
                   "or one per card")
@@ -106,11 +107,13 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "The peak the memory model fits and each budget is held against: reserved (what "
                   "an allocator cap binds) or allocated")
       ->check(CLI::IsMember({"reserved", "allocated"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(gpu_memory);  // what fits only: alone it would be silently ignored
   cmd->add_option("--edge-step", o->edge_step,
                   "Step of the width edge in tokens: the edge is a multiple of it, and the point "
                   "past it is one step wider")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(gpu_memory);
   cmd->add_option("--raw-memory", o->raw_memory,
                   "Write the first point's allocator events with their scopes to this file "
                   "(tprobe.raw_memory JSON; replayable)");

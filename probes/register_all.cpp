@@ -19,6 +19,7 @@ const std::vector<ProbeInfo>& all_probes() {
 
 void register_all(CLI::App& app, ProbeSet& set) {
   for (const ProbeInfo& p : all_probes()) p.register_probe(app, set);
+  check_integer_options(app);
 }
 
 std::vector<core::ReportProbe> report_probes() {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/report/report_summary.hpp"
@@ -69,10 +70,14 @@ void register_report(CLI::App& app, ProbeSet& set) {
       "Evidence files or directories -> one self-contained HTML report (inline SVG) + Markdown");
   cmd->add_option("inputs", o->inputs, "Evidence files, or directories whose *.json files are read")
       ->required();  // a missing path is the reader's error (exit 1), like every input
+  // Declared to the guard through `declare` (their defaults depend on the inputs): an empty
+  // value, which would mean the default, is refused here.
   cmd->add_option("--html", o->html,
-                  "HTML output (default: DIR/report.html for one directory, else report.html)");
+                  "HTML output (default: DIR/report.html for one directory, else report.html)")
+      ->check(non_empty_path());
   cmd->add_option("--markdown", o->markdown,
-                  "Markdown output (default: beside the HTML's default, report.md)");
+                  "Markdown output (default: beside the HTML's default, report.md)")
+      ->check(non_empty_path());
   cmd->add_option("--since", o->since,
                   "Start of the run the evidence belongs to (UTC ISO 8601, as "
                   "invocation.started_at): evidence started earlier is flagged stale");

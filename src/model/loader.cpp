@@ -72,12 +72,14 @@ Gemma4Model load_model(const core::Checkpoint& ckpt, const ModelOptions& options
   const std::string& prefix = ckpt.text_prefix();
   auto disagreements = core::cross_check(ckpt.config(), ckpt.tensors(), prefix);
   if (!disagreements.empty()) {
-    std::string msg;
-    for (size_t i = 0; i < disagreements.size() && i < 5; ++i) {
-      msg += "\n  " + disagreements[i].tensor + ": " + disagreements[i].message;
-    }
-    fail("{}: checkpoint disagrees with its config.json ({} problems):{}", ckpt.dir(),
-         disagreements.size(), msg);
+    // One line: the first disagreement, and how many more (tprobe inspect lists them all).
+    const core::Disagreement& d = disagreements.front();
+    fail("{}: checkpoint disagrees with its config.json: {}: {}{}", ckpt.dir(), d.tensor,
+         d.message,
+         disagreements.size() > 1
+             ? fmt::format(" (and {} more; tprobe inspect --checkpoint lists them)",
+                           disagreements.size() - 1)
+             : "");
   }
   Gemma4Model model = Gemma4Model::empty(ckpt.config(), options);
   torch::NoGradGuard no_grad;

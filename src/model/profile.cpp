@@ -195,7 +195,7 @@ ProfileReport run_profile(const ProfileRequest& request,
       rep.devices.push_back(d);
     }
   }
-  bool raw_written = false;
+  bool raw_written = false, raw_memory_written = false;
   rep.steps = run_steps(spec, [&](const PointResult& p) {
     if (p.extra) {  // a budget's edge (StepReport::extra): no trace, no FLOPs row
       if (on_point) on_point(p);
@@ -231,6 +231,7 @@ ProfileReport run_profile(const ProfileRequest& request,
     rep.traces.push_back(std::move(t));
     if (p.raw_memory && !request.raw_memory_path.empty()) {
       core::write_file_atomic(request.raw_memory_path, core::to_json(*p.raw_memory).dump() + "\n");
+      raw_memory_written = true;
     }
     if (!p.memory_message.empty()) {
       rep.diagnostics.push_back({core::Severity::kWarning, "memory_step_failed",
@@ -245,6 +246,17 @@ ProfileReport run_profile(const ProfileRequest& request,
     }
     if (on_point) on_point(p);
   });
+  // A raw trace or memory history asked for and not written is a failed run, not a run that
+  // leaves the file out silently (an interrupted run writes no side output anyway).
+  const bool stopped = spec.should_stop && spec.should_stop();
+  if (!stopped && !request.raw_trace_path.empty() && !raw_written) {
+    fail("--raw-trace: no step was traced ({}), so there is no raw trace to write",
+         !rep.kernel_table_reason.empty() ? rep.kernel_table_reason
+                                          : "every traced step failed");
+  }
+  if (!stopped && !request.raw_memory_path.empty() && !raw_memory_written) {
+    fail("--raw-memory: no memory step succeeded, so there is no allocator history to write");
+  }
   if (spec.checkpointing == Checkpointing::kNonReentrant) {
     rep.diagnostics.push_back(
         {core::Severity::kWarning, "checkpointing_resolved",

@@ -87,9 +87,28 @@ ProfileRequest profile_request(const ProfileOptions& o) {
     lengths.back() = std::max<int64_t>(
         2,
         static_cast<int64_t>(std::llround(static_cast<double>(widest) * (1.0 - o.pad_fraction))));
+    // A fraction that rounds to no pad token would make a "padded" point with no padding.
+    if (lengths.back() >= widest && widest <= 2) {
+      fail_usage("--pad-fraction: the widest width ({} tokens) leaves no room for a pad token "
+                 "(a padded row keeps 2 real tokens)",
+                 widest);
+    }
+    if (lengths.back() >= widest) {
+      fail_usage("--pad-fraction {}: pads no token of the widest width ({} tokens); give at "
+                 "least {:.3g} (one pad token)",
+                 o.pad_fraction, widest, 1.0 / static_cast<double>(widest));
+    }
     s.points.push_back({o.batch, widest, lengths});
   }
   req.trace = o.trace == "on";
+  // A raw trace that cannot be written is refused before any step (docs/profile.md).
+  if (!o.raw_trace.empty() && !req.trace)
+    fail_usage("--raw-trace needs --trace on (it is the traced step's records)");
+  if (!o.raw_trace.empty() && o.device != "cuda" && o.replay_trace.empty()) {
+    fail_usage("--raw-trace: no step is traced on the {} (CUPTI records GPU activity only): "
+               "use --device cuda, or --replay-trace",
+               o.device);
+  }
   s.record_memory = o.memory == "on";
   if (!o.raw_memory.empty() && !s.record_memory)
     fail_usage("--raw-memory needs --memory on (the memory step records what it writes)");

@@ -57,33 +57,34 @@ Loaded load() {
   std::string tried;
   for (const std::string& path : candidates) {
     if (!readable(path)) {
-      tried += "\n  " + path + ": not found";
+      tried += "; " + path + ": not found";
       continue;
     }
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char* why = ::dlerror();
-      tried += "\n  " + path + ": " + (why ? why : "dlopen failed");
+      tried += "; " + path + ": " + (why ? why : "dlopen failed");
       continue;
     }
     using Entry = const TorchApi* (*)();
     auto entry = reinterpret_cast<Entry>(::dlsym(handle, kEntryPoint));
     if (!entry) {
-      tried += "\n  " + path + ": no symbol " + kEntryPoint;
+      tried += "; " + path + ": no symbol " + kEntryPoint;
       continue;
     }
     const TorchApi* api = entry();
     if (!api || api->version != kTorchApiVersion) {
-      tried += fmt::format("\n  {}: module API version {} (this binary expects {}): rebuild both",
+      tried += fmt::format("; {}: module API version {} (this binary expects {}): rebuild both",
                            path, api ? api->version : -1, kTorchApiVersion);
       continue;
     }
     if (api->share_interrupt_flag) api->share_interrupt_flag(core::interrupt_flag());
     return {api, path};
   }
+  // One line: each place looked in, with why it failed.
   fail("this probe needs libtorch, but the torch module could not be loaded (set "
-       "TPROBE_TORCH_MODULE to its path, or rebuild):{}",
-       tried);
+       "TPROBE_TORCH_MODULE to its path, or rebuild): {}",
+       tried.empty() ? std::string("no place to look in") : tried.substr(2));
 }
 
 std::once_flag g_once;

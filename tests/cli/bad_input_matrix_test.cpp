@@ -14,6 +14,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <stdexcept>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -92,7 +94,12 @@ std::map<std::string, std::string> signature_of(const std::string& root) {
 
 std::map<std::string, std::string> contents_of(const std::map<std::string, std::string>& files) {
   std::map<std::string, std::string> out;
-  for (const auto& [path, sig] : files) out[path] = read_text(path);
+  for (const auto& [path, sig] : files) {
+    // Regular files only: opening a FIFO would block, a symbolic link is compared by its
+    // signature.
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) out[path] = read_text(path);
+  }
   return out;
 }
 
@@ -127,6 +134,15 @@ class Files {
                                                 core::embedded_model("gemma4-tiny"));
     std::string st = read_text(path("ck-cut") + "/model.safetensors");
     write_text(path("ck-cut") + "/model.safetensors", st.substr(0, 200));
+    // A checkpoint whose config disagrees with 18 of its tensors (issue 33: one line).
+    ::mkdir(path("ck-disagree").c_str(), 0755);
+    {
+      const std::string hf = std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf";
+      nlohmann::json c = nlohmann::json::parse(read_text(hf + "/config.json"));
+      c["intermediate_size"] = c["intermediate_size"].get<int>() + 32;
+      write_text(path("ck-disagree") + "/config.json", c.dump());
+      write_text(path("ck-disagree") + "/model.safetensors", read_text(hf + "/model.safetensors"));
+    }
     // Traces: a gzip stream cut short, JSON without traceEvents, events with absurd fields.
     const std::string fixtures = TPROBE_FIXTURES_DIR;
     std::string gz = read_text(fixtures + "/traces/hf-sdpa-2x256.json.gz");
@@ -218,10 +234,62 @@ class Files {
     write_text(path("trace-string-ts.json"),
                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
                R"( "ts": "ten", "dur": 5}]})");
+    // Ids that are numbers but not integers (issue 33): read as 1, 1.5 put the row on device 1.
+    const std::string kernel_with =
+        R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": PID, "tid": 7,)"
+        R"( "ts": 10, "dur": 5, "args": {"device": DEV, "stream": 7}}]})";
+    auto kernel_event = [&](const std::string& pid, const std::string& dev) {
+      std::string t = kernel_with;
+      t.replace(t.find("PID"), 3, pid);
+      t.replace(t.find("DEV"), 3, dev);
+      return t;
+    };
+    write_text(path("trace-device-1.5.json"), kernel_event("0", "1.5"));
+    write_text(path("trace-pid-1.5.json"), kernel_event("1.5", "0"));
+    // Per-rank directories holding an entry named like a trace that is none (issue 33).
+    for (const char* d : {"ranks-fifo", "ranks-dangling", "ranks-loop", "ranks-dir"}) {
+      ::mkdir(path(d).c_str(), 0755);
+      write_text(path(d) + "/rank0.json", one_kernel);
+    }
+    ::mkfifo((path("ranks-fifo") + "/rank1.json").c_str(), 0644);
+    ::symlink("no-such-trace.json", (path("ranks-dangling") + "/rank1.json").c_str());
+    ::symlink("rank1.json", (path("ranks-loop") + "/rank1.json").c_str());
+    ::mkdir((path("ranks-dir") + "/rank1.json").c_str(), 0755);
+    // A raw trace for --replay-trace followed by bytes that are not gzip (issue 33).
+    write_text(path("raw-gz-garbage.json.gz"), gzip_of("{}") + "garbage after the gzip");
     write_text(path("trace-long-name.json"),
                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")" +
                    std::string((std::size_t{16} << 20) + 1, 'k') +
                    R"(", "pid": 0, "tid": 7, "ts": 10, "dur": 5}]})");
+    // Adapter configs that scale the adapter to nothing or give ranks the tensors do not have
+    // (issue 33).
+    auto adapter_with_field = [&](const char* d, const std::string& field) {
+      std::string c = cfg;
+      c.insert(c.find('{') + 1, field + ", ");
+      adapter_with(d, c);
+    };
+    std::string alpha0 = cfg;
+    const std::size_t la = alpha0.find("\"lora_alpha\":");
+    alpha0 = alpha0.substr(0, la) + "\"lora_alpha\": 0, \"alpha_was\":" + alpha0.substr(la + 13);
+    adapter_with("ad-alpha0", alpha0);
+    adapter_with_field("ad-alpha-pattern0", R"("alpha_pattern": {"q_proj": 0})");
+    adapter_with_field("ad-rank-pattern16", R"("rank_pattern": {"q_proj": 16})");
+    adapter_with_field("ad-rank-pattern-list", R"("rank_pattern": [16])");
+    // kernels evidence whose parts_steps is no step count (issue 33).
+    // (Insertion-ordered: "schema" stays the first key, which says it is evidence.)
+    const RunResult ev = run_tprobe(
+        {"kernels", fixtures + "/traces/parts-small.json", "--json", path("kernels-ev.json")});
+    const nlohmann::ordered_json doc =
+        nlohmann::ordered_json::parse(read_text(path("kernels-ev.json")), nullptr, false);
+    if (ev.exit_code != 0 || !doc.is_object() || !doc["results"].contains("parts_steps")) {
+      throw std::runtime_error("kernels evidence of parts-small.json: " + ev.err);
+    }
+    for (const auto& [name, v] : std::vector<std::pair<std::string, nlohmann::ordered_json>>{
+             {"two", "two"}, {"0", 0}, {"-3", -3}}) {
+      nlohmann::ordered_json d = doc;
+      d["results"]["parts_steps"] = v;
+      write_text(path("kernels-ev-steps-" + name + ".json"), d.dump());
+    }
   }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
   const std::string& dir() const { return dir_; }
@@ -265,8 +333,18 @@ std::vector<Case> cases(const Files& f) {
        "micro-batch"},
       {"padding/negative-micro-batch", {"padding", "--micro-batch", "-2"}, 2, "micro-batch"},
       {"padding/nan-micro-batch", {"padding", "--micro-batch", nanopt}, 2, "--micro-batch"},
-      {"padding/unknown-option", {"padding", "--micro-batches", "2"}, 2, "--micro-batches"},
+      // CLI11's usage errors on one line, with the --help hint on it (issue 33).
+      {"padding/unknown-option", {"padding", "--micro-batches", "2"}, 2,
+       "tprobe padding: error: The following argument was not expected: --micro-batches (run "
+       "'tprobe padding --help')"},
       {"padding/bad-format", {"padding", "--format", "parquet"}, 2, "parquet"},
+      // Integers as written, within their type; no empty path (issue 33).
+      {"padding/micro-batch-not-an-integer", {"padding", "--micro-batch", "1.5"}, 2,
+       "--micro-batch: '1.5' is not an integer"},
+      {"padding/micro-batch-leading-zero", {"padding", "--micro-batch", "010"}, 2,
+       "--micro-batch: '010' has a leading zero"},
+      {"padding/empty-dataset-path", {"padding", "--dataset", ""}, 2,
+       "--dataset: the path is empty"},
       {"padding/absurd-synthetic", {"padding", "--dataset", "synthetic:4294967294"}, 2,
        "at most 100000000 synthetic records"},
       // bucket
@@ -355,14 +433,16 @@ std::vector<Case> cases(const Files& f) {
       // flops
       {"flops/config-missing", {"flops", "--config", f.missing()}, 1, f.missing()},
       {"flops/config-empty", {"flops", "--config", f.path("empty")}, 1, f.path("empty")},
+      // JSON errors in tprobe's words, with the byte (issue 33).
       {"flops/config-wrong-type",
        {"flops", "--config", f.path("config-text.json")},
        1,
-       f.path("config-text.json")},
+       f.path("config-text.json") + ": not valid JSON at byte 2 near 'th': not a JSON value"},
       {"flops/config-truncated",
        {"flops", "--config", f.path("config-cut.json")},
        1,
-       f.path("config-cut.json")},
+       f.path("config-cut.json") + ": not valid JSON at byte 34 near '" +
+           "ext_config\": {\"hidden_size\": 28': the text ends inside the JSON document"},
       {"flops/config-negative", {"flops", "--config", f.path("config-neg.json")}, 1, "hidden_size"},
       {"flops/absurd-batch", {"flops", "--batch", "1000000000000"}, 2, "batch"},
       {"flops/absurd-width", {"flops", "--width", "1000000000000000"}, 2, "width"},
@@ -374,6 +454,11 @@ std::vector<Case> cases(const Files& f) {
       {"flops/unknown-option", {"flops", "--widht", "2"}, 2, "--widht"},
       {"flops/step-time-below-peak", {"flops", "--step-time", "1e-300"}, 2,
        "--step-time 1e-300 s: the step's"},
+      // An overflowing result is refused at its inputs: no 300-digit number (issue 33).
+      {"flops/step-time-past-bound", {"flops", "--step-time", "1e308", "--peak-tflops", "1e-300"},
+       2, "--step-time: '1e308' is above 1e+06"},
+      {"flops/peak-past-bound", {"flops", "--step-time", "10", "--peak-tflops", "1e308"}, 2,
+       "--peak-tflops: '1e308' is above 1e+06"},
       {"flops/config-and-model",
        {"flops", "--config", f.path("config-neg.json"), "--model", "gemma4-tiny"},
        2,
@@ -432,8 +517,30 @@ std::vector<Case> cases(const Files& f) {
        "field 'ts' has value ten: not a time in microseconds"},
       {"kernels/name-longer-than-16-MiB", {"kernels", f.path("trace-long-name.json")}, 1,
        "a string longer than 16777216 bytes"},
+      {"kernels/device-id-1.5", {"kernels", f.path("trace-device-1.5.json")}, 1,
+       "traceEvents[0] field 'args.device' has value 1.5: not an id"},
+      {"kernels/pid-1.5", {"kernels", f.path("trace-pid-1.5.json")}, 1,
+       "traceEvents[0] field 'pid' has value 1.5: not an id"},
+      {"kernels/ranks-dir-with-fifo", {"kernels", f.path("ranks-fifo")}, 1,
+       "entry '" + f.path("ranks-fifo") + "/rank1.json' is a FIFO, not a trace file"},
+      {"kernels/ranks-dir-with-dangling-symlink", {"kernels", f.path("ranks-dangling")}, 1,
+       "entry '" + f.path("ranks-dangling") + "/rank1.json' is a symbolic link to nothing"},
+      {"kernels/ranks-dir-with-symlink-loop", {"kernels", f.path("ranks-loop")}, 1,
+       "entry '" + f.path("ranks-loop") + "/rank1.json' is a symbolic link in a loop"},
+      {"kernels/ranks-dir-with-json-directory", {"kernels", f.path("ranks-dir")}, 1,
+       "entry '" + f.path("ranks-dir") + "/rank1.json' is a directory, not a trace file"},
+      {"kernels/parts-steps-string",
+       {"kernels", f.path("kernels-ev-steps-two.json"), f.path("kernels-ev.json")}, 1,
+       "results.parts_steps is \"two\": not a step count"},
+      {"kernels/parts-steps-zero",
+       {"kernels", f.path("kernels-ev-steps-0.json"), f.path("kernels-ev.json")}, 1,
+       "results.parts_steps is 0: not a step count"},
+      {"kernels/parts-steps-negative",
+       {"kernels", f.path("kernels-ev.json"), f.path("kernels-ev-steps--3.json")}, 1,
+       "results.parts_steps is -3: not a step count"},
       {"kernels/negative-skip", {"kernels", f.path("empty"), "--skip-first", "-1"}, 2,
        "--skip-first"},
+      {"kernels/empty-input-path", {"kernels", ""}, 2, "inputs: the path is empty"},
       {"kernels/unknown-option", {"kernels", f.path("empty"), "--stpe", "1"}, 2, "--stpe"},
       // mask
       {"mask/config-missing", {"mask", f.missing()}, 1, f.missing()},
@@ -473,11 +580,25 @@ std::vector<Case> cases(const Files& f) {
        "lookaround"},
       {"lora-gate/unknown-option", {"lora-gate", f.path("ad-empty"), "--modle", "x"}, 2,
        "--modle"},
+      // What scales an adapter to nothing, and ranks its tensors do not have (issue 33).
+      {"lora-gate/alpha-zero", {"lora-gate", f.path("ad-alpha0")}, 1,
+       "field 'lora_alpha' is 0: it scales every update to nothing"},
+      {"lora-gate/alpha-pattern-zero", {"lora-gate", f.path("ad-alpha-pattern0")}, 1,
+       "alpha_pattern 'q_proj' is 0: it scales every update to nothing"},
+      {"lora-gate/rank-pattern-disagrees", {"lora-gate", f.path("ad-rank-pattern16")}, 1,
+       "has rank 4 ([4, 64]), but " + f.path("ad-rank-pattern16") +
+           "/adapter_config.json says r = 16 for it (rank_pattern 'q_proj')"},
+      {"lora-gate/rank-pattern-not-an-object", {"lora-gate", f.path("ad-rank-pattern-list")}, 1,
+       "field 'rank_pattern' must be an object"},
       {"lora-gate/safetensors-header-length-into-data", {"lora-gate", f.path("ad-hdrlen")}, 1,
        "runs past the header's JSON object"},
       // report
       {"report/missing", {"report", f.missing()}, 1, f.missing()},
       {"report/unknown-option", {"report", f.path("emptydir"), "--htm", "x"}, 2, "--htm"},
+      {"report/empty-html", {"report", f.path("emptydir"), "--html", ""}, 2,
+       "--html: the path is empty"},
+      {"report/empty-markdown", {"report", f.path("emptydir"), "--markdown", ""}, 2,
+       "--markdown: the path is empty"},
       // parity (libtorch module)
       {"parity/checkpoint-missing",
        {"parity", "--checkpoint", f.missing(), "--reference", f.path("empty")},
@@ -516,6 +637,14 @@ std::vector<Case> cases(const Files& f) {
         "--reference", f.path("ref-nan-loss.safetensors")},
        1,
        "'loss' is nan: a reference must be finite"},
+      // The config-vs-checkpoint error on one line (issue 33).
+      {"profile/config-disagrees-with-checkpoint",
+       {"profile", "--device", "cpu", "--checkpoint", f.path("ck-disagree"), "--widths", "16",
+        "--warmup", "0", "--repeats", "1", "--trace", "off", "--memory", "off"},
+       1,
+       f.path("ck-disagree") + ": checkpoint disagrees with its config.json: " +
+           "model.layers.0.mlp.gate_proj.weight: shape [96, 64] but the config expects [128, 64] "
+           "(and 17 more"},
       {"parity/bad-dtype",
        {"parity", "--checkpoint", f.missing(), "--reference", f.missing(), "--dtype", "fp8"},
        2,
@@ -538,7 +667,7 @@ std::vector<Case> cases(const Files& f) {
        {"profile", "--device", "cpu", "--widths", "16", "--replay-trace",
         f.path("config-text.json")},
        1,
-       f.path("config-text.json") + ": not valid JSON at line 1, column 2"},
+       f.path("config-text.json") + ": not valid JSON at byte 2 near 'th'"},
       {"profile/negative-pad-fraction",
        {"profile", "--device", "cpu", "--widths", "16", "--pad-fraction", "-0.5"},
        2,
@@ -547,10 +676,47 @@ std::vector<Case> cases(const Files& f) {
        {"profile", "--device", "cpu", "--batch", "1", "--widths", "16", "--lengths", "32"},
        2,
        "--lengths value 32 is above the widest --widths (16)"},
+      {"profile/replay-trace-gzip-then-garbage",
+       {"profile", "--device", "cpu", "--widths", "16", "--replay-trace",
+        f.path("raw-gz-garbage.json.gz")},
+       1,
+       "bytes of data that are not gzip follow the gzip stream"},
+      {"profile/pad-fraction-pads-no-token",
+       {"profile", "--device", "cpu", "--widths", "16", "--pad-fraction", "0.01"}, 2,
+       "--pad-fraction 0.01: pads no token of the widest width (16 tokens); give at least "
+       "0.0625"},
+      {"profile/raw-trace-nothing-traced-on-cpu",
+       {"profile", "--device", "cpu", "--widths", "16", "--raw-trace", f.path("never.json")}, 2,
+       "--raw-trace: no step is traced on the cpu"},
+      {"profile/raw-trace-with-trace-off",
+       {"profile", "--device", "cpu", "--widths", "16", "--trace", "off", "--raw-trace",
+        f.path("never.json")},
+       2, "--raw-trace needs --trace on"},
       {"profile/table-width-not-a-width",
        {"profile", "--device", "cpu", "--widths", "16,24", "--table-width", "99"},
        2,
        "--table-width 99 is none of this run's widths (16, 24)"},
+      {"profile/empty-replay-trace", {"profile", "--device", "cpu", "--replay-trace", ""}, 2,
+       "--replay-trace: the path is empty"},
+      {"profile/fit-peak-without-gpu-memory", {"profile", "--fit-peak", "allocated"}, 2,
+       "--fit-peak requires --gpu-memory"},
+      // levers: every integer option within its type; the epoch's options need --dataset.
+      {"levers/accum-past-int64",
+       {"levers", "--dataset", "synthetic", "--accum", "9223372036854775808"}, 2,
+       "--accum: '9223372036854775808' is past the largest value this option takes"},
+      {"levers/seed-negative", {"levers", "--seed", "-1"}, 2,
+       "--seed: '-1' is negative: this option takes 0 or more"},
+      {"levers/sampler-seed-not-an-integer",
+       {"levers", "--dataset", "synthetic", "--sampler-seed", "1e23"}, 2,
+       "--sampler-seed: '1e23' is not an integer"},
+      {"levers/sampler-without-dataset", {"levers", "--sampler", "shuffled"}, 2,
+       "--sampler requires --dataset"},
+      {"levers/order-file-without-dataset",
+       {"levers", "--sampler", "order:" + f.path("empty")}, 2, "--sampler requires --dataset"},
+      {"levers/accum-without-dataset", {"levers", "--accum", "4"}, 2,
+       "--accum requires --dataset"},
+      {"levers/epoch-samples-without-dataset", {"levers", "--epoch-samples", "4"}, 2,
+       "--epoch-samples requires --dataset"},
       // suite and the binary itself
       {"suite/unknown-option", {"suite", "--otu", "x"}, 2, "--otu"},
       {"tprobe/unknown-subcommand", {"frobnicate"}, 2, "frobnicate"},
@@ -565,40 +731,81 @@ class BadInputMatrix : public ::testing::Test {
 };
 Files* BadInputMatrix::files_ = nullptr;
 
+// Cases that need more than arguments: standard output full or closed, an environment variable.
+struct RunCase {
+  Case c;
+  RunOptions run;
+};
+
+std::vector<RunCase> run_cases(const Files& f) {
+  const std::string fx = TPROBE_FIXTURES_DIR;
+  const std::string trace = fx + "/traces/parts-small.json";
+  RunOptions full;
+  full.stdout_path = "/dev/full";
+  RunOptions closed;
+  closed.close_stdout = true;
+  RunOptions no_module;
+  no_module.env = {{"TPROBE_TORCH_MODULE", f.path("no-such-module.so")}};
+  return {
+      // A full or closed standard output is a failed run (issue 33): nothing committed.
+      {{"kernels/stdout-full", {"kernels", trace}, 1,
+        "tprobe kernels: error: cannot write to standard output: No space left on device"},
+       full},
+      {{"kernels/stdout-closed", {"kernels", trace}, 1,
+        "tprobe kernels: error: standard output is closed"},
+       closed},
+      // The torch module that cannot be loaded, on one line naming where it was looked for.
+      {{"parity/torch-module-not-loaded",
+        {"parity", "--checkpoint", fx + "/gemma4-tiny-hf", "--reference",
+         fx + "/gemma4-tiny-hf/reference.safetensors"},
+        1,
+        "the torch module could not be loaded (set TPROBE_TORCH_MODULE to its path, or "
+        "rebuild): " +
+            f.path("no-such-module.so") + ": not found"},
+       no_module},
+  };
+}
+
 TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) {
   const std::string out_dir = make_temp_dir();
-  const std::vector<Case> cases_list = cases(*files_);
+  std::vector<RunCase> cases_list;
+  for (Case& c : cases(*files_)) cases_list.push_back({std::move(c), {}});
+  for (RunCase& c : run_cases(*files_)) cases_list.push_back(std::move(c));
   // The inputs: the bad files and the fixtures the cases read, by signature (inode, size, mtime)
   // after every case and by content at the end.
   auto all_inputs = [&] {
     std::map<std::string, std::string> sig = signature_of(files_->dir());
-    for (const char* fx : {"/gemma4-tiny-hf", "/adapters/after-step"}) {
+    for (const char* fx :
+         {"/gemma4-tiny-hf", "/adapters/after-step", "/traces/parts-small.json"}) {
       for (auto& kv : signature_of(std::string(TPROBE_FIXTURES_DIR) + fx)) sig.insert(kv);
     }
     return sig;
   };
   const auto inputs_before = all_inputs();
   const auto contents_before = contents_of(inputs_before);
-  for (const Case& c : cases_list) {
+  for (const RunCase& rc : cases_list) {
+    const Case& c = rc.c;
     SCOPED_TRACE(c.name);
-    const std::string json = out_dir + "/" + std::to_string(&c - cases_list.data()) + ".json";
+    const std::string json = out_dir + "/" + std::to_string(&rc - cases_list.data()) + ".json";
     std::vector<std::string> args = c.args;
     args.insert(args.end(), {"--json", json});
-    RunResult r = run_tprobe(args);
+    RunResult r = run_tprobe(args, rc.run);
     EXPECT_EQ(r.exit_code, c.exit_code) << r.err << r.out;
     EXPECT_LT(r.exit_code, 128) << "killed by a signal";
     EXPECT_NE(r.err.find(c.needle), std::string::npos)
         << "message lacks '" << c.needle << "': " << r.err;
-    // One line (CLI11's usage errors add a "Run with --help" line), printable ASCII only.
-    std::string first = r.err.substr(0, r.err.find('\n'));
-    EXPECT_LE(first.size(), 300u) << first;
+    // One line, whatever the exit code (CLI11's usage errors too, their --help hint on it),
+    // "tprobe <subcommand>: error: " first, printable ASCII only.
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    const std::string who =
+        c.args.empty() || c.name.rfind("tprobe/", 0) == 0 ? "tprobe" : "tprobe " + c.args[0];
+    EXPECT_EQ(r.err.rfind(who + ": error: ", 0), 0u) << r.err;
+    EXPECT_LE(r.err.size(), 400u) << r.err;
     for (char ch : r.err) EXPECT_TRUE(ch == '\n' || (ch >= 0x20 && ch < 0x7f)) << r.err;
-    if (c.exit_code == 1) {
-      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
-    }
-    // No library's own text: nlohmann's tags, "internal error", c10's backtraces.
+    // No library's own text: nlohmann's tags and wording, "internal error", c10's backtraces.
     for (const char* leak : {"json.exception", "internal error", "Exception raised from",
-                             "frame #", "std::bad_alloc", "basic_string", "vector::"}) {
+                             "frame #", "std::bad_alloc", "basic_string", "vector::",
+                             "syntax error while parsing", "last read:", "Run with --help"}) {
       EXPECT_EQ(r.err.find(leak), std::string::npos) << "'" << leak << "' in: " << r.err;
     }
     EXPECT_FALSE(file_exists(json)) << "evidence written by a failed run";
@@ -622,7 +829,12 @@ TEST_F(BadInputMatrix, ParityAndLoraGateRefuseOneAdapterAlike) {
   EXPECT_NE(gate.err.find("but " + files_->path("ad-r8") + "/adapter_config.json says r = 8"),
             std::string::npos)
       << gate.err;
-  EXPECT_EQ(parity.err, gate.err);
+  // The same message after each probe's own "tprobe <probe>: error: ".
+  const std::string gate_prefix = "tprobe lora-gate: error: ";
+  const std::string parity_prefix = "tprobe parity: error: ";
+  ASSERT_EQ(gate.err.rfind(gate_prefix, 0), 0u) << gate.err;
+  ASSERT_EQ(parity.err.rfind(parity_prefix, 0), 0u) << parity.err;
+  EXPECT_EQ(parity.err.substr(parity_prefix.size()), gate.err.substr(gate_prefix.size()));
 }
 
 // report.md escapes what the evidence says (input HTML passed through before), and two evidence

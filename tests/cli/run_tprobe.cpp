@@ -20,11 +20,14 @@ namespace tprobe::testing {
 namespace {
 
 pid_t start_tprobe(const std::vector<std::string>& args, const std::string& out_path,
-                   const std::string& err_path) {
+                   const std::string& err_path, const RunOptions& options = {}) {
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
-    if (!freopen(out_path.c_str(), "w", stdout) || !freopen(err_path.c_str(), "w", stderr)) _exit(127);
+    const std::string& to = options.stdout_path.empty() ? out_path : options.stdout_path;
+    if (!freopen(to.c_str(), "w", stdout) || !freopen(err_path.c_str(), "w", stderr)) _exit(127);
+    if (options.close_stdout) ::close(STDOUT_FILENO);
+    for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
     // No LeakSanitizer in the children (a caller's own ASAN_OPTIONS wins): its stop-the-world
     // tracer crashed (signal 11, "LeakSanitizer has encountered a fatal error", exit 134) at the
     // exit of a parity child refusing its reference, under this fork/exec harness only, not run
@@ -62,6 +65,12 @@ RunResult run_tprobe(const std::vector<std::string>& args) {
   std::string dir = make_temp_dir();
   std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
   return finish(start_tprobe(args, out_path, err_path), out_path, err_path);
+}
+
+RunResult run_tprobe(const std::vector<std::string>& args, const RunOptions& options) {
+  std::string dir = make_temp_dir();
+  std::string out_path = dir + "/stdout", err_path = dir + "/stderr";
+  return finish(start_tprobe(args, out_path, err_path, options), out_path, err_path);
 }
 
 RunResult run_tprobe_signalled(const std::vector<std::string>& args, double delay_s, int signal) {

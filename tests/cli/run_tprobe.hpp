@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tprobe::testing {
@@ -14,6 +15,14 @@ struct RunResult {
 };
 
 RunResult run_tprobe(const std::vector<std::string>& args);
+
+// How the child runs: environment variables set in it, and where its standard output goes.
+struct RunOptions {
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string stdout_path;    // "" : captured (RunResult::out); else this file, e.g. /dev/full
+  bool close_stdout = false;  // standard output closed (fd 1) when tprobe starts
+};
+RunResult run_tprobe(const std::vector<std::string>& args, const RunOptions& options);
 
 // Runs tprobe and sends it `signal` after `delay_s` seconds (if it is still running then).
 RunResult run_tprobe_signalled(const std::vector<std::string>& args, double delay_s, int signal);

@@ -421,6 +421,46 @@ std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
+// rank_pattern gives the modules its keys match their rank (PEFT: the first key that matches the
+// module's name after an optional "<prefix>."), and the tensors are checked against it (issue 33:
+// {"q_proj": 16} over rank-4 tensors passed).
+TEST(LoraGate, RankPatternIsCheckedAgainstTheTensors) {
+  Form two, four;
+  four.rank = 4;
+  std::vector<Stored> tensors = adapter_tensors(
+      tiny(), two, all_ones, {"k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
+  for (Stored& q : adapter_tensors(tiny(), four, all_ones, {"q_proj"})) tensors.push_back(q);
+  auto error_of = [&](const std::string& extra) -> std::string {
+    try {
+      const LoraGateReport r = gate(make_adapter(config_text(kSeven, 2, extra), tensors), tiny());
+      return r.verdict == GateVerdict::kReal ? "" : "verdict " + std::string(to_string(r.verdict));
+    } catch (const Error& e) {
+      return e.what();
+    }
+  };
+  EXPECT_EQ(error_of(R"(, "rank_pattern": {"q_proj": 4})"), "");
+  EXPECT_EQ(error_of(R"(, "rank_pattern": {"layers\\.\\d+\\.self_attn\\.q_proj": 4})"), "");
+  // Without it, the q_proj tensors have rank 4 where r = 2; a key for another module gives that
+  // module a rank its tensors do not have; a key for layer 0's q_proj only leaves the others at
+  // r = 2.
+  EXPECT_NE(error_of("").find("self_attn.q_proj.lora_A.weight' has rank 4 ([4, "),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(, "rank_pattern": {"k_proj": 4})")
+                .find("k_proj.lora_A.weight' has rank 2 ([2, 64]), but "),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(, "rank_pattern": {"k_proj": 2, "q_proj": 3})")
+                .find("says r = 3 for it (rank_pattern 'q_proj')"),
+            std::string::npos);
+  const std::string layer0 = error_of(R"(, "rank_pattern": {"layers.0.self_attn.q_proj": 4})");
+  EXPECT_NE(layer0.find("layers.1.self_attn.q_proj.lora_A.weight' has rank 4"), std::string::npos)
+      << layer0;
+  EXPECT_NE(error_of(R"(, "rank_pattern": {"q_proj": 0})").find("rank_pattern 'q_proj' is 0"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"(, "alpha_pattern": {"q_proj": 0}, "rank_pattern": {"q_proj": 4})")
+                .find("alpha_pattern 'q_proj' is 0: it scales every update to nothing"),
+            std::string::npos);
+}
+
 TEST(LoraGate, BrokenInputsGiveErrorsNamingTheField) {
   const std::string good =
       make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, all_ones));

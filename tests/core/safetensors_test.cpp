@@ -10,6 +10,7 @@
 #include <fstream>
 #include <random>
 
+#include "base/out_of_memory.hpp"
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
 
@@ -309,6 +310,21 @@ TEST(SafetensorsBroken, HeaderParserNamesTensorWithoutFiles) {
                Error);
   SafetensorsHeader h = parse_safetensors_header(R"({})", 0, "mem");
   EXPECT_TRUE(h.tensors.empty());
+}
+
+// A reader's allocation that fails is the read error, naming the file and the bytes asked (the
+// header's here; profile's raw traces alike), exit 1 (issue 33). Tested on the conversion itself:
+// under ASan operator new reports and aborts instead of throwing std::bad_alloc, and ASan's
+// shadow memory does not start under an RLIMIT_AS small enough to fail a reader's allocation.
+TEST(Safetensors, AnAllocationThatFailsIsAReadErrorNamingTheBytesAsked) {
+  try {
+    detail::allocating("m.safetensors", 123456789, []() -> std::string { throw std::bad_alloc(); });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "out of memory reading m.safetensors (123456789 bytes asked)");
+    EXPECT_EQ(e.code(), ExitCode::kError);
+  }
+  EXPECT_EQ(detail::allocating("m.safetensors", 3, [] { return std::string(3, 'a'); }), "aaa");
 }
 
 }  // namespace

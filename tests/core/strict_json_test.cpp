@@ -75,6 +75,42 @@ TEST(StrictJson, SyntaxErrorsNameTheDocumentAndQuoteNoRawBytes) {
   EXPECT_NE(message_of("{} {}").find("not valid JSON"), std::string::npos);
 }
 
+// Syntax errors in tprobe's words with the byte (from 1), the line and column past the first
+// line, and the bytes before it; never nlohmann's wording (issue 33).
+TEST(StrictJson, SyntaxErrorsSayWhatAndWhereInTprobesWords) {
+  EXPECT_EQ(message_of("this is not json\n"),
+            "doc.json: not valid JSON at byte 2 near 'th': not a JSON value (an object, array, "
+            "string, number, true, false or null)");
+  EXPECT_EQ(message_of("{\"a\": 1,\n \"b\": [1, 2,, 3]}"),
+            "doc.json: not valid JSON at byte 22 (line 2, column 13) near ' \"b\": [1, 2,,': "
+            "unexpected ',' where a value should be");
+  EXPECT_EQ(message_of("{\"a\" 1}"),
+            "doc.json: not valid JSON at byte 6 near '{\"a\" 1': unexpected '1' where ':' should "
+            "be");
+  EXPECT_EQ(message_of("{\"a\": 1} x"),
+            "doc.json: not valid JSON at byte 10 near '{\"a\": 1} x': more text follows the end of "
+            "the JSON document");
+  EXPECT_EQ(message_of("{\"a\": \"x\ty\"}"),
+            "doc.json: not valid JSON at byte 9 near '{\"a\": \"x\\x09': a control character "
+            "(\\x09) in a string (JSON needs it escaped)");
+  EXPECT_EQ(message_of("[\"\\q\"]"),
+            "doc.json: not valid JSON at byte 4 near '[\"\\q': invalid escape '\\q' in a string");
+  EXPECT_EQ(message_of("{\"a\": 1e999}"),
+            "doc.json: not valid JSON at byte 11 near '{\"a\": 1e999': a number too large for a "
+            "double");
+  EXPECT_EQ(message_of("{\"a\": [1, 2"),
+            "doc.json: not valid JSON at byte 11 near '{\"a\": [1, 2': the text ends inside the "
+            "JSON document (cut short?)");
+  EXPECT_EQ(message_of(" \n"),
+            "doc.json: not valid JSON at byte 0: the text is empty (no JSON value)");
+  for (const char* bad : {"-x", "[1.]", "[tru]", "{\"a\":1,}", "\xef\xbb", "[\"\xff\"]"}) {
+    const std::string msg = message_of(bad);
+    EXPECT_EQ(msg.rfind("doc.json: not valid JSON at byte ", 0), 0u) << msg;
+    EXPECT_EQ(msg.find("syntax error"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("last read"), std::string::npos) << msg;
+  }
+}
+
 TEST(StrictJson, PrintableEscapesAndCuts) {
   EXPECT_EQ(printable("ab\n\xff"), "ab\\x0a\\xff");
   EXPECT_EQ(printable(std::string(100, 'x'), 10), std::string(10, 'x') + "...");

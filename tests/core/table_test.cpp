@@ -54,6 +54,10 @@ TEST(Format, Numbers) {
   EXPECT_EQ(format_percent(0.0), "0.0 %");
   EXPECT_EQ(format_seconds(0.0123), "12.3 ms");
   EXPECT_EQ(format_seconds(1.776), "1.776 s");
+  // Past 10^6 hours and 10^6 %, an exponent: never a 300-digit number (issue 33).
+  EXPECT_EQ(format_seconds(720000.0), "200.00 h");
+  EXPECT_EQ(format_seconds(1e308), "2.78e+304 h");
+  EXPECT_EQ(format_percent(1e300), "1e+302 %");
   EXPECT_EQ(format_sci(6.8715e-4), "6.8715e-04");
 }
 

@@ -28,6 +28,23 @@ namespace {
 
 using detail::starts_with;
 
+// A lora_alpha (or an alpha_pattern value): positive and finite; 0 scales every update of the
+// modules it covers to nothing (PEFT's scale is alpha / r), an adapter that cannot act.
+void check_alpha(double alpha, const std::string& path, const std::string& what) {
+  if (alpha == 0) {
+    fail("{}: {} is 0: it scales every update to nothing (the scale is lora_alpha / r), so the "
+         "adapter cannot change the model",
+         path, what);
+  }
+  if (!(std::isfinite(alpha) && alpha > 0)) {
+    fail("{}: {} is {}: must be a positive number", path, what, alpha);
+  }
+}
+
+// A rank_pattern / alpha_pattern key as PEFT matches it against a module's name:
+// re.match(r"(^|.*\.)KEY$"), i.e. the whole name is KEY after an optional "<prefix>.".
+std::string module_pattern(const std::string& key) { return "(?:.*\\.)?(?:" + key + ")"; }
+
 bool is_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -152,6 +169,7 @@ AdapterConfig parse_adapter_config(const std::string& text, const std::string& p
   if (alpha != doc.end() && !alpha->is_null()) {
     if (!alpha->is_number()) fail("{}: field 'lora_alpha' must be a number", path);
     c.lora_alpha = alpha->get<double>();
+    check_alpha(c.lora_alpha, path, "field 'lora_alpha'");
   }
   auto targets = doc.find("target_modules");
   if (targets == doc.end() || targets->is_null()) {
@@ -203,12 +221,39 @@ AdapterConfig parse_adapter_config(const std::string& text, const std::string& p
       c.exclude_modules.push_back(e.get<std::string>());
     }
   }
-  auto non_empty_object = [&](const char* key) {
+  // rank_pattern / alpha_pattern: {module-name regex: value}; each key must be one the
+  // linear-time matcher runs (check_config_against_tensors matches it).
+  auto pattern = [&](const char* key, auto&& each) {
     auto it = doc.find(key);
-    return it != doc.end() && it->is_object() && !it->empty();
+    if (it == doc.end() || it->is_null()) return;
+    if (!it->is_object()) {
+      fail("{}: field '{}' must be an object {{module pattern: value}}, got {}", path, key,
+           it->type_name());
+    }
+    for (auto member = it->begin(); member != it->end(); ++member) {
+      const std::string& name = member.key();
+      if (name.empty()) fail("{}: field '{}' has an empty module pattern", path, key);
+      TargetPattern check(module_pattern(name), path);
+      each(name, member.value());
+    }
   };
-  c.rank_pattern = non_empty_object("rank_pattern");
-  c.alpha_pattern = non_empty_object("alpha_pattern");
+  pattern("rank_pattern", [&](const std::string& name, const Json& v) {
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > (int64_t{1} << 20)) {
+      fail("{}: rank_pattern '{}' is {}: a rank is an integer 1..1048576", path,
+           detail::printable(name), detail::printable(v.dump()));
+    }
+    c.rank_patterns.emplace_back(name, v.get<int64_t>());
+  });
+  pattern("alpha_pattern", [&](const std::string& name, const Json& v) {
+    if (!v.is_number()) {
+      fail("{}: alpha_pattern '{}' is {}: must be a number", path, detail::printable(name),
+           detail::printable(v.dump()));
+    }
+    check_alpha(v.get<double>(), path, "alpha_pattern '" + detail::printable(name) + "'");
+    c.alpha_patterns.emplace_back(name, v.get<double>());
+  });
+  c.rank_pattern = !c.rank_patterns.empty();
+  c.alpha_pattern = !c.alpha_patterns.empty();
   auto flag = [&](const char* key) {
     auto it = doc.find(key);
     if (it == doc.end() || it->is_null()) return false;
@@ -407,18 +452,33 @@ void check_config_against_tensors(const LoraAdapter& adapter, const std::string&
   }
   std::optional<TargetPattern> re;
   if (!c.target_regex.empty()) re.emplace(c.target_regex, config_path);
+  std::vector<TargetPattern> rank_keys;
+  for (const auto& [key, rank] : c.rank_patterns) {
+    rank_keys.emplace_back(module_pattern(key), config_path);
+  }
   for (const AdapterModule& m : adapter.modules) {
-    // Rank: lora_A is [r, in], lora_B is [out, r] (a per-module rank_pattern may differ).
-    if (!c.rank_pattern) {
-      for (const bool is_a : {true, false}) {
-        const std::optional<TensorStats>& t = is_a ? m.a : m.b;
-        if (!t || t->shape.size() != 2) continue;
-        const int64_t rank = is_a ? t->shape[0] : t->shape[1];
-        if (rank != c.r) {
-          fail("{}: tensor '{}' has rank {} ([{}]), but {} says r = {}", t->file, t->name, rank,
-               fmt::join(t->shape, ", "), config_path, c.r);
-        }
+    // Rank: lora_A is [r, in], lora_B is [out, r], r the config's or the first rank_pattern key
+    // matching the module's name.
+    int64_t expected = c.r;
+    const std::string* by_key = nullptr;
+    for (std::size_t k = 0; k < rank_keys.size() && by_key == nullptr; ++k) {
+      if (rank_keys[k].full_match(m.module)) {
+        expected = c.rank_patterns[k].second;
+        by_key = &c.rank_patterns[k].first;
       }
+    }
+    for (const bool is_a : {true, false}) {
+      const std::optional<TensorStats>& t = is_a ? m.a : m.b;
+      if (!t || t->shape.size() != 2) continue;
+      const int64_t rank = is_a ? t->shape[0] : t->shape[1];
+      if (rank == expected) continue;
+      if (by_key != nullptr) {
+        fail("{}: tensor '{}' has rank {} ([{}]), but {} says r = {} for it (rank_pattern '{}')",
+             t->file, t->name, rank, fmt::join(t->shape, ", "), config_path, expected,
+             detail::printable(*by_key));
+      }
+      fail("{}: tensor '{}' has rank {} ([{}]), but {} says r = {}", t->file, t->name, rank,
+           fmt::join(t->shape, ", "), config_path, c.r);
     }
     // Targets: PEFT adapts a module when its name is a target or ends with ".<target>" (list),
     // or when the whole name matches (string form).

@@ -32,8 +32,8 @@ class StrictDomBuilder {
 
   Json root;
   std::string error;  // set when parsing was stopped by us (duplicate, depth)
-  std::string syntax_error;
-  std::size_t syntax_position = 0;  // bytes read when the error was found
+  std::string_view text;    // the document, for the syntax error's place and context
+  std::string syntax_error;  // in tprobe's words (json_syntax_error)
 
   bool null() { return add(Json(nullptr)); }
   bool boolean(bool v) { return add(Json(v)); }
@@ -72,8 +72,7 @@ class StrictDomBuilder {
 
   bool parse_error(std::size_t position, const std::string&,
                    const nlohmann::detail::exception& e) {
-    syntax_error = json_error_text(e.what());
-    syntax_position = position;
+    syntax_error = json_syntax_error(text, position, e);
     return false;
   }
 
@@ -128,6 +127,7 @@ class StrictDomBuilder {
 
 Json parse_json_strict(std::string_view text, const std::string& source) {
   StrictDomBuilder builder;
+  builder.text = text;
   bool ok = false;
   try {
     ok = Json::sax_parse(text.begin(), text.end(), &builder);
@@ -135,13 +135,85 @@ Json parse_json_strict(std::string_view text, const std::string& source) {
     fail("{}: not valid JSON: {}", source, printable(json_error_text(e.what()), 200));
   }
   if (!builder.error.empty()) fail("{}: {}", source, builder.error);
-  if (!ok || !builder.syntax_error.empty()) {
-    // nlohmann names the line and column ("at line 2, column 5: ..."); else the byte.
-    const std::string& e = builder.syntax_error;
-    if (e.rfind("at line ", 0) == 0) fail("{}: not valid JSON {}", source, printable(e, 200));
-    fail("{}: not valid JSON at byte {}: {}", source, builder.syntax_position, printable(e, 200));
-  }
+  if (!builder.syntax_error.empty()) fail("{}: not valid JSON {}", source, builder.syntax_error);
+  if (!ok) fail("{}: not valid JSON", source);
   return std::move(builder.root);
+}
+
+namespace {
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
+
+// What is wrong at byte `at` (0-based) of `text`, which is not its end, from nlohmann's class of
+// error (its lexer's and parser's texts are only read here, never shown).
+std::string what_is_wrong(std::string_view text, std::size_t at,
+                          const nlohmann::detail::exception& e) {
+  const std::string_view what = e.what();
+  const auto c = static_cast<unsigned char>(text[at]);
+  const std::string byte = printable(text.substr(at, 1));
+  if (e.id == 406) return "a number too large for a double";
+  if (contains(what, "expected end of input")) {
+    return "more text follows the end of the JSON document";
+  }
+  if (contains(what, "invalid string: control character")) {
+    return fmt::format("a control character (\\x{:02x}) in a string (JSON needs it escaped)", c);
+  }
+  if (contains(what, "invalid string: ill-formed UTF-8")) {
+    return "a string holds bytes that are not UTF-8";
+  }
+  if (contains(what, "invalid string: forbidden character after backslash")) {
+    return "invalid escape '\\" + byte + "' in a string";
+  }
+  if (contains(what, "invalid string: '\\u' must be followed")) {
+    return "\\u must be followed by four hex digits";
+  }
+  if (contains(what, "invalid string: surrogate")) {
+    return "a \\u surrogate (\\uD800..\\uDFFF) without its pair";
+  }
+  if (contains(what, "invalid number")) return "not a JSON number";
+  if (contains(what, "invalid literal")) {
+    return "not a JSON value (an object, array, string, number, true, false or null)";
+  }
+  if (contains(what, "invalid BOM")) return "a UTF-8 byte order mark cut short";
+  std::string out = "unexpected '" + byte + "'";
+  // The parser's expectation, in its token names ("':'", "string literal", ...), reworded.
+  const std::size_t exp = what.find("; expected ");
+  if (exp != std::string_view::npos) {
+    std::string expected(what.substr(exp + 11));
+    if (expected == "string literal") expected = "a string (an object key)";
+    if (expected == "'[', '{', or a literal") expected = "a value";
+    out += " where " + printable(expected, 60) + " should be";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string json_syntax_error(std::string_view text, std::size_t position,
+                              const nlohmann::detail::exception& e) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return "at byte 0: the text is empty (no JSON value)";
+  }
+  // The parser counts the end of the text as a byte read: past the end, the text ended early.
+  const bool ended = position > text.size();
+  const std::size_t at = ended ? text.size() - 1 : (position == 0 ? 0 : position - 1);
+  std::size_t line = 1, line_start = 0;
+  for (std::size_t i = 0; i < at; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  const std::string place =
+      line > 1 ? fmt::format("at byte {} (line {}, column {})", at + 1, line, at - line_start + 1)
+               : fmt::format("at byte {}", at + 1);
+  const std::size_t from = at >= line_start + 30 ? at - 30 : line_start;
+  const std::string near = printable(text.substr(from, at + 1 - from), 40);
+  const std::string what =
+      ended ? "the text ends inside the JSON document (cut short?)" : what_is_wrong(text, at, e);
+  return fmt::format("{} near '{}': {}", place, near, what);
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {

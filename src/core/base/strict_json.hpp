@@ -21,6 +21,14 @@ inline constexpr std::size_t kMaxJsonDepth = 256;
 // found with a hash set once an object grows past a few keys.
 Json parse_json_strict(std::string_view text, const std::string& source);
 
+// A syntax error nlohmann's SAX parser reported in `text`, in tprobe's words (never nlohmann's):
+// "at byte N (line L, column C) near '...': <what>", N counting from 1 as the trace tokenizer's
+// messages do, the line and column only when `text` has a line break before the byte.
+// `position` is the bytes the parser had read when it stopped (the SAX parse_error argument; it
+// counts the end of the text as one more), `e` its exception (its id and text classify the error).
+std::string json_syntax_error(std::string_view text, std::size_t position,
+                              const nlohmann::detail::exception& e);
+
 // json_error_text (tprobe/core/base/evidence.hpp) is public: the probe driver turns nlohmann's
 // exceptions into messages with it.
 using core::json_error_text;

@@ -139,10 +139,13 @@ std::string format_seconds(double seconds) {
   if (a < 1.0) return fmt::format("{:.1f} ms", seconds * 1e3);
   if (a < 600.0) return fmt::format("{:.3f} s", seconds);
   if (a < 36000.0) return fmt::format("{:.1f} min", seconds / 60.0);
-  return fmt::format("{:.2f} h", seconds / 3600.0);
+  // Past a million hours, three digits and an exponent: never a 300-digit number.
+  if (a < 3.6e9) return fmt::format("{:.2f} h", seconds / 3600.0);
+  return fmt::format("{:.3g} h", seconds / 3600.0);
 }
 
 std::string format_percent(double ratio, int digits) {
+  if (std::fabs(ratio) >= 1e4) return fmt::format("{:.3g} %", ratio * 100.0);
   return fmt::format("{:.{}f} %", ratio * 100.0, digits);
 }
 

@@ -107,6 +107,7 @@ class JsonRecordSax {
   int64_t ids = 0;
   std::string source;
   std::string error;
+  std::string_view text;  // the line, for a syntax error's place
 
   bool null() { return scalar("null", false); }
   bool boolean(bool) { return scalar("a boolean", false); }
@@ -178,11 +179,9 @@ class JsonRecordSax {
     }
     return true;
   }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) {
-    if (error.empty()) {
-      error = fmt::format("malformed JSON {}",
-                          detail::printable(detail::json_error_text(e.what()), 200));
-    }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception& e) {
+    if (error.empty()) error = "malformed JSON " + detail::json_syntax_error(text, position, e);
     return false;
   }
 
@@ -308,6 +307,7 @@ void parse_jsonl_line(const std::string& text, Builder& out, const std::string& 
     return;
   }
   JsonRecordSax sax;
+  sax.text = text;
   bool ok = nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
   if (!ok || !sax.error.empty()) {
     fail_at(path, line, sax.error.empty() ? std::string("malformed JSON") : sax.error);

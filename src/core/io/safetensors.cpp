@@ -15,6 +15,7 @@
 #include <numeric>
 #include <set>
 
+#include "base/out_of_memory.hpp"
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -281,7 +282,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   }
   if (n < 2) fail("{}: header length {} is too short for a JSON object", path, n);
   file.header_size_ = n;
-  std::string text(static_cast<std::size_t>(n), '\0');
+  std::string text = detail::allocating(path, n, [&] {
+    return std::string(static_cast<std::size_t>(n), '\0');
+  });
   if (!pread_all(fd, text.data(), text.size(), 8)) fail("{}: cannot read the header", path);
   // A length that runs past the header's JSON object into the data would otherwise be reported
   // as a JSON error on data bytes: say what is wrong, the length.

@@ -4,11 +4,14 @@
 
 #include "trace/step_trace_internal.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
-#include <zlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -19,6 +22,7 @@
 #include <cstring>
 #include <new>
 
+#include "base/out_of_memory.hpp"
 #include "base/strict_json.hpp"
 #include "io/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -289,8 +293,9 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
 namespace detail {
 
 std::string read_bounded_text(const std::string& path, const char* what) {
-  // Plain or gzip (io/decoded_file.hpp: members in a row, bytes after the last refused); bounded,
-  // so that a gzip bomb is an error, not an OOM; a FIFO yields to a signal (input_file.hpp).
+  // Plain or gzip by content (io/decoded_file: bytes after the last gzip member are refused,
+  // which zlib's gzread ignored); bounded, so that a gzip bomb is an error, not an OOM; a FIFO
+  // yields to a signal (input_file.hpp).
   constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
   const int fd = open_input(path);
   if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
@@ -302,17 +307,16 @@ std::string read_bounded_text(const std::string& path, const char* what) {
   DecodedFile file(fd, path);
   std::string text;
   std::vector<char> buf(std::size_t{1} << 16);
-  try {
-    for (;;) {
-      const std::size_t n = file.read(buf.data(), buf.size(), "");
-      if (n == 0) break;
-      if (text.size() + n > kMaxBytes) {
-        fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
-      }
-      text.append(buf.data(), n);
+  while (const std::size_t n = file.read(buf.data(), buf.size(), "")) {
+    if (text.size() + n > text.capacity()) {
+      // Grown here (doubling), so that an allocation that fails names the bytes it asked for.
+      const std::size_t want = std::max(text.size() + n, 2 * text.capacity());
+      allocating(path, want, [&] { text.reserve(want); });
     }
-  } catch (const std::bad_alloc&) {
-    fail("out of memory reading {} '{}' ({} bytes asked)", what, path, text.size() + buf.size());
+    text.append(buf.data(), n);
+    if (text.size() > kMaxBytes) {
+      fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
+    }
   }
   return text;
 }

@@ -1134,10 +1134,17 @@ PartSide part_side_from_evidence(const Json& results, const std::string& probe,
     }
     s.rows = rows_from_json(*rows, where + ": results.by_phase_part");
     s.origin = probe + " evidence";
+    // The steps the rows sum over (a per-step diff divides by it): absent is one step; anything
+    // else than a count is refused, never read as one step.
     auto st = results.find("parts_steps");
-    if (st != results.end() && st->is_number_integer() && st->get<int64_t>() >= 1 &&
-        st->get<int64_t>() <= (int64_t{1} << 30))
+    if (st != results.end()) {
+      if (!st->is_number_integer() || st->get<int64_t>() < 1 ||
+          st->get<int64_t>() > (int64_t{1} << 30)) {
+        fail("{}: results.parts_steps is {}: not a step count (an integer 1..1073741824)", where,
+             detail::printable(st->dump(), 40));
+      }
       s.steps = st->get<int64_t>();
+    }
   }
   for (const PartRow& r : s.rows) s.kernel_ns += r.kernel_ns;
   s.available = true;

@@ -557,6 +557,9 @@ class TraceSax {
     int64_t external_id = 0, correlation = 0, device = -1, stream = -1;
     int64_t bytes = -1;
     std::string bad_bytes;  // args.bytes as written when it is not a non-negative integer
+    // pid, tid, args.device or args.stream holding a number that is not an int64 integer (1.5,
+    // 1e3, 2^63): "field 'pid' has value 1.5", refused when the event ends.
+    std::string bad_id;
     int64_t flow_id = 0;    // "id" of a flow event
     bool has_id = false;
     // A [memory] event's args, by mem_field(): bit k of mem_seen set when field k was read as an
@@ -582,6 +585,7 @@ class TraceSax {
       device = stream = -1;
       bytes = -1;
       bad_bytes.clear();
+      bad_id.clear();
       flow_id = 0;
       has_id = false;
       mem_seen = mem_bad = 0;
@@ -744,6 +748,19 @@ class TraceSax {
         raw.size() > 40 ? std::string(raw.substr(0, 40)) + "..." : std::string(raw));
   }
 
+  // A device, process, thread or stream id that is a number but not an integer int64 holds: kept
+  // (the first one) for finish_event to refuse; read as 1, 1.5 would put the row on device 1.
+  void bad_id(Key field, std::string_view raw) {
+    if (!ev_.bad_id.empty()) return;
+    const char* name = field == Key::kPid   ? "pid"
+                       : field == Key::kTid ? "tid"
+                       : field == Key::kDevice ? "args.device"
+                                               : "args.stream";
+    ev_.bad_id = fmt::format("field '{}' has value {}", name,
+                             raw.size() > 40 ? std::string(raw.substr(0, 40)) + "..."
+                                             : std::string(raw));
+  }
+
   // Numbers as a typical JSON library hands them over: an int64 (is_int), a uint64 past
   // INT64_MAX, or a double with its text (a fraction, an exponent, a huge integer).
   void number(const JsonTokenizer& tz) {
@@ -768,10 +785,12 @@ class TraceSax {
           break;
         }
         case Key::kPid:
+          if (!is_int) bad_id(key_, tz.text());
           ev_.pid = is_int ? i : to_int64(as_double());
           ev_.has_pid = true;
           break;
         case Key::kTid:
+          if (!is_int) bad_id(key_, tz.text());
           ev_.tid = is_int ? i : to_int64(as_double());
           break;
         case Key::kId:  // flow ids are integers; anything else cannot pair and is left out
@@ -791,6 +810,8 @@ class TraceSax {
       }
     } else if (c == Ctx::kArgs && mem_field(key_) >= 0) {
       mem_number(mem_field(key_), tz, kind, i);
+    } else if (c == Ctx::kArgs && !is_int && (key_ == Key::kDevice || key_ == Key::kStream)) {
+      bad_id(key_, tz.text());
     } else if (!is_int) {
       return;
     } else if (c == Ctx::kArgs) {
@@ -949,6 +970,11 @@ class TraceSax {
   }
 
   void finish_event() {
+    if (!ev_.bad_id.empty()) {
+      fail("{}: traceEvents[{}] {}: not an id (pid, tid, args.device and args.stream must be "
+           "integers that int64 holds)",
+           source_, ev_.index, ev_.bad_id);
+    }
     ++s_.events;
     const Classified k = count_category();
     if (ev_.ph == 'B') ++open_[{ev_.pid, ev_.tid}];
@@ -1532,10 +1558,37 @@ std::vector<RankTrace> read_trace_directory(const std::string& dir,
   ::closedir(d);
   std::sort(files.begin(), files.end());
   if (files.empty()) fail("trace directory '{}' holds no *.json or *.json.gz file", dir);
-  std::vector<RankTrace> out;
+  // Every entry named like a trace is one: a FIFO, a device, a directory or a broken symbolic
+  // link is refused, named, before any file is opened (opening a FIFO would block), rather than
+  // left out of the ranks without a word.
   for (const std::string& f : files) {
     struct stat st {};
-    if (::stat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::lstat(f.c_str(), &st) != 0) {
+      fail("trace directory '{}': cannot read entry '{}': {}", dir, f, std::strerror(errno));
+    }
+    const bool link = S_ISLNK(st.st_mode);
+    if (link && ::stat(f.c_str(), &st) != 0) {
+      const int err = errno;
+      fail("trace directory '{}': entry '{}' is a symbolic link {}: remove it or read the traces "
+           "one by one",
+           dir, f,
+           err == ELOOP    ? "in a loop"
+           : err == ENOENT ? "to nothing (dangling)"
+                           : std::string("that cannot be followed: ") + std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                      : "not a regular file";
+      fail("trace directory '{}': entry '{}' is {}{}, not a trace file: remove it or read the "
+           "traces one by one",
+           dir, f, link ? "a symbolic link to " : "", kind);
+    }
+  }
+  std::vector<RankTrace> out;
+  for (const std::string& f : files) {
     RankTrace t;
     t.path = f;
     t.result = read_trace_file(f, options, parts);

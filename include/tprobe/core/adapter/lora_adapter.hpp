@@ -28,6 +28,11 @@ struct AdapterConfig {
   std::vector<std::string> exclude_modules;  // list form only
   bool rank_pattern = false;                 // a non-empty rank_pattern: ranks vary per module
   bool alpha_pattern = false;                // a non-empty alpha_pattern: alphas vary per module
+  // Their entries in the file's order: PEFT gives a module the value of the first key that
+  // matches its name (the key as a regex after an optional "<prefix>.", the whole name matched)
+  // instead of r / lora_alpha. Ranks are positive integers, alphas positive finite numbers.
+  std::vector<std::pair<std::string, int64_t>> rank_patterns;
+  std::vector<std::pair<std::string, double>> alpha_patterns;
   bool use_rslora = false;                   // alpha / sqrt(r) scaling
   bool use_dora = false;                     // weight-decomposed LoRA (magnitude vectors)
   std::string base_model_name_or_path;
@@ -83,9 +88,9 @@ TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const st
 LoraAdapter read_lora_adapter(const std::string& dir);
 
 // The adapter's own config against its tensors, shared by lora-gate and parity --adapter
-// (model/loader.cpp): every lora_A is [r, in] and lora_B [out, r] with the config's r (unless a
-// rank_pattern varies it), lora_alpha when given is a positive number, and every adapted module
-// is one target_modules names (PEFT's list rule, or a full match of the string form). Throws
+// (model/loader.cpp): every lora_A is [r, in] and lora_B [out, r] with the config's r, or the
+// rank its rank_pattern gives the module; lora_alpha when given is a positive number (0 would
+// scale every update to nothing), and every adapted module is one target_modules names (PEFT's list rule, or a full match of the string form). Throws
 // tprobe::Error naming the tensor, its file and the config.
 void check_config_against_tensors(const LoraAdapter& adapter, const std::string& config_path);
 
