@@ -356,6 +356,7 @@ StepReport run_steps(const StepSpec& spec,
   bool raw_kept = false;
   const int64_t weights_bytes = storage_bytes(m.parameters());
   const int64_t lora_bytes = storage_bytes(m.lora_parameters());
+  std::string cut_at;  // set by measure() when a signal cut its step short
   // One point: warm-up, timed repeats, and (not for the extra points) the traced and memory steps.
   auto measure = [&](const StepPoint& point, int64_t warmup, int64_t repeats,
                      bool extra) -> PointResult {
@@ -474,6 +475,16 @@ StepReport run_steps(const StepSpec& spec,
         clear_grads(m);
         std::string what = e.what();
         if (const auto* ce = dynamic_cast<const c10::Error*>(&e)) what = ce->what_without_backtrace();
+        if (spec.should_stop && spec.should_stop()) {
+          // A signal cut the step at an op boundary: not a failure of the point, and nothing of
+          // it measured. The sweep records where and stops (the caller drops this point).
+          const auto in = what.find("interrupted by ");
+          cut_at = in == std::string::npos ? what.substr(0, 200) : what.substr(in, 200);
+          cut_at = cut_at.substr(0, cut_at.find('\n'));
+          cuda_synchronize();
+          cuda_empty_cache();
+          return r;
+        }
         r.outcome = is_oom(what) ? PointOutcome::kOom : PointOutcome::kError;
         if (r.outcome == PointOutcome::kOom) r.oom_tried_bytes = parse_oom_bytes(what);
         r.message = what.substr(0, 600);
@@ -496,6 +507,11 @@ StepReport run_steps(const StepSpec& spec,
     }
     if (spec.on_start) spec.on_start(point);
     PointResult r = measure(point, spec.warmup, spec.repeats, false);
+    if (!cut_at.empty()) {
+      report.interrupted = true;
+      report.interrupted_at = fmt::format("{}x{}: {}", point.batch, point.width, cut_at);
+      break;
+    }
     if (on_point) on_point(r);
     report.points.push_back(std::move(r));
   }
@@ -517,6 +533,11 @@ StepReport run_steps(const StepSpec& spec,
         }
         if (spec.on_start) spec.on_start(point);
         PointResult r = measure(point, 0, 1, true);
+        if (!cut_at.empty()) {
+          report.interrupted = true;
+          report.interrupted_at = fmt::format("{}x{}: {}", point.batch, point.width, cut_at);
+          break;
+        }
         if (on_point) on_point(r);
         results.push_back(std::move(r));
         cuda_synchronize();

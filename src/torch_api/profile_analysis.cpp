@@ -285,8 +285,11 @@ std::string resolved_attention(const ProfileAnalysis& a) {
 
 std::string interrupted_note(const ProfileAnalysis& a) {
   if (!a.report.steps.interrupted) return "";
-  return fmt::format("INTERRUPTED: {} of {} points measured before the signal\n",
-                     a.report.steps.points.size(), a.request.spec.points.size());
+  return fmt::format("INTERRUPTED: {} of {} points measured before the signal{}\n",
+                     a.report.steps.points.size(), a.request.spec.points.size(),
+                     a.report.steps.interrupted_at.empty()
+                         ? ""
+                         : " (the step of " + a.report.steps.interrupted_at + ")");
 }
 
 core::Json to_json(const ProfileAnalysis& a) {

@@ -185,6 +185,7 @@ core::Json to_json(const StepReport& r) {
   out["lora_parameters"] = r.lora_parameters;
   out["weights_allocated_bytes"] = r.weights_allocated_bytes;
   out["interrupted"] = r.interrupted;  // a signal stopped the sweep: later points are missing
+  out["interrupted_at"] = r.interrupted_at.empty() ? core::Json(nullptr) : core::Json(r.interrupted_at);
   out["points"] = core::Json::array();
   out["padded_points"] = core::Json::array();
   for (const auto& p : r.points) {

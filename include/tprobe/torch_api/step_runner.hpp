@@ -150,6 +150,9 @@ struct StepReport {
   int64_t weights_allocated_bytes = 0;  // after init and adapters, before any step
   std::vector<PointResult> points;
   bool interrupted = false;  // should_stop said stop: points holds those measured before it
+  // Where a signal cut a step short ("decoder layer 3 (forward)"): that point is not in points
+  // (nothing of it was measured); empty when the signal came between points.
+  std::string interrupted_at;
   std::vector<std::vector<PointResult>> extra;  // spec.extra_points' groups, measured
 };
 

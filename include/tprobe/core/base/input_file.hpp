@@ -17,9 +17,11 @@ inline constexpr std::size_t kMaxSmallInputBytes = std::size_t{64} << 20;
 // read_input() waits for it in poll(). Returns the descriptor, or -1 with errno set.
 int open_input(const std::string& path);
 
-// Up to `size` bytes of `fd` into `buf`; 0 only at the end (a FIFO's writer has closed). Throws
-// Interrupted once SIGINT or SIGTERM has arrived — checked before every read and after every
-// 100 ms of waiting — and Error naming `path` on a read error.
+// Up to `size` bytes of `fd` into `buf`; 0 only at the end (a FIFO's writer has closed). On a
+// descriptor that can wait (not a regular file) throws Interrupted once SIGINT or SIGTERM has
+// arrived — checked before every read and after every 100 ms of waiting; a regular file is read
+// whatever the flag (streaming readers check it themselves: io/decoded_file). Error naming `path`
+// on a read error.
 std::size_t read_input(int fd, char* buf, std::size_t size, const std::string& path);
 
 // The whole file as bytes (plain; no decoding), at most `max_bytes`: beyond it, or a directory, is
