@@ -42,8 +42,35 @@ for c in json.load(open(os.path.join(build, "compile_commands.json"))):
     out += ["-fsyntax-only", "-Wshadow-uncaptured-local", "-Werror"]
     units.append((rel, out, c["directory"]))
 
+# The third-party headers every unit parses, precompiled once per set of flags (clang's own PCH
+# format; g++'s is dropped above): 167 s -> 133 s on the 2-core machine (CLI11 in it made it
+# slower: 167 s). A PCH that does not build leaves its units parsing the headers themselves.
+import tempfile
+pch_dir = tempfile.mkdtemp(prefix="tprobe-clang-pch.")
+pch_header = os.path.join(pch_dir, "common.hpp")
+with open(pch_header, "w") as f:
+    f.write("".join(f"#include <{h}>\n" for h in (
+        "fmt/format.h", "nlohmann/json.hpp", "map", "memory", "optional", "string", "vector")))
+def flags_of(cmd):
+    return tuple(a for a in cmd[1:] if not a.endswith((".cpp", ".cc")))
+groups = {}
+for rel, cmd, cwd in units:
+    groups.setdefault((flags_of(cmd), cwd), len(groups))
+def build_pch(item):
+    (flags, cwd), n = item
+    out = os.path.join(pch_dir, f"common-{n}.pch")
+    cmd = [clang] + [a for a in flags if a not in ("-fsyntax-only", "-Werror")] + \
+          ["-x", "c++-header", pch_header, "-o", out]
+    ok = subprocess.run(cmd, cwd=cwd, capture_output=True).returncode == 0
+    return (flags, cwd), (out if ok else None)
+with ThreadPoolExecutor(max_workers=jobs) as pool:
+    pch = dict(pool.map(build_pch, groups.items()))
+
 def check(unit):
     rel, cmd, cwd = unit
+    built = pch.get((flags_of(cmd), cwd))
+    if built:
+        cmd = cmd + ["-include-pch", built]
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     return rel, p.returncode, p.stderr
 
@@ -53,6 +80,9 @@ with ThreadPoolExecutor(max_workers=jobs) as pool:
         if rc != 0:
             failed += 1
             sys.stderr.write(f"clang-check: {rel}\n{err}")
-print(f"clang-check: {len(units)} torch-free translation units, {failed} with warnings or errors")
+import shutil
+shutil.rmtree(pch_dir, ignore_errors=True)
+print(f"clang-check: {len(units)} torch-free translation units ({sum(1 for v in pch.values() if v)} "
+      f"of {len(pch)} precompiled headers built), {failed} with warnings or errors")
 sys.exit(1 if failed else 0)
 EOF
