@@ -8,8 +8,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <new>
+#include <algorithm>
 
+#include <fmt/format.h>
+
+#include "base/out_of_memory.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 
@@ -64,26 +67,23 @@ std::string read_input_file(const std::string& path, const char* what, std::size
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     fail("cannot open {} '{}': it is a directory", what, path);
   }
+  // Grown here (doubling, or to the file's size), so that an allocation that fails names the
+  // bytes it asked for (base/out_of_memory.hpp); append() then never reallocates.
+  const std::string what_path = fmt::format("{} '{}'", what, path);
   std::string text;
-  std::size_t asked = 0;
-  try {
-    if (S_ISREG(st.st_mode) && st.st_size > 0) {
-      asked = static_cast<std::size_t>(st.st_size) + 1;
-      if (asked - 1 <= max_bytes) text.reserve(asked);
+  auto grow = [&](std::size_t want) {
+    detail::allocating(what_path, want, [&] { text.reserve(want); });
+  };
+  if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::size_t>(st.st_size) <= max_bytes) {
+    grow(static_cast<std::size_t>(st.st_size) + 1);
+  }
+  char buf[1 << 16];
+  while (const std::size_t n = read_input(fd, buf, sizeof buf, path)) {
+    if (text.size() + n > max_bytes) {
+      fail("{} is larger than {} bytes: not a file tprobe reads whole", what_path, max_bytes);
     }
-    char buf[1 << 16];
-    for (;;) {
-      const std::size_t n = read_input(fd, buf, sizeof buf, path);
-      if (n == 0) break;
-      if (text.size() + n > max_bytes) {
-        fail("{} '{}' is larger than {} bytes: not a file tprobe reads whole", what, path,
-             max_bytes);
-      }
-      asked = text.size() + n;
-      text.append(buf, n);
-    }
-  } catch (const std::bad_alloc&) {
-    fail("out of memory reading {} '{}' ({} bytes asked)", what, path, asked);
+    if (text.size() + n > text.capacity()) grow(std::max(text.size() + n, 2 * text.capacity()));
+    text.append(buf, n);
   }
   return text;
 }
