@@ -13,6 +13,7 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/cost/step_plan.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
@@ -29,7 +30,10 @@ using torch::Tensor;
 
 std::optional<int64_t> parse_oom_bytes(const std::string& message) {
   static const std::regex re(R"(Tried to allocate ([0-9]+(?:\.[0-9]+)?) ?(B|KiB|MiB|GiB|TiB))");
+  // The CPU allocator's: "you tried to allocate 17592186044416 bytes".
+  static const std::regex cpu(R"(you tried to allocate ([0-9]{1,18}) bytes)");
   std::smatch m;
+  if (std::regex_search(message, m, cpu)) return std::stoll(m[1].str());
   if (!std::regex_search(message, m, re)) return std::nullopt;
   double v = std::stod(m[1].str());
   const std::string unit = m[2].str();
@@ -295,9 +299,12 @@ void clear_grads(Gemma4Model& m) {
   for (auto& [name, t] : m.lora_parameters()) t->mutable_grad() = Tensor();
 }
 
+// CUDA's caching allocator ("CUDA out of memory", c10::OutOfMemoryError) and the CPU allocator
+// ("DefaultCPUAllocator: not enough memory: you tried to allocate N bytes").
 bool is_oom(const std::string& what) {
   return what.find("out of memory") != std::string::npos ||
-         what.find("OutOfMemory") != std::string::npos;
+         what.find("OutOfMemory") != std::string::npos ||
+         what.find("not enough memory") != std::string::npos;
 }
 
 }  // namespace
@@ -357,12 +364,44 @@ StepReport run_steps(const StepSpec& spec,
   const int64_t weights_bytes = storage_bytes(m.parameters());
   const int64_t lora_bytes = storage_bytes(m.lora_parameters());
   std::string cut_at;  // set by measure() when a signal cut its step short
+  // What a point may use at most (core/cost/step_plan.hpp): a point whose certain tensors exceed
+  // it is refused before it runs, an `oom` with the sizes; one below it runs, and a real OOM stays
+  // a measured one.
+  core::MemoryLimit memory_limit;
+  if (cuda) {
+    memory_limit.bytes = cuda_total_memory_bytes();
+    memory_limit.what = "the device's memory";
+  } else {
+    memory_limit = core::host_memory_limit();
+  }
+  const int64_t dtype_bytes = spec.dtype == "fp64" ? 8 : spec.dtype == "fp32" ? 4 : 2;
   // One point: warm-up, timed repeats, and (not for the extra points) the traced and memory steps.
   auto measure = [&](const StepPoint& point, int64_t warmup, int64_t repeats,
                      bool extra) -> PointResult {
     PointResult r;
     r.point = point;
     r.extra = extra;
+    core::StepPlanRequest plan_request;
+    plan_request.batch = point.batch;
+    plan_request.width = point.width;
+    plan_request.lengths = point.lengths;
+    plan_request.attn = spec.attn;
+    plan_request.cuda = cuda;
+    plan_request.naive_ce = spec.ce == CeForm::kNaive;
+    plan_request.ce_chunk = spec.ce_chunk;
+    plan_request.dtype_bytes = dtype_bytes;
+    plan_request.mask_per_row = spec.attention_mask == AttentionMask::kOnes;
+    const core::StepPlan plan = core::plan_step(m.config(), plan_request);
+    r.planned_floor_bytes = static_cast<double>(weights_bytes + lora_bytes) + plan.activation_floor_bytes;
+    if (std::string why = core::plan_refusal(plan, weights_bytes + lora_bytes, memory_limit);
+        !why.empty()) {
+      r.outcome = PointOutcome::kOom;
+      r.refused_before_running = true;
+      r.message = std::move(why);
+      if (plan.largest.bytes < 9.2e18) r.oom_tried_bytes = static_cast<int64_t>(plan.largest.bytes);
+      r.memory_measured = cuda;
+      return r;
+    }
       try {
         torch::manual_seed(static_cast<uint64_t>(point.width * 1000 + point.batch));
         Tensor ids = torch::randint(0, m.config().vocab_size, {point.batch, point.width},

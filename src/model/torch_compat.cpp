@@ -198,6 +198,17 @@ int64_t cuda_reserved_bytes() {
   return 0;
 }
 
+int64_t cuda_total_memory_bytes() {
+#if TPROBE_HAS_TORCH_CUDA
+  if (!torch::cuda::is_available()) return 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) return 0;
+  return static_cast<int64_t>(total_bytes);
+#else
+  return 0;
+#endif
+}
+
 void cuda_set_memory_cap(int64_t bytes) {
 #if TPROBE_HAS_TORCH_CUDA
   if (!torch::cuda::is_available()) return;

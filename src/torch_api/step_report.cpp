@@ -122,6 +122,8 @@ core::Json point_to_json(const PointResult& r) {
   p["outcome"] = to_string(r.outcome);
   p["message"] = r.message.empty() ? core::Json(nullptr) : core::Json(r.message);
   p["oom_tried_bytes"] = r.oom_tried_bytes ? core::Json(*r.oom_tried_bytes) : core::Json(nullptr);
+  p["planned_floor_bytes"] = r.planned_floor_bytes;
+  p["refused_before_running"] = r.refused_before_running;
   p["samples_s"] = series(r.step_s);
   p["forward_samples_s"] = series(r.forward_s);
   p["loss_samples_s"] = series(r.loss_s);
@@ -201,7 +203,8 @@ std::string point_line(const PointResult& r) {
     std::string tried = r.oom_tried_bytes
                             ? " (tried to allocate " + core::format_bytes(*r.oom_tried_bytes) + ")"
                             : "";
-    std::string msg = r.message.substr(0, 160);
+    // A refusal before running is tprobe's own sentence, every size in it: said whole.
+    std::string msg = r.refused_before_running ? r.message : r.message.substr(0, 160);
     std::replace(msg.begin(), msg.end(), '\n', ' ');
     return fmt::format("{} {}{}: {}", shape, to_string(r.outcome), tried, msg);
   }

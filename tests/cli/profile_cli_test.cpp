@@ -347,3 +347,47 @@ TEST(ProfileCli, BadOptionsAreUsageErrors) {
 
 }  // namespace
 }  // namespace tprobe::testing
+
+namespace tprobe::testing {
+namespace {
+
+// A point whose certain tensors exceed the host is refused before it runs, as an OOM row with
+// every size (issue 33, item 3): it never asks the allocator for them, and the sweep goes on.
+TEST(ProfileCli, APointThatCannotFitTheHostIsRefusedBeforeItRunsWithTheSizes) {
+  const std::string dir = make_temp_dir();
+  auto args = base_args(dir + "/p.json");
+  args[std::find(args.begin(), args.end(), "--widths") - args.begin() + 1] = "1048576,16";
+  // Eager attention named (the default is sdpa where the linked libtorch has it).
+  args.insert(args.end(), {"--memory", "off", "--batch", "2", "--attn", "eager"});
+  RunResult r = run_tprobe(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(read_text(dir + "/p.json"));
+  const auto& points = doc["results"]["points"];
+  ASSERT_EQ(points.size(), 2u) << points.dump();
+  const auto& big = points[0];
+  EXPECT_EQ(big["width"], 1048576);
+  EXPECT_EQ(big["outcome"], "oom");
+  EXPECT_EQ(big["refused_before_running"], true);
+  // gemma4-tiny in fp32: the eager probabilities [2, 4, 2^20, 2^20] fp32 are 2^45 bytes.
+  EXPECT_EQ(big["oom_tried_bytes"], int64_t{1} << 45);
+  const std::string msg = big["message"];
+  EXPECT_EQ(msg.rfind("not run: it needs at least 32.00 TiB (", 0), 0u) << msg;
+  EXPECT_NE(msg.find("the eager attention's fp32 probabilities of a sliding layer [2, 4, 1048576, "
+                     "1048576] fp32 = 32.00 TiB), above "),
+            std::string::npos)
+      << msg;
+  EXPECT_GT(big["planned_floor_bytes"].get<double>(), 35184372088832.0);
+  EXPECT_TRUE(big["samples_s"].empty());
+  // The next point ran, with its own (small) plan.
+  EXPECT_EQ(points[1]["outcome"], "ok");
+  EXPECT_EQ(points[1]["refused_before_running"], false);
+  EXPECT_GT(points[1]["planned_floor_bytes"].get<double>(), 0);
+  EXPECT_LT(points[1]["planned_floor_bytes"].get<double>(), 64.0 * 1024 * 1024);
+  // The line says it whole, on the refused point's row.
+  EXPECT_NE(r.out.find("2x1048576 oom (tried to allocate 32.00 TiB): not run: it needs at least"),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace tprobe::testing

@@ -81,6 +81,7 @@ void cuda_reset_peak_memory();
 int64_t cuda_peak_allocated_bytes();  // caching allocator's peak of allocated bytes
 int64_t cuda_peak_reserved_bytes();
 int64_t cuda_allocated_bytes();  // allocated now
+int64_t cuda_total_memory_bytes();  // device 0's total memory (0 on CPU-only builds)
 // Returns cached blocks to the driver (after an OOM, so the next point starts clean).
 void cuda_empty_cache();
 

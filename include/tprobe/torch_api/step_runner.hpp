@@ -108,6 +108,12 @@ struct PointResult {
   PointOutcome outcome = PointOutcome::kOk;
   std::string message;                     // why, when not ok
   std::optional<int64_t> oom_tried_bytes;  // what the failed allocation asked for, when known
+  // The point's certain memory before it ran (core/cost/step_plan.hpp: weights and adapters, the
+  // layer inputs and its largest single tensor; a lower bound of its peak). Above the device's
+  // memory (the host's on the CPU) the point is refused before it runs: outcome kOom,
+  // refused_before_running, the sizes in `message`, the largest tensor in oom_tried_bytes.
+  double planned_floor_bytes = 0;
+  bool refused_before_running = false;
   // One entry per timed repeat (warm-up excluded). CUDA events on a GPU, steady clock on CPU.
   // forward: embedding + layers + final norm; loss: the CE forward; backward: the whole
   // backward call (CE backward, layer recompute and backward); step: all three, one interval.
