@@ -3,6 +3,8 @@
 // broken inputs.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <sys/stat.h>
 
 #include <map>
@@ -90,6 +92,14 @@ TEST(KernelsCli, DiffOfATraceAgainstEvidence) {
   EXPECT_NE(r.out.find("By kernel family"), std::string::npos);
   // Selection options with an evidence input are a usage error.
   EXPECT_EQ(run_tprobe({"kernels", dir + "/s4.json", "--step", "4"}).exit_code, 2);
+  // Evidence kept gzipped reads as it is (issue 35: it was "not valid JSON … \x1f").
+  ASSERT_EQ(std::system(("gzip -c '" + dir + "/s4.json' > '" + dir + "/s4.json.gz'").c_str()), 0);
+  RunResult gz =
+      run_tprobe({"kernels", kTrace, dir + "/s4.json.gz", "--json", dir + "/dgz.json"});
+  ASSERT_EQ(gz.exit_code, 0) << gz.err;
+  const json rgz = json::parse(read_text(dir + "/dgz.json"))["results"];
+  EXPECT_EQ(rgz["b"]["kind"], "evidence");
+  EXPECT_EQ(rgz["diff"]["delta_sum_ns"], res["diff"]["delta_sum_ns"]);
 }
 
 TEST(KernelsCli, PerRankDirectory) {

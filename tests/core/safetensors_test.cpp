@@ -327,5 +327,33 @@ TEST(Safetensors, AnAllocationThatFailsIsAReadErrorNamingTheBytesAsked) {
   EXPECT_EQ(detail::allocating("m.safetensors", 3, [] { return std::string(3, 'a'); }), "aaa");
 }
 
+// A list that grows with its input grows by doubling through allocating(): the bytes of the
+// growth are what a failure names (16 elements first, then twice the capacity).
+TEST(Safetensors, AGrowingListAsksForTwiceItsCapacityAndNamesThatOnFailure) {
+  std::vector<int64_t> v;
+  detail::room_for_one(v, "d.jsonl");
+  EXPECT_EQ(v.capacity(), 16u);
+  v.resize(16);
+  detail::room_for_one(v, "d.jsonl");
+  EXPECT_EQ(v.capacity(), 32u);
+  v.resize(20);
+  detail::room_for_one(v, "d.jsonl");  // room left: nothing asked
+  EXPECT_EQ(v.capacity(), 32u);
+}
+
+// A smaller allocation of a streaming read that fails names the file and how far the read got.
+TEST(Safetensors, ASmallAllocationThatFailsInAStreamingReadNamesHowFarItRead) {
+  try {
+    detail::reading("t.json", [] { return uint64_t{4096}; },
+                    []() -> int { throw std::bad_alloc(); });
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "out of memory reading t.json (a small allocation failed after 4096 bytes of it)");
+    EXPECT_EQ(e.code(), ExitCode::kError);
+  }
+  EXPECT_EQ(detail::reading("t.json", [] { return uint64_t{0}; }, [] { return 7; }), 7);
+}
+
 }  // namespace
 }  // namespace tprobe::core

@@ -1,11 +1,15 @@
 // A plain or gzip file as a decoded byte stream (see decoded_file.hpp).
-#include "io/decoded_file.hpp"
+#include "base/decoded_file.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <vector>
+
+#include "base/out_of_memory.hpp"
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
@@ -109,6 +113,32 @@ void DecodedFile::fail_trailing(uint64_t at) const {
   fail("{}: {} bytes of data that are not gzip follow the gzip stream at byte {} (a damaged or "
        "concatenated file?)",
        path_, rest, at);
+}
+
+std::string read_decoded_file(const std::string& path, const char* what) {
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
+  const int fd = open_input(path);
+  if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    fail("{}: is a directory, not {}", path, what);
+  }
+  DecodedFile file(fd, path);
+  std::string text;
+  std::vector<char> buf(std::size_t{1} << 16);
+  while (const std::size_t n = file.read(buf.data(), buf.size(), "")) {
+    if (text.size() + n > text.capacity()) {
+      // Grown here (doubling), so that an allocation that fails names the bytes it asked for.
+      const std::size_t want = std::max(text.size() + n, 2 * text.capacity());
+      allocating(path, want, [&] { text.reserve(want); });
+    }
+    text.append(buf.data(), n);
+    if (text.size() > kMaxBytes) {
+      fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
+    }
+  }
+  return text;
 }
 
 }  // namespace tprobe::core::detail

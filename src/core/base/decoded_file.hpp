@@ -49,4 +49,10 @@ class DecodedFile {
   uint64_t member_out_ = 0;    // bytes the current member decoded to
 };
 
+// A whole plain-or-gzip file (by content: bytes after the last gzip member refused) as text, at
+// most 1 GiB decoded, so that a gzip bomb is an error, not an OOM; a FIFO yields to a signal
+// (input_file.hpp); growth that fails is "out of memory reading PATH (N bytes asked)". `what`
+// names the file's kind in errors ("a raw trace of one step", "an evidence file").
+std::string read_decoded_file(const std::string& path, const char* what);
+
 }  // namespace tprobe::core::detail

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/decoded_file.hpp"
 #include "base/strict_json.hpp"
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
@@ -81,7 +82,8 @@ void Evidence::write(const std::string& path) const {
 }
 
 Json read_evidence_file(const std::string& path, const std::string& expected_probe) {
-  Json doc = detail::parse_json_strict(read_input_file(path, "evidence file"),
+  // Plain or gzipped, by content (an evidence file kept as .json.gz reads as it is).
+  Json doc = detail::parse_json_strict(detail::read_decoded_file(path, "an evidence file"),
                                        "evidence file '" + path + "'");
   const std::string want = "tprobe." + expected_probe;
   if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_object() ||

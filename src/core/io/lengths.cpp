@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/out_of_memory.hpp"
 #include "base/string_util.hpp"
 #include "base/strict_json.hpp"
 #include "io/line_reader.hpp"
@@ -56,6 +57,8 @@ class Builder {
     } else {
       id = it->second;
     }
+    detail::room_for_one(ds_.lengths, path_);
+    detail::room_for_one(ds_.source, path_);
     ds_.lengths.push_back(length);
     ds_.source.push_back(id);
   }
@@ -455,11 +458,13 @@ LengthFormat parse_length_format(const std::string& text) {
   fail_usage("format '{}' is not one of auto, jsonl, csv, text", text);
 }
 
-LengthDataset read_lengths(const std::string& path, LengthFormat format) {
+namespace {
+
+LengthDataset read_lengths_from(detail::LineReader& reader, const std::string& path,
+                                LengthFormat format) {
   LengthDataset ds;
   ds.name = path;
   Builder builder(ds, path);
-  detail::LineReader reader(path);
   std::string line;
   CsvLayout csv;
   bool header_seen = false;
@@ -505,6 +510,17 @@ LengthDataset read_lengths(const std::string& path, LengthFormat format) {
   return ds;
 }
 
+}  // namespace
+
+LengthDataset read_lengths(const std::string& path, LengthFormat format) {
+  // The record lists grow through detail::room_for_one (a growth that fails names its bytes);
+  // any smaller allocation that fails names how far the read had got.
+  detail::LineReader reader(path);
+  return detail::reading(
+      path, [&] { return reader.bytes_read(); },
+      [&] { return read_lengths_from(reader, path, format); });
+}
+
 LengthDataset synthetic_corpus(int64_t records, uint64_t seed) {
   if (records < 1) fail_usage("a synthetic corpus needs at least 1 record, got {}", records);
   if (records > kMaxSyntheticRecords) {
@@ -517,8 +533,11 @@ LengthDataset synthetic_corpus(int64_t records, uint64_t seed) {
   ds.name = "synthetic";
   ds.format = "synthetic";
   for (const auto& s : sources) ds.source_names.emplace_back(s.name);
-  ds.lengths.reserve(static_cast<std::size_t>(records));
-  ds.source.reserve(static_cast<std::size_t>(records));
+  const auto n = static_cast<std::size_t>(records);
+  detail::allocating("the synthetic corpus", n * (sizeof(int64_t) + sizeof(uint32_t)), [&] {
+    ds.lengths.reserve(n);
+    ds.source.reserve(n);
+  });
   Rng rng(seed);
   constexpr uint64_t kScale = 1000;  // knots are in 1/10,000; draws in 1/10,000,000
   for (int64_t i = 0; i < records; ++i) {

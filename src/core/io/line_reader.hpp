@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "io/decoded_file.hpp"
+#include "base/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 
@@ -21,7 +21,7 @@ namespace tprobe::core::detail {
 inline constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;  // a "line" beyond this is not text
 
 // Lines of a plain or gzip file (gzip detected from the magic bytes, members concatenated as
-// gzip allows, bytes after the last member refused: io/decoded_file.hpp), streamed through fixed
+// gzip allows, bytes after the last member refused: base/decoded_file.hpp), streamed through fixed
 // buffers. Counts lines from 1; strips a trailing '\r'.
 class LineReader {
   static constexpr std::size_t kBufferBytes = std::size_t{1} << 17;
@@ -41,6 +41,8 @@ class LineReader {
   }
 
   int64_t line_number() const { return line_; }
+  // Decoded bytes taken so far (the lines returned and the part of the next one read).
+  uint64_t bytes_read() const { return before_ + pos_; }
 
   // Next line into `out`; false at the end of the file.
   bool next(std::string& out) {
@@ -76,6 +78,7 @@ class LineReader {
 
  private:
   bool refill() {
+    before_ += end_;
     pos_ = 0;
     end_ = file_->read(buf_.data(), buf_.size(), fmt::format("after line {}", line_));
     return end_ > 0;
@@ -87,6 +90,7 @@ class LineReader {
   std::size_t pos_ = 0;
   std::size_t end_ = 0;
   int64_t line_ = 0;
+  uint64_t before_ = 0;  // bytes of the buffers before this one
 };
 
 }  // namespace tprobe::core::detail

@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "base/out_of_memory.hpp"
 #include "base/strict_json.hpp"
 #include "io/line_reader.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -35,10 +36,11 @@ int64_t integer(const Json& obj, const char* key, int64_t lo, int64_t hi, const 
 
 }  // namespace
 
-OrderFile read_order_file(const std::string& path) {
+namespace {
+
+OrderFile read_order_from(detail::LineReader& reader, const std::string& path) {
   OrderFile out;
   out.path = path;
-  detail::LineReader reader(path, "order file");
   std::string line;
   bool header = false;
   int64_t expected_batches = 0;
@@ -63,7 +65,9 @@ OrderFile read_order_file(const std::string& path) {
       if (auto d = obj.find("dataset"); d != obj.end() && d->is_string()) {
         out.dataset = d->get<std::string>();
       }
-      seen.assign(static_cast<std::size_t>(out.records), false);
+      // Sized by the header's count: an allocation that fails says so with its bytes.
+      detail::allocating(path, static_cast<uint64_t>(out.records) / 8 + 1,
+                         [&] { seen.assign(static_cast<std::size_t>(out.records), false); });
       out.starts.push_back(0);
       header = true;
       continue;
@@ -98,8 +102,11 @@ OrderFile read_order_file(const std::string& path) {
         fail_line(path, n, fmt::format("record {} appears twice in the order", v));
       }
       seen[static_cast<std::size_t>(v)] = true;
+      detail::room_for_one(out.records_in_order, path);
       out.records_in_order.push_back(static_cast<uint32_t>(v));
     }
+    detail::room_for_one(out.starts, path);
+    detail::room_for_one(out.widths, path);
     out.starts.push_back(out.records_in_order.size());
     out.widths.push_back(width);
   }
@@ -117,6 +124,14 @@ OrderFile read_order_file(const std::string& path) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+OrderFile read_order_file(const std::string& path) {
+  detail::LineReader reader(path, "order file");
+  return detail::reading(path, [&] { return reader.bytes_read(); },
+                         [&] { return read_order_from(reader, path); });
 }
 
 }  // namespace tprobe::core

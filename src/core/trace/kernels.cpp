@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "base/string_util.hpp"
-#include "io/decoded_file.hpp"
+#include "base/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"

@@ -24,7 +24,7 @@
 
 #include "base/out_of_memory.hpp"
 #include "base/strict_json.hpp"
-#include "io/decoded_file.hpp"
+#include "base/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 
@@ -293,32 +293,7 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
 namespace detail {
 
 std::string read_bounded_text(const std::string& path, const char* what) {
-  // Plain or gzip by content (io/decoded_file: bytes after the last gzip member are refused,
-  // which zlib's gzread ignored); bounded, so that a gzip bomb is an error, not an OOM; a FIFO
-  // yields to a signal (input_file.hpp).
-  constexpr std::size_t kMaxBytes = std::size_t{1} << 30;
-  const int fd = open_input(path);
-  if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    fail("{}: is a directory, not {}", path, what);
-  }
-  DecodedFile file(fd, path);
-  std::string text;
-  std::vector<char> buf(std::size_t{1} << 16);
-  while (const std::size_t n = file.read(buf.data(), buf.size(), "")) {
-    if (text.size() + n > text.capacity()) {
-      // Grown here (doubling), so that an allocation that fails names the bytes it asked for.
-      const std::size_t want = std::max(text.size() + n, 2 * text.capacity());
-      allocating(path, want, [&] { text.reserve(want); });
-    }
-    text.append(buf.data(), n);
-    if (text.size() > kMaxBytes) {
-      fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
-    }
-  }
-  return text;
+  return read_decoded_file(path, what);
 }
 
 std::vector<StepTag> parse_tags(const Json& tags, const std::string& path) {

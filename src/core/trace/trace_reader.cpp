@@ -18,7 +18,8 @@
 
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
-#include "io/decoded_file.hpp"
+#include "base/out_of_memory.hpp"
+#include "base/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 #include "trace/json_tokenizer.hpp"
@@ -39,7 +40,7 @@ constexpr std::size_t kMaxMessages = 20;
 constexpr std::size_t kMaxNameBytes = std::size_t{1} << 16;
 
 // ---------------------------------------------------------------------------------------------
-// Bytes in: a gzip or plain file (io/decoded_file.hpp), or a buffer
+// Bytes in: a gzip or plain file (base/decoded_file.hpp), or a buffer
 // (inflated here when it starts with the gzip magic).
 class ByteSource : public detail::JsonByteSource {
  public:
@@ -475,6 +476,13 @@ class TraceSax {
  public:
   TraceSax(std::string source, TraceSummary& summary, bool keep_parts = true)
       : source_(std::move(source)), s_(summary), keep_parts_(keep_parts) {}
+
+  // Appends to a list that grows with the trace, its growth sized through detail::room_for_one.
+  template <typename V>
+  void push(V& v, typename V::value_type x) {
+    detail::room_for_one(v, source_);
+    v.push_back(std::move(x));
+  }
 
   // Pulls every token of the document through the callbacks below.
   void parse(JsonTokenizer& tz) {
@@ -919,7 +927,7 @@ class TraceSax {
     m.total_reserved = ev_.mem[3];
     m.device_type = static_cast<int32_t>(ev_.mem[4]);
     m.device_id = static_cast<int32_t>(ev_.mem[5]);
-    mem_events_.push_back(m);
+    push(mem_events_, m);
   }
 
   // The event's class, and its count in summary.categories. Bounded: a trace with absurdly many
@@ -940,7 +948,7 @@ class TraceSax {
     if (categories_.size() < 256) {
       last_cat_ = categories_.size();
       category_ids_.emplace(ev_.cat, last_cat_);
-      categories_.push_back({ev_.cat, cls, 1});
+      push(categories_, {ev_.cat, cls, 1});
     }
     return cls;
   }
@@ -955,7 +963,7 @@ class TraceSax {
     auto it = name_ids_.find(raw);
     if (it != name_ids_.end()) return it->second;
     const uint32_t id = static_cast<uint32_t>(names_.size());
-    names_.push_back(demangle(raw));
+    push(names_, demangle(raw));
     name_ids_.emplace(raw, id);
     return id;
   }
@@ -964,7 +972,7 @@ class TraceSax {
     auto it = op_ids_.find(name);
     if (it != op_ids_.end()) return it->second;
     const uint32_t id = static_cast<uint32_t>(op_names_.size());
-    op_names_.push_back(name);
+    push(op_names_, name);
     op_ids_.emplace(name, id);
     return id;
   }
@@ -999,7 +1007,7 @@ class TraceSax {
           ++s_.health.skipped_events;
           return;
         }
-        if (keep_parts_) flows_.push_back({ev_.flow_id, ev_.tid, ev_.ts_ns, ev_.ph == 's'});
+        if (keep_parts_) push(flows_, {ev_.flow_id, ev_.tid, ev_.ts_ns, ev_.ph == 's'});
       }
       return;
     }
@@ -1049,7 +1057,7 @@ class TraceSax {
         }
         r.bytes = ev_.bytes;
         r.name_id = intern(ev_.name);
-        rows_.push_back(r);
+        push(rows_, r);
         break;
       }
       case EventClass::kLaunch:
@@ -1058,7 +1066,7 @@ class TraceSax {
           // than a day is counted in health and the launch kept without it.
           const bool usable = ev_.has_dur && ev_.dur_ns >= 0 && ev_.dur_ns <= kMaxDurationNs;
           if (ev_.has_dur && !usable) ++s_.health.bad_launch_durations;
-          launches_.push_back({ev_.correlation, ev_.ts_ns, usable ? ev_.dur_ns : -1, ev_.tid});
+          push(launches_, {ev_.correlation, ev_.ts_ns, usable ? ev_.dur_ns : -1, ev_.tid});
         }
         break;
       case EventClass::kHostOp: {
@@ -1074,21 +1082,21 @@ class TraceSax {
         }
         host_min_ = std::min(host_min_, ev_.ts_ns);
         host_max_ = std::max(host_max_, end);
-        if (k.cpu_op) host_ops_.push_back({ev_.tid, ev_.ts_ns, end, intern_op(ev_.name)});
-        if (ev_.external_id != 0) host_ext_.push_back(ev_.external_id);
+        if (k.cpu_op) push(host_ops_, {ev_.tid, ev_.ts_ns, end, intern_op(ev_.name)});
+        if (ev_.external_id != 0) push(host_ext_, ev_.external_id);
         const std::string& n = ev_.name;
         if (profiler_step_number(n) >= 0) {
-          steps_.push_back({profiler_step_number(n), ev_.ts_ns, end, ev_.tid});
+          push(steps_, {profiler_step_number(n), ev_.ts_ns, end, ev_.tid});
         } else if (detail::starts_with(n, "autograd::engine::evaluate_function")) {
-          ranges_.push_back({ev_.tid, ev_.ts_ns, end, RangeKind::kBackward});
+          push(ranges_, {ev_.tid, ev_.ts_ns, end, RangeKind::kBackward});
         } else if (detail::starts_with(n, "Optimizer.")) {
-          ranges_.push_back({ev_.tid, ev_.ts_ns, end, RangeKind::kOptimizer});
+          push(ranges_, {ev_.tid, ev_.ts_ns, end, RangeKind::kOptimizer});
         }
         break;
       }
       case EventClass::kGpuAnnotation:
         if (ev_.has_ts && ev_.has_dur && ev_.dur_ns > 0) {
-          annotations_.push_back(
+          push(annotations_, 
               {ev_.ts_ns, saturating_add(ev_.ts_ns, ev_.dur_ns), profiler_step_number(ev_.name),
                ev_.name.substr(0, 200)});
         }
@@ -1148,14 +1156,14 @@ class TraceSax {
         return;
       }
     }
-    python_.push_back(e);
+    push(python_, e);
   }
 
   uint32_t intern_module(const std::string& name) {
     auto it = module_ids_.find(name);
     if (it != module_ids_.end()) return it->second;
     const uint32_t id = static_cast<uint32_t>(module_names_.size());
-    module_names_.push_back(name);
+    push(module_names_, name);
     module_ids_.emplace(name, id);
     return id;
   }
@@ -1230,14 +1238,30 @@ class RangeIndex {
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> by_tid_;
 };
 
-TraceResult read_from(ByteSource& src, const std::string& label, const KernelTableOptions& options,
-                      const TracePartsOptions& parts_options,
-                      std::size_t chunk = JsonTokenizer::kDefaultChunk) {
+// The bytes a source has handed the tokenizer, for the out-of-memory message.
+class CountingSource : public detail::JsonByteSource {
+ public:
+  explicit CountingSource(ByteSource& in) : in_(in) {}
+  std::size_t read(char* buf, std::size_t size) override {
+    const std::size_t n = in_.read(buf, size);
+    delivered_ += n;
+    return n;
+  }
+  uint64_t delivered() const { return delivered_; }
+
+ private:
+  ByteSource& in_;
+  uint64_t delivered_ = 0;
+};
+
+TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::string& label,
+                         const KernelTableOptions& options, const TracePartsOptions& parts_options,
+                         std::size_t chunk) {
   TraceResult result;
   TraceSummary& s = result.summary;
   s.source = label;
   TraceSax sax(label, s, parts_options.attribute);
-  JsonTokenizer tz(src, label, chunk);
+  JsonTokenizer tz(counted, label, chunk);
   if (tz.empty_input()) fail("{}: the file is empty (no JSON)", label);
   sax.parse(tz);
   s.gzip = src.gzip();
@@ -1517,6 +1541,17 @@ TraceResult read_from(ByteSource& src, const std::string& label, const KernelTab
       parts_options.attribute ? "the trace holds no module events (record with with_stack=True)"
                               : "the phase × part attribution was turned off (--parts off)");
   return result;
+}
+
+// A reader of one trace: the rows, launches and host ops grow through detail::room_for_one (an
+// allocation that fails names its bytes); any smaller one that fails names how far it had read.
+TraceResult read_from(ByteSource& src, const std::string& label, const KernelTableOptions& options,
+                      const TracePartsOptions& parts_options,
+                      std::size_t chunk = JsonTokenizer::kDefaultChunk) {
+  CountingSource counted(src);
+  return detail::reading(
+      label, [&] { return counted.delivered(); },
+      [&] { return read_counted(src, counted, label, options, parts_options, chunk); });
 }
 
 bool has_suffix(const std::string& s, const char* suf) { return detail::ends_with(s, suf); }
