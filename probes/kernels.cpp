@@ -25,6 +25,11 @@ core::TracePartsOptions parts_options(const KernelsOptions& a) {
   core::TracePartsOptions o;
   o.attribute = a.parts == "on";
   if (a.config_path.empty() && a.checkpoint.empty() && a.model.empty()) return o;
+  // The layer kinds label the phase × part table: without it they would be silently ignored.
+  if (!o.attribute) {
+    fail_usage("--{} gives the layer kinds of the phase x part table, which --parts off turns off",
+               !a.config_path.empty() ? "config" : !a.checkpoint.empty() ? "checkpoint" : "model");
+  }
   core::ModelConfig config;
   if (!a.config_path.empty()) {
     config = core::read_config_json(a.config_path).config;

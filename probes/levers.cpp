@@ -55,14 +55,15 @@ void register_levers(CLI::App& app, ProbeSet& set) {
                               fmt::join(names, ", ")))
       ->delimiter(',')
       ->check(CLI::IsMember(names));
-  cmd->add_option("--gpu-memory", o->gpu_memory_gib,
+  CLI::Option* gpu_memory = cmd->add_option("--gpu-memory", o->gpu_memory_gib,
                   "The memory edge: a card size in GiB; after each configuration's sweep, its "
                   "largest batch at its widest width is measured step by step under an allocator "
                   "cap of this less --reserve (CUDA only)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--reserve", o->reserve_gib,
                   "GiB kept free on the --gpu-memory card (CUDA context, co-tenants)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->needs(gpu_memory);
   // The epoch (docs/levers.md, "The epoch"): without --dataset nothing of it runs, so each of its
   // options needs --dataset (given alone, it would be silently ignored).
   model::EpochOptions& e = o->epoch;

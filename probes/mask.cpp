@@ -77,27 +77,33 @@ void register_mask(CLI::App& app, ProbeSet& set) {
                   "Assert which layer types keep the maskless fast path: full, sliding, "
                   "full,sliding or none; every other type must get an explicit mask (exit 3)")
       ->check(CLI::IsMember({"full", "sliding", "full,sliding", "sliding,full", "none"}));
-  cmd->add_flag("--materialise", o->analysis.materialise,
+  CLI::Option* materialise = cmd->add_flag("--materialise", o->analysis.materialise,
                 "Build the engine's masks as tensors (libtorch) and verify the band from them");
   cmd->add_option("--device", o->analysis.device, "Device of the materialised check: cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  cmd->add_flag("--backends", o->analysis.backends,
+      ->capture_default_str()
+      ->needs(materialise);
+  // The backend trials' options mean nothing without them: alone they would be silently ignored.
+  CLI::Option* backends = cmd->add_flag("--backends", o->analysis.backends,
                 "CUDA builds: try each SDPA backend pinned alone per layer shape and mask case");
   cmd->add_option("--dtype", o->analysis.dtype, "Backend trials' dtype: bf16 or fp16")
       ->check(CLI::IsMember({"bf16", "fp16"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(backends);
   cmd->add_option("--warmup", o->analysis.warmup, "Backend trials: untimed runs before timing")
       ->check(CLI::Range(0, 1000))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(backends);
   cmd->add_option("--repeats", o->analysis.repeats,
                   "Backend trials: timed runs (the median is reported)")
       ->check(CLI::Range(1, 100000))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(backends);
   cmd->add_option("--padded-length", o->analysis.padded_length,
                   "Backend trials: real length of the padded row in the padded mask case "
                   "(default width / 2)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 22))
+      ->needs(backends);
   // The positional is an embedded name or a config.json: a path only when one exists.
   set.add(
       cmd, [o](RunContext& ctx) { return run(*o, ctx); }, Needs::kCore,

@@ -1,5 +1,6 @@
 // `tprobe padding`: padding waste, widths, truncation per source and loss-head memory of a dataset.
 #include "probes/probe.hpp"
+#include "tprobe/core/base/error.hpp"
 #include "tprobe/core/data/padding_report.hpp"
 
 namespace tprobe::probes {
@@ -9,11 +10,17 @@ struct PaddingOptions {
   std::string dataset = "synthetic";
   std::string format = "auto";
   std::string order = "sequential";
+  bool seed_given = false;
   core::PaddingOptions options;
 };
 
 core::Outcome run(PaddingOptions& o, RunContext& ctx) {
   o.options.order = core::parse_batch_order(o.order);
+  if (o.seed_given && o.options.order != core::BatchOrder::kShuffled) {
+    fail_usage("--seed seeds the shuffled order: give --order shuffled with it (the {} order "
+               "takes no seed)",
+               o.order);
+  }
   core::validate(o.options);
   const core::LengthDataset ds = core::load_dataset(o.dataset, core::parse_length_format(o.format));
   const core::PaddingReport report = core::analyze_padding(ds, o.options);
@@ -34,7 +41,9 @@ void register_padding(CLI::App& app, ProbeSet& set) {
       ->capture_default_str();
   cmd->add_option("--order", args->order, "sequential (file order) or shuffled (with --seed)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->options.seed, "Seed of the shuffled order")->capture_default_str();
+  CLI::Option* seed =
+      cmd->add_option("--seed", args->options.seed, "Seed of the shuffled order (--order shuffled)")
+          ->capture_default_str();
   cmd->add_option("--max-seq-len", args->options.max_seq_len,
                   "Truncate records to this many tokens")
       ->capture_default_str();
@@ -43,7 +52,12 @@ void register_padding(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--ce-chunk", args->options.ce_chunk, "Tokens per cross-entropy chunk")
       ->capture_default_str();
   set.add(
-      cmd, [args](RunContext& ctx) { return run(*args, ctx); }, Needs::kCore,
+      cmd,
+      [args, seed](RunContext& ctx) {
+        args->seed_given = seed->count() > 0;
+        return run(*args, ctx);
+      },
+      Needs::kCore,
       {{"dataset", "--dataset"}, {}, {}});
 }
 

@@ -87,7 +87,7 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--adapter", cli->analysis.adapter_dir,
                   "PEFT adapter directory (adapter_config.json + adapter_model.safetensors as "
                   "save_pretrained writes them)");
-  cmd->add_flag("--backward", cli->analysis.backward,
+  CLI::Option* backward = cmd->add_flag("--backward", cli->analysis.backward,
                 "Compare the loss and every LoRA gradient (one forward + backward) instead of the "
                 "logits; needs --adapter");
   CLI::Option* checkpointing =
@@ -95,19 +95,23 @@ void register_parity(CLI::App& app, ProbeSet& set) {
                       "With --backward: reentrant per-layer gradient checkpointing (on), as HF's "
                       "use_reentrant=True, or none (off)")
           ->check(CLI::IsMember({"on", "off"}))
-          ->capture_default_str();
+          ->capture_default_str()
+          ->needs(backward);
   set.deprecated(cmd,
                  cmd->add_flag("--gradient-checkpointing", cli->gradient_checkpointing,
-                               "Deprecated: --checkpointing on"),
+                               "Deprecated: --checkpointing on")
+                     ->needs(backward),
                  checkpointing,
                  "--gradient-checkpointing is deprecated (removed in the next release): write "
                  "--checkpointing on");
   cmd->add_flag("--no-input-grads", cli->no_input_grads,
                 "With --backward: no input grads (HF without enable_input_require_grads); under "
-                "checkpointing this is the inert-adapter trap");
+                "checkpointing this is the inert-adapter trap")
+      ->needs(backward);
   cmd->add_option("--grad-baseline-suffix", cli->analysis.grad_baseline_suffix,
                   "With --backward: suffix of HF's own bf16 gradients in REF (default for bf16: "
-                  "_hf_bf16_<attn> when present)");
+                  "_hf_bf16_<attn> when present)")
+      ->needs(backward);
   set.add(
       cmd, [cli](RunContext& ctx) { return run(*cli, ctx); }, Needs::kTorch,
       {{"--checkpoint", "--reference", "--adapter"}, {"--dump-hidden"}, {}});

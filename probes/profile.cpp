@@ -102,7 +102,8 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--reserve", o->reserve_gib,
                   "GiB kept free on each --gpu-memory card (CUDA context, co-tenants): one value, "
                   "or one per card")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->needs(gpu_memory);
   cmd->add_option("--fit-peak", o->fit_peak,
                   "The peak the memory model fits and each budget is held against: reserved (what "
                   "an allocator cap binds) or allocated")
