@@ -83,6 +83,7 @@ const tprobe::model::TorchApi kApi = [] {
   api.run_mask_backends = &run_mask_backends;
   api.run_profile = &run_profile;
   api.share_interrupt_flag = &tprobe::core::share_interrupt_flag;
+  api.share_temporaries = &tprobe::core::share_temporaries;
   return api;
 }();
 

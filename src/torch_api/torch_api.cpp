@@ -79,6 +79,9 @@ Loaded load() {
       continue;
     }
     if (api->share_interrupt_flag) api->share_interrupt_flag(core::interrupt_flag());
+    if (api->share_temporaries) {
+      api->share_temporaries(&core::register_temporary_here, &core::unregister_temporary_here);
+    }
     return {api, path};
   }
   // One line: each place looked in, with why it failed.

@@ -11,6 +11,7 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "test_paths.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
@@ -88,6 +89,37 @@ TEST(Interrupt, SecondSignalRemovesTheTemporaryAndExits) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 143);
   EXPECT_EQ(count_entries(dir), 0) << "the temporary beside out.json was left";
+}
+
+// The torch module's copy of tprobe_core forwards its temporaries to the binary's table (the one
+// the binary's handler unlinks): an AtomicFile made there registers and unregisters through the
+// shared functions, and its own table stays empty.
+std::vector<std::string> g_forwarded;
+std::vector<int> g_released;
+int forward_add(const char* path) {
+  g_forwarded.emplace_back(path);
+  return 7;
+}
+void forward_remove(int slot) { g_released.push_back(slot); }
+
+TEST(Interrupt, AModulesTemporariesGoToTheSharedTable) {
+  const std::string dir = testing_support::temp_dir() + "/shared-temporaries";
+  ::mkdir(dir.c_str(), 0755);
+  const int held = temporaries_held_here();
+  share_temporaries(&forward_add, &forward_remove);
+  {
+    AtomicFile f(dir + "/out.json");
+    f.write_at("{}", 2, 0);
+    EXPECT_EQ(temporaries_held_here(), held) << "registered in this copy's own table";
+    ASSERT_EQ(g_forwarded.size(), 1u);
+    EXPECT_EQ(g_forwarded[0].rfind(dir + "/", 0), 0u) << g_forwarded[0];
+    f.commit();
+  }
+  share_temporaries(nullptr, nullptr);
+  EXPECT_EQ(g_released, std::vector<int>{7});
+  // Back on its own table.
+  { AtomicFile g(dir + "/other.json"); EXPECT_EQ(temporaries_held_here(), held + 1); }
+  EXPECT_EQ(temporaries_held_here(), held);
 }
 
 }  // namespace

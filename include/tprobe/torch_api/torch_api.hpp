@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tprobe/core/base/environment.hpp"
+#include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/torch_api/mask_check.hpp"
 #include "tprobe/torch_api/parity.hpp"
 #include "tprobe/torch_api/profile.hpp"
@@ -15,12 +16,13 @@ namespace tprobe::model {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 9;  // 2: mask; 3: parity backward; 4: profile;
+inline constexpr int kTorchApiVersion = 10;  // 2: mask; 3: parity backward; 4: profile;
                                             // 5: StepSpec.should_stop/on_start;
                                             // 6: StepSpec.fused_rms_norm;
                                             // 7: ProfileRequest.moe_default;
                                             // 8: share_interrupt_flag;
-                                            // 9: StepReport.interrupted_at
+                                            // 9: StepReport.interrupted_at;
+                                            // 10: share_temporaries, PointResult plan
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header, implement it in tprobe_model, add a member here and one line
@@ -38,6 +40,9 @@ struct TorchApi {
   // The module's copy of tprobe_core reads the binary's interrupt flag from here on
   // (core/base/interrupt.hpp): its steps and readers then stop on the binary's signal.
   void (*share_interrupt_flag)(volatile int* flag) = nullptr;
+  // Its temporary files go into the binary's table, which a second signal unlinks.
+  void (*share_temporaries)(core::RegisterTemporaryFn add, core::UnregisterTemporaryFn remove) =
+      nullptr;
 };
 
 // Loads the module on first call (thread-safe) and returns its table. Looks at

@@ -68,7 +68,35 @@ void share_interrupt_flag(volatile int* flag) {
   g_read.store(flag ? flag : interrupt_flag(), std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<RegisterTemporaryFn> g_register{nullptr};
+std::atomic<UnregisterTemporaryFn> g_unregister{nullptr};
+}  // namespace
+
+void share_temporaries(RegisterTemporaryFn add, UnregisterTemporaryFn remove) {
+  g_register.store(add);
+  g_unregister.store(remove);
+}
+
 int register_temporary(const std::string& path) {
+  if (path.size() >= kPathMax) return -1;
+  if (RegisterTemporaryFn f = g_register.load()) return f(path.c_str());
+  return register_temporary_here(path.c_str());
+}
+
+void unregister_temporary(int slot) {
+  if (UnregisterTemporaryFn f = g_unregister.load()) return f(slot);
+  unregister_temporary_here(slot);
+}
+
+int temporaries_held_here() {
+  int n = 0;
+  for (int i = 0; i < kSlots; ++i) n += g_slot_used[i].load() ? 1 : 0;
+  return n;
+}
+
+int register_temporary_here(const char* path_c) {
+  const std::string path = path_c;
   if (path.size() >= kPathMax) return -1;
   std::lock_guard<std::mutex> lock(g_slot_mutex);
   for (int i = 0; i < kSlots; ++i) {
@@ -81,7 +109,7 @@ int register_temporary(const std::string& path) {
   return -1;
 }
 
-void unregister_temporary(int slot) {
+void unregister_temporary_here(int slot) {
   if (slot < 0 || slot >= kSlots) return;
   std::lock_guard<std::mutex> lock(g_slot_mutex);
   g_slot_used[slot].store(false);

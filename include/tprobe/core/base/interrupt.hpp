@@ -45,6 +45,18 @@ void unregister_temporary(int slot);
 volatile int* interrupt_flag();
 void share_interrupt_flag(volatile int* flag);
 
+// The temporary-file registry alike: the module's AtomicFiles must land in the binary's table,
+// which the binary's handler unlinks on a second signal. share_temporaries() makes this copy's
+// register_temporary()/unregister_temporary() forward to the given ones (the binary's
+// register_temporary_here/unregister_temporary_here); null pointers take this copy's own back.
+using RegisterTemporaryFn = int (*)(const char* path);
+using UnregisterTemporaryFn = void (*)(int slot);
+int register_temporary_here(const char* path);
+void unregister_temporary_here(int slot);
+void share_temporaries(RegisterTemporaryFn add, UnregisterTemporaryFn remove);
+// The paths this copy's own table holds now (tests).
+int temporaries_held_here();
+
 // For tests: clears the flag.
 void reset_interrupt_for_testing();
 
