@@ -93,6 +93,34 @@ const Case kCases[] = {
      "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, ...)",
      KernelCategory::kCopyCast, 0},
     {"my_custom_triton_free_kernel_v2", KernelCategory::kOther, 0},
+    // The kernel's own name decides, not its template arguments or parameters (issue 35): fbgemm's
+    // "gemm" and its FixedDivisor parameter made every fbgemm_gpu kernel a GEMM.
+    {"void fbgemm_gpu::permute_2D_data_kernel<long, float>(int, int, int, fbgemm_gpu::FixedDivisor, "
+     "long const*, long const*, float const*, long*, float*)",
+     KernelCategory::kCopyCast, 0},
+    {"void fbgemm_gpu::split_embedding_codegen_forward_unweighted_kernel<float, float, 4, 32, long>("
+     "at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>, "
+     "fbgemm_gpu::FixedDivisor, long const*)",
+     KernelCategory::kElementwise, 0},
+    {"void my_lib::scale_kernel<my_lib::GemmLikeTile<128> >(float*, int)", KernelCategory::kOther,
+     0},
+    {"void at::native::(anonymous namespace)::fill_gemm_workspace_kernel_v2<float>(float*)",
+     KernelCategory::kDenseGemm, 0},
+    // A launcher's own name says nothing: its template arguments decide.
+    {"void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+     "flash::CollectiveMainloopFwd<2, cute::tuple<cute::C<1> > > > > >(flash::Params)",
+     KernelCategory::kAttention, 90},
+    {"void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>("
+     "cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8::Params)",
+     KernelCategory::kDenseGemm, 80},
+    {"void cublasLt::epilogue::impl::globalKernel<8, 32, float, float, float, true, false>(int, "
+     "int, long, float*, float*)",
+     KernelCategory::kDenseGemm, 0},
+    // Triton's prefix is the kind: a fused norm's pointwise kernel is pointwise.
+    {"triton_poi_fused_native_layer_norm_0", KernelCategory::kElementwise, 0},
+    {"triton_red_fused__to_copy_mean_pow_0", KernelCategory::kReduction, 0},
+    {"triton_per_fused_add_mul_rsqrt_sum_1", KernelCategory::kReduction, 0},
+    {"triton_tem_fused_mm_0", KernelCategory::kDenseGemm, 0},
 };
 
 TEST(KernelCategory, RealNamesLandWhereAPersonWouldPutThem) {

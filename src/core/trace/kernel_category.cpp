@@ -146,6 +146,8 @@ const std::vector<CategoryRule>& category_rules() {
        "other cutlass kernels (device_kernel<GemmUniversal>)"},
       {KernelCategory::kDenseGemm, "gemv", "matrix-vector kernels"},
       {KernelCategory::kDenseGemm, "triton_tem", "Triton template kernels (mm autotune)"},
+      {KernelCategory::kElementwise, "triton_poi",
+       "Triton pointwise kernels (before 'norm': a fused norm's pointwise part is pointwise)"},
       {KernelCategory::kElementwise, "distribution",
        "random fills (distribution_elementwise_*); "
        "before 'norm' so 'normal' is not a norm"},
@@ -164,12 +166,14 @@ const std::vector<CategoryRule>& category_rules() {
        "copies and dtype casts (direct_copy_kernel_cuda, "
        "CatArrayBatchedCopy)"},
       {KernelCategory::kCopyCast, "transpose", "transposes"},
+      {KernelCategory::kCopyCast, "permute", "permutes (fbgemm_gpu::permute_*_kernel)"},
+      {KernelCategory::kElementwise, "embedding",
+       "embedding lookups and their backward (fbgemm_gpu's split_embedding_*)"},
       {KernelCategory::kElementwise, "elementwise",
        "TensorIterator kernels "
        "(vectorized_elementwise_kernel, ...)"},
       {KernelCategory::kElementwise, "foreach", "foreach / optimizer kernels"},
       {KernelCategory::kElementwise, "multi_tensor_apply", "fused optimizer kernels"},
-      {KernelCategory::kElementwise, "triton_poi", "Triton pointwise kernels"},
       {KernelCategory::kElementwise, "fill", "fills (FillFunctor)"},
       {KernelCategory::kElementwise, "index", "index / index_put / gather-like kernels"},
       {KernelCategory::kElementwise, "gather", "gather"},
@@ -180,11 +184,55 @@ const std::vector<CategoryRule>& category_rules() {
   return rules;
 }
 
+namespace {
+
+// The name outside its template arguments and parameter list ("at::native::reduce_kernel" of
+// "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<…>>(…)"): the kernel's own name.
+std::string own_name(const std::string& lowered) {
+  std::string out;
+  int depth = 0;
+  for (char c : lowered) {
+    if (c == '<' || c == '(') {
+      ++depth;
+    } else if (c == '>' || c == ')') {
+      if (depth > 0) --depth;
+    } else if (depth == 0) {
+      out += c;
+    }
+  }
+  strip_prefix(out, "void ");
+  return out;
+}
+
+// Kernels whose own name says only how they launch: what they compute is their first template
+// argument (cutlass's device_kernel<GemmUniversal<…>>, TensorIterator's
+// elementwise_kernel<…direct_copy_kernel_cuda…>, reduce_kernel<…ReduceOp<…NormTwoOps…>>).
+bool is_launcher(const std::string& own) {
+  const std::size_t colon = own.rfind("::");
+  const std::string last = colon == std::string::npos ? own : own.substr(colon + 2);
+  for (const char* l : {"device_kernel", "kernel", "kernel2", "elementwise_kernel",
+                        "vectorized_elementwise_kernel", "unrolled_elementwise_kernel",
+                        "reduce_kernel"}) {
+    if (last == l) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 KernelCategory categorize(ActivityKind kind, const std::string& demangled_name) {
   if (kind != ActivityKind::kKernel) return KernelCategory::kMemcpyMemset;
-  const std::string name = lower(demangled_name);
+  std::string name = lower(demangled_name);
+  // A library's name is not what a kernel computes: "fbgemm" holds "gemm", and fbgemm_gpu's
+  // embedding and permute kernels carry it in their namespace and in template arguments
+  // (fbgemm_gpu::FixedDivisor).
+  erase_all(name, "fbgemm_gpu");
+  erase_all(name, "fbgemm");
+  // The rules read the kernel's own name; its template arguments only for a launcher.
+  const std::string own = own_name(name);
+  const std::string& matched = is_launcher(own) ? name : own;
   for (const CategoryRule& rule : category_rules()) {
-    if (name.find(rule.pattern) != std::string::npos) return rule.category;
+    if (matched.find(rule.pattern) != std::string::npos) return rule.category;
   }
   return KernelCategory::kOther;
 }
