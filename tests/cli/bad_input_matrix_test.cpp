@@ -251,9 +251,9 @@ class Files {
       ::mkdir(path(d).c_str(), 0755);
       write_text(path(d) + "/rank0.json", one_kernel);
     }
-    ::mkfifo((path("ranks-fifo") + "/rank1.json").c_str(), 0644);
-    ::symlink("no-such-trace.json", (path("ranks-dangling") + "/rank1.json").c_str());
-    ::symlink("rank1.json", (path("ranks-loop") + "/rank1.json").c_str());
+    EXPECT_EQ(::mkfifo((path("ranks-fifo") + "/rank1.json").c_str(), 0644), 0);
+    EXPECT_EQ(::symlink("no-such-trace.json", (path("ranks-dangling") + "/rank1.json").c_str()), 0);
+    EXPECT_EQ(::symlink("rank1.json", (path("ranks-loop") + "/rank1.json").c_str()), 0);
     ::mkdir((path("ranks-dir") + "/rank1.json").c_str(), 0755);
     // A raw trace for --replay-trace followed by bytes that are not gzip (issue 33).
     write_text(path("raw-gz-garbage.json.gz"), gzip_of("{}") + "garbage after the gzip");
@@ -717,6 +717,33 @@ std::vector<Case> cases(const Files& f) {
        "--accum requires --dataset"},
       {"levers/epoch-samples-without-dataset", {"levers", "--epoch-samples", "4"}, 2,
        "--epoch-samples requires --dataset"},
+      // Options that mean something only beside another one are refused without it (issue 33).
+      {"parity/checkpointing-without-backward",
+       {"parity", "--checkpoint", TPROBE_FIXTURES_DIR "/gemma4-tiny-hf", "--reference",
+        TPROBE_FIXTURES_DIR "/gemma4-tiny-hf/reference.safetensors", "--checkpointing", "off"},
+       2, "--checkpointing requires --backward"},
+      {"parity/grad-baseline-suffix-without-backward",
+       {"parity", "--checkpoint", TPROBE_FIXTURES_DIR "/gemma4-tiny-hf", "--reference",
+        TPROBE_FIXTURES_DIR "/gemma4-tiny-hf/reference.safetensors", "--grad-baseline-suffix",
+        "_x"},
+       2, "--grad-baseline-suffix requires --backward"},
+      {"mask/device-without-materialise", {"mask", "--device", "cuda"}, 2,
+       "--device requires --materialise"},
+      {"mask/repeats-without-backends", {"mask", "--repeats", "5"}, 2,
+       "--repeats requires --backends"},
+      {"mask/padded-length-without-backends", {"mask", "--padded-length", "100"}, 2,
+       "--padded-length requires --backends"},
+      {"kernels/model-with-parts-off",
+       {"kernels", TPROBE_FIXTURES_DIR "/traces/parts-small.json", "--parts", "off", "--model",
+        "gemma4-tiny"},
+       2, "--model gives the layer kinds of the phase x part table, which --parts off turns off"},
+      {"padding/seed-without-shuffled-order", {"padding", "--seed", "3"}, 2,
+       "--seed seeds the shuffled order: give --order shuffled with it (the sequential order "
+       "takes no seed)"},
+      {"levers/reserve-without-gpu-memory", {"levers", "--reserve", "3"}, 2,
+       "--reserve requires --gpu-memory"},
+      {"profile/reserve-without-gpu-memory", {"profile", "--reserve", "3"}, 2,
+       "--reserve requires --gpu-memory"},
       // suite and the binary itself
       {"suite/unknown-option", {"suite", "--otu", "x"}, 2, "--otu"},
       {"tprobe/unknown-subcommand", {"frobnicate"}, 2, "frobnicate"},
@@ -746,7 +773,27 @@ std::vector<RunCase> run_cases(const Files& f) {
   closed.close_stdout = true;
   RunOptions no_module;
   no_module.env = {{"TPROBE_TORCH_MODULE", f.path("no-such-module.so")}};
+  // An allocator that refuses every allocation a reader sizes by its input
+  // (base/out_of_memory.hpp's fault injection: ASan's operator new aborts instead of throwing).
+  RunOptions no_memory;
+  no_memory.env = {{"TPROBE_FAULT_ALLOC_LIMIT", "0"}};
   return {
+      // Out of memory at every reader is its read error, naming the file and the bytes asked
+      // (issue 33, item 3). The dataset's first growth is 16 lengths of 8 bytes.
+      {{"padding/out-of-memory-reading-the-dataset", {"padding", "--dataset", fx + "/lengths/small.jsonl"}, 1,
+        "tprobe padding: error: out of memory reading " + fx + "/lengths/small.jsonl (128 bytes asked)"},
+       no_memory},
+      {{"kernels/out-of-memory-reading-the-trace", {"kernels", trace}, 1,
+        "tprobe kernels: error: out of memory reading " + trace + " ("},
+       no_memory},
+      {{"inspect/out-of-memory-reading-the-config", {"inspect", "--checkpoint", fx + "/gemma4-tiny-hf"}, 1,
+        "tprobe inspect: error: out of memory reading config '" + fx +
+            "/gemma4-tiny-hf/config.json' ("},
+       no_memory},
+      {{"scaling-fit/out-of-memory-reading-the-csv", {"scaling-fit", "--csv", fx + "/example_points.csv"}, 1,
+        "tprobe scaling-fit: error: out of memory reading points file '" + fx +
+            "/example_points.csv' ("},
+       no_memory},
       // A full or closed standard output is a failed run (issue 33): nothing committed.
       {{"kernels/stdout-full", {"kernels", trace}, 1,
         "tprobe kernels: error: cannot write to standard output: No space left on device"},

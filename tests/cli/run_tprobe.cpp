@@ -28,11 +28,15 @@ pid_t start_tprobe(const std::vector<std::string>& args, const std::string& out_
     if (!freopen(to.c_str(), "w", stdout) || !freopen(err_path.c_str(), "w", stderr)) _exit(127);
     if (options.close_stdout) ::close(STDOUT_FILENO);
     for (const auto& [name, value] : options.env) setenv(name.c_str(), value.c_str(), 1);
-    // No LeakSanitizer in the children (a caller's own ASAN_OPTIONS wins): its stop-the-world
-    // tracer crashed (signal 11, "LeakSanitizer has encountered a fatal error", exit 134) at the
-    // exit of a parity child refusing its reference, under this fork/exec harness only, not run
-    // by hand. ASan and UBSan stay on; the unit and model tests check leaks in-process.
-    setenv("ASAN_OPTIONS", "detect_leaks=0", 0);
+    // No LeakSanitizer in the children: its stop-the-world tracer crashed (signal 11,
+    // "LeakSanitizer has encountered a fatal error", exit 134) at the exit of a parity child
+    // refusing its reference, under this fork/exec harness on a loaded machine only, not run by
+    // hand. Appended to the caller's options (the test preset's detect_leaks=1 included: the last
+    // value wins), so that ASan and UBSan stay as the caller set them; the unit and model tests
+    // check leaks in-process.
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    const std::string options_now = asan ? std::string(asan) + ":" : std::string();
+    setenv("ASAN_OPTIONS", (options_now + "detect_leaks=0").c_str(), 1);
     std::vector<char*> argv;
     std::string bin = TPROBE_BINARY;
     argv.push_back(bin.data());

@@ -270,6 +270,31 @@ TEST(ConfigJson, EmbeddedConfigsRoundTripInEveryForm) {
   EXPECT_EQ(doc["text_config"]["per_layer_config"].size(), 5u);
 }
 
+// A per-layer override that makes a layer valid survives every written form (found by
+// tprobe_fuzz_config_json: the flat forms dropped it, and a full layer's 262,144 global kv heads,
+// overridden to 1, came back unoverridden and refused).
+TEST(ConfigJson, PerLayerOverridesRoundTripInEveryForm) {
+  ModelConfig m = embedded_model("gemma4-tiny");
+  m.attention_k_eq_v = true;
+  m.num_global_kv_heads = 262144;
+  for (int64_t i = 0; i < m.num_layers; ++i) {
+    if (m.layer_types[static_cast<size_t>(i)] == LayerType::kFull) {
+      m.per_layer[i].num_key_value_heads = 1;
+      m.per_layer[i].head_dim = 32;
+    }
+  }
+  ASSERT_FALSE(m.per_layer.empty());
+  for (auto form : {ConfigJsonForm::kMultimodalFlat, ConfigJsonForm::kTextOnlyFlat,
+                    ConfigJsonForm::kMultimodalPerLayer}) {
+    const ConfigJson back =
+        parse_config_json(Json::parse(to_config_json(m, form).dump()), "round-trip");
+    for (int64_t i = 0; i < m.num_layers; ++i) {
+      EXPECT_EQ(back.config.layer(i).num_kv_heads, m.layer(i).num_kv_heads) << i;
+      EXPECT_EQ(back.config.layer(i).head_dim, m.layer(i).head_dim) << i;
+    }
+  }
+}
+
 TEST(ConfigJson, FileErrorsNameTheFile) {
   std::string dir = testing_support::temp_dir();
   std::string path = dir + "/config.json";

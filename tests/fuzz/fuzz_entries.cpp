@@ -26,6 +26,7 @@
 #include "tprobe/core/io/order_file.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/core/report/report.hpp"
+#include "tprobe/core/trace/kernels.hpp"
 #include "tprobe/core/trace/trace_reader.hpp"
 
 namespace tprobe::fuzz {
@@ -180,7 +181,10 @@ void evidence(const uint8_t* data, std::size_t size) {
   expect_error_or_ok([&] {
     switch (data[0] % 5) {
       case 0:
+        // The envelope, then what `kernels A B` reads of it (the kernel table and the phase ×
+        // part rows with their step count).
         core::read_evidence_file(path, "");
+        core::load_kernel_source(path, {}, {});
         break;
       case 1: {
         core::WidthDistribution w = core::read_width_distribution(path);

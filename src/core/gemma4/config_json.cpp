@@ -526,6 +526,18 @@ Json to_config_json(const ModelConfig& c, ConfigJsonForm form) {
       if (!entry.empty()) plc[fmt::format("{:0{}}", i, width)] = entry;
     }
     t["per_layer_config"] = plc;
+  } else if (!c.per_layer.empty()) {
+    // The flat forms keep the explicit per-layer overrides too: without them a layer whose
+    // override made it valid (a full layer's kv heads) was written with the flat value alone, and
+    // the written config was refused on reading (found by tprobe_fuzz_config_json).
+    Json plc = Json::object();
+    for (const auto& [i, o] : c.per_layer) {
+      Json entry = Json::object();
+      if (o.head_dim) entry["head_dim"] = *o.head_dim;
+      if (o.num_key_value_heads) entry["num_key_value_heads"] = *o.num_key_value_heads;
+      plc[std::to_string(i)] = entry;
+    }
+    t["per_layer_config"] = plc;
   }
   if (form == ConfigJsonForm::kTextOnlyFlat) {
     t["architectures"] = {"Gemma4ForCausalLM"};
