@@ -100,6 +100,15 @@ TEST(KernelsCli, DiffOfATraceAgainstEvidence) {
   const json rgz = json::parse(read_text(dir + "/dgz.json"))["results"];
   EXPECT_EQ(rgz["b"]["kind"], "evidence");
   EXPECT_EQ(rgz["diff"]["delta_sum_ns"], res["diff"]["delta_sum_ns"]);
+  // An execution trace starts with "schema" too: named, not read as broken evidence.
+  write_text(dir + "/et.json",
+             R"({"schema": "1.0.2-chakra.0.0.4", "pid": 7, "nodes": [{"id": 1, "name": "x"}]})");
+  RunResult et = run_tprobe({"kernels", dir + "/et.json"});
+  EXPECT_EQ(et.exit_code, 1);
+  EXPECT_NE(et.err.find("is a PyTorch execution trace (ExecutionTraceObserver's graph of 'nodes', "
+                        "schema '1.0.2-chakra.0.0.4')"),
+            std::string::npos)
+      << et.err;
 }
 
 TEST(KernelsCli, PerRankDirectory) {
@@ -129,7 +138,9 @@ TEST(KernelsCli, EmptyKernelSetIsExitOneWithoutEvidence) {
       R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})");
   RunResult r = run_tprobe({"kernels", dir + "/host.json", "--json", dir + "/e.json"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("no device activity"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a CPU-only trace (1 cpu_op events, no CUDA runtime or device activity)"),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(file_exists(dir + "/e.json"));
 }
 

@@ -420,6 +420,21 @@ TEST(TraceReader, BrokenTracesAreClearErrors) {
                           "ts": 1, "dur": 1}]})")
                 .find("ProfilerActivity.CUDA"),
             std::string::npos);
+  // Trace kinds tprobe does not tabulate are named for what they are (issue 35).
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm",
+                          "ts": 1, "dur": 1}]})")
+                .find("a CPU-only trace (1 cpu_op events, no CUDA runtime or device activity)"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"traceEvents": [{"ph": "X", "cat": "cuda_profiler_range",
+                          "name": "aten::mm", "ts": 1, "dur": 1,
+                          "args": {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum": 12}},
+                         {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2}]})")
+                .find("a CUPTI range-profiler trace (1 cuda_profiler_range events"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"pid": 1, "time": "2026-12-03",
+                         "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_trace|process]"}]})")
+                .find("a PyTorch execution trace"),
+            std::string::npos);
 }
 
 TEST(TraceReader, TruncatedGzipIsAnError) {

@@ -86,6 +86,14 @@ Json read_evidence_file(const std::string& path, const std::string& expected_pro
   Json doc = detail::parse_json_strict(detail::read_decoded_file(path, "an evidence file"),
                                        "evidence file '" + path + "'");
   const std::string want = "tprobe." + expected_probe;
+  // PyTorch's execution trace also starts with "schema" (a version string) and holds a graph.
+  if (doc.is_object() && doc.contains("schema") && doc["schema"].is_string() &&
+      doc.contains("nodes")) {
+    fail("'{}' is a PyTorch execution trace (ExecutionTraceObserver's graph of 'nodes', schema "
+         "'{}'), not tprobe evidence or a Chrome trace; record the step with torch.profiler "
+         "(Kineto)",
+         path, detail::printable(doc["schema"].get<std::string>(), 40));
+  }
   if (!doc.is_object() || !doc.contains("schema") || !doc["schema"].is_object() ||
       !doc["schema"].contains("name") || !doc["schema"]["name"].is_string()) {
     fail("'{}' is not a tprobe evidence file (no schema.name)", path);

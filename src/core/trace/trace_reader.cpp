@@ -522,6 +522,7 @@ class TraceSax {
 
   // --- results -------------------------------------------------------------------------------
   bool saw_events() const { return saw_events_; }
+  bool has_top_key(const char* key) const { return top_keys_.count(key) > 0; }
   bool saw_top_object() const { return saw_top_object_; }
   std::vector<std::string>& names() { return names_; }
   std::vector<DeviceRow>& rows() { return rows_; }
@@ -1267,8 +1268,32 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   s.gzip = src.gzip();
   s.uncompressed_bytes = tz.bytes_read();
   if (!sax.saw_events()) {
+    if (sax.has_top_key("nodes")) {
+      fail("{}: a PyTorch execution trace (ExecutionTraceObserver's graph of 'nodes'), not a "
+           "Chrome trace: it holds no device rows; record the step with torch.profiler (Kineto)",
+           label);
+    }
     fail("{}: no 'traceEvents' array: not a Chrome trace written by torch.profiler / Kineto",
          label);
+  }
+  // Trace kinds that hold events but no device rows, each named for what it is.
+  if (sax.rows().empty()) {
+    const auto count = [&](const char* cat) {
+      const auto it = s.categories.find(cat);
+      return it == s.categories.end() ? int64_t{0} : it->second;
+    };
+    if (const int64_t n = count("cuda_profiler_range"); n > 0) {
+      fail("{}: a CUPTI range-profiler trace ({} cuda_profiler_range events: counter metrics per "
+           "range, no kernel rows); record with ProfilerActivity.CUDA and without "
+           "profiler_metrics for a kernel table",
+           label, n);
+    }
+    if (count("kernel") == 0 && count("cuda_runtime") == 0 && count("cuda_driver") == 0 &&
+        count("cpu_op") > 0) {
+      fail("{}: a CPU-only trace ({} cpu_op events, no CUDA runtime or device activity): record "
+           "with ProfilerActivity.CUDA for a kernel table",
+           label, count("cpu_op"));
+    }
   }
 
   // Every difference taken below (spans, launch delays, idle waits) must fit int64: the device
