@@ -828,6 +828,26 @@ TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) 
     }
     return sig;
   };
+  // The executable and the torch module beside it, by signature after every case and by a digest
+  // of their bytes at the end (hundreds of MB under ASan: not kept whole).
+  const std::string binary = TPROBE_BINARY;
+  const std::vector<std::string> programs = {
+      binary, binary.substr(0, binary.rfind('/')) + "/libtprobe_torch.so"};
+  auto program_signatures = [&] {
+    std::map<std::string, std::string> sig;
+    for (const std::string& p : programs) {
+      for (auto& kv : signature_of(p)) sig.insert(kv);
+    }
+    return sig;
+  };
+  auto program_digests = [&] {
+    std::vector<std::size_t> d;
+    for (const std::string& p : programs) d.push_back(std::hash<std::string>{}(read_text(p)));
+    return d;
+  };
+  const auto programs_before = program_signatures();
+  ASSERT_GE(programs_before.size(), 1u) << "the executable is missing";
+  const auto program_digests_before = program_digests();
   const auto inputs_before = all_inputs();
   const auto contents_before = contents_of(inputs_before);
   for (const RunCase& rc : cases_list) {
@@ -859,8 +879,10 @@ TEST_F(BadInputMatrix, EveryCaseIsRefusedOnOneLineWithItsExitCodeAndNoEvidence) 
     EXPECT_TRUE(signature_of(out_dir).empty()) << "a file left in the output folder";
     ::unlink(json.c_str());  // one failure above must not fail every later case
     EXPECT_EQ(all_inputs(), inputs_before) << "an input was written, replaced or added to";
+    EXPECT_EQ(program_signatures(), programs_before) << "the executable or its module was touched";
   }
   EXPECT_EQ(contents_of(inputs_before), contents_before) << "an input's bytes changed";
+  EXPECT_EQ(program_digests(), program_digests_before) << "the executable's or module's bytes changed";
 }
 
 // One adapter (an r=8 config over r=4 tensors) refused by lora-gate and parity --adapter with the
