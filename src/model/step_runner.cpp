@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <regex>
 #include <unordered_map>
@@ -374,7 +375,7 @@ StepReport run_steps(const StepSpec& spec,
   } else {
     memory_limit = core::host_memory_limit();
   }
-  const int64_t dtype_bytes = spec.dtype == "fp64" ? 8 : spec.dtype == "fp32" ? 4 : 2;
+  const auto dtype_bytes = static_cast<int64_t>(c10::elementSize(mo.dtype));
   // One point: warm-up, timed repeats, and (not for the extra points) the traced and memory steps.
   auto measure = [&](const StepPoint& point, int64_t warmup, int64_t repeats,
                      bool extra) -> PointResult {
@@ -392,13 +393,16 @@ StepReport run_steps(const StepSpec& spec,
     plan_request.dtype_bytes = dtype_bytes;
     plan_request.mask_per_row = spec.attention_mask == AttentionMask::kOnes;
     const core::StepPlan plan = core::plan_step(m.config(), plan_request);
-    r.planned_floor_bytes = static_cast<double>(weights_bytes + lora_bytes) + plan.activation_floor_bytes;
+    r.planned_floor_bytes =
+        static_cast<double>(weights_bytes + lora_bytes) + plan.activation_floor_bytes;
     if (std::string why = core::plan_refusal(plan, weights_bytes + lora_bytes, memory_limit);
         !why.empty()) {
       r.outcome = PointOutcome::kOom;
       r.refused_before_running = true;
       r.message = std::move(why);
-      if (plan.largest.bytes < 9.2e18) r.oom_tried_bytes = static_cast<int64_t>(plan.largest.bytes);
+      if (plan.largest.bytes < static_cast<double>(std::numeric_limits<int64_t>::max())) {
+        r.oom_tried_bytes = static_cast<int64_t>(plan.largest.bytes);
+      }
       r.memory_measured = cuda;
       return r;
     }

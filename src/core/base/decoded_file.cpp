@@ -128,12 +128,7 @@ std::string read_decoded_file(const std::string& path, const char* what) {
   std::string text;
   std::vector<char> buf(std::size_t{1} << 16);
   while (const std::size_t n = file.read(buf.data(), buf.size(), "")) {
-    if (text.size() + n > text.capacity()) {
-      // Grown here (doubling), so that an allocation that fails names the bytes it asked for.
-      const std::size_t want = std::max(text.size() + n, 2 * text.capacity());
-      allocating(path, want, [&] { text.reserve(want); });
-    }
-    text.append(buf.data(), n);
+    append_growing(text, buf.data(), n, path);
     if (text.size() > kMaxBytes) {
       fail("{}: larger than {} bytes (uncompressed): not {}", path, kMaxBytes, what);
     }

@@ -67,23 +67,20 @@ std::string read_input_file(const std::string& path, const char* what, std::size
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     fail("cannot open {} '{}': it is a directory", what, path);
   }
-  // Grown here (doubling, or to the file's size), so that an allocation that fails names the
-  // bytes it asked for (base/out_of_memory.hpp); append() then never reallocates.
+  // Grown to the file's size first, then by doubling (base/out_of_memory.hpp), so that an
+  // allocation that fails names the bytes it asked for.
   const std::string what_path = fmt::format("{} '{}'", what, path);
   std::string text;
-  auto grow = [&](std::size_t want) {
-    detail::allocating(what_path, want, [&] { text.reserve(want); });
-  };
   if (S_ISREG(st.st_mode) && st.st_size > 0 && static_cast<std::size_t>(st.st_size) <= max_bytes) {
-    grow(static_cast<std::size_t>(st.st_size) + 1);
+    const auto want = static_cast<std::size_t>(st.st_size) + 1;
+    detail::allocating(what_path, want, [&] { text.reserve(want); });
   }
   char buf[1 << 16];
   while (const std::size_t n = read_input(fd, buf, sizeof buf, path)) {
     if (text.size() + n > max_bytes) {
       fail("{} is larger than {} bytes: not a file tprobe reads whole", what_path, max_bytes);
     }
-    if (text.size() + n > text.capacity()) grow(std::max(text.size() + n, 2 * text.capacity()));
-    text.append(buf, n);
+    detail::append_growing(text, buf, n, what_path);
   }
   return text;
 }

@@ -59,6 +59,17 @@ void room_for_one(Vector& v, const std::string& what) {
   allocating(what, bytes, [&] { v.reserve(n); });
 }
 
+// Appends `n` bytes to `text`, which a whole-file read grows with its input: capacity doubles
+// through allocating() (a growth that fails names its bytes), so append() never reallocates.
+inline void append_growing(std::string& text, const char* data, std::size_t n,
+                           const std::string& what) {
+  if (text.size() + n > text.capacity()) {
+    const std::size_t want = std::max(text.size() + n, 2 * text.capacity());
+    allocating(what, want, [&] { text.reserve(want); });
+  }
+  text.append(data, n);
+}
+
 // Runs a whole streaming read, whose smaller allocations (names, map nodes, one record's
 // fields) are not each sized through allocating(): one of them failing is still this reader's
 // error, naming the file and how far it had read, never an exception that names nothing.

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cmath>
 #include <limits>
 #include <string>
 
@@ -144,8 +142,8 @@ MemoryLimit host_memory_limit() {
   }
   // cgroup v2 (a container's limit); "max" or an absent file: no limit there.
   try {
-    take_lower(limit, leading_count(read_input_file("/sys/fs/cgroup/memory.max", "cgroup limit", 64)),
-               "the cgroup's memory.max");
+    const std::string max = read_input_file("/sys/fs/cgroup/memory.max", "cgroup limit", 64);
+    take_lower(limit, leading_count(max), "the cgroup's memory.max");
   } catch (const Error&) {
   }
   struct rlimit rl {};
@@ -160,7 +158,6 @@ std::string plan_refusal(const StepPlan& plan, int64_t weights_bytes, const Memo
   if (limit.bytes <= 0) return "";
   const double total = static_cast<double>(weights_bytes) + plan.activation_floor_bytes;
   if (total <= static_cast<double>(limit.bytes)) return "";
-  const auto bytes = [](double x) { return format_bytes(x); };
   const char* dtype = plan.largest.element_bytes == 8   ? "fp64"
                       : plan.largest.element_bytes == 4 ? "fp32"
                       : plan.largest.element_bytes == 2 ? "bf16"
@@ -168,9 +165,10 @@ std::string plan_refusal(const StepPlan& plan, int64_t weights_bytes, const Memo
   return fmt::format(
       "not run: it needs at least {} ({} of weights and adapters, {} of {} layer inputs, and {} "
       "[{}] {} = {}), above {} ({})",
-      bytes(total), bytes(static_cast<double>(weights_bytes)), bytes(plan.layer_inputs_bytes),
-      plan.layers, plan.largest.what, fmt::join(plan.largest.shape, ", "), dtype,
-      bytes(plan.largest.bytes), limit.what, bytes(static_cast<double>(limit.bytes)));
+      format_bytes(total), format_bytes(static_cast<double>(weights_bytes)),
+      format_bytes(plan.layer_inputs_bytes), plan.layers, plan.largest.what,
+      fmt::join(plan.largest.shape, ", "), dtype, format_bytes(plan.largest.bytes), limit.what,
+      format_bytes(static_cast<double>(limit.bytes)));
 }
 
 }  // namespace tprobe::core

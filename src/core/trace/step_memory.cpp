@@ -10,6 +10,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/decoded_file.hpp"
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "trace/step_trace_internal.hpp"
@@ -147,7 +148,7 @@ RawMemory parse_raw_memory(std::string_view text, const std::string& path) {
 }
 
 RawMemory read_raw_memory(const std::string& path) {
-  return parse_raw_memory(detail::read_bounded_text(path, "a raw memory history of one step"),
+  return parse_raw_memory(detail::read_decoded_file(path, "a raw memory history of one step"),
                           path);
 }
 

@@ -4,29 +4,16 @@
 
 #include "trace/step_trace_internal.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <tuple>
 #include <utility>
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <new>
-
-#include "base/out_of_memory.hpp"
-#include "base/strict_json.hpp"
 #include "base/decoded_file.hpp"
+#include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/base/input_file.hpp"
 
 namespace tprobe::core {
 
@@ -292,10 +279,6 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
 
 namespace detail {
 
-std::string read_bounded_text(const std::string& path, const char* what) {
-  return read_decoded_file(path, what);
-}
-
 std::vector<StepTag> parse_tags(const Json& tags, const std::string& path) {
   std::vector<StepTag> out;
   for (size_t i = 0; i < tags.size(); ++i) {
@@ -358,7 +341,7 @@ uint64_t json_uint(const Json& v, const std::string& where) { return get_uint(v,
 }  // namespace detail
 
 RawTrace read_raw_trace(const std::string& path) {
-  return parse_raw_trace(detail::read_bounded_text(path, "a raw trace of one step"), path);
+  return parse_raw_trace(detail::read_decoded_file(path, "a raw trace of one step"), path);
 }
 
 // ---- attribution ------------------------------------------------------------------------------

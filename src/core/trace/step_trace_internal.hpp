@@ -17,8 +17,5 @@ std::vector<StepTag> parse_tags(const Json& tags, const std::string& path);
 std::vector<ForwardLink> parse_forward_ops(const Json& ops, const std::string& path, int64_t ntags);
 int64_t json_int(const Json& obj, const char* key, const std::string& where, int64_t lo, int64_t hi);
 uint64_t json_uint(const Json& v, const std::string& where);
-// A plain or gzip file as text, at most 1 GiB uncompressed (`what` names the expected content in
-// the refusal).
-std::string read_bounded_text(const std::string& path, const char* what);
 
 }  // namespace tprobe::core::detail

@@ -18,8 +18,8 @@
 
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
-#include "base/out_of_memory.hpp"
 #include "base/decoded_file.hpp"
+#include "base/out_of_memory.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 #include "trace/json_tokenizer.hpp"
