@@ -9,7 +9,10 @@ the 262,144-wide logits are never whole). Batch 2, one warm-up then --reps timed
 --pad-fraction F adds one padded point at the widest width: the last row keeps (1 - F) of its
 tokens, the rest is right-padding passed as attention_mask (HF then builds explicit padding
 masks on every layer) and ignored by the loss (labels -100). --trace-out PATH writes a
-torch.profiler (Kineto) trace of one step at the first width, for `tprobe kernels`.
+torch.profiler (Kineto) trace of one step at the first width, for `tprobe kernels`. --hf-loss
+makes the step the one most users write, `model(input_ids=..., labels=...).loss.backward()`
+(transformers' own loss over the whole logits), with --checkpointing non-reentrant the way torch
+recommends.
 
 Usage: hf_lora_step.py --attn sdpa --seq 2048 8192 [--pad-fraction 0.5] [--profile]
                        [--trace-out T.json] [--json OUT]
@@ -81,6 +84,9 @@ def main():
                          "torch.cuda.memory._record_memory_history: the blocks alive at its peak "
                          "by phase and by the model code's frame (hf_memory_sites.py)")
     ap.add_argument("--top", type=int, default=25, help="sites printed with --memory-sites")
+    ap.add_argument("--hf-loss", action="store_true",
+                    help="the step a user writes: model(input_ids=..., labels=...).loss.backward() "
+                         "(transformers' own loss over the whole logits) instead of the chunked CE")
     ap.add_argument("--json")
     a = ap.parse_args()
     import transformers
@@ -112,7 +118,7 @@ def main():
     out = {"attn": a.attn, "init_s": init_s, "trainable_parameters": trainable,
            "frozen_parameters": total, "transformers": transformers.__version__,
            "peft": peft.__version__, "torch": torch.__version__, "checkpointing": a.checkpointing,
-           "ones_mask": a.ones_mask, "widths": []}
+           "ones_mask": a.ones_mask, "hf_loss": a.hf_loss, "widths": []}
 
     def step(ids, lengths=None, marks=None):
         labels = torch.full_like(ids, -100)
@@ -124,6 +130,14 @@ def main():
             mask = real.long()
             # a row of L real tokens has L - 1 targets: positions L - 1 and later carry no label
             labels[pos >= (torch.tensor(lengths, device=ids.device).unsqueeze(1) - 1)] = -100
+        if a.hf_loss:
+            hf_labels = ids.clone()
+            if lengths is not None:
+                hf_labels[pos >= torch.tensor(lengths, device=ids.device).unsqueeze(1)] = -100
+            loss = model(input_ids=ids, attention_mask=mask, labels=hf_labels, use_cache=False).loss
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+            return loss
         hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
         if marks is not None:
             torch.cuda.synchronize()

@@ -15,10 +15,20 @@ prof.events(), and the sum of the kernel/memcpy/memset durations read back from 
 The first is the double count `tprobe kernels` warns about; the others are the device total.
 
 --memory-only records one trace with profile_memory=True as well ([memory] instant events:
-bytes, total allocated and reserved), under --checkpointing reentrant|non-reentrant.
+bytes, total allocated and reserved), under --checkpointing reentrant|non-reentrant; --stack-only
+one with with_stack=True under either (the non-reentrant one is the step most users run:
+`model(input_ids=..., labels=...).loss.backward()` with use_reentrant=False).
+
+--ranges records the user's own record_function ranges around the step (train_step > forward,
+backward > backward_call, optimizer; a log_loss range that syncs), the next batch copied host to
+device on a side stream that the compute stream waits for (cudaEventRecord /
+cudaStreamWaitEvent), and CUDA synchronization events (_ExperimentalConfig
+enable_cuda_sync_events): what `tprobe kernels`' per-stream, user-range, time-series and
+critical-path figures read.
 
 Usage: hf_profile_trace.py OUT_DIR [--seq 256] [--big-seq 2048] [--active 3]
-                           [--stack-only | --memory-only [--checkpointing non-reentrant]]
+                           [--stack-only | --memory-only | --ranges]
+                           [--checkpointing reentrant|non-reentrant]
 Writes: OUT_DIR/hf-sdpa-2x<seq>.json.gz, hf-eager-2x<seq>.json.gz, hf-sdpa-2x<big>.json.gz and a
 <name>.sums.json beside each; OUT_DIR/summary.json.
 """
@@ -99,7 +109,7 @@ def device_sum_from_file(path):
 
 
 def profile_one(name, attn, seq, active, out_dir, batch=2, with_stack=False, memory=False,
-                reentrant=True):
+                reentrant=True, ranges=False):
     from torch.profiler import ProfilerActivity, profile, schedule
     cfg, model, opt = build(attn, reentrant)
     g = torch.Generator(device="cuda").manual_seed(seq)
@@ -150,7 +160,44 @@ def profile_one(name, attn, seq, active, out_dir, batch=2, with_stack=False, mem
         opt.zero_grad(set_to_none=True)
         return loss
 
+    # --ranges: the same step inside the user's own ranges, with the next batch prefetched on a
+    # side stream from pinned host memory and the loss logged (a device-to-host sync).
+    copy_stream = torch.cuda.Stream()
+    host_ids = ids.cpu().pin_memory()
+    logged = []
+
+    def step_ranges():
+        from torch.profiler import record_function
+        with record_function("train_step"):
+            with record_function("h2d_next_batch"):
+                with torch.cuda.stream(copy_stream):
+                    nxt = host_ids.to("cuda", non_blocking=True)
+                    ready = torch.cuda.Event()
+                    ready.record(copy_stream)
+            with record_function("forward"):
+                loss = model(input_ids=ids, labels=labels).loss
+            with record_function("backward"):
+                with record_function("backward_call"):
+                    loss.backward()
+            with record_function("optimizer"):
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            torch.cuda.current_stream().wait_event(ready)
+            nxt.record_stream(torch.cuda.current_stream())
+        with record_function("log_loss"):
+            logged.append(float(loss.item()))
+        return loss
+
     sched = schedule(wait=1, warmup=1, active=active, repeat=1)
+    extra = {}
+    if ranges:
+        try:  # CUDA synchronization events (torch >= 2.1): what the critical path's sync edges read
+            extra["experimental_config"] = torch._C._profiler._ExperimentalConfig(
+                enable_cuda_sync_events=True)
+        except Exception as e:  # an older torch: the trace is still useful without them
+            sums["cuda_sync_events_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    sums["ranges"] = ranges
+    sums["cuda_sync_events"] = "experimental_config" in extra
     t0 = time.time()
     # with_stack=True records the Python stack, which holds the module hierarchy as
     # python_function events ("nn.Module: Gemma4TextDecoderLayer_3"): what `tprobe kernels`
@@ -159,9 +206,10 @@ def profile_one(name, attn, seq, active, out_dir, batch=2, with_stack=False, mem
     sums["profile_memory"] = memory
     sums["use_reentrant"] = reentrant
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
-                 on_trace_ready=on_ready, with_stack=with_stack, profile_memory=memory) as prof:
+                 on_trace_ready=on_ready, with_stack=with_stack, profile_memory=memory,
+                 **extra) as prof:
         for _ in range(2 + active):
-            loss = step()
+            loss = step_ranges() if ranges else step()
             torch.cuda.synchronize()
             prof.step()
     sums["profile_wall_s"] = time.time() - t0
@@ -198,6 +246,9 @@ def main():
     ap.add_argument("--memory-only", action="store_true",
                     help="one sdpa trace at --seq with with_stack=True and profile_memory=True "
                          "([memory] events) under --checkpointing")
+    ap.add_argument("--ranges", action="store_true",
+                    help="one sdpa trace at --seq inside the user's own record_function ranges, "
+                         "with a side-stream copy and CUDA sync events")
     ap.add_argument("--checkpointing", choices=["reentrant", "non-reentrant"], default="reentrant")
     a = ap.parse_args()
     os.makedirs(a.out_dir, exist_ok=True)
@@ -208,12 +259,14 @@ def main():
     runs = [(f"hf-sdpa-2x{a.seq}", "sdpa", a.seq, a.active, False),
             (f"hf-eager-2x{a.seq}", "eager", a.seq, a.active, False),
             (f"hf-sdpa-2x{a.big_seq}", "sdpa", a.big_seq, 2, False)]
+    tag = "" if a.checkpointing == "reentrant" else "-nonreentrant"
     if a.stack_only:
-        runs = [(f"hf-sdpa-stack-2x{a.seq}", "sdpa", a.seq, a.active, True)]
+        runs = [(f"hf-sdpa-stack{tag}-2x{a.seq}", "sdpa", a.seq, a.active, True)]
     memory = a.memory_only
     if memory:
-        tag = "" if a.checkpointing == "reentrant" else "-nonreentrant"
         runs = [(f"hf-sdpa-memory{tag}-2x{a.seq}", "sdpa", a.seq, a.active, True)]
+    if a.ranges:
+        runs = [(f"hf-sdpa-ranges{tag}-2x{a.seq}", "sdpa", a.seq, a.active, False)]
     summary = {"torch": torch.__version__, "transformers": transformers.__version__,
                "peft": peft.__version__, "device": torch.cuda.get_device_name(0), "runs": []}
     rc = 0
@@ -221,7 +274,8 @@ def main():
         try:
             summary["runs"].append(profile_one(name, attn, seq, active, a.out_dir,
                                                with_stack=stack, memory=memory,
-                                               reentrant=a.checkpointing == "reentrant"))
+                                               reentrant=a.checkpointing == "reentrant",
+                                               ranges=a.ranges))
         except Exception as e:  # a failed run is data; the next one still runs
             rc = 1
             print(f"{name}: FAILED {type(e).__name__}: {e}")

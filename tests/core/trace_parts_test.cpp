@@ -1,7 +1,9 @@
 // Phase × part × layer of a user's trace (trace_parts.hpp): a hand-made Kineto trace with module
-// events, fwdbwd flows, a reentrant-checkpoint recompute on autograd's thread, the loss and the
-// optimizer, whose every row's place is worked out by hand below; the negative control (flows
-// removed: the backward rows come out untagged); no module events; broken inputs.
+// events, fwdbwd flows, the autograd engine's glue in evaluate_function ranges (matched by
+// sequence number) and AccumulateGrad, a reentrant-checkpoint recompute on autograd's thread, the
+// loss and the optimizer, whose every row's place is worked out by hand below; the negative
+// controls (flows removed: the backward rows come out untagged; sequence numbers that do not
+// match, or none: the glue stays untagged); no module events; broken inputs.
 #include "tprobe/core/trace/trace_parts.hpp"
 
 #include <gtest/gtest.h>
@@ -30,9 +32,12 @@ struct Builder {
     events.push_back({{"ph", "X"}, {"cat", "python_function"}, {"name", name}, {"pid", 1},
                       {"tid", tid}, {"ts", ts}, {"dur", end - ts}});
   }
-  void op(int tid, const std::string& name, double ts, double end) {
-    events.push_back({{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 1}, {"tid", tid},
-                      {"ts", ts}, {"dur", end - ts}});
+  // seq >= 0: the op's "Sequence number" argument (an autograd node's, or its forward op's).
+  void op(int tid, const std::string& name, double ts, double end, int64_t seq = -1) {
+    Json e = {{"ph", "X"}, {"cat", "cpu_op"}, {"name", name}, {"pid", 1}, {"tid", tid},
+              {"ts", ts}, {"dur", end - ts}};
+    if (seq >= 0) e["args"] = {{"Sequence number", seq}};
+    events.push_back(e);
   }
   void flow(bool start, int64_t id, int tid, double ts) {
     Json f = {{"ph", start ? "s" : "f"}, {"id", id}, {"pid", 1}, {"tid", tid}, {"ts", ts},
@@ -63,7 +68,9 @@ struct Fixture {
   std::map<int64_t, int32_t> layer;
 };
 
-Fixture make(bool flows, bool modules) {
+// sequence: the evaluate_function ranges and node ops carry their "Sequence number" (as torch
+// writes them); false: the negative control for the glue and AccumulateGrad rules.
+Fixture make(bool flows, bool modules, bool sequence = true) {
   Fixture f;
   Builder& b = f.b;
   auto M = [&](int tid, const std::string& n, double s, double e) {
@@ -93,8 +100,12 @@ Fixture make(bool flows, bool modules) {
   M(kMain, "Gemma4TextDecoderLayer_7", 100, 400);
   M(kMain, "Gemma4TextRMSNorm_0", 105, 110);
   at(b.launch(kMain, 107), "forward", "sliding", "attention_proj", 0);
+  b.op(kMain, "aten::pow", 108, 109);
+  F(true, 7, kMain, 108);
   M(kMain, "Gemma4TextAttention_0", 120, 200);
   M(kMain, "Linear_0", 125, 135);
+  b.op(kMain, "aten::view", 126, 127);
+  F(true, 8, kMain, 126);
   at(b.launch(kMain, 130), "forward", "sliding", "attention_proj", 0);
   b.op(kMain, "aten::mm", 131, 134);
   F(true, 1, kMain, 131);
@@ -158,10 +169,36 @@ Fixture make(bool flows, bool modules) {
   b.op(kAutograd, "AddBackward0", 2601, 2649);
   F(false, 6, kAutograd, 2601);  // an end whose start is missing
   at(b.launch(kAutograd, 2620), "untagged", "-", "untagged");
+  // The engine's glue: inside `evaluate_function: PowBackward0` but after its node op (an
+  // aten::add_ accumulating the gradient), through the node op with the range's sequence number.
+  const int64_t seq = sequence ? 41 : -1;
+  b.op(kAutograd, "autograd::engine::evaluate_function: PowBackward0", 2700, 2800, seq);
+  b.op(kAutograd, "PowBackward0", 2701, 2750, seq);
+  F(false, 7, kAutograd, 2701);
+  at(b.launch(kAutograd, 2720), flows ? "backward" : "untagged", flows ? "sliding" : "-",
+     flows ? "attention_proj" : "untagged", flows ? 0 : -1);
+  b.op(kAutograd, "aten::add_", 2770, 2790);
+  const bool glue = flows && sequence;
+  at(b.launch(kAutograd, 2780), glue ? "backward" : "untagged", glue ? "sliding" : "-",
+     glue ? "attention_proj" : "untagged", glue ? 0 : -1);
+  // A range whose number is not its node op's: the glue is not guessed.
+  b.op(kAutograd, "autograd::engine::evaluate_function: ViewBackward0", 2850, 2950, seq);
+  b.op(kAutograd, "ViewBackward0", 2851, 2900, sequence ? 42 : -1);
+  F(false, 8, kAutograd, 2851);
+  at(b.launch(kAutograd, 2870), flows ? "backward" : "untagged", flows ? "sliding" : "-",
+     flows ? "attention_proj" : "untagged", flows ? 0 : -1);
+  b.op(kAutograd, "aten::sum", 2910, 2940);
+  at(b.launch(kAutograd, 2930), "untagged", "-", "untagged");
   // Reentrant checkpointing: the layer's forward again inside the checkpoint's backward op.
   b.op(kAutograd, "autograd::engine::evaluate_function: CheckpointFunctionBackward", 3000, 4000);
   b.op(kAutograd, "CheckpointFunctionBackward", 3001, 3999);
   F(false, 4, kAutograd, 3001);
+  // AccumulateGrad after a range with no flow (ViewBackward0's): the flow of the enclosing
+  // backward op names the checkpoint call, and the decoder layer it recomputes gives the layer.
+  b.op(kAutograd, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 3010,
+       3040);
+  at(b.launch(kAutograd, 3020), flows ? "backward" : "untagged", flows ? "sliding" : "-",
+     flows ? "other" : "untagged", flows ? 0 : -1);
   at(b.launch(kAutograd, 3050), flows ? "backward" : "untagged", "-",
      flows ? "other" : "untagged");  // checkpoint glue: the op that made the node is in the model
   M(kAutograd, "Gemma4TextDecoderLayer_7", 3100, 3500);
@@ -171,18 +208,19 @@ Fixture make(bool flows, bool modules) {
   F(true, 5, kAutograd, 3161);
   at(b.launch(kAutograd, 3165), "recompute", "sliding", "attention_proj", 0);
   at(b.launch(kAutograd, 3400), "recompute", "sliding", "other", 0);
-  b.op(kAutograd, "autograd::engine::evaluate_function: MmBackward0", 3600, 3700);
-  b.op(kAutograd, "MmBackward0", 3601, 3699);
+  b.op(kAutograd, "autograd::engine::evaluate_function: MmBackward0", 3600, 3700,
+       sequence ? 43 : -1);
+  b.op(kAutograd, "MmBackward0", 3601, 3699, sequence ? 43 : -1);
   F(false, 5, kAutograd, 3601);
   at(b.launch(kAutograd, 3650), flows ? "backward" : "untagged", flows ? "sliding" : "-",
      flows ? "attention_proj" : "untagged", flows ? 0 : -1);
-  // The engine's glue in a backward op with no flow of its own (AccumulateGrad) inside the
-  // checkpoint's: the enclosing op's flow names the checkpoint call, and the decoder layer it
-  // recomputes gives the layer (its backward `other`).
+  // AccumulateGrad (a LoRA factor's .grad written) right after the node that made its gradient:
+  // that node's flow, so the q_proj's backward. Without the sequence numbers MmBackward0's range
+  // has no flow, and the enclosing checkpoint op's gives the layer's backward `other`.
   b.op(kAutograd, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 3750,
        3800);
   at(b.launch(kAutograd, 3760), flows ? "backward" : "untagged", flows ? "sliding" : "-",
-     flows ? "other" : "untagged", flows ? 0 : -1);
+     !flows ? "untagged" : sequence ? "attention_proj" : "other", flows ? 0 : -1);
   // The optimizer, and a device row no launch event names.
   b.events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", "Optimizer.step#AdamW.step"},
                       {"pid", 1}, {"tid", kMain}, {"ts", 5000}, {"dur", 100}});
@@ -231,17 +269,19 @@ TEST(TraceParts, EveryRowGoesWhereTheHandWorkedPlacementSays) {
   EXPECT_EQ(p.breakdown.kernel_ns + p.breakdown.memcpy_memset_ns, r.table.totals.sum_ns);
   EXPECT_EQ(p.counts.rows, r.table.totals.events);
   EXPECT_EQ(p.counts.attributed + p.counts.untagged, p.counts.rows);
-  EXPECT_EQ(p.counts.untagged, 4);
+  EXPECT_EQ(p.counts.untagged, 5);
   EXPECT_EQ(p.counts.untagged_no_launch, 1);
   EXPECT_EQ(p.counts.untagged_no_module, 1);
-  EXPECT_EQ(p.counts.untagged_unlinked, 2);
+  EXPECT_EQ(p.counts.untagged_unlinked, 3);  // 2520, 2620, 2930
   EXPECT_EQ(p.counts.untagged_no_part, 0);
   EXPECT_EQ(p.counts.outside_model, 0);  // 1100: no op holds the launch
-  EXPECT_EQ(p.counts.linked, 6);
-  EXPECT_EQ(p.counts.linked_enclosing, 1);
-  EXPECT_EQ(p.fwdbwd_links, 5);
+  EXPECT_EQ(p.counts.linked, 10);
+  EXPECT_EQ(p.counts.linked_enclosing, 1);   // 3020
+  EXPECT_EQ(p.counts.linked_evaluate, 1);    // 2780
+  EXPECT_EQ(p.counts.linked_accumulate, 1);  // 3760
+  EXPECT_EQ(p.fwdbwd_links, 7);
   EXPECT_EQ(p.fwdbwd_unpaired, 1);
-  EXPECT_EQ(p.backward_ops_linked, 5);
+  EXPECT_EQ(p.backward_ops_linked, 7);
   ASSERT_EQ(p.decoder_layers.size(), 2u);
   EXPECT_EQ(p.decoder_layers[0], "Gemma4TextDecoderLayer_7");
   EXPECT_EQ(p.decoder_layers[1], "Gemma4TextDecoderLayer_2");
@@ -259,8 +299,10 @@ TEST(TraceParts, EveryRowGoesWhereTheHandWorkedPlacementSays) {
   const Json j = to_json(p);
   EXPECT_TRUE(j["by_phase_part"].is_array());
   EXPECT_TRUE(j["by_layer"].is_array());
-  EXPECT_EQ(j["attribution"]["linked_rows"], 6);
+  EXPECT_EQ(j["attribution"]["linked_rows"], 10);
   EXPECT_EQ(j["attribution"]["linked_enclosing_rows"], 1);
+  EXPECT_EQ(j["attribution"]["linked_evaluate_rows"], 1);
+  EXPECT_EQ(j["attribution"]["linked_accumulate_rows"], 1);
   EXPECT_FALSE(trace_parts_tables(p).empty());
 }
 
@@ -270,10 +312,24 @@ TEST(TraceParts, BackwardRowsWithoutTheirFwdbwdLinksAreUntagged) {
   const TraceParts& p = r.summary.parts;
   EXPECT_EQ(actual_cells(p.breakdown, false), expected_cells(f, false));
   EXPECT_EQ(p.counts.linked, 0);
-  EXPECT_EQ(p.counts.untagged_unlinked, 8);
+  EXPECT_EQ(p.counts.untagged_unlinked, 13);
   EXPECT_EQ(p.counts.linked_enclosing, 0);
   for (const PartRow& row : p.breakdown.rows) EXPECT_NE(row.phase, "backward");
   EXPECT_FALSE(p.notes.empty());
+}
+
+// The negative control of the engine-glue and AccumulateGrad rules: the same trace with its flows
+// but without the "Sequence number" arguments. The glue after PowBackward0 is untagged again, and
+// AccumulateGrad after MmBackward0 falls back to the enclosing checkpoint op (the layer's other).
+TEST(TraceParts, GlueAndAccumulateGradNeedTheSequenceNumbers) {
+  Fixture f = make(true, true, false);
+  TraceResult r = read_trace_buffer(f.b.text(), "no sequence numbers", {}, two_layers());
+  const TraceParts& p = r.summary.parts;
+  EXPECT_EQ(actual_cells(p.breakdown, false), expected_cells(f, false));
+  EXPECT_EQ(p.counts.linked_evaluate, 0);
+  EXPECT_EQ(p.counts.linked_accumulate, 0);
+  EXPECT_EQ(p.counts.linked_enclosing, 2);   // 3020, 3760
+  EXPECT_EQ(p.counts.untagged_unlinked, 4);  // 2520, 2620, 2780, 2930
 }
 
 TEST(TraceParts, WithoutModuleEventsTheHintAndThePhaseSplitRemain) {
@@ -321,7 +377,7 @@ TEST(TraceParts, BrokenEventsAreLeftOut) {
   TraceResult r = read_trace_buffer(b.text(), "broken", {}, two_layers());
   const TraceParts& p = r.summary.parts;
   EXPECT_GE(r.summary.health.skipped_events, 4);
-  EXPECT_EQ(p.fwdbwd_links, 6);
+  EXPECT_EQ(p.fwdbwd_links, 8);  // the fixture's 7 and the string ids
   EXPECT_EQ(p.counts.attributed + p.counts.untagged, p.counts.rows);
   EXPECT_EQ(p.breakdown.kernel_ns + p.breakdown.memcpy_memset_ns, r.table.totals.sum_ns);
   // A huge dur on a module is refused as an impossible interval, not wrapped.

@@ -24,4 +24,24 @@ inline std::string gzip_text(const std::string& text) {
   return out;
 }
 
+// The text of a gzip stream (one member), for tests that edit a committed .gz fixture.
+inline std::string gunzip_text(const std::string& gz) {
+  z_stream z{};
+  if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error("inflateInit2 failed");
+  std::string out;
+  char buf[1 << 16];
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("inflate did not finish");
+  return out;
+}
+
 }  // namespace tprobe::testing_support

@@ -100,6 +100,13 @@ enum class IvKind : uint8_t {
 
 constexpr uint32_t kNoName = UINT32_MAX;
 
+// How a backward op's interval came by its fwdbwd flow (docs/kernels.md, "Parts").
+enum class Via : uint8_t {
+  kOwn,       // a flow's "f" end binds to it
+  kSequence,  // an evaluate_function range: the bound op inside it with its sequence number
+  kAfter,     // an AccumulateGrad range: the node evaluated just before it on its thread
+};
+
 struct Iv {
   int64_t start = 0, end = 0;
   int32_t parent = -1;
@@ -108,6 +115,7 @@ struct Iv {
   uint32_t module = 0;
   int64_t flow = -1;  // kNode: the fwdbwd flow id, -1 for a backward range without one
   uint32_t name_id = kNoName;  // kNode bound by a flow: the bound op's name
+  Via via = Via::kOwn;         // kNode with a flow: how it came by it
   StepPart norm_part = StepPart::kOther;  // a decoder layer's own norm: its part by neighbours
 };
 
@@ -282,6 +290,8 @@ class Attributor {
         if (b == nullptr || op.end_ns > b->end_ns) b = &op;
       }
     }
+    // The bound ops by (thread, sequence number): the node op an evaluate_function range runs.
+    std::map<std::pair<int64_t, int64_t>, std::vector<Iv>> by_seq;
     for (const auto& [key, ids] : ends) {
       auto b = bound.find(key);
       if (b == bound.end()) continue;  // no op to bind to: its rows stay with the enclosing range
@@ -293,12 +303,66 @@ class Attributor {
       iv.flow = ids.front();  // two flows binding to one op: the first (both name its forward)
       iv.name_id = b->second->name_id;
       trees_[key.first].ivs.push_back(iv);
+      if (b->second->seq >= 0) by_seq[{key.first, b->second->seq}].push_back(iv);
     }
-    for (const PartsRange& r : in_.backward_ranges) {
+    for (auto& [key, v] : by_seq) {
+      std::sort(v.begin(), v.end(), [](const Iv& a, const Iv& c) { return a.start < c.start; });
+    }
+    add_backward_ranges(by_seq);
+  }
+
+  // Every evaluate_function range is a backward op; its flow, when it can have one:
+  // - the engine evaluates a node inside `evaluate_function: X` and then, still inside the range
+  //   but outside the node op X, handles X's gradients (aten::sum reducing a broadcast one,
+  //   aten::add_ accumulating two into one input, aten::to casting one): the range takes the flow
+  //   of the bound op inside it that carries its own "Sequence number" (torch writes the node's
+  //   number on both);
+  // - an `evaluate_function: torch::autograd::AccumulateGrad` range (a leaf's .grad written; no
+  //   forward op, no number) takes the flow of the range on its thread that ended last at or
+  //   before its start: AccumulateGrad's sequence number is the largest there is, so the engine's
+  //   ready queue runs it as soon as the node that produced its gradient has finished.
+  // Without the number, or with no linked range before it, a range has no flow (its rows stay
+  // with an enclosing backward op's flow, or untagged): the negative controls in the tests.
+  void add_backward_ranges(const std::map<std::pair<int64_t, int64_t>, std::vector<Iv>>& by_seq) {
+    std::vector<const PartsRange*> order;
+    order.reserve(in_.backward_ranges.size());
+    for (const PartsRange& r : in_.backward_ranges) order.push_back(&r);
+    std::stable_sort(order.begin(), order.end(), [](const PartsRange* a, const PartsRange* b) {
+      if (a->tid != b->tid) return a->tid < b->tid;
+      if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns;
+      return a->end_ns > b->end_ns;
+    });
+    // Per thread, the ranges seen so far by (end, start): the one that ended last before a time.
+    std::map<std::pair<int64_t, int64_t>, Iv> ended;
+    int64_t tid = 0;
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const PartsRange& r = *order[i];
+      if (i == 0 || r.tid != tid) ended.clear();
+      tid = r.tid;
       Iv iv;
       iv.kind = IvKind::kNode;
       iv.start = r.start_ns;
       iv.end = r.end_ns;
+      if (r.accumulate_grad) {
+        auto it = ended.upper_bound({r.start_ns, INT64_MAX});
+        if (it != ended.begin() && (--it)->second.flow >= 0) {
+          iv.flow = it->second.flow;
+          iv.name_id = it->second.name_id;
+          iv.via = Via::kAfter;
+        }
+      } else if (r.seq >= 0) {
+        auto s = by_seq.find({r.tid, r.seq});
+        if (s != by_seq.end()) {
+          auto b = std::lower_bound(s->second.begin(), s->second.end(), r.start_ns,
+                                    [](const Iv& x, int64_t t) { return x.start < t; });
+          if (b != s->second.end() && b->end <= r.end_ns) {
+            iv.flow = b->flow;
+            iv.name_id = b->name_id;
+            iv.via = Via::kSequence;
+          }
+        }
+      }
+      ended[{r.end_ns, r.start_ns}] = iv;
       trees_[r.tid].ivs.push_back(iv);
     }
   }
@@ -436,6 +500,7 @@ class Attributor {
     uint32_t outside_op = kNoName;  // set: placed by this op outside the model's modules
     bool linked = false;            // a backward placement through a fwdbwd flow
     bool linked_enclosing = false;  // of those: through the flow of an enclosing backward op
+    Via via = Via::kOwn;            // of those: how the backward op came by its flow
   };
 
   Place place(int64_t tid, int64_t t, std::vector<int32_t>& chain,
@@ -496,6 +561,7 @@ class Attributor {
           if (fr.ok) {
             pl.tag = backward_of(fr.tag);
             pl.linked = true;
+            pl.via = bw.via;
           } else if (fr.any_module) {
             pl.why = PlaceWhy::kNoPart;
           } else {
@@ -524,6 +590,8 @@ class Attributor {
       const Place pl = place(row.tid, row.launch_ns, chain, fwd_chain);
       n.linked += pl.linked;
       n.linked_enclosing += pl.linked_enclosing;
+      n.linked_evaluate += pl.linked && pl.via == Via::kSequence;
+      n.linked_accumulate += pl.linked && pl.via == Via::kAfter;
       switch (pl.why) {
         case PlaceWhy::kTagged:
           break;
@@ -841,6 +909,8 @@ Json to_json(const TraceParts& p) {
                         {"attributed_rows", c.attributed},
                         {"linked_rows", c.linked},
                         {"linked_enclosing_rows", c.linked_enclosing},
+                        {"linked_evaluate_rows", c.linked_evaluate},
+                        {"linked_accumulate_rows", c.linked_accumulate},
                         {"untagged_rows", c.untagged},
                         {"untagged_no_launch_rows", c.untagged_no_launch},
                         {"untagged_no_module_rows", c.untagged_no_module},
@@ -978,12 +1048,15 @@ std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& ti
   };
   m.note(fmt::format(
       "{} of {} device rows placed ({} backward rows through a fwdbwd flow, {} of them through "
-      "the flow of an enclosing backward op; {} launched by ops outside the model's modules, "
+      "the flow of an enclosing backward op, {} through the node op of their evaluate_function "
+      "range, {} in AccumulateGrad through the node evaluated before it; {} launched by ops "
+      "outside the model's modules, "
       "part other: {} kernel time ({}), by op below); untagged {}: no launch {}, outside every "
       "module and op {}, backward op without a flow {}, in modules that name no part {}; "
       "untagged kernel time {} ({})",
       format_count(c.attributed), format_count(c.rows), format_count(c.linked),
-      format_count(c.linked_enclosing), format_count(c.outside_model),
+      format_count(c.linked_enclosing), format_count(c.linked_evaluate),
+      format_count(c.linked_accumulate), format_count(c.outside_model),
       secs(p.outside_model_kernel_ns), share(p.outside_model_kernel_ns), format_count(c.untagged),
       c.untagged_no_launch, c.untagged_no_module, c.untagged_unlinked, c.untagged_no_part,
       secs(b.untagged_kernel_ns), share(b.untagged_kernel_ns)));

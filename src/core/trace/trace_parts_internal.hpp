@@ -40,10 +40,15 @@ struct PartsOp {  // a cpu_op
   int64_t tid = 0;
   int64_t start_ns = 0, end_ns = 0;
   uint32_t name_id = 0;
+  int64_t seq = -1;  // its "Sequence number" argument, -1 if absent
 };
 struct PartsRange {  // autograd::engine::evaluate_function / Optimizer.* ranges
   int64_t tid = 0;
   int64_t start_ns = 0, end_ns = 0;
+  // evaluate_function: the evaluated node's "Sequence number" (-1 absent), and whether the node
+  // is torch::autograd::AccumulateGrad (a leaf's gradient written: no forward op, no number).
+  int64_t seq = -1;
+  bool accumulate_grad = false;
 };
 
 // A selected device row: its launch call's thread and start (launched == false: none).

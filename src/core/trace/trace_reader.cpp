@@ -23,6 +23,8 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 #include "trace/json_tokenizer.hpp"
+#include "trace/critical_path_internal.hpp"
+#include "trace/trace_events_internal.hpp"
 #include "trace/trace_memory_internal.hpp"
 #include "trace/trace_parts_internal.hpp"
 #include "trace/trace_reader_internal.hpp"
@@ -247,7 +249,17 @@ bool iequals(std::string_view s, std::string_view lower_literal) {
   return true;
 }
 
-enum class EventClass { kDevice, kLaunch, kHostOp, kGpuAnnotation, kFlow, kFwdBwd, kPython, kOther };
+enum class EventClass {
+  kDevice,
+  kLaunch,
+  kHostOp,
+  kGpuAnnotation,
+  kFlow,
+  kFwdBwd,
+  kPython,
+  kSync,
+  kOther
+};
 
 struct Classified {
   EventClass cls = EventClass::kOther;
@@ -276,6 +288,7 @@ Classified classify(std::string_view cat) {
   if (iequals(cat, "ac2g")) return {EventClass::kFlow, ActivityKind::kKernel};
   if (iequals(cat, "fwdbwd")) return {EventClass::kFwdBwd, ActivityKind::kKernel};
   if (iequals(cat, "python_function")) return {EventClass::kPython, ActivityKind::kKernel};
+  if (iequals(cat, "cuda_sync")) return {EventClass::kSync, ActivityKind::kKernel};
   return {};
 }
 
@@ -292,18 +305,14 @@ struct DeviceRow {
   ActivityKind kind;
 };
 
-struct Launch {
-  int64_t correlation;
-  int64_t ts_ns;
-  int64_t dur_ns;  // -1: no usable duration
-  int64_t tid;
-};
+using Launch = detail::RuntimeCall;
 
 // A cpu_op event, for the host-op census (the name interned apart from the kernels').
 struct HostOp {
   int64_t tid;
   int64_t start_ns;
   int64_t end_ns;
+  int64_t seq;  // args."Sequence number" (an autograd node's or its forward op's), -1 if absent
   uint32_t name_id;
 };
 
@@ -313,6 +322,8 @@ struct HostRange {
   int64_t start_ns;
   int64_t end_ns;
   RangeKind kind;
+  int64_t seq = -1;             // kBackward: the evaluated node's sequence number, -1 if absent
+  bool accumulate_grad = false;  // kBackward: "evaluate_function: torch::autograd::AccumulateGrad"
 };
 
 // N of "ProfilerStep#N", -1 for any other name.
@@ -328,6 +339,7 @@ struct Annotation {
   int64_t end_ns;
   int64_t step;  // ProfilerStep#N on the device: N; anything else: -1 until placed
   std::string name;
+  detail::DeviceRange range;  // its device, stream and External id
 };
 
 struct StepSeen {
@@ -378,6 +390,11 @@ enum class Key : uint8_t {
   kDistributedInfo,
   kRank,
   kWorldSize,
+  kSequenceNumber,
+  // a cuda_sync event's args
+  kWaitOnStream,
+  kWaitOnRecordCorrelation,
+  kWaitOnEventId,
   // a [memory] event's args (profile_memory=True)
   kMemAddr,
   kMemBytes,
@@ -450,10 +467,12 @@ Key key_of(std::string_view k) {
       break;
     case 14:
       if (is(k, "totalGlobalMem")) return Key::kTotalGlobalMem;
+      if (is(k, "wait_on_stream")) return Key::kWaitOnStream;
       if (is(k, "Total Reserved")) return Key::kMemTotalReserved;
       break;
     case 15:
       if (is(k, "distributedInfo")) return Key::kDistributedInfo;
+      if (is(k, "Sequence number")) return Key::kSequenceNumber;
       if (is(k, "Total Allocated")) return Key::kMemTotalAllocated;
       break;
     case 16:
@@ -461,6 +480,12 @@ Key key_of(std::string_view k) {
       break;
     case 19:
       if (is(k, "baseTimeNanoseconds")) return Key::kBaseTime;
+      break;
+    case 21:
+      if (is(k, "wait_on_cuda_event_id")) return Key::kWaitOnEventId;
+      break;
+    case 32:
+      if (is(k, "wait_on_cuda_event_record_corr_id")) return Key::kWaitOnRecordCorrelation;
       break;
     default:
       break;
@@ -533,6 +558,8 @@ class TraceSax {
   std::vector<StepSeen>& steps() { return steps_; }
   std::vector<int64_t>& host_external_ids() { return host_ext_; }
   std::vector<Annotation>& annotations() { return annotations_; }
+  std::vector<detail::UserRange>& user_ranges() { return user_ranges_; }
+  std::vector<detail::SyncEvent>& syncs() { return syncs_; }
   std::vector<detail::PyEvent>& python() { return python_; }
   std::vector<detail::FlowEnd>& flows() { return flows_; }
   std::vector<std::string>& module_names() { return module_names_; }
@@ -564,6 +591,9 @@ class TraceSax {
     int64_t ts_ns = 0, dur_ns = 0;
     bool has_ts = false, has_dur = false;
     int64_t external_id = 0, correlation = 0, device = -1, stream = -1;
+    int64_t seq = -1;  // args."Sequence number", -1 absent (or negative: nothing to match)
+    // a cuda_sync event's args, -1 absent
+    int64_t wait_stream = -1, wait_record = -1, wait_event = -1;
     int64_t bytes = -1;
     std::string bad_bytes;  // args.bytes as written when it is not a non-negative integer
     // pid, tid, args.device or args.stream holding a number that is not an int64 integer (1.5,
@@ -592,6 +622,8 @@ class TraceSax {
       has_ts = has_dur = false;
       external_id = correlation = 0;
       device = stream = -1;
+      seq = -1;
+      wait_stream = wait_record = wait_event = -1;
       bytes = -1;
       bad_bytes.clear();
       bad_id.clear();
@@ -832,6 +864,14 @@ class TraceSax {
         ev_.device = i;
       else if (key_ == Key::kStream)
         ev_.stream = i;
+      else if (key_ == Key::kSequenceNumber)
+        ev_.seq = i >= 0 ? i : -1;
+      else if (key_ == Key::kWaitOnStream)
+        ev_.wait_stream = i >= 0 ? i : -1;
+      else if (key_ == Key::kWaitOnRecordCorrelation)
+        ev_.wait_record = i >= 0 ? i : -1;
+      else if (key_ == Key::kWaitOnEventId)
+        ev_.wait_event = i >= 0 ? i : -1;
     } else if (c == Ctx::kDevProp) {
       if (key_ == Key::kId)
         dev_.id = static_cast<int32_t>(i);
@@ -1067,7 +1107,8 @@ class TraceSax {
           // than a day is counted in health and the launch kept without it.
           const bool usable = ev_.has_dur && ev_.dur_ns >= 0 && ev_.dur_ns <= kMaxDurationNs;
           if (ev_.has_dur && !usable) ++s_.health.bad_launch_durations;
-          push(launches_, {ev_.correlation, ev_.ts_ns, usable ? ev_.dur_ns : -1, ev_.tid});
+          push(launches_,
+               {ev_.correlation, ev_.ts_ns, usable ? ev_.dur_ns : -1, ev_.tid, intern_op(ev_.name)});
         }
         break;
       case EventClass::kHostOp: {
@@ -1083,13 +1124,18 @@ class TraceSax {
         }
         host_min_ = std::min(host_min_, ev_.ts_ns);
         host_max_ = std::max(host_max_, end);
-        if (k.cpu_op) push(host_ops_, {ev_.tid, ev_.ts_ns, end, intern_op(ev_.name)});
+        if (k.cpu_op) push(host_ops_, {ev_.tid, ev_.ts_ns, end, ev_.seq, intern_op(ev_.name)});
         if (ev_.external_id != 0) push(host_ext_, ev_.external_id);
         const std::string& n = ev_.name;
+        static const char kEvaluate[] = "autograd::engine::evaluate_function";
+        if (!k.cpu_op && keep_ranges_) {
+          push(user_ranges_, {ev_.tid, ev_.ts_ns, end, ev_.external_id, intern_op(ev_.name)});
+        }
         if (profiler_step_number(n) >= 0) {
           push(steps_, {profiler_step_number(n), ev_.ts_ns, end, ev_.tid});
-        } else if (detail::starts_with(n, "autograd::engine::evaluate_function")) {
-          push(ranges_, {ev_.tid, ev_.ts_ns, end, RangeKind::kBackward});
+        } else if (detail::starts_with(n, kEvaluate)) {
+          const bool acc = detail::ends_with(n, "AccumulateGrad");
+          push(ranges_, {ev_.tid, ev_.ts_ns, end, RangeKind::kBackward, ev_.seq, acc});
         } else if (detail::starts_with(n, "Optimizer.")) {
           push(ranges_, {ev_.tid, ev_.ts_ns, end, RangeKind::kOptimizer});
         }
@@ -1097,9 +1143,35 @@ class TraceSax {
       }
       case EventClass::kGpuAnnotation:
         if (ev_.has_ts && ev_.has_dur && ev_.dur_ns > 0) {
-          push(annotations_, 
-              {ev_.ts_ns, saturating_add(ev_.ts_ns, ev_.dur_ns), profiler_step_number(ev_.name),
-               ev_.name.substr(0, 200)});
+          const int64_t end = saturating_add(ev_.ts_ns, ev_.dur_ns);
+          detail::DeviceRange where;
+          where.device = static_cast<int32_t>(
+              std::clamp<int64_t>(ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0), 0,
+                                  std::numeric_limits<int32_t>::max()));
+          where.stream = ev_.stream >= 0 ? ev_.stream : ev_.tid;
+          where.start_ns = ev_.ts_ns;
+          where.end_ns = end;
+          where.external_id = ev_.external_id;
+          push(annotations_, {ev_.ts_ns, end, profiler_step_number(ev_.name),
+                              ev_.name.substr(0, 200), where});
+        }
+        break;
+      case EventClass::kSync:
+        if (ev_.has_ts && ev_.has_dur && ev_.dur_ns >= 0 && ev_.dur_ns <= kMaxDurationNs) {
+          detail::SyncEvent e;
+          e.ts_ns = ev_.ts_ns;
+          e.end_ns = saturating_add(ev_.ts_ns, ev_.dur_ns);
+          e.device = static_cast<int32_t>(std::clamp<int64_t>(
+              ev_.device >= 0 ? ev_.device : 0, 0, std::numeric_limits<int32_t>::max()));
+          e.stream = ev_.stream;
+          e.correlation = ev_.correlation;
+          e.wait_record_correlation = ev_.wait_record;
+          e.wait_stream = ev_.wait_stream;
+          e.event_id = ev_.wait_event;
+          e.kind = detail::sync_kind_of(ev_.name);
+          push(syncs_, e);
+        } else {
+          ++s_.health.skipped_events;
         }
         break;
       case EventClass::kFlow:
@@ -1195,6 +1267,9 @@ class TraceSax {
   std::vector<StepSeen> steps_;
   std::vector<int64_t> host_ext_;
   std::vector<Annotation> annotations_;
+  std::vector<detail::UserRange> user_ranges_;
+  std::vector<detail::SyncEvent> syncs_;
+  bool keep_ranges_ = true;
   std::vector<detail::PyEvent> python_;
   std::vector<detail::FlowEnd> flows_;
   bool keep_parts_ = true;
@@ -1437,6 +1512,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   // nothing (the phase split above is all it can have).
   const bool parts = sax.has_modules();
   detail::PartsInput parts_in;
+  std::vector<std::size_t> selected_rows;  // indices into rows, in file order
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const DeviceRow& r = rows[i];
     rec.kind = r.kind;
@@ -1451,6 +1527,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
     const int64_t before = builder.added();
     builder.add(rec);
     if (builder.added() == before) continue;  // outside the selection
+    selected_rows.push_back(i);
     detail::StatRow sr;
     sr.start_ns = r.start_ns;
     sr.end_ns = r.end_ns;
@@ -1531,15 +1608,89 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   }
   s.stats = detail::compute_trace_stats(stat_rows, stat_launches, stat_ops, names, sax.op_names());
 
+  // The critical path over the selection's window (critical_path.hpp).
+  {
+    auto host_phase = [&](int64_t tid, int64_t ts) {
+      if (optimizer.contains(tid, ts)) return detail::CpPhase::kOptimizer;
+      if (backward.contains(tid, ts) || backward_only.count(tid)) return detail::CpPhase::kBackward;
+      return detail::CpPhase::kForward;
+    };
+    detail::CriticalPathInput cp;
+    cp.host_names = &sax.op_names();
+    cp.row_names = &names;
+    cp.host.reserve(sax.host_ops().size() + sax.user_ranges().size() + launches.size());
+    for (const HostOp& op : sax.host_ops()) {
+      cp.host.push_back({op.tid, op.start_ns, op.end_ns, 0, op.name_id, detail::CpHostKind::kOp,
+                         host_phase(op.tid, op.start_ns)});
+    }
+    for (const detail::UserRange& u : sax.user_ranges()) {
+      cp.host.push_back({u.tid, u.start_ns, u.end_ns, 0, u.name_id,
+                         detail::CpHostKind::kAnnotation, host_phase(u.tid, u.start_ns)});
+    }
+    const std::size_t first_call = cp.host.size();
+    for (const Launch& l : launches) {
+      if (l.dur_ns < 0) continue;  // a call without a usable duration is no interval
+      cp.host.push_back({l.tid, l.ts_ns, saturating_add(l.ts_ns, l.dur_ns), l.correlation,
+                         l.name_id, detail::CpHostKind::kRuntime, host_phase(l.tid, l.ts_ns)});
+    }
+    // launches are sorted by correlation: the index of each kept call by launch index
+    std::vector<int64_t> call_of(launches.size(), -1);
+    for (std::size_t i = 0, k = first_call; i < launches.size(); ++i) {
+      if (launches[i].dur_ns >= 0) call_of[i] = static_cast<int64_t>(k++);
+    }
+    cp.rows.reserve(stat_rows.size());
+    static const detail::CpPhase kRowPhase[] = {detail::CpPhase::kUnknown, detail::CpPhase::kForward,
+                                                detail::CpPhase::kBackward,
+                                                detail::CpPhase::kOptimizer};
+    for (const std::size_t i : selected_rows) {
+      const DeviceRow& r = rows[i];
+      detail::CpDeviceRow d;
+      d.start_ns = r.start_ns;
+      d.end_ns = r.end_ns;
+      d.device = r.device;
+      d.stream = r.stream;
+      d.correlation = r.correlation;
+      d.launch = row_launch[i] >= 0 ? call_of[static_cast<std::size_t>(row_launch[i])] : -1;
+      d.name_id = r.name_id;
+      d.kind = r.kind;
+      d.phase = kRowPhase[row_phase[i]];
+      cp.rows.push_back(d);
+    }
+    cp.syncs = std::move(sax.syncs());
+    cp.steps.assign(selected.begin(), selected.end());
+    cp.steps.erase(std::remove(cp.steps.begin(), cp.steps.end(), int64_t{-1}), cp.steps.end());
+    const bool whole = all_steps || cp.steps.empty();
+    cp.window_start_ns = std::numeric_limits<int64_t>::max();
+    cp.window_end_ns = std::numeric_limits<int64_t>::min();
+    if (whole) {
+      for (const detail::CpHostEvent& he : cp.host) {
+        cp.window_start_ns = std::min(cp.window_start_ns, he.start_ns);
+        cp.window_end_ns = std::max(cp.window_end_ns, he.end_ns);
+      }
+      for (const detail::CpDeviceRow& d : cp.rows) {
+        cp.window_start_ns = std::min(cp.window_start_ns, d.start_ns);
+        cp.window_end_ns = std::max(cp.window_end_ns, d.end_ns);
+      }
+    } else {
+      for (const TraceStepRange& st : s.steps) {
+        if (!std::binary_search(selected.begin(), selected.end(), st.step)) continue;
+        cp.window_start_ns = std::min(cp.window_start_ns, st.start_ns);
+        cp.window_end_ns = std::max(cp.window_end_ns, st.end_ns);
+      }
+    }
+    if (cp.window_start_ns > cp.window_end_ns) cp.window_start_ns = cp.window_end_ns = 0;
+    s.critical_path = detail::analyze_critical_path(cp);
+  }
+
   // Phase × part × layer through the module events and the fwdbwd flows (trace_parts.hpp).
   std::vector<detail::PartsOp> parts_ops;
   if (parts) {
     parts_ops.reserve(sax.host_ops().size());
     for (const HostOp& op : sax.host_ops())
-      parts_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id});
+      parts_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id, op.seq});
     for (const HostRange& r : sax.ranges()) {
       (r.kind == RangeKind::kBackward ? parts_in.backward_ranges : parts_in.optimizer_ranges)
-          .push_back({r.tid, r.start_ns, r.end_ns});
+          .push_back({r.tid, r.start_ns, r.end_ns, r.seq, r.accumulate_grad});
     }
     parts_in.python = std::move(sax.python());
     parts_in.module_names = std::move(sax.module_names());
@@ -1596,6 +1747,29 @@ TraceResult read_trace_buffer(std::string_view bytes, const std::string& label,
 }
 
 namespace detail {
+SyncKind sync_kind_of(const std::string& name) {
+  if (name == "Context Sync") return SyncKind::kContext;
+  if (name == "Stream Sync") return SyncKind::kStream;
+  if (name == "Event Sync") return SyncKind::kEvent;
+  if (name == "Stream Wait Event") return SyncKind::kStreamWaitEvent;
+  return SyncKind::kOther;
+}
+const char* to_string(SyncKind k) {
+  switch (k) {
+    case SyncKind::kContext:
+      return "context";
+    case SyncKind::kStream:
+      return "stream";
+    case SyncKind::kEvent:
+      return "event";
+    case SyncKind::kStreamWaitEvent:
+      return "stream_wait_event";
+    case SyncKind::kOther:
+      break;
+  }
+  return "other";
+}
+
 TraceResult read_trace_buffer_in_chunks(std::string_view bytes, const std::string& label,
                                         std::size_t chunk, const KernelTableOptions& options) {
   BufferSource src(bytes, label);

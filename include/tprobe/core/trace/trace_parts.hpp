@@ -34,6 +34,11 @@ struct TracePartsCounts {
   int64_t attributed = 0;  // rows given a phase and part
   int64_t linked = 0;      // of those: backward rows placed through a fwdbwd flow into the model
   int64_t linked_enclosing = 0;  // of those: through the flow of an enclosing backward op
+  // Of the linked: in an evaluate_function range outside its node op (the engine's handling of
+  // that node's gradients), through the node op with the range's sequence number
+  int64_t linked_evaluate = 0;
+  // Of the linked: in an AccumulateGrad range, through the node evaluated just before it
+  int64_t linked_accumulate = 0;
   // Of the attributed: launched by an op outside every module event (the harness's code around
   // the model, or the backward op of such an op): part `other`, layer "-", by launching op below.
   int64_t outside_model = 0;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tprobe/core/trace/critical_path.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
 #include "tprobe/core/trace/trace_memory.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
@@ -81,6 +82,7 @@ struct TraceSummary {
   TraceHealth health;
   DoubleCount double_count;
   TraceStats stats;  // over the table's selection (trace_stats.hpp)
+  CriticalPath critical_path;  // over the selection's window (critical_path.hpp)
   TraceParts parts;  // over the same selection (trace_parts.hpp)
   // The [memory] events (profile_memory=True), over the whole trace: a step's peak holds what
   // earlier steps left allocated (trace_memory.hpp).
