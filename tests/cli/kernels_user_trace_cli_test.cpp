@@ -5,8 +5,11 @@
 // events (hf-sdpa-ranges-nonreentrant-2x256.json.gz) — and the negative controls of the rules
 // that place its rows.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -20,6 +23,16 @@ using nlohmann::json;
 
 const std::string kDir = std::string(TPROBE_FIXTURES_DIR) + "/traces";
 const std::string kStack = kDir + "/hf-sdpa-stack-nonreentrant-2x256.json.gz";
+const std::string kRanges = kDir + "/hf-sdpa-ranges-nonreentrant-2x256.json.gz";
+const std::string kReference =
+    std::string(TPROBE_SOURCE_DIR) + "/tests/support/kernels_figures_reference.py";
+
+int shell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+bool have_python() { return shell("python3 -c 'import json, decimal, gzip' >/dev/null 2>&1") == 0; }
 
 json kernels_results(const std::vector<std::string>& args) {
   const std::string path = make_temp_dir() + "/k.json";
@@ -77,6 +90,65 @@ TEST(KernelsCli, NonReentrantFixtureIsPlacedAndItsGlueNeedsTheSequenceNumbers) {
   EXPECT_EQ(c["linked_evaluate_rows"], 0);
   EXPECT_EQ(c["untagged_unlinked_rows"], a["linked_evaluate_rows"]);
   EXPECT_GT(c["untagged_kernel_share_ratio"].get<double>(), 0.04);
+}
+
+// Per-stream time, the user ranges, the repeated kernel sequences, the two time series and the
+// engine-glue rows of both fixtures against tests/support/kernels_figures_reference.py: the same
+// definitions computed with json + decimal alone, every figure compared (integers exactly, the
+// bandwidth's floating sums to 1e-12 relative; the checker exits 1 on any difference).
+TEST(KernelsCli, ThirdRoundFiguresEqualAPlainPythonComputation) {
+  if (!have_python()) GTEST_SKIP() << "python3 is not installed: the Python check is skipped";
+  for (const std::string& trace : {kRanges, kStack}) {
+    const std::string dir = make_temp_dir();
+    RunResult r = run_tprobe({"kernels", trace, "--json", dir + "/k.json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const int rc = shell("python3 " + kReference + " " + trace + " " + dir + "/k.json > " + dir +
+                         "/py.txt 2>&1");
+    EXPECT_EQ(rc, 0) << trace << "\n" << read_text(dir + "/py.txt");
+    EXPECT_NE(read_text(dir + "/py.txt").find("0 difference(s)"), std::string::npos);
+  }
+}
+
+// What the ranges fixture holds, as the text and the evidence say it: two streams (the side-stream
+// copy the compute stream waits for), the user's ranges nested with autograd's rows borrowed from
+// the training loop's thread, the RMSNorm's op-by-op chain as the first fusion candidate.
+TEST(KernelsCli, RangesFixtureShowsStreamsRangesSequencesAndSeries) {
+  const std::string dir = make_temp_dir();
+  RunResult r = run_tprobe({"kernels", kRanges, "--json", dir + "/k.json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json tr = json::parse(read_text(dir + "/k.json"))["results"]["trace"];
+  ASSERT_EQ(tr["streams"].size(), 2u);
+  EXPECT_EQ(tr["streams"][1]["memcpys"], 2);  // the two prefetches, one per step
+  int64_t streams_sum = 0;
+  for (const json& s : tr["streams"]) streams_sum += s["sum_ns"].get<int64_t>();
+  const json& u = tr["user_ranges"];
+  EXPECT_TRUE(u["available"].get<bool>());
+  int64_t ranges_sum = u["outside"]["kernel_ns"].get<int64_t>() +
+                       u["outside"]["memcpy_memset_ns"].get<int64_t>();
+  std::map<std::string, json> by_path;
+  for (const json& row : u["rows"]) {
+    ranges_sum += row["kernel_ns"].get<int64_t>() + row["memcpy_memset_ns"].get<int64_t>();
+    by_path[row["path"]] = row;
+  }
+  EXPECT_EQ(ranges_sum, streams_sum);  // every row once
+  EXPECT_EQ(ranges_sum, u["total_ns"].get<int64_t>());
+  ASSERT_TRUE(by_path.count("train_step > backward > backward_call"));
+  EXPECT_GT(by_path["train_step > backward > backward_call"]["borrowed_rows"].get<int64_t>(), 0);
+  EXPECT_EQ(by_path["train_step"]["inclusive_ns"].get<int64_t>(),
+            ranges_sum - by_path["log_loss"]["inclusive_ns"].get<int64_t>() -
+                u["outside"]["kernel_ns"].get<int64_t>() -
+                u["outside"]["memcpy_memset_ns"].get<int64_t>());
+  EXPECT_EQ(u["kineto_same"], u["kineto_checked"]);
+  const json& first = tr["kernel_sequences"]["top"][0];
+  std::string chain;
+  for (const json& k : first["kernels"]) chain += k.get<std::string>() + "\n";
+  for (const char* op : {"pow_tensor_scalar", "MeanOps", "rsqrt_kernel_cuda", "MulFunctor"})
+    EXPECT_NE(chain.find(op), std::string::npos) << op;
+  EXPECT_EQ(tr["time_series"]["devices"][0]["buckets"], 400);
+  for (const char* title : {"Device time per stream", "Device time by the user's own ranges",
+                            "Repeated kernel sequences", "Time series"}) {
+    EXPECT_NE(r.out.find(title), std::string::npos) << title;
+  }
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 #include "tprobe/core/trace/kernel_category.hpp"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 namespace tprobe::core {
@@ -288,6 +290,68 @@ std::string short_kernel_name(const std::string& demangled_name, std::size_t max
     }
   }
   return cut_utf8(out, max_chars);
+}
+
+namespace {
+
+bool is_ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool ends_with_text(const std::string& s, const char* suffix) {
+  const std::size_t n = std::strlen(suffix);
+  return s.size() > n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// The operation a TensorIterator launcher's template arguments name: the first identifier that
+// says one ("MulFunctor", "CUDAFunctorOnSelf_add", "rsqrt_kernel_cuda",
+// "pow_tensor_scalar_kernel_impl", "MeanOps"), lower-cased without its suffix; "" when none does.
+std::string iterator_operation(const std::string& args) {
+  for (std::size_t i = 0; i < args.size();) {
+    if (!is_ident_char(args[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j < args.size() && is_ident_char(args[j])) ++j;
+    std::string id = args.substr(i, j - i);
+    i = j;
+    std::string op;
+    if (id.rfind("CUDAFunctor", 0) == 0) {
+      const std::size_t u = id.rfind('_');
+      op = u != std::string::npos ? id.substr(u + 1) : "";
+    } else if (ends_with_text(id, "_kernel_cuda")) {
+      op = id.substr(0, id.size() - 12);
+    } else if (ends_with_text(id, "_kernel_impl")) {
+      op = id.substr(0, id.size() - 12);
+    } else if (ends_with_text(id, "Functor") && id != "BinaryFunctor" && id != "AUnaryFunctor" &&
+               id != "BUnaryFunctor" && id != "UnaryFunctor") {
+      op = id.substr(0, id.size() - 7);
+    } else if (ends_with_text(id, "Ops")) {
+      op = id.substr(0, id.size() - 3);
+    }
+    if (op.empty()) continue;
+    for (char& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return op;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string kernel_label(const std::string& demangled_name, std::size_t max_chars) {
+  const std::string family = kernel_family(demangled_name);
+  const bool reduce = ends_with_text(family, "reduce_kernel") || family == "reduce_kernel";
+  const bool elementwise = family.find("elementwise_kernel") != std::string::npos;
+  if (reduce || elementwise) {
+    const std::size_t lt = demangled_name.find('<');
+    const std::string op =
+        lt == std::string::npos ? "" : iterator_operation(demangled_name.substr(lt + 1));
+    if (!op.empty()) {
+      return cut_utf8(fmt::format("{}({})", reduce ? "reduce" : "elementwise", op), max_chars);
+    }
+  }
+  return short_kernel_name(demangled_name, max_chars);
 }
 
 std::string kernel_family(const std::string& demangled_name) {

@@ -12,7 +12,11 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
+#include "tprobe/core/trace/kernel_sequences.hpp"
 #include "tprobe/core/trace/trace_memory_report.hpp"
+#include "tprobe/core/trace/trace_series.hpp"
+#include "tprobe/core/trace/trace_stats_report.hpp"
+#include "tprobe/core/trace/user_ranges.hpp"
 #include "trace/distinct_labels.hpp"
 
 namespace tprobe::core {
@@ -585,5 +589,9 @@ void kernels_report_section(SectionBuilder& c) {
     kernel_table_figures(c, c.results(), "");
   }
   trace_memory_figures(c, "memory");
+  trace_stream_figures(c, "trace.streams");
+  user_range_figures(c, "trace.user_ranges");
+  kernel_sequence_figures(c, "trace.kernel_sequences");
+  trace_series_figures(c, "trace.time_series");
 }
 }  // namespace tprobe::core

@@ -433,6 +433,9 @@ Json to_json(const TraceSummary& s) {
   Json out = trace_summary_json(s);
   const Json stats = to_json(s.stats);  // named: items() of a temporary would dangle
   for (const auto& [key, value] : stats.items()) out[key] = value;
+  out["user_ranges"] = to_json(s.user_ranges);
+  out["kernel_sequences"] = to_json(s.kernel_sequences);
+  out["time_series"] = to_json(s.series);
   return out;
 }
 
@@ -560,6 +563,11 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
         for (auto& t : trace_memory_tables(r.sources[0].trace.memory)) out.push_back(std::move(t));
         for (auto& t : trace_stats_tables(r.sources[0].trace.stats, top))
           out.push_back(std::move(t));
+        for (auto& t : user_range_tables(r.sources[0].trace.user_ranges))
+          out.push_back(std::move(t));
+        for (auto& t : kernel_sequence_tables(r.sources[0].trace.kernel_sequences))
+          out.push_back(std::move(t));
+        for (auto& t : trace_series_tables(r.sources[0].trace.series)) out.push_back(std::move(t));
       }
       break;
     case KernelsReport::Mode::kDiff:

@@ -24,11 +24,13 @@
 #include "tprobe/core/base/input_file.hpp"
 #include "trace/json_tokenizer.hpp"
 #include "trace/critical_path_internal.hpp"
+#include "trace/kernel_sequences_internal.hpp"
 #include "trace/trace_events_internal.hpp"
 #include "trace/trace_memory_internal.hpp"
 #include "trace/trace_parts_internal.hpp"
 #include "trace/trace_reader_internal.hpp"
 #include "trace/trace_stats_internal.hpp"
+#include "trace/user_ranges_internal.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -1607,6 +1609,60 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
     stat_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id, sel});
   }
   s.stats = detail::compute_trace_stats(stat_rows, stat_launches, stat_ops, names, sax.op_names());
+  s.series = detail::compute_trace_series(stat_rows, stat_launches, names);
+
+  // Repeated kernel sequences over the selection (kernel_sequences.hpp).
+  {
+    std::vector<detail::SequenceRow> seq;
+    seq.reserve(selected_rows.size());
+    for (const std::size_t i : selected_rows) {
+      const DeviceRow& r = rows[i];
+      detail::SequenceRow q;
+      q.start_ns = r.start_ns;
+      q.end_ns = r.end_ns;
+      q.device = r.device;
+      q.stream = r.stream;
+      q.name_id = r.name_id;
+      q.kind = r.kind;
+      if (row_launch[i] >= 0) {
+        const Launch& l = launches[static_cast<std::size_t>(row_launch[i])];
+        q.launched = true;
+        q.tid = l.tid;
+        q.launch_dur_ns = l.dur_ns;
+      }
+      seq.push_back(q);
+    }
+    s.kernel_sequences = detail::find_kernel_sequences(seq, names);
+  }
+
+  // The selected rows by the user's own ranges (user_ranges.hpp).
+  {
+    detail::UserRangesInput ur;
+    std::vector<detail::DeviceRange> device_ranges;
+    device_ranges.reserve(sax.annotations().size());
+    for (const Annotation& a : sax.annotations()) device_ranges.push_back(a.range);
+    ur.ranges = &sax.user_ranges();
+    ur.devices = &device_ranges;
+    ur.names = &sax.op_names();
+    ur.rows.reserve(selected_rows.size());
+    for (const std::size_t i : selected_rows) {
+      const DeviceRow& r = rows[i];
+      detail::RangeRow rr;
+      rr.start_ns = r.start_ns;
+      rr.end_ns = r.end_ns;
+      rr.device = r.device;
+      rr.stream = r.stream;
+      rr.kind = r.kind;
+      if (row_launch[i] >= 0) {
+        const Launch& l = launches[static_cast<std::size_t>(row_launch[i])];
+        rr.launched = true;
+        rr.tid = l.tid;
+        rr.launch_ns = l.ts_ns;
+      }
+      ur.rows.push_back(rr);
+    }
+    s.user_ranges = detail::analyze_user_ranges(ur);
+  }
 
   // The critical path over the selection's window (critical_path.hpp).
   {

@@ -72,6 +72,81 @@ void idle_split(const std::vector<StatRow>& rows, const std::vector<StatLaunch>&
   }
 }
 
+void streams(const std::vector<StatRow>& rows, TraceStats& out) {
+  std::map<std::pair<int32_t, int64_t>, StreamRow> by;
+  struct Edge {
+    int64_t t;
+    int delta;
+    int64_t stream;
+  };
+  std::map<int32_t, std::vector<Edge>> edges;  // per device
+  for (const StatRow& r : rows) {
+    StreamRow& s = by[{r.device, r.stream}];
+    const int64_t d = r.end_ns - r.start_ns;
+    if (s.rows == 0) {
+      s.device = r.device;
+      s.stream = r.stream;
+      s.first_start_ns = r.start_ns;
+      s.last_end_ns = r.end_ns;
+    }
+    ++s.rows;
+    s.first_start_ns = std::min(s.first_start_ns, r.start_ns);
+    s.last_end_ns = std::max(s.last_end_ns, r.end_ns);
+    switch (r.kind) {
+      case ActivityKind::kKernel:
+        ++s.kernels;
+        s.kernel_ns += d;
+        break;
+      case ActivityKind::kMemcpy:
+        ++s.memcpys;
+        s.memcpy_ns += d;
+        break;
+      case ActivityKind::kMemset:
+        ++s.memsets;
+        s.memset_ns += d;
+        break;
+    }
+    s.sum_ns += d;
+    auto& e = edges[r.device];
+    e.push_back({r.start_ns, +1, r.stream});
+    e.push_back({r.end_ns, -1, r.stream});
+  }
+  // One sweep per device: each stream's busy time (open rows > 0) and the part of it with another
+  // stream busy too. Ends before starts at one instant, as everywhere.
+  for (auto& [device, e] : edges) {
+    std::sort(e.begin(), e.end(), [](const Edge& a, const Edge& b) {
+      return a.t != b.t ? a.t < b.t : a.delta < b.delta;
+    });
+    std::map<int64_t, int64_t> open;  // stream -> rows open
+    int64_t busy_streams = 0;
+    int64_t device_sum = 0, span_start = e.front().t, span_end = e.back().t;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      int64_t& n = open[e[i].stream];
+      const bool was = n > 0;
+      n += e[i].delta;
+      busy_streams += (n > 0) - was;
+      if (i + 1 == e.size() || e[i + 1].t == e[i].t) continue;
+      const int64_t dt = e[i + 1].t - e[i].t;
+      for (const auto& [stream, k] : open) {
+        if (k <= 0) continue;
+        StreamRow& s = by[{device, stream}];
+        s.busy_ns += dt;
+        if (busy_streams > 1) s.concurrent_ns += dt;
+      }
+    }
+    for (auto& [key, s] : by) {
+      if (key.first == device) device_sum += s.sum_ns;
+    }
+    for (auto& [key, s] : by) {
+      if (key.first != device) continue;
+      s.sum_share_ratio = device_sum > 0 ? double(s.sum_ns) / double(device_sum) : 0.0;
+      const int64_t span = span_end - span_start;
+      s.busy_span_ratio = span > 0 ? double(s.busy_ns) / double(span) : 0.0;
+    }
+  }
+  for (auto& [key, s] : by) out.streams.push_back(s);
+}
+
 void launch_stats(const std::vector<StatRow>& rows, const std::vector<StatLaunch>& launches,
                   const std::vector<std::string>& names, TraceStats& out) {
   LaunchStats& s = out.launch;
@@ -268,6 +343,7 @@ TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
                                const std::vector<std::string>& row_names,
                                const std::vector<std::string>& op_names) {
   TraceStats out;
+  streams(rows, out);
   idle_split(rows, launches, out);
   launch_stats(rows, launches, row_names, out);
   queue_lengths(rows, launches, out);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/trace/trace_series.hpp"
 #include "tprobe/core/trace/trace_stats.hpp"
 
 namespace tprobe::core::detail {
@@ -33,6 +34,11 @@ struct StatOp {
   uint32_t name_id = 0;
   bool selected = true;
 };
+
+// The two time series over the same rows (trace_series.hpp).
+TraceSeries compute_trace_series(const std::vector<StatRow>& rows,
+                                 const std::vector<StatLaunch>& launches,
+                                 const std::vector<std::string>& names);
 
 TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
                                const std::vector<StatLaunch>& launches,

@@ -3,6 +3,10 @@
 
 #include <fmt/format.h>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
+#include "tprobe/core/report/section.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 #include "trace/distinct_labels.hpp"
 #include "tprobe/core/trace/kernel_category.hpp"
 
@@ -22,6 +26,25 @@ Json distribution_json(const Distribution& d) {
 }  // namespace
 
 Json to_json(const TraceStats& st) {
+  Json streams = Json::array();
+  for (const StreamRow& s : st.streams) {
+    streams.push_back({{"device", s.device},
+                       {"stream", s.stream},
+                       {"rows", s.rows},
+                       {"kernels", s.kernels},
+                       {"memcpys", s.memcpys},
+                       {"memsets", s.memsets},
+                       {"kernel_ns", s.kernel_ns},
+                       {"memcpy_ns", s.memcpy_ns},
+                       {"memset_ns", s.memset_ns},
+                       {"sum_ns", s.sum_ns},
+                       {"busy_ns", s.busy_ns},
+                       {"concurrent_ns", s.concurrent_ns},
+                       {"first_start_ns", s.first_start_ns},
+                       {"last_end_ns", s.last_end_ns},
+                       {"sum_share_ratio", s.sum_share_ratio},
+                       {"busy_span_ratio", s.busy_span_ratio}});
+  }
   Json idle = Json::array();
   for (const IdleSplit& s : st.idle) {
     idle.push_back({{"device", s.device},
@@ -76,6 +99,7 @@ Json to_json(const TraceStats& st) {
                    {"device_ns", o.device_ns}});
   }
   return Json{
+      {"streams", streams},
       {"idle_split", idle},
       {"launches",
        {{"kernels", l.kernels},
@@ -97,11 +121,104 @@ Json to_json(const TraceStats& st) {
         {"by_name", ops}}}};
 }
 
+std::vector<StreamRow> streams_from_json(const Json& streams, const std::string& where) {
+  namespace jr = json_read;
+  if (!streams.is_array()) fail("{} must be an array", where);
+  std::vector<StreamRow> out;
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    const Json& j = streams[i];
+    const std::string w = fmt::format("{}[{}]", where, i);
+    StreamRow s;
+    s.device = static_cast<int32_t>(jr::integer(j, "device", w, 0, INT32_MAX));
+    s.stream = jr::integer(j, "stream", w);
+    s.rows = jr::integer(j, "rows", w, 0);
+    s.kernels = jr::integer(j, "kernels", w, 0);
+    s.memcpys = jr::integer(j, "memcpys", w, 0);
+    s.memsets = jr::integer(j, "memsets", w, 0);
+    s.kernel_ns = jr::integer(j, "kernel_ns", w, 0);
+    s.memcpy_ns = jr::integer(j, "memcpy_ns", w, 0);
+    s.memset_ns = jr::integer(j, "memset_ns", w, 0);
+    s.sum_ns = jr::integer(j, "sum_ns", w, 0);
+    s.busy_ns = jr::integer(j, "busy_ns", w, 0);
+    s.concurrent_ns = jr::integer(j, "concurrent_ns", w, 0, s.busy_ns);
+    s.first_start_ns = jr::integer(j, "first_start_ns", w);
+    s.last_end_ns = jr::integer(j, "last_end_ns", w);
+    s.sum_share_ratio = jr::number(j, "sum_share_ratio", w);
+    s.busy_span_ratio = jr::number(j, "busy_span_ratio", w);
+    out.push_back(s);
+  }
+  return out;
+}
+
+void trace_stream_figures(SectionBuilder& c, const std::string& base) {
+  const Json* j = c.find(base);
+  if (j == nullptr) return;  // evidence written before per-stream time was kept
+  std::vector<StreamRow> streams;
+  try {
+    streams = streams_from_json(*j, c.field_name(base));
+  } catch (const Error&) {
+    c.absent(base, "the device time per stream");
+    return;
+  }
+  if (streams.empty()) return;
+  BarChart bars;
+  bars.title = "Device time per stream";
+  bars.value_label = "ms";
+  bars.series = {"kernels", "memcpy", "memset"};
+  bars.stacked = true;
+  ReportTable t;
+  t.id = "tab-kernels-streams";
+  t.title = "Device time per stream";
+  t.header = {"device", "stream", "rows", "sum", "of the device's sum", "busy", "of the span",
+              "with another stream"};
+  for (const StreamRow& s : streams) {
+    bars.items.push_back({fmt::format("device {} stream {}", s.device, s.stream),
+                          {double(s.kernel_ns) * 1e-6, double(s.memcpy_ns) * 1e-6,
+                           double(s.memset_ns) * 1e-6},
+                          false, format_percent(s.sum_share_ratio)});
+    t.rows.push_back({std::to_string(s.device), std::to_string(s.stream), format_count(s.rows),
+                      ms(s.sum_ns), format_percent(s.sum_share_ratio), ms(s.busy_ns),
+                      format_percent(s.busy_span_ratio), ms(s.concurrent_ns)});
+  }
+  c.figure("streams", bars.title, render_svg(bars),
+           {base + "[].kernel_ns", base + "[].memcpy_ns", base + "[].memset_ns",
+            base + "[].sum_share_ratio"},
+           "Each stream's rows by kind, summed; the share is of its device's sum over all streams.");
+  t.source = c.source();
+  t.fields = {c.field_name(base + "[]")};
+  c.table(std::move(t));
+}
+
 std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
   std::vector<Table> out;
   auto limit = [&](std::size_t n) {
     return top > 0 ? std::min<std::size_t>(n, static_cast<std::size_t>(top)) : n;
   };
+
+  Table per_stream("Device time per stream");
+  per_stream.column("device")
+      .column("stream")
+      .column("rows")
+      .column("kernels")
+      .column("kernel time")
+      .column("memcpy")
+      .column("memset")
+      .column("sum")
+      .column("of device")
+      .column("busy")
+      .column("of span")
+      .column("with another stream");
+  for (const StreamRow& s : st.streams) {
+    per_stream.row({std::to_string(s.device), std::to_string(s.stream), format_count(s.rows),
+                    format_count(s.kernels), ms(s.kernel_ns), ms(s.memcpy_ns), ms(s.memset_ns),
+                    ms(s.sum_ns), format_percent(s.sum_share_ratio), ms(s.busy_ns),
+                    format_percent(s.busy_span_ratio), ms(s.concurrent_ns)});
+  }
+  per_stream.note(
+      "sum: the stream's rows' durations; busy: their union; of span: busy over the device's "
+      "first start .. last end; with another stream: the part of busy time another stream of the "
+      "device was busy too (overlap between streams)");
+  out.push_back(per_stream);
 
   Table idle("Idle time split: host wait vs kernel wait (per device)");
   idle.column("device")

@@ -47,6 +47,14 @@ std::string demangle(const std::string& name);
 // arguments elided to `<…>` past the first level, cut to at most max_chars (UTF-8 safe, "…").
 std::string short_kernel_name(const std::string& demangled_name, std::size_t max_chars = 80);
 
+// What a kernel computes, in a few words, for tables that list kernels side by side: a
+// TensorIterator launcher (elementwise_kernel, vectorized_/unrolled_elementwise_kernel,
+// reduce_kernel), whose own name says only how it runs, is labelled by the operation its template
+// arguments name — "elementwise(mul)" for a BinaryFunctor<…MulFunctor…>, "elementwise(rsqrt)"
+// for rsqrt_kernel_cuda's lambda, "reduce(mean)" for ReduceOp<…MeanOps…>; any other kernel by
+// short_kernel_name cut to max_chars.
+std::string kernel_label(const std::string& demangled_name, std::size_t max_chars = 40);
+
 // A kernel family: the demangled name without template arguments and parameter lists, so that
 // the same kernel instantiated for two shapes compares as one row in `tprobe kernels A B`.
 std::string kernel_family(const std::string& demangled_name);

@@ -13,10 +13,13 @@
 #include <vector>
 
 #include "tprobe/core/trace/critical_path.hpp"
+#include "tprobe/core/trace/kernel_sequences.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
 #include "tprobe/core/trace/trace_memory.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
+#include "tprobe/core/trace/trace_series.hpp"
 #include "tprobe/core/trace/trace_stats.hpp"
+#include "tprobe/core/trace/user_ranges.hpp"
 
 namespace tprobe::core {
 
@@ -83,6 +86,9 @@ struct TraceSummary {
   DoubleCount double_count;
   TraceStats stats;  // over the table's selection (trace_stats.hpp)
   CriticalPath critical_path;  // over the selection's window (critical_path.hpp)
+  UserRanges user_ranges;      // the selected rows by the user's own ranges (user_ranges.hpp)
+  KernelSequences kernel_sequences;  // repeated kernel sequences (kernel_sequences.hpp)
+  TraceSeries series;  // queue length and copy bandwidth over time (trace_series.hpp)
   TraceParts parts;  // over the same selection (trace_parts.hpp)
   // The [memory] events (profile_memory=True), over the whole trace: a step's peak holds what
   // earlier steps left allocated (trace_memory.hpp).

@@ -109,7 +109,23 @@ struct HostOpCensus {
   std::vector<HostOpRow> by_name;  // by calls descending, then top_level_calls, then name
 };
 
+// Device time per stream: its rows by kind, their sum, the stream's busy time (its rows' union)
+// and the part of it another stream of the same device was busy too, over the selection.
+struct StreamRow {
+  int32_t device = 0;
+  int64_t stream = 0;
+  int64_t rows = 0, kernels = 0, memcpys = 0, memsets = 0;
+  int64_t kernel_ns = 0, memcpy_ns = 0, memset_ns = 0;
+  int64_t sum_ns = 0;         // kernel_ns + memcpy_ns + memset_ns
+  int64_t busy_ns = 0;        // the union of its rows' intervals (< sum_ns when they overlap)
+  int64_t concurrent_ns = 0;  // of busy_ns: while another stream of the device was busy
+  int64_t first_start_ns = 0, last_end_ns = 0;
+  double sum_share_ratio = 0;   // sum_ns / the device's sum over all its streams
+  double busy_span_ratio = 0;   // busy_ns / the device's span (first start .. last end)
+};
+
 struct TraceStats {
+  std::vector<StreamRow> streams;  // ascending (device, stream)
   std::vector<IdleSplit> idle;  // ascending device
   LaunchStats launch;
   std::vector<QueueRow> queues;  // ascending (device, stream)

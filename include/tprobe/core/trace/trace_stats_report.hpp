@@ -10,11 +10,17 @@
 
 namespace tprobe::core {
 
-// An object with the five keys above, to be merged into results.trace.
+// An object with the keys above and `streams`, to be merged into results.trace.
 Json to_json(const TraceStats& stats);
+// results.trace.streams read back (bounds-checked; `where` names the document in errors).
+std::vector<StreamRow> streams_from_json(const Json& streams, const std::string& where);
 
 // Idle split, launch statistics, launch cost by kernel, queue length, copy bandwidth, host ops.
 // `top` rows at most in the per-kernel and per-op tables (<= 0: all).
 std::vector<Table> trace_stats_tables(const TraceStats& stats, int top = 25);
+
+class SectionBuilder;
+// The report's picture and table of results.<base> ("trace.streams"): device time per stream.
+void trace_stream_figures(SectionBuilder& c, const std::string& base);
 
 }  // namespace tprobe::core

@@ -1,0 +1,44 @@
+// Typed reads of a JSON document that name the document and the field when they fail: what every
+// `from_json` of an evidence struct is written with, so a schema change or a damaged file is one
+// tprobe::Error line ("k.json results.trace.user_ranges rows[2]: field 'kernel_ns' must be an
+// integer in 0..9223372036854775807, got "x"") instead of an exception from the JSON library.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+
+namespace tprobe::core::json_read {
+
+constexpr int64_t kMinInt = std::numeric_limits<int64_t>::min();
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+
+// `where` names the object ("k.json results.trace.streams[0]"); the field's key is added.
+const Json& field(const Json& obj, const char* key, const std::string& where);
+// The field, or nullptr when it is absent or null.
+const Json* optional(const Json& obj, const char* key);
+
+int64_t integer(const Json& obj, const char* key, const std::string& where,
+                int64_t lo = kMinInt, int64_t hi = kMaxInt);
+double number(const Json& obj, const char* key, const std::string& where);  // finite
+bool boolean(const Json& obj, const char* key, const std::string& where);
+std::string string(const Json& obj, const char* key, const std::string& where);
+const Json& array(const Json& obj, const char* key, const std::string& where);
+const Json& object(const Json& obj, const char* key, const std::string& where);
+
+// Elements of an array field.
+int64_t element_integer(const Json& v, const std::string& where, int64_t lo = kMinInt,
+                        int64_t hi = kMaxInt);
+double element_number(const Json& v, const std::string& where);
+std::vector<int64_t> integers(const Json& obj, const char* key, const std::string& where,
+                              int64_t lo = kMinInt, int64_t hi = kMaxInt);
+std::vector<double> numbers(const Json& obj, const char* key, const std::string& where);
+std::vector<std::string> strings(const Json& obj, const char* key, const std::string& where);
+
+// "where[i]": the name of an array's i-th element.
+std::string at(const std::string& where, const char* key, std::size_t i);
+
+}  // namespace tprobe::core::json_read

@@ -1,0 +1,110 @@
+// Typed reads of a JSON document with one-line errors (json_read.hpp).
+#include "tprobe/core/base/json_read.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "base/strict_json.hpp"
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core::json_read {
+namespace {
+
+std::string shown(const Json& v) { return detail::printable(v.dump(), 40); }
+
+}  // namespace
+
+const Json& field(const Json& obj, const char* key, const std::string& where) {
+  if (!obj.is_object()) fail("{}: expected an object holding '{}', got {}", where, key, shown(obj));
+  auto it = obj.find(key);
+  if (it == obj.end()) fail("{}: missing field '{}'", where, key);
+  return *it;
+}
+
+const Json* optional(const Json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() || it->is_null() ? nullptr : &*it;
+}
+
+int64_t element_integer(const Json& v, const std::string& where, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(kMaxInt)) ||
+      v.get<int64_t>() < lo || v.get<int64_t>() > hi) {
+    fail("{} must be an integer in {}..{}, got {}", where, lo, hi, shown(v));
+  }
+  return v.get<int64_t>();
+}
+
+double element_number(const Json& v, const std::string& where) {
+  if (!v.is_number() || !std::isfinite(v.get<double>()))
+    fail("{} must be a finite number, got {}", where, shown(v));
+  return v.get<double>();
+}
+
+int64_t integer(const Json& obj, const char* key, const std::string& where, int64_t lo,
+                int64_t hi) {
+  return element_integer(field(obj, key, where), fmt::format("{}: field '{}'", where, key), lo, hi);
+}
+
+double number(const Json& obj, const char* key, const std::string& where) {
+  return element_number(field(obj, key, where), fmt::format("{}: field '{}'", where, key));
+}
+
+bool boolean(const Json& obj, const char* key, const std::string& where) {
+  const Json& v = field(obj, key, where);
+  if (!v.is_boolean()) fail("{}: field '{}' must be true or false, got {}", where, key, shown(v));
+  return v.get<bool>();
+}
+
+std::string string(const Json& obj, const char* key, const std::string& where) {
+  const Json& v = field(obj, key, where);
+  if (!v.is_string()) fail("{}: field '{}' must be a string, got {}", where, key, shown(v));
+  return v.get<std::string>();
+}
+
+const Json& array(const Json& obj, const char* key, const std::string& where) {
+  const Json& v = field(obj, key, where);
+  if (!v.is_array()) fail("{}: field '{}' must be an array, got {}", where, key, shown(v));
+  return v;
+}
+
+const Json& object(const Json& obj, const char* key, const std::string& where) {
+  const Json& v = field(obj, key, where);
+  if (!v.is_object()) fail("{}: field '{}' must be an object, got {}", where, key, shown(v));
+  return v;
+}
+
+std::string at(const std::string& where, const char* key, std::size_t i) {
+  return fmt::format("{} {}[{}]", where, key, i);
+}
+
+std::vector<int64_t> integers(const Json& obj, const char* key, const std::string& where,
+                              int64_t lo, int64_t hi) {
+  const Json& a = array(obj, key, where);
+  std::vector<int64_t> out;
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(element_integer(a[i], at(where, key, i), lo, hi));
+  return out;
+}
+
+std::vector<double> numbers(const Json& obj, const char* key, const std::string& where) {
+  const Json& a = array(obj, key, where);
+  std::vector<double> out;
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(element_number(a[i], at(where, key, i)));
+  return out;
+}
+
+std::vector<std::string> strings(const Json& obj, const char* key, const std::string& where) {
+  const Json& a = array(obj, key, where);
+  std::vector<std::string> out;
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_string()) fail("{} must be a string, got {}", at(where, key, i), shown(a[i]));
+    out.push_back(a[i].get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace tprobe::core::json_read

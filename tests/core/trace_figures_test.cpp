@@ -1,0 +1,281 @@
+// The third round of `kernels`' figures on hand-made traces whose every number is worked out by
+// hand below: device time per stream (busy, overlap between streams), the user's ranges (nesting,
+// autograd's rows borrowed from the training loop's thread, rows outside, Kineto's agreement, the
+// negative control without the loop's ranges), repeated kernel sequences (non-overlapping counts,
+// runs broken by a copy and by another launching thread, the maximal sequence), the two time
+// series (bucket maxima, time-weighted means, bytes spread over a copy's time); each read back
+// from its evidence JSON equal, and broken evidence refused naming the field.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/trace/kernel_category.hpp"
+#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/trace_stats_report.hpp"
+
+namespace tprobe::core {
+namespace {
+
+// Events in µs, as Kineto writes them; a launch on `tid` at `at` and its row on `stream`.
+struct Trace {
+  Json events = Json::array();
+  int64_t corr = 0;
+
+  void row(int tid, double at, int64_t stream, double ts, double dur, const std::string& name,
+           const char* cat = "kernel", int64_t bytes = -1, double call = 0.5) {
+    const int64_t c = ++corr;
+    if (tid >= 0) {
+      events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"},
+                        {"pid", 1}, {"tid", tid}, {"ts", at}, {"dur", call},
+                        {"args", {{"correlation", c}}}});
+    }
+    Json args = {{"correlation", c}, {"device", 0}, {"stream", stream}};
+    if (bytes >= 0) args["bytes"] = bytes;
+    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 0}, {"tid", stream},
+                      {"ts", ts}, {"dur", dur}, {"args", args}});
+  }
+  void range(int tid, const std::string& name, double ts, double end, int64_t ext) {
+    events.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", name}, {"pid", 1},
+                      {"tid", tid}, {"ts", ts}, {"dur", end - ts},
+                      {"args", {{"External id", ext}}}});
+  }
+  void device_range(int64_t stream, const std::string& name, double ts, double end, int64_t ext) {
+    events.push_back({{"ph", "X"}, {"cat", "gpu_user_annotation"}, {"name", name}, {"pid", 0},
+                      {"tid", stream}, {"ts", ts}, {"dur", end - ts},
+                      {"args", {{"External id", ext}}}});
+  }
+  TraceSummary read() const {
+    return read_trace_buffer(Json{{"traceEvents", events}}.dump(), "hand").summary;
+  }
+};
+
+TEST(TraceStreams, BusyTimeAndTheOverlapBetweenStreamsByHand) {
+  Trace t;
+  t.row(1, 0, 7, 10, 10, "a");                        // stream 7: 10..20
+  t.row(1, 1, 7, 30, 10, "b");                        //           30..40
+  t.row(1, 2, 9, 15, 20, "Memcpy HtoD", "gpu_memcpy", 4000);  // stream 9: 15..35
+  t.row(1, 3, 9, 50, 5, "Memset", "gpu_memset", 16);  //           50..55
+  const TraceSummary s = t.read();
+  ASSERT_EQ(s.stats.streams.size(), 2u);
+  const StreamRow& a = s.stats.streams[0];
+  const StreamRow& b = s.stats.streams[1];
+  EXPECT_EQ(a.stream, 7);
+  EXPECT_EQ(a.kernels, 2);
+  EXPECT_EQ(a.kernel_ns, 20000);
+  EXPECT_EQ(a.busy_ns, 20000);
+  EXPECT_EQ(a.concurrent_ns, 10000);  // 15..20 and 30..35
+  EXPECT_EQ(b.memcpys, 1);
+  EXPECT_EQ(b.memsets, 1);
+  EXPECT_EQ(b.sum_ns, 25000);
+  EXPECT_EQ(b.busy_ns, 25000);
+  EXPECT_EQ(b.concurrent_ns, 10000);
+  EXPECT_DOUBLE_EQ(a.sum_share_ratio, 20.0 / 45.0);
+  EXPECT_DOUBLE_EQ(b.busy_span_ratio, 25.0 / 45.0);  // span 10..55
+  EXPECT_EQ(a.first_start_ns, 10000);
+  EXPECT_EQ(b.last_end_ns, 55000);
+  // The evidence reads back equal; a broken one names its field.
+  const Json j = to_json(s.stats)["streams"];
+  std::vector<StreamRow> back = streams_from_json(j, "e.json results.trace.streams");
+  TraceStats st;
+  st.streams = back;
+  EXPECT_EQ(to_json(st)["streams"], j);
+  Json bad = j;
+  bad[1]["busy_ns"] = "x";
+  try {
+    streams_from_json(bad, "e.json results.trace.streams");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("streams[1]: field 'busy_ns' must be an integer"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The training loop on thread 1 (ProfilerStep#1 there), autograd's worker on thread 2.
+Trace ranges_trace(bool loop_ranges) {
+  Trace t;
+  t.range(1, "ProfilerStep#1", 0, 1000, 1);
+  if (loop_ranges) {
+    t.range(1, "train_step", 10, 900, 2);
+    t.range(1, "forward", 20, 300, 3);
+    t.range(1, "backward", 400, 800, 4);
+  }
+  t.row(1, 30, 7, 100, 1, "f1");    // forward
+  t.row(1, 40, 7, 110, 2, "f2");    // forward
+  t.row(1, 350, 7, 360, 3, "s1");   // train_step itself
+  t.row(2, 500, 7, 510, 4, "b1");   // autograd's thread: borrows backward
+  t.row(2, 950, 7, 960, 5, "b2");   // autograd's thread after train_step: outside
+  t.row(-1, 0, 7, 970, 6, "orphan");  // no launch: outside
+  t.row(1, 5, 7, 980, 7, "pre");    // before train_step: outside
+  t.device_range(7, "forward", 100, 101, 3);  // Kineto agrees on f1...
+  t.device_range(7, "backward", 109, 113, 4);  // ...and disagrees on f2
+  return t;
+}
+
+TEST(UserRanges, NestedRangesBorrowedRowsAndTheOutsideByHand) {
+  const UserRanges u = ranges_trace(true).read().user_ranges;
+  ASSERT_TRUE(u.available);
+  EXPECT_EQ(u.ranges, 3);
+  EXPECT_EQ(u.main_tid, 1);
+  ASSERT_EQ(u.rows.size(), 3u);
+  EXPECT_EQ(u.rows[0].path, "train_step");
+  EXPECT_EQ(u.rows[1].path, "train_step > forward");
+  EXPECT_EQ(u.rows[2].path, "train_step > backward");
+  EXPECT_EQ(u.rows[0].kernel_ns, 3000);
+  EXPECT_EQ(u.rows[0].inclusive_ns, 3000 + 3000 + 4000);
+  EXPECT_EQ(u.rows[1].kernel_ns, 3000);
+  EXPECT_EQ(u.rows[1].rows, 2);
+  EXPECT_EQ(u.rows[1].depth, 1);
+  EXPECT_EQ(u.rows[2].kernel_ns, 4000);
+  EXPECT_EQ(u.rows[2].borrowed_rows, 1);
+  EXPECT_EQ(u.rows[0].host_ns, 890000);
+  EXPECT_EQ(u.outside_rows, 3);
+  EXPECT_EQ(u.outside_kernel_ns, 5000 + 6000 + 7000);
+  EXPECT_EQ(u.total_ns, 28000);
+  EXPECT_EQ(u.kineto_checked, 2);
+  EXPECT_EQ(u.kineto_same, 1);
+  const Json j = to_json(u);
+  EXPECT_EQ(to_json(user_ranges_from_json(j, "e.json")), j);
+  Json bad = j;
+  bad["rows"][1]["depth"] = -1;
+  EXPECT_THROW(user_ranges_from_json(bad, "e.json"), Error);
+  bad = j;
+  bad["kineto_same"] = 9;  // more than checked
+  EXPECT_THROW(user_ranges_from_json(bad, "e.json"), Error);
+  EXPECT_FALSE(user_range_tables(u).empty());
+}
+
+// The negative control: without the loop's ranges nothing is borrowed and every row is outside.
+TEST(UserRanges, WithoutRangesEveryRowIsOutsideAndNothingIsBorrowed) {
+  const UserRanges u = ranges_trace(false).read().user_ranges;
+  EXPECT_FALSE(u.available);
+  EXPECT_EQ(u.outside_rows, 7);
+  EXPECT_EQ(u.outside_kernel_ns, u.total_ns);
+  EXPECT_TRUE(u.rows.empty());
+  EXPECT_TRUE(user_range_tables(u).empty());
+}
+
+// A B C A B C | copy | A B C A B C (thread 1), then A B C launched by thread 2 on the same stream.
+TEST(KernelSequences, CountsBreaksAndTheMaximalSequenceByHand) {
+  Trace t;
+  double ts = 100;
+  auto k = [&](int tid, const char* n) {
+    t.row(tid, ts - 50, 7, ts, 1, n, "kernel", -1, 0.25);
+    ts += 3;  // 2 µs gaps
+  };
+  for (int i = 0; i < 2; ++i) {
+    k(1, "A");
+    k(1, "B");
+    k(1, "C");
+  }
+  t.row(1, ts - 50, 7, ts, 1, "Memcpy DtoD", "gpu_memcpy", 64);
+  ts += 3;
+  for (int i = 0; i < 2; ++i) {
+    k(1, "A");
+    k(1, "B");
+    k(1, "C");
+  }
+  k(2, "A");
+  k(2, "B");
+  k(2, "C");
+  const KernelSequences s = t.read().kernel_sequences;
+  EXPECT_EQ(s.kernels, 15);
+  EXPECT_EQ(s.runs, 3);
+  EXPECT_EQ(s.hash_collisions, 0);
+  // A B C occurs 5 times (twice in each run of thread 1, once on thread 2); A B C A B C twice,
+  // and replaces every 4- and 5-kernel window and B C A, C A B (each as often as a longer one).
+  // Both leave 20 µs of idle inside; the one that recurs more often comes first.
+  EXPECT_EQ(s.found, 2);
+  ASSERT_EQ(s.top.size(), 2u);
+  const KernelSequence& abc = s.top[0];
+  EXPECT_EQ(abc.kernels, (std::vector<std::string>{"A", "B", "C"}));
+  EXPECT_EQ(abc.occurrences, 5);
+  EXPECT_EQ(abc.gap_ns, 5 * 2 * 2000);
+  EXPECT_EQ(abc.first_start_ns, 100000);
+  const KernelSequence& twice = s.top[1];
+  EXPECT_EQ(twice.kernels, (std::vector<std::string>{"A", "B", "C", "A", "B", "C"}));
+  EXPECT_EQ(twice.occurrences, 2);
+  EXPECT_EQ(twice.gap_ns, 2 * 5 * 2000);
+  EXPECT_EQ(twice.kernel_ns, 2 * 6 * 1000);
+  EXPECT_EQ(twice.launches_removed, 10);
+  EXPECT_EQ(twice.launch_call_ns, 10 * 250);
+  const Json j = to_json(s);
+  EXPECT_EQ(to_json(kernel_sequences_from_json(j, "e.json")), j);
+  Json bad = j;
+  bad["top"][0]["length"] = 5;
+  EXPECT_THROW(kernel_sequences_from_json(bad, "e.json"), Error);
+  EXPECT_FALSE(kernel_sequence_tables(s).empty());
+}
+
+// One stream: a row queued 0..800 ns, another 0..400; a 4,000-byte copy from 200 to 600 ns on a
+// second stream. 800 ns in 400 buckets of 2 ns.
+TEST(TraceSeries, BucketMaximaMeansAndSpreadBytesByHand) {
+  Trace t;
+  t.row(1, 0, 7, 0.1, 0.7, "long");                                   // queued 0..800
+  t.row(1, 0, 7, 0.8, 0.0, "zero");                                   // queued 0..800, 0 long
+  t.row(1, 0.0, 9, 0.2, 0.4, "Memcpy HtoD", "gpu_memcpy", 4000);     // queued 0..600
+  const TraceSeries ts = t.read().series;
+  ASSERT_EQ(ts.devices.size(), 1u);
+  const DeviceSeries& d = ts.devices[0];
+  EXPECT_EQ(d.start_ns, 0);
+  EXPECT_EQ(d.end_ns, 800);
+  EXPECT_EQ(d.bucket_ns, 2);
+  EXPECT_EQ(d.buckets, 400);
+  ASSERT_EQ(d.queues.size(), 2u);
+  EXPECT_EQ(d.queues[0].stream, 7);
+  EXPECT_EQ(d.queues[0].max_length[0], 2);
+  EXPECT_EQ(d.queues[0].max_length[399], 2);
+  EXPECT_DOUBLE_EQ(d.queues[0].mean_length[100], 2.0);
+  EXPECT_EQ(d.queues[1].max_length[299], 1);  // 598..600
+  EXPECT_EQ(d.queues[1].max_length[300], 0);
+  ASSERT_EQ(d.copies.size(), 1u);
+  EXPECT_EQ(d.copies[0].rows, 1);
+  EXPECT_DOUBLE_EQ(d.copies[0].bytes[99], 0.0);
+  EXPECT_DOUBLE_EQ(d.copies[0].bytes[100], 20.0);  // 2 of the copy's 400 ns
+  EXPECT_DOUBLE_EQ(d.copies[0].bytes_per_s[100], 20.0 * 1e9 / 2.0);
+  double sum = 0;
+  for (double b : d.copies[0].bytes) sum += b;
+  EXPECT_NEAR(sum, 4000.0, 1e-9);
+  const Json j = to_json(ts);
+  EXPECT_EQ(to_json(trace_series_from_json(j, "e.json")), j);
+  Json bad = j;
+  bad["devices"][0]["queue_length"][0]["max_length"].erase(0);
+  EXPECT_THROW(trace_series_from_json(bad, "e.json"), Error);
+  bad = j;
+  bad["devices"][0]["buckets"] = 401;
+  EXPECT_THROW(trace_series_from_json(bad, "e.json"), Error);
+  EXPECT_FALSE(trace_series_tables(ts).empty());
+}
+
+TEST(KernelLabel, TensorIteratorLaunchersByTheirOperation) {
+  EXPECT_EQ(kernel_label("void at::native::elementwise_kernel<128, 2, "
+                         "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, "
+                         "float, float, at::native::binary_internal::MulFunctor<float> > >("
+                         "at::TensorIteratorBase&, at::native::BinaryFunctor<float, float, float, "
+                         "at::native::binary_internal::MulFunctor<float> > const&)::{lambda(int)#1}>"
+                         "(int, at::native::gpu_kernel_impl_nocast<>)"),
+            "elementwise(mul)");
+  EXPECT_EQ(kernel_label("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+                         "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, "
+                         "4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, "
+                         "float, float>, unsigned int, float, 4, 4>)"),
+            "reduce(mean)");
+  EXPECT_EQ(kernel_label("void at::native::vectorized_elementwise_kernel<4, "
+                         "at::native::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::"
+                         "operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int)"),
+            "elementwise(rsqrt)");
+  EXPECT_EQ(kernel_label("void at::native::vectorized_elementwise_kernel<4, "
+                         "at::native::CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul> >(int, "
+                         "at::native::CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul>)"),
+            "elementwise(add)");
+  // Anything else: its short name.
+  EXPECT_EQ(kernel_label("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN"),
+            short_kernel_name("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN", 40));
+  EXPECT_EQ(kernel_label("void at::native::elementwise_kernel<128, 2, foo>(int)"),
+            short_kernel_name("void at::native::elementwise_kernel<128, 2, foo>(int)", 40));
+}
+
+}  // namespace
+}  // namespace tprobe::core
