@@ -10,6 +10,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/flops.hpp"
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/torch_api/step_report.hpp"
 #include "tprobe/torch_api/step_runner.hpp"
 
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   std::vector<std::string> args(argv, argv + argc);
   try {
-    spec.attn = core::attention_path_from_name(attn, "--attn");
-    spec.moe = model::parse_moe(moe);
+    core::set_knob(spec.config, core::Knob::kAttn, attn);
+    core::set_knob(spec.config, core::Knob::kMoe, moe);
     for (int64_t s : seqs) spec.points.push_back({batch, s, {}});
     model::StepReport r = model::run_steps(
         spec, [](const model::PointResult& p) { std::cout << model::point_line(p) << "\n"; });

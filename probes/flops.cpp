@@ -1,7 +1,7 @@
 // `tprobe flops`: FLOPs of one LoRA fwd+bwd step, intended vs performed, and the MFU of each.
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/flops_report.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
@@ -17,10 +17,11 @@ struct FlopsOptions {
   int64_t batch = 2;
   int64_t width = 16384;
   std::vector<int64_t> lengths;
-  std::string attn = "sdpa";
+  // --attn (every path with a FLOP rule, default sdpa) and --checkpointing (default reentrant:
+  // recompute counted): the knob registry's options.
+  core::StepConfig knobs;
   std::vector<std::string> targets = core::linear_module_names();
   int64_t rank = 64;
-  std::string checkpointing = "on";
   double step_time = 0;  // 0: not given
   double peak_tflops = core::kDefaultPeakTflops;
 };
@@ -32,10 +33,10 @@ core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
   req.batch = o.batch;
   req.width = o.width;
   req.lengths = o.lengths;  // count_flops checks them against batch and width
-  req.path = *core::parse_attention_path(o.attn);
+  req.path = *o.knobs.attn;
   req.lora_targets = lora_targets(o.targets);
   req.lora_rank = o.rank;
-  req.gradient_checkpointing = o.checkpointing == "on";
+  req.gradient_checkpointing = o.knobs.checkpointing != core::Checkpointing::kOff;
   core::FlopsRates rates;
   if (o.step_time > 0) rates.step_time_s = o.step_time;
   rates.peak_tflops = o.peak_tflops;
@@ -79,14 +80,9 @@ void register_flops(CLI::App& app, ProbeSet& set) {
          "--lengths", o->lengths,
          "Real tokens per sequence, right-padded to --width (comma list, one per sequence)")
       ->delimiter(',');
-  cmd->add_option("--attn", o->attn, core::attention_help(core::AttentionUse::kCost))
-      ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kCost)))
-      ->capture_default_str();
+  add_knob_option(cmd, core::Knob::kAttn, o->knobs, false, "sdpa");
   add_lora_options(cmd, o->targets, o->rank);
-  cmd->add_option("--checkpointing", o->checkpointing,
-                  "Gradient checkpointing of every decoder layer: on (recompute forward) or off")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
+  add_knob_option(cmd, core::Knob::kCheckpointing, o->knobs, true, "reentrant");
   cmd->add_option("--step-time", o->step_time, "Measured step time in seconds, for the MFUs")
       ->check(positive_number())
       ->check(max_step_time());

@@ -47,7 +47,7 @@ void register_levers(CLI::App& app, ProbeSet& set) {
       "levers",
       "Which levers move the LoRA step: the faithful HF + PEFT baseline, each lever alone, the "
       "best combination (time with spread, memory, MFU)");
-  CLI::Option* pad_fraction = add_step_options(cmd, o->step, "2048,16384 on cuda, 32,64 on cpu");
+  CLI::Option* pad_fraction = add_step_options(cmd, o->step, core::WidthsUse::kLevers);
   std::vector<std::string> names;
   for (const core::LeverInfo& l : core::lever_catalogue()) names.push_back(l.name);
   cmd->add_option("--levers", o->levers,

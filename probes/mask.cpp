@@ -4,7 +4,7 @@
 
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/mask/mask_report.hpp"

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include "probes/probe.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
-#include "tprobe/torch_api/moe_dispatch.hpp"
 #include "tprobe/torch_api/parity_analysis.hpp"
 #include "tprobe/torch_api/parity_report.hpp"
 
@@ -12,10 +10,10 @@ namespace tprobe::probes {
 namespace {
 
 struct ParityOptions {
-  std::string attn = "eager";
-  std::string moe = "loop";
-  std::string checkpointing = "off";
-  bool gradient_checkpointing = false;  // the old spelling of --checkpointing on
+  // --attn (default eager), --moe (default loop), --checkpointing (default off): the knob registry's
+  // options with parity's defaults.
+  core::StepConfig knobs;
+  bool gradient_checkpointing = false;  // the old spelling of --checkpointing reentrant
   bool no_input_grads = false;
   std::string dump_hidden;
   model::ParityOptions analysis;
@@ -23,16 +21,17 @@ struct ParityOptions {
 
 core::Outcome run(ParityOptions& o, RunContext& ctx) {
   model::ParityOptions& a = o.analysis;
-  a.attn = core::attention_path_from_name(o.attn, "--attn");
-  a.moe = model::parse_moe(o.moe);
-  if (o.gradient_checkpointing) o.checkpointing = "on";
-  a.gradient_checkpointing = o.checkpointing == "on";
-  ctx.evidence.options()["checkpointing"] = o.checkpointing;  // as set by either spelling
+  a.attn = *o.knobs.attn;
+  a.moe = *o.knobs.moe;
+  if (o.gradient_checkpointing) o.knobs.checkpointing = core::Checkpointing::kReentrant;
+  a.gradient_checkpointing = o.knobs.checkpointing != core::Checkpointing::kOff;
+  // as set by either spelling
+  ctx.evidence.options()["checkpointing"] = core::to_string(o.knobs.checkpointing);
   a.input_grads = !o.no_input_grads;
   a.dump_hidden_path = side_output_path(ctx, o.dump_hidden);
   const model::ParityReport report = model::analyse_parity(a);
   const model::ParityResult& r = report.result;
-  ctx.environment.attn_requested = o.attn;
+  ctx.environment.attn_requested = core::to_string(a.attn);
   ctx.environment.attn_resolved = fmt::format("sliding: {}; full: {}", r.attn_sliding, r.attn_full);
   const std::vector<core::Table> tables = model::parity_tables(report);
   for (size_t i = 0; i < tables.size(); ++i) ctx.out << (i > 0 ? "\n" : "") << tables[i].render();
@@ -70,15 +69,11 @@ void register_parity(CLI::App& app, ProbeSet& set) {
                   "when REF carries it, else 5e-2)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
-  cmd->add_option("--attn", cli->attn, core::attention_help(core::AttentionUse::kEngine))
-      ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kEngine)))
-      ->capture_default_str();
+  add_knob_option(cmd, core::Knob::kAttn, cli->knobs, true, "eager");
   cmd->add_option("--device", cli->analysis.device, "cpu or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
-  cmd->add_option("--moe", cli->moe, model::moe_help())
-      ->check(CLI::IsMember(model::moe_names()))
-      ->capture_default_str();
+  add_knob_option(cmd, core::Knob::kMoe, cli->knobs, true, "loop");
   cmd->add_option("--ce-chunk", cli->analysis.ce_chunk, "Tokens per cross-entropy chunk")
       ->capture_default_str();
   cmd->add_option("--dump-hidden", cli->dump_hidden,
@@ -90,20 +85,17 @@ void register_parity(CLI::App& app, ProbeSet& set) {
   CLI::Option* backward = cmd->add_flag("--backward", cli->analysis.backward,
                 "Compare the loss and every LoRA gradient (one forward + backward) instead of the "
                 "logits; needs --adapter");
+  // With --backward: per-layer gradient checkpointing (either spelling runs the engine's one
+  // per-layer recompute), or none.
   CLI::Option* checkpointing =
-      cmd->add_option("--checkpointing", cli->checkpointing,
-                      "With --backward: reentrant per-layer gradient checkpointing (on), as HF's "
-                      "use_reentrant=True, or none (off)")
-          ->check(CLI::IsMember({"on", "off"}))
-          ->capture_default_str()
-          ->needs(backward);
+      add_knob_option(cmd, core::Knob::kCheckpointing, cli->knobs, true, "off")->needs(backward);
   set.deprecated(cmd,
                  cmd->add_flag("--gradient-checkpointing", cli->gradient_checkpointing,
-                               "Deprecated: --checkpointing on")
+                               "Deprecated: --checkpointing reentrant")
                      ->needs(backward),
                  checkpointing,
                  "--gradient-checkpointing is deprecated (removed in the next release): write "
-                 "--checkpointing on");
+                 "--checkpointing reentrant");
   cmd->add_flag("--no-input-grads", cli->no_input_grads,
                 "With --backward: no input grads (HF without enable_input_require_grads); under "
                 "checkpointing this is the inert-adapter trap")

@@ -14,6 +14,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/output_guard.hpp"
 #include "tprobe/core/report/section.hpp"
+#include "tprobe/core/step/knobs.hpp"
 
 namespace tprobe::model {
 struct ProfileOptions;
@@ -110,13 +111,21 @@ bool torch_module_loaded();
 void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank);
 std::vector<std::string> lora_targets(const std::vector<std::string>& option);
 
+// A knob of the registry (core/step/knobs.hpp) as an option of `cmd`: its flag, its values (the
+// old spellings too) and its help come from the registry entry, and the value lands in `config`
+// as it is parsed (set_knob). `engine_only`: only the values the engine runs (`flops` takes every
+// attention path that has a FLOP rule). `probe_default`: this probe's default where it is not the
+// registry's (written into `config` now and shown in --help); "" keeps the registry's.
+CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& config,
+                             bool engine_only = true, const std::string& probe_default = {});
+
 // The measured step's shape and measurement options that `profile` and `levers` share: the model
 // (--checkpoint, --model, --random-init), LoRA (--targets, --rank, --alpha), --ce-chunk, --dtype,
-// --device, --batch, --widths (`widths_default` says the default in the help), --lengths,
-// --pad-fraction, --warmup, --repeats, --peak-tflops, --seed. Returns the --pad-fraction option:
-// its count() says whether it was given.
+// --device, --batch (the registry's knob), --widths (the default for `widths`, said in the help),
+// --lengths, --pad-fraction, --warmup, --repeats, --peak-tflops, --seed. Returns the --pad-fraction
+// option: its count() says whether it was given.
 CLI::Option* add_step_options(CLI::App* command, model::ProfileOptions& options,
-                              const std::string& widths_default);
+                              core::WidthsUse widths);
 
 // One step of the main job (`tprobe suite`): a child run of this binary writing <name>.json.
 // {out} and {fixtures} are replaced in the arguments; `needs` is a fixture path the step skips

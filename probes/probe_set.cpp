@@ -147,8 +147,32 @@ void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int6
   command->add_option("--rank", rank, "LoRA rank")->check(positive_number())->capture_default_str();
 }
 
+CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& config,
+                             bool engine_only, const std::string& probe_default) {
+  const core::KnobInfo& info = core::knob_info(knob);
+  if (!probe_default.empty()) core::set_knob(config, knob, probe_default);
+  const std::string shown =
+      !probe_default.empty() ? probe_default : std::string(info.default_value);
+  CLI::Option* opt = nullptr;
+  if (info.values.empty()) {  // an integer knob (rows per micro-batch)
+    opt = cmd->add_option_function<int64_t>(
+                 info.flag,
+                 [&config, knob](int64_t v) { core::set_knob(config, knob, std::to_string(v)); },
+                 info.summary)
+              ->check(positive_number());
+  } else {
+    opt = cmd->add_option_function<std::string>(
+                 info.flag,
+                 [&config, knob](const std::string& v) { core::set_knob(config, knob, v); },
+                 core::knob_help(knob, engine_only))
+              ->check(CLI::IsMember(core::knob_value_names(knob, engine_only, true)));
+  }
+  if (!shown.empty()) opt->default_str(shown);
+  return opt;
+}
+
 CLI::Option* add_step_options(CLI::App* cmd, model::ProfileOptions& o,
-                              const std::string& widths_default) {
+                              core::WidthsUse widths) {
   cmd->add_option("--checkpoint", o.checkpoint, "Checkpoint directory (config.json + safetensors)");
   cmd->add_option("--model", o.model,
                   "Embedded model shapes, random weights (without --checkpoint); default "
@@ -169,11 +193,9 @@ CLI::Option* add_step_options(CLI::App* cmd, model::ProfileOptions& o,
   cmd->add_option("--device", o.device, "cuda or cpu")
       ->check(CLI::IsMember({"cuda", "cpu"}))
       ->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Rows per step")
-      ->check(positive_number())
-      ->capture_default_str();
+  add_knob_option(cmd, core::Knob::kBatch, o.config);
   cmd->add_option("--widths", o.widths,
-                  "Per-row widths in tokens (default " + widths_default + ")")
+                  "Per-row widths in tokens (default " + core::default_widths_help(widths) + ")")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   cmd->add_option("--lengths", o.lengths,

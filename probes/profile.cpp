@@ -1,7 +1,5 @@
 // `tprobe profile`: the measured LoRA step — time, memory, FLOPs/MFU, scaling fit and the CUPTI
 // phase table of tprobe's own step, per point of batch × widths (docs/profile.md).
-#include "tprobe/core/gemma4/attention_path.hpp"
-#include "tprobe/torch_api/moe_dispatch.hpp"
 #include "tprobe/torch_api/profile_analysis.hpp"
 
 #include <fmt/format.h>
@@ -37,7 +35,7 @@ core::Outcome run(const model::ProfileOptions& o, RunContext& ctx) {
       model::analyse_profile(o, side_output_path(ctx, o.raw_trace), hooks,
                              side_output_path(ctx, o.raw_memory));
 
-  ctx.environment.attn_requested = o.attn.empty() ? "default" : o.attn;
+  ctx.environment.attn_requested = o.config.attn ? core::to_string(*o.config.attn) : "default";
   if (const std::string attn = model::resolved_attention(report); !attn.empty()) {
     ctx.environment.attn_resolved = attn;
   }
@@ -57,36 +55,13 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       "profile",
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
       "CUPTI phase table");
-  CLI::Option* pad_fraction =
-      add_step_options(cmd, *o, "2048,4096,6144,8192,12288,16384 on cuda, 32,64,96,128,192,256 on cpu");
-  cmd->add_option("--lora-dtype", o->lora_dtype,
-                  "LoRA factors in fp32, as PEFT keeps them by default (autocast_adapter_dtype) "
-                  "under a bf16 model, or in the model dtype")
-      ->check(CLI::IsMember({"model", "fp32"}))
-      ->capture_default_str();
-  cmd->add_option("--norm", o->norm,
-                  "RMSNorm: hf (transformers' formula op by op, bit-identical to HF) or fused "
-                  "(libtorch's at::rms_norm: one kernel each way on CUDA, libtorch >= 2.9)")
-      ->check(CLI::IsMember({"hf", "fused"}))
-      ->capture_default_str();
-  cmd->add_option("--checkpointing", o->checkpointing,
-                  "Per-layer gradient checkpointing with input grads: reentrant "
-                  "(use_reentrant=True), non-reentrant (use_reentrant=False, transformers 5.17's "
-                  "default; run by the same per-layer recompute), or off. 'on' = reentrant")
-      ->check(CLI::IsMember({"reentrant", "non-reentrant", "off", "on"}))
-      ->capture_default_str();
-  cmd->add_option("--ce", o->ce,
-                  "Cross-entropy: chunk-checkpoint (the HF harness's: each chunk's logits, "
-                  "softcap, fp32 cast and cross_entropy under its own checkpoint), chunked "
-                  "(tprobe's one node with an in-place backward), or naive (the whole logits)")
-      ->check(CLI::IsMember({"chunk-checkpoint", "chunked", "naive"}))
-      ->capture_default_str();
-  cmd->add_option("--attention-mask", o->attention_mask,
-                  "The attention_mask the HF step is handed: none, or ones (an all-ones [B, S] "
-                  "from a collator): same values, but the step's masks are held at [B, 1, S, S] "
-                  "instead of [1, 1, S, S] (eager, and sdpa's sliding layers)")
-      ->check(CLI::IsMember({"none", "ones"}))
-      ->capture_default_str();
+  CLI::Option* pad_fraction = add_step_options(cmd, *o, core::WidthsUse::kProfile);
+  // The step's knobs, from the knob registry (core/step/knobs.hpp).
+  for (core::Knob k : {core::Knob::kLoraDtype, core::Knob::kNorm, core::Knob::kCheckpointing,
+                       core::Knob::kCe, core::Knob::kAttentionMask, core::Knob::kAttn,
+                       core::Knob::kMoe}) {
+    add_knob_option(cmd, k, o->config);
+  }
   cmd->add_option("--memory", o->memory,
                   "One more step per point under the allocator's event hook: the peak by item, "
                   "phase, part and layer, and its timeline (never a timed step)")
@@ -118,15 +93,6 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--raw-memory", o->raw_memory,
                   "Write the first point's allocator events with their scopes to this file "
                   "(tprobe.raw_memory JSON; replayable)");
-  cmd->add_option("--attn", o->attn,
-                  core::attention_help(core::AttentionUse::kEngine) +
-                      " Default: sdpa where the linked libtorch has it, else eager.")
-      ->check(CLI::IsMember(core::attention_names(core::AttentionUse::kEngine)));
-  cmd->add_option("--moe", o->moe,
-                  model::moe_help() +
-                      ". Default: hf_grouped_mm where it runs, else loop, as transformers' "
-                      "default experts")
-      ->check(CLI::IsMember(model::moe_names()));
   cmd->add_option("--trace", o->trace, "One extra CUPTI-traced step per point (never a timed one)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();

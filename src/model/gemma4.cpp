@@ -206,8 +206,8 @@ namespace {
 // (token, k) pair, sort by expert, per-expert GEMMs, activation, down GEMM, × routing weight,
 // un-permute, one reduction over k.
 Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor& idx,
-                       const Tensor& w, MoeDispatch dispatch) {
-  if (dispatch == MoeDispatch::kHfGroupedMm) {
+                       const Tensor& w, core::MoeDispatch dispatch) {
+  if (dispatch == core::MoeDispatch::kHfGroupedMm) {
     return hf_grouped_experts(x, idx, w, layer.experts_gate_up, layer.experts_down, grouped_mm);
   }
   const int64_t tokens = x.size(0), top_k = idx.size(1), hidden = x.size(1);
@@ -220,7 +220,7 @@ Tensor experts_forward(const DecoderLayer& layer, const Tensor& x, const Tensor&
   Tensor xs = gather_token_copies(x, perm, inverse, top_k);
   Tensor counts = torch::bincount(flat_idx, {}, num_experts);
   Tensor ys;
-  if (dispatch == MoeDispatch::kGroupedMm) {
+  if (dispatch == core::MoeDispatch::kGroupedMm) {
     Tensor offs = counts.cumsum(0).to(torch::kInt);
     Tensor gu = grouped_mm(xs, layer.experts_gate_up.transpose(1, 2), offs);
     Tensor a = gelu_tanh(gu.index({Slice(), Slice(0, inter)})) *
@@ -703,7 +703,7 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   auto experts_scope = std::make_unique<ObserverScope>(observer, tag(StepPart::kExperts));
   Tensor m = norm(flat, L.pre_feedforward_layernorm_2);
   m = experts_forward(L, m, idx, w, options_.moe);
-  if (record && record->moe.empty()) record->moe = to_string(options_.moe);
+  if (record && record->moe.empty()) record->moe = core::to_string(options_.moe);
   m = norm(m, L.post_feedforward_layernorm_2).view({B, S, H});
   experts_scope.reset();
   h = norm(d + m, L.post_feedforward_layernorm);
@@ -857,15 +857,15 @@ LossResult Gemma4Model::head_loss(const Tensor& h, const Tensor& input_ids,
 }
 
 Tensor softcapped_cross_entropy(const Tensor& hidden, const Tensor& head, const Tensor& labels,
-                                double softcap, CeMode mode, int64_t chunk,
+                                double softcap, core::CeForm mode, int64_t chunk,
                                 StepObserver* observer) {
-  if (mode == CeMode::kChunked) {
+  if (mode == core::CeForm::kChunked) {
     if (chunk <= 0) fail_usage("cross-entropy chunk {}: must be positive", chunk);
     note_custom_node();
     return ChunkedSoftcapCe::apply(hidden, head, labels, softcap, chunk,
                                    reinterpret_cast<int64_t>(observer));
   }
-  if (mode == CeMode::kChunkCheckpoint) {
+  if (mode == core::CeForm::kChunkCheckpoint) {
     if (chunk <= 0) fail_usage("cross-entropy chunk {}: must be positive", chunk);
     // total = Σ chunk losses (sum), then / the number of targets, as chunked_ce_loss does.
     const int64_t n = hidden.size(0);

@@ -12,6 +12,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/loader.hpp"
 
 namespace tprobe::model {
@@ -397,11 +398,10 @@ ParityResult run_parity(const ParityOptions& o) {
     fail_usage("the hidden-state dump is a forward diagnostic; it does not combine with backward parity");
   if ((o.gradient_checkpointing || !o.input_grads) && !o.backward)
     fail_usage("gradient checkpointing and input grads only matter for backward parity");
-  std::string why;
-  if (!attn_available(o.attn, &why)) fail("attention path {}: {}", core::to_string(o.attn), why);
-  if (needs_grouped_mm(o.moe) && (!has_grouped_mm() || o.device != "cuda")) {
-    fail("MoE dispatch {} needs a CUDA device and libtorch >= 2.8", to_string(o.moe));
-  }
+  // The attention path and the experts against what this engine is (the knob registry).
+  const core::EngineFacts facts = engine_facts(o.device, o.dtype);
+  if (auto why = core::unavailable(core::Knob::kAttn, core::to_string(o.attn), facts)) fail("{}", *why);
+  if (auto why = core::unavailable(core::Knob::kMoe, core::to_string(o.moe), facts)) fail("{}", *why);
   if (o.device == "cuda" && !torch::cuda::is_available())
     fail("device cuda: no CUDA device is usable");
   core::Checkpoint ckpt = core::Checkpoint::open(o.checkpoint_dir);

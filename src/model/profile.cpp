@@ -19,7 +19,6 @@
 namespace tprobe::model {
 
 // The engine and the FLOP counter share one enum (core/gemma4/attention_path.hpp).
-core::AttentionPath flops_path(core::AttentionPath impl) { return impl; }
 
 namespace {
 
@@ -132,28 +131,12 @@ ProfileReport run_profile(const ProfileRequest& request,
                           const std::function<void(const PointResult&)>& on_point) {
   ProfileReport rep;
   StepSpec spec = request.spec;
-  if (request.attn_default) {
-    std::string why;
-    spec.attn = attn_available(core::AttentionPath::kSdpa, &why) ? core::AttentionPath::kSdpa
-                                                                  : core::AttentionPath::kEager;
-    if (spec.attn == core::AttentionPath::kEager) {
-      rep.diagnostics.push_back(
-          {core::Severity::kInfo, "attn_default_eager",
-           "no attention path given and sdpa is unavailable (" + why + "): eager"});
-    }
-  }
-  if (request.moe_default) {
-    const bool grouped = has_grouped_mm() && spec.device == "cuda";
-    spec.moe = grouped ? MoeDispatch::kHfGroupedMm : MoeDispatch::kLoop;
-    if (!grouped) {
-      rep.diagnostics.push_back(
-          {core::Severity::kInfo, "moe_default_loop",
-           fmt::format("no MoE dispatch given and grouped_mm needs a CUDA device and libtorch >= "
-                       "2.8 (this is {} on {}): the expert loop, as transformers' eager experts",
-                       torch_version(), spec.device)});
-    }
-  }
-  rep.attn = spec.attn;
+  // The defaults left open (attention path, experts) resolved against this engine, each choice
+  // that is not the usual one said in a diagnostic.
+  spec.config = core::resolve_defaults(spec.config, engine_facts(spec.device, spec.dtype),
+                                       &rep.diagnostics);
+  rep.config = spec.config;
+  const core::StepConfig& knobs = spec.config;
   std::unique_ptr<cupti::KernelSource> source;
   if (!request.trace) {
     rep.kernel_table_reason = "tracing was turned off";
@@ -257,7 +240,7 @@ ProfileReport run_profile(const ProfileRequest& request,
   if (!stopped && !request.raw_memory_path.empty() && !raw_memory_written) {
     fail("--raw-memory: no memory step succeeded, so there is no allocator history to write");
   }
-  if (spec.checkpointing == Checkpointing::kNonReentrant) {
+  if (knobs.checkpointing == core::Checkpointing::kNonReentrant) {
     rep.diagnostics.push_back(
         {core::Severity::kWarning, "checkpointing_resolved",
          "--checkpointing non-reentrant ran as the engine's per-layer recompute inside the "
@@ -291,7 +274,7 @@ ProfileReport run_profile(const ProfileRequest& request,
   }
 
   // FLOPs per point.
-  rep.flops_path = flops_path(spec.attn);
+  rep.flops_path = *knobs.attn;
   for (const auto& p : rep.steps.points) {
     core::FlopsRequest fr;
     fr.batch = p.point.batch;
@@ -300,7 +283,7 @@ ProfileReport run_profile(const ProfileRequest& request,
     fr.path = rep.flops_path;
     fr.lora_targets = spec.lora_targets;
     fr.lora_rank = spec.lora_rank;
-    fr.gradient_checkpointing = spec.checkpointing != Checkpointing::kOff;
+    fr.gradient_checkpointing = knobs.checkpointing != core::Checkpointing::kOff;
     core::FlopsReport f = core::count_flops(rep.steps.config, fr);
     PointCost c;
     c.intended_flops = core::total(f.intended_total);
@@ -336,7 +319,7 @@ ProfileReport run_profile(const ProfileRequest& request,
     in.model = "AB";
     in.at_widths.assign(widths.begin(), widths.end());
     rep.fit = core::analyze_scaling(in);
-    rep.sliding_dense = core::sliding_layers_dense(spec.attn);
+    rep.sliding_dense = core::sliding_layers_dense(*knobs.attn);
     check_shares(rep);
   } else if (batches.size() > 1) {
     rep.fit_note = "no scaling fit: the points are at different batches";

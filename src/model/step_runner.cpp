@@ -16,6 +16,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/step_plan.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/model/loader.hpp"
@@ -100,19 +101,15 @@ void validate(const StepSpec& s) {
   if (s.device != "cpu" && s.device != "cuda")
     fail_usage("device '{}': expected cpu or cuda", s.device);
   parse_dtype(s.dtype);
-  std::string why;
-  if (!attn_available(s.attn, &why)) fail_usage("attention {}: {}", to_string(s.attn), why);
-  if (s.attn == core::AttentionPath::kFlashWindow && s.device != "cuda")
-    fail_usage("attention flash-window needs the cuda device");
-  if (needs_grouped_mm(s.moe) && (!has_grouped_mm() || s.device != "cuda"))
-    fail_usage("MoE dispatch {} needs a CUDA device and libtorch >= 2.8", to_string(s.moe));
+  // Every knob's value against what this engine is (the knob registry's requirements).
+  if (!s.config.attn || !s.config.moe) fail("the step's defaults were not resolved");
+  if (auto why = core::config_refusal(s.config, engine_facts(s.device, s.dtype)))
+    fail_usage("{}", *why);
   if (s.device == "cuda" && !torch::cuda::is_available())
     fail("device cuda: no CUDA device is usable");
-  if (s.fused_rms_norm && !has_fused_rms_norm())
-    fail_usage("RMSNorm fused: at::rms_norm needs libtorch >= 2.4 (this is {})", torch_version());
   if (s.warmup < 0) fail_usage("warm-up {}: must be >= 0", s.warmup);
   if (s.repeats < 1) fail_usage("repeats {}: must be >= 1", s.repeats);
-  if (s.ce != CeForm::kNaive && s.ce_chunk <= 0)
+  if (s.config.ce != core::CeForm::kNaive && s.ce_chunk <= 0)
     fail_usage("CE chunk {}: must be positive", s.ce_chunk);
   if (s.points.empty()) fail_usage("no points to measure");
   for (const auto& p : s.points) {
@@ -310,23 +307,26 @@ bool is_oom(const std::string& what) {
 
 }  // namespace
 
-StepReport run_steps(const StepSpec& spec,
+StepReport run_steps(const StepSpec& request,
                      const std::function<void(const PointResult&)>& on_point) {
+  // The defaults left open resolved against this engine (run_profile has done so already, and
+  // said why where the choice is not the usual one).
+  StepSpec spec = request;
+  spec.config = core::resolve_defaults(spec.config, engine_facts(spec.device, spec.dtype));
   validate(spec);
+  const core::StepConfig& knobs = spec.config;
   const bool cuda = spec.device == "cuda";
   ModelOptions mo;
   mo.dtype = parse_dtype(spec.dtype);
   mo.device = cuda ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  mo.attn = spec.attn;
-  mo.moe = spec.moe;
-  mo.gradient_checkpointing = spec.checkpointing != Checkpointing::kOff;
+  mo.attn = *knobs.attn;
+  mo.moe = *knobs.moe;
+  mo.gradient_checkpointing = knobs.checkpointing != core::Checkpointing::kOff;
   mo.input_requires_grad = spec.input_requires_grad;
-  mo.ce = spec.ce == CeForm::kChunked           ? CeMode::kChunked
-          : spec.ce == CeForm::kChunkCheckpoint ? CeMode::kChunkCheckpoint
-                                                : CeMode::kNaive;
+  mo.ce = knobs.ce;
   mo.ce_chunk = spec.ce_chunk;
-  mo.fused_rms_norm = spec.fused_rms_norm;
-  mo.attention_mask_passed = spec.attention_mask == AttentionMask::kOnes;
+  mo.fused_rms_norm = knobs.norm == core::NormKind::kFused;
+  mo.attention_mask_passed = knobs.attention_mask == core::AttentionMask::kOnes;
 
   StepReport report;
   auto t0 = std::chrono::steady_clock::now();
@@ -344,7 +344,7 @@ StepReport run_steps(const StepSpec& spec,
     lora.targets = spec.lora_targets;
     lora.rank = spec.lora_rank;
     lora.alpha = spec.lora_alpha;
-    lora.fp32 = spec.lora_fp32;
+    lora.fp32 = knobs.lora_dtype == core::LoraDtype::kFp32;
     m.add_lora(lora, spec.seed + 1);
   }
   cuda_synchronize();
@@ -386,12 +386,12 @@ StepReport run_steps(const StepSpec& spec,
     plan_request.batch = point.batch;
     plan_request.width = point.width;
     plan_request.lengths = point.lengths;
-    plan_request.attn = spec.attn;
+    plan_request.attn = *knobs.attn;
     plan_request.cuda = cuda;
-    plan_request.naive_ce = spec.ce == CeForm::kNaive;
+    plan_request.naive_ce = knobs.ce == core::CeForm::kNaive;
     plan_request.ce_chunk = spec.ce_chunk;
     plan_request.dtype_bytes = dtype_bytes;
-    plan_request.mask_per_row = spec.attention_mask == AttentionMask::kOnes;
+    plan_request.mask_per_row = knobs.attention_mask == core::AttentionMask::kOnes;
     const core::StepPlan plan = core::plan_step(m.config(), plan_request);
     r.planned_floor_bytes =
         static_cast<double>(weights_bytes + lora_bytes) + plan.activation_floor_bytes;
@@ -489,7 +489,7 @@ StepReport run_steps(const StepSpec& spec,
             raw.facts.weights_bytes = weights_bytes;
             raw.facts.lora_parameter_bytes = lora_bytes;
             raw.facts.lora_parameters = report.lora_parameters;
-            raw.facts.checkpointing = spec.checkpointing != Checkpointing::kOff;
+            raw.facts.checkpointing = knobs.checkpointing != core::Checkpointing::kOff;
             raw.facts.optimizer_ran = false;
             for (auto& [name, p] : m.lora_parameters()) {
               if (p->grad().defined())

@@ -18,6 +18,7 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/blockwise_attention.hpp"
 
@@ -68,27 +69,15 @@ std::vector<core::SdpaBackend> sdpa_backends() {
   return out;
 }
 
-bool attn_available(core::AttentionPath path, std::string* why) {
-  switch (path) {
-    case core::AttentionPath::kEager:
-    case core::AttentionPath::kBlockwise:
-      return true;
-    case core::AttentionPath::kSdpa:
-    case core::AttentionPath::kSdpaMasked:
-      if (has_sdpa()) return true;
-      if (why)
-        *why =
-            "libtorch " + torch_version() + " has no scaled_dot_product_attention (needs >= 2.0)";
-      return false;
-    case core::AttentionPath::kFlashWindow:
-#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-      return true;
-#else
-      if (why) *why = "flash-window needs a CUDA build of libtorch >= 2.5 (windowed varlen flash)";
-      return false;
-#endif
-  }
-  return false;
+core::EngineFacts engine_facts(const std::string& device, const std::string& dtype) {
+  core::EngineFacts f;
+  f.torch_major = TORCH_VERSION_MAJOR;
+  f.torch_minor = TORCH_VERSION_MINOR;
+  f.cuda_build = TPROBE_HAS_TORCH_CUDA != 0;
+  f.device = device;
+  f.dtype = dtype;
+  f.torch_version = torch_version();
+  return f;
 }
 
 bool has_grouped_mm() {
@@ -559,15 +548,16 @@ torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const 
     case core::AttentionPath::kBlockwise:
       return blockwise_gemm_attention(q, k, v, window, resolved, lengths);
   }
-  std::string why = "not supported on this device";
-  attn_available(path, &why);
-  fail("attention path '{}' cannot run here: {}", core::to_string(path), why);
+  const auto why = core::unavailable(core::Knob::kAttn, core::to_string(path),
+                                     engine_facts(q.is_cuda() ? "cuda" : "cpu", "bf16"));
+  fail("attention path '{}' cannot run here: {}", core::to_string(path),
+       why.value_or("not on this device"));
 }
 
 bool packs_padding(core::AttentionPath path, const torch::Device& device) {
   const core::AttentionPathInfo& info = core::attention_info(path);
   if (!info.packs_padding) return false;
-  if (!info.packs_padding_cuda_only) return true;
+  if (!info.packs_requires.cuda_device) return true;
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
   return device.is_cuda();
 #else

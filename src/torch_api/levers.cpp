@@ -9,36 +9,28 @@
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/cost/epoch.hpp"
 #include "tprobe/core/data/epoch_batches.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::model {
 
-ProfileRequest lever_request(const ProfileRequest& shared, const core::StepKnobs& knobs,
+ProfileRequest lever_request(const ProfileRequest& shared, const core::StepConfig& config,
                              bool padded_only) {
   ProfileRequest r = shared;
   StepSpec& s = r.spec;
-  s.attn = core::attention_path_from_name(knobs.attn, "attention path");
-  s.fused_rms_norm = knobs.norm == "fused";
-  s.lora_fp32 = knobs.lora_dtype == "fp32";
-  // "auto": transformers' default experts implementation, resolved by the engine.
-  r.moe_default = knobs.moe == "auto";
-  if (!r.moe_default) s.moe = parse_moe(knobs.moe);
-  s.checkpointing = parse_checkpointing(knobs.checkpointing).value_or(Checkpointing::kReentrant);
-  s.ce = parse_ce_form(knobs.ce).value_or(CeForm::kChunkCheckpoint);
-  r.attn_default = false;
+  s.config = config;
   r.trace = false;
   r.replay_trace.clear();
   r.raw_trace_path.clear();
   std::vector<StepPoint> points;
   for (StepPoint p : shared.spec.points) {
     if (padded_only && !p.padded()) continue;
-    if (p.batch != knobs.batch) {
+    if (p.batch != config.batch) {
       // Another batch size: a padded point's per-row lengths no longer fit, so it is left out.
       if (p.padded()) continue;
-      p.batch = knobs.batch;
+      p.batch = config.batch;
     }
     points.push_back(p);
   }
@@ -57,23 +49,11 @@ const char* outcome_name(PointOutcome o) {
   return "error";
 }
 
-// The path that runs a padded batch as its real tokens on `device`: the first registry entry that
-// packs there.
-std::string packing_path(const std::string& device) {
-  for (const core::AttentionPathInfo& i : core::attention_registry()) {
-    if (!i.engine || !i.packs_padding) continue;
-    if (i.cuda_only && device != "cuda") continue;
-    if (i.packs_padding_cuda_only && device != "cuda") continue;
-    return i.name;
-  }
-  return "";
-}
-
 core::LeverRow base_row(const core::LeverConfig& c, const StepPoint& p) {
   core::LeverRow row;
   row.lever = c.lever;
   row.setting = c.setting;
-  row.knobs = c.knobs;
+  row.config = c.config;
   row.batch = p.batch;
   row.width = p.width;
   row.lengths = p.lengths;
@@ -242,14 +222,6 @@ StepPoint epoch_point(const core::MicroBatchShape& s) {
 
 namespace {
 
-// Whether `attn` computes a padded batch's real tokens only on `device` (the registry's fact).
-bool path_packs(const std::string& attn, const std::string& device) {
-  const auto path = core::parse_attention_path(attn);
-  if (!path) return false;
-  const core::AttentionPathInfo& i = core::attention_info(*path);
-  return i.packs_padding && !(i.packs_padding_cuda_only && device != "cuda");
-}
-
 struct EpochInput {
   core::EpochReport report;
   std::vector<core::MicroBatchShape> shapes;
@@ -268,7 +240,7 @@ EpochInput prepare_epoch(const EpochOptions& o, const ProfileOptions& step) {
   const std::vector<std::string> known = [] {
     std::vector<std::string> k = {"baseline", "best", "none"};
     for (const core::LeverInfo& i : core::lever_catalogue()) {
-      if (i.id != core::LeverId::kBatch) k.push_back(i.name);
+      if (i.knob != core::Knob::kBatch) k.push_back(i.name);
     }
     return k;
   }();
@@ -282,7 +254,7 @@ EpochInput prepare_epoch(const EpochOptions& o, const ProfileOptions& step) {
   const core::LengthDataset ds = core::load_dataset(o.dataset, core::parse_length_format(o.format));
   core::EpochBatchOptions bo;
   bo.sampler = core::parse_epoch_sampler(o.sampler, "--sampler");
-  bo.micro_batch = step.batch;
+  bo.micro_batch = step.config.batch;
   bo.max_seq_len = o.max_seq_len > 0 ? o.max_seq_len : in.widest_measured;
   bo.seed = o.seed;
   const core::EpochBatches b = core::epoch_batches(ds, bo);
@@ -447,14 +419,14 @@ core::EpochReport run_epoch(EpochInput& in, const core::LeversReport& rep, const
   } catch (const Error& e) {
     config_error = e.what();
   }
-  std::vector<core::StepKnobs> seen;
+  std::vector<core::StepConfig> seen;
   std::vector<std::vector<std::string>> names;
   std::vector<const core::LeverRow*> first;
   for (const core::LeverRow& r : rep.rows) {
     if (r.lever == "batch") continue;
-    auto it = std::find(seen.begin(), seen.end(), r.knobs);
+    auto it = std::find(seen.begin(), seen.end(), r.config);
     if (it == seen.end()) {
-      seen.push_back(r.knobs);
+      seen.push_back(r.config);
       names.push_back({r.lever});
       first.push_back(&r);
     } else {
@@ -466,16 +438,17 @@ core::EpochReport run_epoch(EpochInput& in, const core::LeversReport& rep, const
       out.micro_batches, std::min<int64_t>(out.cap, out.micro_batches), o.seed);
   const auto stop = req.shared.spec.should_stop;
   for (std::size_t k = 0; k < seen.size(); ++k) {
-    const core::StepKnobs& knobs = seen[k];
+    const core::StepConfig& knobs = seen[k];
+    const core::AttentionPath attn = knobs.attn.value_or(core::AttentionPath::kEager);
     core::EpochConfigRow row;
     row.lever = fmt::format("{}", fmt::join(names[k], ", "));
     row.setting = first[k]->setting;
-    row.attn = knobs.attn;
-    row.packs = path_packs(knobs.attn, device);
+    row.attn = core::to_string(attn);
+    row.packs = core::path_packs_on(attn, device);
     std::vector<core::CurvePoint> pts;
     std::string failure;
     for (const core::LeverRow& r : rep.rows) {
-      if (r.knobs != knobs) continue;
+      if (r.config != knobs) continue;
       if (r.outcome != "ok") {
         if (failure.empty()) failure = r.outcome + (r.message.empty() ? "" : ": " + r.message);
         continue;
@@ -499,9 +472,9 @@ core::EpochReport run_epoch(EpochInput& in, const core::LeversReport& rep, const
         row.status = "predicted";
         row.prediction = core::predict_epoch(row.curve, in.shapes, row.packs, o.accumulation);
         if (config) {
-          row.flops = core::epoch_flops(*config, in.shapes,
-                                        core::attention_path_from_name(knobs.attn, "attention path"),
-                                        spec.lora_targets, spec.lora_rank, knobs.checkpointing != "off");
+          row.flops = core::epoch_flops(*config, in.shapes, attn, spec.lora_targets,
+                                        spec.lora_rank,
+                                        knobs.checkpointing != core::Checkpointing::kOff);
         } else {
           row.note = "FLOPs not counted: " + config_error;
         }
@@ -583,24 +556,19 @@ core::LeversReport run_levers(const LeversRequest& in) {
     if (!edge) e.message = "not measured on the CPU: there is no caching allocator to cap";
     out.edges.push_back(std::move(e));
   };
+  // The defaults left open (sdpa where the linked libtorch has it, else eager; transformers'
+  // experts where grouped_mm runs, else the loop) are resolved by the engine, and the levers move
+  // from what it ran.
   ProfileRequest breq = with_edge(lever_request(shared, in.baseline, false), base);
-  // The baseline's sdpa where the linked libtorch has it, else eager (the engine says so).
-  breq.attn_default = in.baseline.attn == "sdpa";
   Measured b = measure(in, base, breq, true);
   keep_edge(b, base);
   if (b.report) {
     const ProfileReport& rep = *b.report;
-    out.baseline.attn = core::to_string(rep.attn);
-    for (const PointResult& p : rep.steps.points) {
-      if (!p.moe.empty()) {
-        out.baseline.moe = p.moe;
-        break;
-      }
-    }
+    out.baseline = rep.config;
     if (rep.peak_tflops) shared.peak_tflops = rep.peak_tflops;
     for (const core::Diagnostic& d : rep.diagnostics) out.diagnostics.push_back(d);
   }
-  for (core::LeverRow& r : b.rows) r.knobs = out.baseline;
+  for (core::LeverRow& r : b.rows) r.config = out.baseline;
   out.rows = b.rows;
   auto stopped = [&](const Measured& m) {
     if (!m.interrupted) return false;
@@ -619,10 +587,10 @@ core::LeversReport run_levers(const LeversRequest& in) {
   plan.device = shared.spec.device;
   plan.padded_point = std::any_of(shared.spec.points.begin(), shared.spec.points.end(),
                                   [](const StepPoint& p) { return p.padded(); });
-  plan.packing_path = packing_path(plan.device);
+  plan.packing_path = core::packing_path(plan.device);
   for (const core::LeverConfig& c : core::lever_configs(plan)) {
     if (c.lever == "baseline" || !wanted(in, c.lever)) continue;
-    Measured m = measure(in, c, with_edge(lever_request(shared, c.knobs, c.padded_only), c), false);
+    Measured m = measure(in, c, with_edge(lever_request(shared, c.config, c.padded_only), c), false);
     keep_edge(m, c);
     out.rows.insert(out.rows.end(), m.rows.begin(), m.rows.end());
     if (stopped(m)) {
@@ -635,9 +603,9 @@ core::LeversReport run_levers(const LeversRequest& in) {
   out.best = core::best_combination(out, &out.best_from);
   out.best_considered = true;
   if (out.best) {
-    out.best_setting = core::knob_options(*out.best, out.baseline);
+    out.best_setting = core::config_difference(*out.best, out.baseline);
     const core::LeverConfig c{"best", out.best_setting, *out.best, false};
-    Measured m = measure(in, c, with_edge(lever_request(shared, c.knobs, false), c), false);
+    Measured m = measure(in, c, with_edge(lever_request(shared, c.config, false), c), false);
     keep_edge(m, c);
     out.rows.insert(out.rows.end(), m.rows.begin(), m.rows.end());
     stopped(m);
@@ -670,17 +638,14 @@ core::LeversReport analyse_levers(const LeversOptions& options,
                options.gpu_memory_gib);
   }
   ProfileOptions step = options.step;
-  if (step.widths.empty()) {
-    step.widths = step.device == "cuda" ? std::vector<int64_t>{2048, 16384}
-                                        : std::vector<int64_t>{32, 64};
-  }
+  if (step.widths.empty()) step.widths = core::default_widths(step.device, core::WidthsUse::kLevers);
   step.trace = "off";
   std::optional<EpochInput> epoch;
   if (!options.epoch.dataset.empty()) epoch = prepare_epoch(options.epoch, step);
   LeversRequest req;
   req.shared = profile_request(step);
   req.shared.spec.should_stop = should_stop;
-  req.baseline = core::hf_peft_baseline(step.batch);
+  req.baseline = core::hf_peft_baseline(step.config.batch);
   req.baseline_name = core::hf_peft_baseline_name();
   req.only = options.levers;
   req.on_row = on_row;

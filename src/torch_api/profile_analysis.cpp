@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::model {
@@ -24,53 +24,33 @@ ProfileRequest profile_request(const ProfileOptions& o) {
                                                                    : o.targets;
   s.lora_rank = o.rank;
   s.lora_alpha = o.alpha;
-  s.lora_fp32 = o.lora_dtype == "fp32";
-  const auto ck = parse_checkpointing(o.checkpointing);
-  if (!ck) fail_usage("--checkpointing '{}': expected reentrant, non-reentrant or off", o.checkpointing);
-  s.checkpointing = *ck;
-  const auto ce = parse_ce_form(o.ce);
-  if (!ce) fail_usage("--ce '{}': expected chunk-checkpoint, chunked or naive", o.ce);
-  s.ce = *ce;
+  s.config = o.config;
   s.ce_chunk = o.ce_chunk;
-  const auto mask = parse_attention_mask(o.attention_mask);
-  if (!mask) fail_usage("--attention-mask '{}': expected none or ones", o.attention_mask);
-  s.attention_mask = *mask;
-  s.fused_rms_norm = o.norm == "fused";
-  req.attn_default = o.attn.empty();
-  if (!o.attn.empty()) s.attn = core::attention_path_from_name(o.attn, "--attn");
-  req.moe_default = o.moe.empty();
-  if (!o.moe.empty()) s.moe = parse_moe(o.moe);
   s.dtype = o.dtype;
   s.device = o.device;
   s.warmup = o.warmup;
   s.repeats = o.repeats;
   std::vector<int64_t> widths = o.widths;
-  if (widths.empty()) {
-    // Six widths: the fit's fixed term (is the step launch-bound?) is tested with three residual
-    // degrees of freedom, where four widths left one and its verdict did not repeat
-    // (core::fixed_term_verdict).
-    widths = o.device == "cuda" ? std::vector<int64_t>{2048, 4096, 6144, 8192, 12288, 16384}
-                                : std::vector<int64_t>{32, 64, 96, 128, 192, 256};
-  }
+  if (widths.empty()) widths = core::default_widths(o.device, core::WidthsUse::kProfile);
   // Sizes past these are typos, not training setups: refused before anything is allocated.
   constexpr int64_t kMaxBatch = 65536, kMaxWidth = int64_t{1} << 22, kMaxTokens = int64_t{1} << 32;
-  if (o.batch > kMaxBatch) fail_usage("--batch {}: above {}", o.batch, kMaxBatch);
+  if (o.config.batch > kMaxBatch) fail_usage("--batch {}: above {}", o.config.batch, kMaxBatch);
   for (int64_t l : o.lengths) {
     if (l > kMaxWidth) fail_usage("--lengths {}: above {} tokens", l, kMaxWidth);
   }
   for (int64_t w : widths) {
     if (w > kMaxWidth) fail_usage("--widths {}: above {} tokens", w, kMaxWidth);
-    if (o.batch * w > kMaxTokens) {
-      fail_usage("--batch {} x --widths {}: {} tokens per step is above {}", o.batch, w,
-                 o.batch * w, kMaxTokens);
+    if (o.config.batch * w > kMaxTokens) {
+      fail_usage("--batch {} x --widths {}: {} tokens per step is above {}", o.config.batch, w,
+                 o.config.batch * w, kMaxTokens);
     }
   }
-  for (int64_t w : widths) s.points.push_back({o.batch, w, {}});
+  for (int64_t w : widths) s.points.push_back({o.config.batch, w, {}});
   const int64_t widest = *std::max_element(widths.begin(), widths.end());
   if (!o.lengths.empty()) {
-    if (static_cast<int64_t>(o.lengths.size()) != o.batch)
+    if (static_cast<int64_t>(o.lengths.size()) != o.config.batch)
       fail_usage("--lengths has {} values for --batch {}: one real length per row",
-                 o.lengths.size(), o.batch);
+                 o.lengths.size(), o.config.batch);
     const int64_t w = *std::max_element(o.lengths.begin(), o.lengths.end());
     // The padded point is padded to the widest width: a longer row would add a width of its own.
     if (w > widest) {
@@ -78,12 +58,12 @@ ProfileRequest profile_request(const ProfileOptions& o) {
                  "right-padded to the widest width",
                  w, widest);
     }
-    s.points.push_back({o.batch, widest, o.lengths});
+    s.points.push_back({o.config.batch, widest, o.lengths});
   }
   if (o.pad_fraction_given) {
     if (!(o.pad_fraction > 0 && o.pad_fraction < 1))
       fail_usage("--pad-fraction {}: must be in (0, 1)", o.pad_fraction);
-    std::vector<int64_t> lengths(static_cast<size_t>(o.batch), widest);
+    std::vector<int64_t> lengths(static_cast<size_t>(o.config.batch), widest);
     lengths.back() = std::max<int64_t>(
         2,
         static_cast<int64_t>(std::llround(static_cast<double>(widest) * (1.0 - o.pad_fraction))));
@@ -98,7 +78,7 @@ ProfileRequest profile_request(const ProfileOptions& o) {
                  "least {:.3g} (one pad token)",
                  o.pad_fraction, widest, 1.0 / static_cast<double>(widest));
     }
-    s.points.push_back({o.batch, widest, lengths});
+    s.points.push_back({o.config.batch, widest, lengths});
   }
   req.trace = o.trace == "on";
   // A raw trace that cannot be written is refused before any step (docs/profile.md).

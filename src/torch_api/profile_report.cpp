@@ -145,50 +145,54 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   const StepSpec& s = req.spec;
   const PointResult* ok = first_ok(rep.steps);
   core::Json prov;
-  prov["attn_requested"] = req.attn_default ? core::Json(nullptr) : core::Json(to_string(s.attn));
-  prov["attn_path"] = to_string(rep.attn);
+  const core::StepConfig& asked = s.config;
+  const core::StepConfig& ran = rep.config;  // the defaults left open resolved
+  prov["config_requested"] = core::to_json(asked);
+  prov["config"] = core::to_json(ran);
+  prov["attn_requested"] = asked.attn ? core::Json(to_string(*asked.attn)) : core::Json(nullptr);
+  prov["attn_path"] = ran.attn ? core::Json(to_string(*ran.attn)) : core::Json(nullptr);
   prov["attn_resolved"] = {{"sliding_attention", ok ? core::Json(ok->attn_sliding) : nullptr},
                            {"full_attention", ok ? core::Json(ok->attn_full) : nullptr}};
-  const std::string moe_ran = ok && !ok->moe.empty() ? ok->moe : std::string(to_string(s.moe));
-  prov["moe_requested"] = req.moe_default ? core::Json(nullptr) : core::Json(to_string(s.moe));
+  const std::string moe_ran =
+      ok && !ok->moe.empty() ? ok->moe : ran.moe ? std::string(to_string(*ran.moe)) : "";
+  prov["moe_requested"] = asked.moe ? core::Json(to_string(*asked.moe)) : core::Json(nullptr);
   prov["moe_dispatch"] = moe_ran;
-  prov["gradient_checkpointing"] = s.checkpointing != Checkpointing::kOff;
-  prov["checkpointing_requested"] = to_string(s.checkpointing);
+  const bool checkpointed = asked.checkpointing != core::Checkpointing::kOff;
+  prov["gradient_checkpointing"] = checkpointed;
+  prov["checkpointing_requested"] = to_string(asked.checkpointing);
   prov["checkpointing_resolved"] =
-      s.checkpointing == Checkpointing::kOff ? "off" : "reentrant (per-layer recompute in the checkpoint's backward)";
+      checkpointed ? "reentrant (per-layer recompute in the checkpoint's backward)" : "off";
   prov["input_requires_grad"] = s.input_requires_grad;
-  prov["ce_mode"] = to_string(s.ce);
-  prov["attention_mask"] = to_string(s.attention_mask);
-  prov["ce_chunk"] = s.ce != CeForm::kNaive ? core::Json(s.ce_chunk) : core::Json(nullptr);
-  prov["rms_norm"] = s.fused_rms_norm ? "fused" : "hf";
+  prov["ce_mode"] = to_string(asked.ce);
+  prov["attention_mask"] = to_string(asked.attention_mask);
+  prov["ce_chunk"] =
+      asked.ce != core::CeForm::kNaive ? core::Json(s.ce_chunk) : core::Json(nullptr);
+  prov["rms_norm"] = to_string(asked.norm);
   prov["lora"] = {{"targets", s.lora_targets},
                   {"rank", s.lora_rank},
                   {"alpha", s.lora_alpha},
-                  {"dtype", s.lora_fp32 ? "fp32" : "model"}};
+                  {"dtype", to_string(asked.lora_dtype)}};
   prov["dtype"] = s.dtype;
   prov["seed"] = s.seed;
   prov["warmup"] = s.warmup;
   prov["repeats"] = s.repeats;
   prov["config_digest"] = rep.steps.config_digest;
   out["provenance"] = std::move(prov);
-  // The faithful baseline (core/cost/levers.hpp): which of this run's knobs differ from what a
-  // default transformers + PEFT run of the same shapes computes.
-  core::StepKnobs ran;
-  ran.attn = to_string(rep.attn);
-  ran.norm = s.fused_rms_norm ? "fused" : "hf";
-  ran.lora_dtype = s.lora_fp32 ? "fp32" : "model";
-  ran.moe = moe_ran;
-  ran.checkpointing = to_string(s.checkpointing);
-  ran.ce = to_string(s.ce);
-  ran.batch = s.points.empty() ? 0 : s.points.front().batch;
-  core::StepKnobs base = core::hf_peft_baseline(ran.batch);
-  // The default experts implementation as it resolved here (transformers' grouped_mm where it
-  // runs).
-  base.moe = req.moe_default ? moe_ran : s.device == "cuda" ? "hf_grouped_mm" : "loop";
-  const std::string differs = core::knob_options(ran, base);
+  // The faithful baseline (core/step/knobs.hpp): which of this run's knobs differ from what a
+  // default transformers + PEFT run of the same shapes computes — sdpa as HF names it, and the
+  // default experts implementation as it resolved here (transformers' grouped_mm where it runs).
+  core::StepConfig ran_here = ran;
+  ran_here.batch = s.points.empty() ? 0 : s.points.front().batch;
+  core::StepConfig base = core::hf_peft_baseline(ran_here.batch);
+  base.attn = core::AttentionPath::kSdpa;
+  base.moe = !asked.moe ? ran.moe
+                        : std::optional<core::MoeDispatch>(s.device == "cuda"
+                                                               ? core::MoeDispatch::kHfGroupedMm
+                                                               : core::MoeDispatch::kLoop);
+  const std::string differs = core::config_difference(ran_here, base);
   out["baseline"] = {{"reproduces", core::hf_peft_baseline_name()},
                      {"knobs", core::to_json(base)},
-                     {"ran", core::to_json(ran)},
+                     {"ran", core::to_json(ran_here)},
                      {"at_baseline", differs.empty()},
                      {"differs", differs}};
   return out;
@@ -313,7 +317,7 @@ std::vector<core::Table> profile_tables(const ProfileReport& rep) {
           "w² parts on this path ({}): {}; every part, and the remainder (median step - traced "
           "kernel time), is fitted with the step's form at the same widths, so the terms add up to "
           "the difference exactly (evidence: share_check)",
-          to_string(rep.attn), parts.empty() ? "none traced" : parts));
+          rep.config.attn ? to_string(*rep.config.attn) : "?", parts.empty() ? "none traced" : parts));
       out.push_back(std::move(two));
     } else {
       core::Table none("quadratic share: the scaling fit vs the parts that grow with w²");

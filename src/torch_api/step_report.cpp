@@ -21,54 +21,6 @@ int64_t StepPoint::real_tokens() const {
   return n;
 }
 
-const char* to_string(CeForm form) {
-  switch (form) {
-    case CeForm::kChunked: return "chunked";
-    case CeForm::kChunkCheckpoint: return "chunk-checkpoint";
-    case CeForm::kNaive: return "naive";
-  }
-  return "?";
-}
-
-std::optional<CeForm> parse_ce_form(const std::string& text) {
-  for (CeForm f : {CeForm::kChunked, CeForm::kChunkCheckpoint, CeForm::kNaive}) {
-    if (text == to_string(f)) return f;
-  }
-  return std::nullopt;
-}
-
-const char* to_string(Checkpointing c) {
-  switch (c) {
-    case Checkpointing::kOff: return "off";
-    case Checkpointing::kReentrant: return "reentrant";
-    case Checkpointing::kNonReentrant: return "non-reentrant";
-  }
-  return "?";
-}
-
-std::optional<Checkpointing> parse_checkpointing(const std::string& text) {
-  if (text == "on") return Checkpointing::kReentrant;
-  for (Checkpointing c : {Checkpointing::kOff, Checkpointing::kReentrant, Checkpointing::kNonReentrant}) {
-    if (text == to_string(c)) return c;
-  }
-  return std::nullopt;
-}
-
-const char* to_string(AttentionMask m) {
-  switch (m) {
-    case AttentionMask::kNone: return "none";
-    case AttentionMask::kOnes: return "ones";
-  }
-  return "?";
-}
-
-std::optional<AttentionMask> parse_attention_mask(const std::string& text) {
-  for (AttentionMask m : {AttentionMask::kNone, AttentionMask::kOnes}) {
-    if (text == to_string(m)) return m;
-  }
-  return std::nullopt;
-}
-
 const char* to_string(PointOutcome outcome) {
   switch (outcome) {
     case PointOutcome::kOk:

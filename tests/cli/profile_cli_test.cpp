@@ -307,7 +307,7 @@ TEST(ProfileCli, FusedNormIsRecordedOrRefused) {
   args.insert(args.end(), {"--norm", "fused", "--widths", "16", "--trace", "off"});
   RunResult r = run_tprobe(args);
   if (r.exit_code == 2) {
-    EXPECT_NE(r.err.find("at::rms_norm needs libtorch >= 2.4"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--norm fused needs libtorch >= 2.4 (at::rms_norm)"), std::string::npos) << r.err;
     EXPECT_FALSE(file_exists(dir + "/fused.json"));
     return;
   }

@@ -238,7 +238,7 @@ TEST(Flops, MfuAndParsing) {
     EXPECT_NE(std::string(e.what()).find("--attn 'flash'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("sdpa-masked"), std::string::npos) << e.what();
   }
-  for (const auto& name : attention_path_names()) {
+  for (const auto& name : attention_names(AttentionUse::kCost)) {
     EXPECT_EQ(to_string(*parse_attention_path(name)), name);
   }
 }

@@ -14,12 +14,12 @@
 namespace tprobe::core {
 namespace {
 
-LeverRow row(const std::string& lever, const StepKnobs& k, int64_t width,
-             std::vector<double> samples, const StepKnobs& base) {
+LeverRow row(const std::string& lever, const StepConfig& k, int64_t width,
+             std::vector<double> samples, const StepConfig& base) {
   LeverRow r;
   r.lever = lever;
-  r.knobs = k;
-  r.setting = knob_options(k, base);
+  r.config = k;
+  r.setting = config_difference(k, base);
   r.batch = k.batch;
   r.width = width;
   r.tokens = k.batch * width;
@@ -61,9 +61,18 @@ TEST(Levers, TheBatchLeverIsComparedForTheSameTokens) {
   EXPECT_TRUE(d.inside_noise);
 }
 
+// The baseline as the engine resolved it on a GPU.
+StepConfig resolved_baseline() {
+  StepConfig b = hf_peft_baseline();
+  b.attn = AttentionPath::kSdpa;
+  b.moe = MoeDispatch::kHfGroupedMm;
+  return b;
+}
+
 TEST(Levers, ConfigsAreTheBaselineThenEachLeverAloneForTheDevice) {
   LeverPlanInput in;
   in.device = "cuda";
+  in.baseline = resolved_baseline();
   std::vector<LeverConfig> c = lever_configs(in);
   ASSERT_FALSE(c.empty());
   EXPECT_EQ(c.front().lever, "baseline");
@@ -75,42 +84,60 @@ TEST(Levers, ConfigsAreTheBaselineThenEachLeverAloneForTheDevice) {
                            "--batch 4"}) {
     EXPECT_NE(std::find(settings.begin(), settings.end(), want), settings.end()) << want;
   }
-  // transformers' experts are the baseline; from the CPU's loop the lever is transformers' path.
-  EXPECT_EQ(c.front().knobs.moe, "hf_grouped_mm");
+  // transformers' experts are the baseline; from the CPU's loop the levers are both grouped paths
+  // (refused there by the engine, each a row with its reason); the loop is never a lever.
+  EXPECT_EQ(c.front().config.moe, MoeDispatch::kHfGroupedMm);
   LeverPlanInput on_cpu = in;
   on_cpu.device = "cpu";
-  on_cpu.baseline.moe = "loop";
-  bool hf_lever = false;
-  for (const auto& x : lever_configs(on_cpu)) hf_lever |= x.setting == "--moe hf_grouped_mm";
+  on_cpu.baseline.moe = MoeDispatch::kLoop;
+  bool hf_lever = false, loop_lever = false;
+  for (const auto& x : lever_configs(on_cpu)) {
+    hf_lever |= x.setting == "--moe hf_grouped_mm";
+    loop_lever |= x.setting == "--moe loop";
+  }
   EXPECT_TRUE(hf_lever);
+  EXPECT_FALSE(loop_lever);
+  for (const auto& x : c) {
+    EXPECT_NE(x.setting, "--moe loop");
+    EXPECT_NE(x.setting, "--attn eager");  // the slow reference is never a lever
+    EXPECT_NE(x.setting, "--attn sdpa-masked");  // a FLOP rule only: the engine does not run it
+  }
   // Each lever moves one knob from the baseline.
   for (const auto& x : c) EXPECT_EQ(x.setting.find(" --"), std::string::npos) << x.setting;
   // No packing without a padded point; blockwise is the CPU's windowed path.
   for (const auto& x : c) {
     EXPECT_NE(x.lever, "packing");
-    EXPECT_NE(x.knobs.attn, "blockwise");
+    EXPECT_NE(x.config.attn, AttentionPath::kBlockwise);
   }
   in.padded_point = true;
-  in.packing_path = "flash-window";
+  in.packing_path = packing_path("cuda");
   c = lever_configs(in);
   auto p = std::find_if(c.begin(), c.end(), [](const LeverConfig& x) { return x.lever == "packing"; });
   ASSERT_NE(p, c.end());
   EXPECT_TRUE(p->padded_only);
-  EXPECT_EQ(p->knobs.attn, "flash-window");
+  EXPECT_EQ(p->config.attn, AttentionPath::kFlashWindow);
 
+  // On the CPU blockwise is the windowed lever; flash-window is offered too (the engine refuses
+  // it there with its reason: a CUDA build, the cuda device, bf16).
   LeverPlanInput cpu;
   cpu.device = "cpu";
-  cpu.baseline.moe = "loop";
-  for (const auto& x : lever_configs(cpu)) EXPECT_NE(x.knobs.attn, "flash-window");
+  cpu.baseline = resolved_baseline();
+  cpu.baseline.attn = AttentionPath::kEager;
+  cpu.baseline.moe = MoeDispatch::kLoop;
+  bool blockwise = false;
+  for (const auto& x : lever_configs(cpu)) blockwise |= x.config.attn == AttentionPath::kBlockwise;
+  EXPECT_TRUE(blockwise);
+  EXPECT_EQ(packing_path("cpu"), AttentionPath::kBlockwise);
 }
 
 TEST(Levers, BestCombinesTheLeversFasterAtEveryPoint) {
   LeversReport rep;
-  const StepKnobs b = rep.baseline;
-  StepKnobs fw = b, fused = b, lora = b;
-  fw.attn = "flash-window";
-  fused.norm = "fused";
-  lora.lora_dtype = "model";
+  rep.baseline = resolved_baseline();
+  const StepConfig b = rep.baseline;
+  StepConfig fw = b, fused = b, lora = b;
+  fw.attn = AttentionPath::kFlashWindow;
+  fused.norm = NormKind::kFused;
+  lora.lora_dtype = LoraDtype::kModel;
   for (int64_t w : {2048, 16384}) {
     const double base = w == 2048 ? 1.0 : 13.0;
     rep.rows.push_back(row("baseline", b, w, {base, base * 1.01, base * 1.02}, b));
@@ -125,9 +152,9 @@ TEST(Levers, BestCombinesTheLeversFasterAtEveryPoint) {
   std::vector<std::string> from;
   auto best = best_combination(rep, &from);
   ASSERT_TRUE(best);
-  EXPECT_EQ(best->attn, "flash-window");
-  EXPECT_EQ(best->norm, "fused");
-  EXPECT_EQ(best->lora_dtype, "fp32");
+  EXPECT_EQ(best->attn, AttentionPath::kFlashWindow);
+  EXPECT_EQ(best->norm, NormKind::kFused);
+  EXPECT_EQ(best->lora_dtype, LoraDtype::kFp32);
   EXPECT_EQ(from, (std::vector<std::string>{"--attn flash-window", "--norm fused"}));
 
   // An OOM anywhere drops the lever.
@@ -157,7 +184,8 @@ TEST(Levers, EveryLeverSaysHowToPullItInAnHfStack) {
     EXPECT_STRNE(l.name, "");
     EXPECT_STRNE(l.moves, "");
     EXPECT_STRNE(l.in_hf_stack, "") << l.name;
-    EXPECT_STREQ(to_string(l.id), l.name);
+    // Every lever but packing is a knob of the registry, and carries its lever name there.
+    if (l.knob) EXPECT_STREQ(knob_info(*l.knob).lever, l.name);
   }
 }
 

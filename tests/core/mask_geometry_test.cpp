@@ -66,12 +66,12 @@ TEST(MaskGeometry, HfSdpaAt16kUnpadded) {
     }
   }
   EXPECT_EQ(r.layers[5].type, LayerType::kFull);
-  const MaskBand& s = band(r, MaskRules::kHfSdpa, LayerType::kSliding);
+  const MaskBand& s = band(r, MaskRules::hf(), LayerType::kSliding);
   EXPECT_EQ(s.check.max_allowed_per_row, 1024);
   EXPECT_EQ(s.check.saturates_at_row, 1023);
   EXPECT_EQ(s.check.violating_rows, 0);
   EXPECT_EQ(s.check.rows_checked, 2 * 16384);
-  const MaskBand& f = band(r, MaskRules::kHfSdpa, LayerType::kFull);
+  const MaskBand& f = band(r, MaskRules::hf(), LayerType::kFull);
   EXPECT_EQ(f.check.max_allowed_per_row, 16384);
   EXPECT_EQ(f.check.saturates_at_row, 16383);
   EXPECT_EQ(f.check.fully_masked_rows, 0);
@@ -85,19 +85,19 @@ TEST(MaskGeometry, SlidingSkipNeedsWidthStrictlyBelowWindow) {
   EXPECT_TRUE(at.layers[0].plans[0].explicit_mask);
   EXPECT_EQ(at.layers[0].plans[0].call, "sdpa(bool mask [B,1,S,S], repeat_kv)");
   // Below the window the sliding band is plain causal: it never saturates at W.
-  EXPECT_EQ(band(below, MaskRules::kHfSdpa, LayerType::kSliding).check.max_allowed_per_row, 1023);
+  EXPECT_EQ(band(below, MaskRules::hf(), LayerType::kSliding).check.max_allowed_per_row, 1023);
 }
 
 TEST(MaskGeometry, PaddingMakesFullLayersExplicitAndMasksPaddedRows) {
   MaskReport r = analyse_mask(big(), req(16384, {16384, 8192}));
   EXPECT_TRUE(r.ok);
   EXPECT_TRUE(r.layers[5].plans[0].explicit_mask);
-  const MaskBand& s = band(r, MaskRules::kHfSdpa, LayerType::kSliding);
+  const MaskBand& s = band(r, MaskRules::hf(), LayerType::kSliding);
   EXPECT_EQ(s.check.padded_query_rows, 8192);
   // Row 1's padded queries see no key once i - 1023 > 8191, i.e. from row 9215 on.
   EXPECT_EQ(s.check.fully_masked_rows, 16384 - 9215);
   EXPECT_EQ(s.check.first_fully_masked_row, 9215);
-  const MaskBand& f = band(r, MaskRules::kHfSdpa, LayerType::kFull);
+  const MaskBand& f = band(r, MaskRules::hf(), LayerType::kFull);
   EXPECT_EQ(f.check.fully_masked_rows, 0);
   // An all-ones mask (every length == width) keeps the fast path.
   MaskReport ones = analyse_mask(big(), req(16384, {16384, 16384}));
@@ -123,18 +123,18 @@ TEST(MaskGeometry, EachTprobePathsDecision) {
   EXPECT_FALSE(fu[3].computes_padded_queries);
   EXPECT_NE(fu[3].call.find("blockwise_gemm(block=512) with the lengths"), std::string::npos)
       << fu[3].call;
-  const MaskBand& fw = band(r, MaskRules::kFlashWindow, LayerType::kSliding);
+  const MaskBand& fw = band(r, MaskRules::of(AttentionPath::kFlashWindow), LayerType::kSliding);
   EXPECT_EQ(fw.check.violating_rows, 0);
   EXPECT_EQ(fw.check.rows_checked, 16384 + 8192);
   EXPECT_EQ(fw.check.fully_masked_rows, 0);
-  const MaskBand& ff = band(r, MaskRules::kFlashWindow, LayerType::kFull);
+  const MaskBand& ff = band(r, MaskRules::of(AttentionPath::kFlashWindow), LayerType::kFull);
   EXPECT_EQ(ff.check.violating_rows, 0);
   EXPECT_EQ(ff.check.padded_rows_differing, 0);  // padded queries are not computed at all
   EXPECT_EQ(ff.check.rows_checked, 16384 + 8192);
   // tprobe sdpa un-masks the sliding layers' empty padded rows; HF (torch >= 2.5) does not.
   EXPECT_TRUE(sl[2].unmask_empty_rows);
   EXPECT_FALSE(sl[0].unmask_empty_rows);
-  const MaskBand& ts = band(r, MaskRules::kSdpa, LayerType::kSliding);
+  const MaskBand& ts = band(r, MaskRules::of(AttentionPath::kSdpa), LayerType::kSliding);
   EXPECT_EQ(ts.check.violating_rows, 0);
   EXPECT_EQ(ts.check.fully_masked_rows, 0);
   EXPECT_EQ(ts.check.padded_rows_differing, 16384 - 9215);

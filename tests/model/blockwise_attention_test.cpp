@@ -1,6 +1,7 @@
 // The blockwise-GEMM attention against a plain fp64 autograd reference: values and dq/dk/dv at
 // widths that are and are not multiples of the block, GQA groups 8 and 2, windows, right padding,
 // strided inputs, refusals, and the model run through it.
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/blockwise_attention.hpp"
 
 #include <gtest/gtest.h>
@@ -263,7 +264,7 @@ TEST(BlockwiseAttention, DispatchRecordsWhatRan) {
          v = torch::randn({1, 2, 9, 8}, o);
   EXPECT_EQ(core::attention_path_from_name("blockwise", "--attn"), core::AttentionPath::kBlockwise);
   EXPECT_STREQ(to_string(core::AttentionPath::kBlockwise), "blockwise");
-  EXPECT_TRUE(attn_available(core::AttentionPath::kBlockwise, nullptr));
+  EXPECT_FALSE(core::unavailable(core::Knob::kAttn, "blockwise", engine_facts("cpu", "fp64")));
   std::string resolved;
   Tensor out = attention(core::AttentionPath::kBlockwise, q, k, v, 0, &resolved);
   EXPECT_EQ(resolved, "blockwise_gemm(block=" + std::to_string(kBlockwiseDefaultBlock) + ")");

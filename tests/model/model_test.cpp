@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
@@ -124,8 +125,8 @@ TEST(Attention, EagerMatchesLoopReferenceWithWindowShorterThanSequence) {
 }
 
 TEST(Attention, SdpaMatchesEagerInFp64) {
-  std::string why;
-  if (!attn_available(core::AttentionPath::kSdpa, &why)) GTEST_SKIP() << why;
+  if (auto why = core::unavailable(core::Knob::kAttn, "sdpa", engine_facts("cpu", "fp64")))
+    GTEST_SKIP() << *why;
   torch::manual_seed(4);
   auto o = torch::TensorOptions().dtype(torch::kDouble);
   Tensor q = torch::randn({2, 4, 11, 8}, o), k = torch::randn({2, 2, 11, 8}, o),
@@ -144,7 +145,7 @@ TEST(ChunkedCe, UniformLogitsGiveLogVocab) {
   Tensor h = torch::zeros({3, 2}, torch::kDouble);
   Tensor head = torch::randn({4, 2}, torch::kDouble);
   Tensor labels = torch::tensor({1, -100, 3}, torch::kLong);
-  for (CeMode mode : {CeMode::kChunked, CeMode::kNaive}) {
+  for (core::CeForm mode : {core::CeForm::kChunked, core::CeForm::kNaive}) {
     Tensor loss = softcapped_cross_entropy(h, head, labels, 30.0, mode, 2);
     EXPECT_NEAR(loss.item<double>(), std::log(4.0), 1e-12);
   }
@@ -159,8 +160,8 @@ TEST(ChunkedCe, EqualsNaiveInValueAndGradient) {
   Tensor base = torch::randn({23, 16}, torch::kDouble) * 3;  // large logits: softcap matters
   Tensor hn = base.clone().requires_grad_(true);
   Tensor hc = base.clone().requires_grad_(true);
-  Tensor ln = softcapped_cross_entropy(hn, head, labels, 30.0, CeMode::kNaive, 0);
-  Tensor lc = softcapped_cross_entropy(hc, head, labels, 30.0, CeMode::kChunked, 5);
+  Tensor ln = softcapped_cross_entropy(hn, head, labels, 30.0, core::CeForm::kNaive, 0);
+  Tensor lc = softcapped_cross_entropy(hc, head, labels, 30.0, core::CeForm::kChunked, 5);
   EXPECT_NEAR(ln.item<double>(), lc.item<double>(), 1e-12);
   ln.backward();
   lc.backward();
@@ -281,7 +282,7 @@ struct StepResult {
   bool loss_requires_grad = false;
 };
 
-StepResult one_step(bool checkpoint, bool input_grads, CeMode ce) {
+StepResult one_step(bool checkpoint, bool input_grads, core::CeForm ce) {
   auto cfg = core::embedded_model("gemma4-tiny");
   ModelOptions o = fp64_options();
   o.gradient_checkpointing = checkpoint;
@@ -310,8 +311,8 @@ StepResult one_step(bool checkpoint, bool input_grads, CeMode ce) {
 }
 
 TEST(Checkpointing, MatchesPlainBackward) {
-  StepResult plain = one_step(false, true, CeMode::kNaive);
-  StepResult ckpt = one_step(true, true, CeMode::kChunked);
+  StepResult plain = one_step(false, true, core::CeForm::kNaive);
+  StepResult ckpt = one_step(true, true, core::CeForm::kChunked);
   EXPECT_NEAR(plain.loss, ckpt.loss, 1e-12);
   ASSERT_EQ(plain.grads.size(), ckpt.grads.size());
   double worst = 0, largest = 0;
@@ -340,12 +341,12 @@ TEST(InertAdapter, EveryLoraBLearnsAfterOneStep) {
 TEST(InertAdapter, DetectsTheCheckpointWithoutInputGradsTrap) {
   // Reentrant checkpointing over a frozen base whose input does not require grad: nothing
   // reaches the adapters. The gate must report every lora_B as inert.
-  StepResult r = one_step(true, false, CeMode::kChunked);
+  StepResult r = one_step(true, false, core::CeForm::kChunked);
   EXPECT_FALSE(r.loss_requires_grad);
   EXPECT_EQ(static_cast<int64_t>(r.inert.size()), r.lora_b_count);
   EXPECT_EQ(r.lora_b_count, 40);
   // Without checkpointing the same setting is fine: the adapters are in the graph directly.
-  EXPECT_TRUE(one_step(false, false, CeMode::kChunked).inert.empty());
+  EXPECT_TRUE(one_step(false, false, core::CeForm::kChunked).inert.empty());
 }
 
 TEST(Model, RejectsUnsupportedConfigs) {

@@ -1,6 +1,7 @@
 // Backward parity's verdict rules on hand-made errors, run_parity's handling of broken backward
 // references (missing gradients, no gradients at all, broken attention masks and labels), and
 // right-padded batches against Hugging Face + PEFT (tests/fixtures/gemma4-tiny-hf).
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/torch_api/parity.hpp"
 
 #include <fmt/format.h>
@@ -352,8 +353,9 @@ class ParityPaddedBackward : public ::testing::TestWithParam<core::AttentionPath
 // HF + PEFT's step on a right-padded batch (row 1's last 6 of 24 positions are padding,
 // labels -100 there): tprobe's loss and all 80 LoRA gradients within the fp32 rule.
 TEST_P(ParityPaddedBackward, Fp32LossAndEveryLoraGradientMatchHfPeft) {
-  std::string why;
-  if (!attn_available(GetParam(), &why)) GTEST_SKIP() << why;
+  if (auto why = core::unavailable(core::Knob::kAttn, core::to_string(GetParam()),
+                                    engine_facts("cpu", "fp32")))
+    GTEST_SKIP() << *why;
   for (bool ckpt : {false, true}) {
     ParityOptions o = padded_backward(kPadded, GetParam());
     o.gradient_checkpointing = ckpt;

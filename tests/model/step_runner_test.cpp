@@ -1,5 +1,6 @@
 // Padding as an engine input (checked against each row run alone, fp64) and the step runner on
 // the CPU: points, samples, OOM parsing, bad specs, and the observer's phase/part tags.
+#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/torch_api/step_runner.hpp"
 
@@ -166,7 +167,8 @@ TEST(PackedRows, PaddedBatchThroughPackingMatchesEachRowAloneFp64) {
 // blockwise global layers row by row. Against each row alone in the same dtype and path: the
 // same kernels per row, only GEMM shapes differ, so bf16 rounding is all that may differ.
 TEST(PackedRows, FlashWindowOnCudaMatchesEachRowAlone) {
-  if (!torch::cuda::is_available() || !attn_available(core::AttentionPath::kFlashWindow, nullptr)) {
+  if (!torch::cuda::is_available() ||
+      core::unavailable(core::Knob::kAttn, "flash-window", engine_facts("cuda", "bf16"))) {
     GTEST_SKIP() << "needs a CUDA device and libtorch >= 2.5";
   }
   ModelOptions o;
@@ -265,6 +267,7 @@ StepSpec tiny_spec() {
   s.lora_rank = 4;
   s.lora_alpha = 8;
   s.ce_chunk = 16;
+  s.config.ce = core::CeForm::kChunked;  // tprobe's own CE node: every backward node links
   s.warmup = 1;
   s.repeats = 2;
   s.points = {{2, 16, {}}, {2, 24, {}}, {2, 24, {24, 12}}};
@@ -362,7 +365,7 @@ TEST(StepRunner, BadSpecsAreUsageErrors) {
   s.dtype = "int8";
   expect_usage(s);
   s = tiny_spec();
-  s.attn = core::AttentionPath::kFlashWindow;
+  s.config.attn = core::AttentionPath::kFlashWindow;
   expect_usage(s);
 }
 

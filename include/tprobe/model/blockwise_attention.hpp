@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 
 namespace tprobe::model {
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/step/step_config.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
 #include "tprobe/model/torch_compat.hpp"
 
@@ -36,24 +37,24 @@ struct LoraConfig {
 // non-positive rank or alpha.
 void validate_lora(const LoraConfig& lora);
 
-// kChunked: tprobe's one autograd node over every chunk (the backward in place, one fp32 [chunk, V]
-// buffer at a time); kChunkCheckpoint: the Hugging Face harness's form (benchmarks/hf_lora_step.py's
-// chunked_ce_loss): each chunk's matmul, softcap, fp32 cast and cross_entropy under its own
-// checkpoint, recomputed op by op in the backward, so its saved tensors (the tanh output, the
-// log-softmax) and their gradients are what HF allocates; kNaive: the whole logits at once.
-enum class CeMode { kChunked, kChunkCheckpoint, kNaive };
+// The cross-entropy's forms (core::CeForm): kChunked, tprobe's one autograd node over every chunk
+// (the backward in place, one fp32 [chunk, V] buffer at a time); kChunkCheckpoint, the Hugging Face
+// harness's form (benchmarks/hf_lora_step.py's chunked_ce_loss): each chunk's matmul, softcap,
+// fp32 cast and cross_entropy under its own checkpoint, recomputed op by op in the backward, so its
+// saved tensors (the tanh output, the log-softmax) and their gradients are what HF allocates;
+// kNaive, the whole logits at once.
 
 struct ModelOptions {
   torch::Dtype dtype = torch::kFloat32;
   torch::Device device = torch::kCPU;
   core::AttentionPath attn = core::AttentionPath::kEager;  // sliding and full layers alike
-  MoeDispatch moe = MoeDispatch::kLoop;
+  core::MoeDispatch moe = core::MoeDispatch::kLoop;
   bool gradient_checkpointing = false;
   // HF's enable_input_require_grads: the embedding output requires grad so that a checkpointed
   // block whose base is frozen still carries gradients into its adapters (docs/findings.md#f13).
   // false reproduces the inert-adapter trap; only tests turn it off.
   bool input_requires_grad = true;
-  CeMode ce = CeMode::kChunked;
+  core::CeForm ce = core::CeForm::kChunked;
   int64_t ce_chunk = 4096;  // rows (tokens) per CE chunk
   // RMSNorm: false, the reference formula op by op as transformers writes it (bit-identical to
   // HF); true, libtorch's at::rms_norm (one fused kernel each way on CUDA, libtorch >= 2.9).
@@ -237,7 +238,7 @@ torch::Tensor rope_inv_freq(const core::RopeParams& rope, int64_t head_dim);
 // chunk); kNaive materialises them as HF does.
 // `observer` (may be null) is told when the chunked backward runs (phase loss).
 torch::Tensor softcapped_cross_entropy(const torch::Tensor& hidden, const torch::Tensor& head,
-                                       const torch::Tensor& labels, double softcap, CeMode mode,
+                                       const torch::Tensor& labels, double softcap, core::CeForm mode,
                                        int64_t chunk, core::StepObserver* observer = nullptr);
 
 // Sizes from the config alone (no tensors): text parameters (layer_scalar excluded, as HF's

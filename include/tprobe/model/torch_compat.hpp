@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "tprobe/core/base/environment.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
-#include "tprobe/torch_api/moe_dispatch.hpp"
+#include "tprobe/core/step/step_config.hpp"
 
 namespace tprobe::model {
 
@@ -68,11 +68,12 @@ bool has_sdpa();
 // The SDPA backends the linked libtorch was built with and whether each is globally enabled.
 std::vector<core::SdpaBackend> sdpa_backends();
 
-// Whether the linked libtorch can run attention path `path` (core/gemma4/attention_path.hpp says
-// what each is); when not, `why` says why.
-bool attn_available(core::AttentionPath path, std::string* why);
+// What this engine is (the linked libtorch's version, whether it is a CUDA build) for a step on
+// `device` in `dtype`: what every knob value's requirement (core/step/knobs.hpp) is held against —
+// the one check of what can run; the registry, not this file, says what each value needs.
+core::EngineFacts engine_facts(const std::string& device, const std::string& dtype);
 
-// Whether the linked libtorch has at::_grouped_mm (CUDA, >= 2.8): MoeDispatch::kGroupedMm.
+// Whether the linked libtorch has at::_grouped_mm (CUDA, >= 2.8): the grouped MoE dispatches.
 bool has_grouped_mm();
 
 // CUDA device 0 helpers for timing and memory (no-ops / 0 on CPU-only builds).

@@ -18,7 +18,7 @@ struct LeversRequest {
   // The points, repeats, model, LoRA targets and dtype every row shares; its knobs are replaced by
   // each configuration's. trace is off for every row (no CUPTI step: the rows stay comparable).
   ProfileRequest shared;
-  core::StepKnobs baseline;  // moe "auto": resolved by the engine (grouped_mm or loop)
+  core::StepConfig baseline;  // moe left open: resolved by the engine (grouped_mm or loop)
   std::string baseline_name;
   std::vector<std::string> only;  // lever names to measure (empty: all)
   std::function<void(const core::LeverRow&)> on_row;  // as each row is measured
@@ -33,9 +33,9 @@ struct LeversRequest {
 // makes the baseline impossible to build (its error, as run_profile throws it).
 core::LeversReport run_levers(const LeversRequest& request);
 
-// The profile request of one configuration: `shared` with `knobs` applied (attention path, norm,
-// LoRA dtype, MoE dispatch, checkpointing, CE, the points' batch).
-ProfileRequest lever_request(const ProfileRequest& shared, const core::StepKnobs& knobs,
+// The profile request of one configuration: `shared` with `config` as its knobs (and its batch as
+// the points').
+ProfileRequest lever_request(const ProfileRequest& shared, const core::StepConfig& config,
                              bool padded_only);
 
 // The epoch (docs/levers.md, "The epoch"): with a dataset, every configuration's epoch is

@@ -10,8 +10,8 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
-#include "tprobe/torch_api/moe_dispatch.hpp"
+#include "tprobe/core/step/attention_path.hpp"
+#include "tprobe/core/step/step_config.hpp"
 
 namespace tprobe::model {
 
@@ -26,7 +26,7 @@ struct ParityOptions {
   std::string dtype = "fp32";  // fp32 | bf16
   std::string device = "cpu";  // cpu | cuda
   core::AttentionPath attn = core::AttentionPath::kEager;
-  MoeDispatch moe = MoeDispatch::kLoop;
+  core::MoeDispatch moe = core::MoeDispatch::kLoop;
   int64_t ce_chunk = 4096;
   // Diagnostics: write the embedding output and every layer's output (fp32) to this safetensors.
   std::string dump_hidden_path;

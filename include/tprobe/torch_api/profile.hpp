@@ -26,12 +26,6 @@ struct ProfileRequest {
   std::string raw_memory_path;        // write the first point's memory history here
   std::optional<double> peak_tflops;  // given: no GEMM measurement
   int64_t table_width = 0;  // whose kernel table is results.kernel_table (0: the widest point)
-  // spec.attn was not chosen: sdpa where the linked libtorch has it, else eager (said in a
-  // diagnostic). The probe cannot ask itself: libtorch lives in the module.
-  bool attn_default = false;
-  // spec.moe was not chosen: grouped_mm where the device and libtorch have it (as transformers
-  // 5.17's default experts implementation), else the loop (said in a diagnostic).
-  bool moe_default = false;
 };
 
 // A kernel on one side only of "attention core (parts)" vs "attention (kernel-name category)".
@@ -64,7 +58,8 @@ struct PointCost {
 
 struct ProfileReport {
   StepReport steps;
-  core::AttentionPath attn = core::AttentionPath::kEager;  // what the sweep ran (the request's, or the default's choice)
+  // What the sweep ran: the request's knobs with the defaults it left open resolved by the engine.
+  core::StepConfig config;
   std::vector<PointCost> costs;      // one per steps.points entry
   std::vector<PointTrace> traces;    // one per steps.points entry
   std::optional<double> peak_tflops;
@@ -90,8 +85,6 @@ struct ProfileReport {
 ProfileReport run_profile(const ProfileRequest& request,
                           const std::function<void(const PointResult&)>& on_point = {});
 
-// The FLOPs path that matches an engine attention implementation (docs/flops.md's table).
-core::AttentionPath flops_path(core::AttentionPath impl);
 
 // Views (profile_report.cpp, no libtorch).
 core::Json to_json(const ProfileReport& report, const ProfileRequest& request);

@@ -23,17 +23,12 @@ struct ProfileOptions {
   std::vector<std::string> targets = core::linear_module_names();  // {"none"}: no LoRA
   int64_t rank = 64;
   double alpha = 128;
-  std::string lora_dtype = "fp32";   // model | fp32 (fp32: PEFT's default, the baseline's)
-  std::string norm = "hf";           // hf | fused
-  std::string checkpointing = "reentrant";  // reentrant | non-reentrant | off ("on": reentrant)
-  std::string ce = "chunk-checkpoint";      // chunk-checkpoint | chunked | naive
-  std::string attention_mask = "none";      // none | ones (the HF step's attention_mask)
+  // The step's knobs, as the probe's options set them through the knob registry (defaults: the
+  // HF + PEFT baseline; attn and moe left to the engine).
+  core::StepConfig config;
   int64_t ce_chunk = 4096;
-  std::string attn;  // empty: sdpa where libtorch has it, else eager
-  std::string moe;  // empty: grouped_mm where it runs, else loop (transformers' default)
   std::string dtype = "bf16";
   std::string device = "cuda";
-  int64_t batch = 2;
   std::vector<int64_t> widths;  // empty: by device
   std::vector<int64_t> lengths;
   double pad_fraction = 0;

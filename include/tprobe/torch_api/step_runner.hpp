@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/gemma4/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/step/step_config.hpp"
 #include "tprobe/core/trace/step_memory.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
-#include "tprobe/torch_api/moe_dispatch.hpp"
 
 namespace tprobe::model {
 
@@ -26,30 +25,6 @@ struct StepPoint {
   bool padded() const;
   int64_t real_tokens() const;
 };
-
-// The cross-entropy's form (docs/profile.md, "Memory"): chunked, tprobe's one autograd node over
-// the chunks with an in-place backward; chunk-checkpoint, the Hugging Face harness's (each chunk's
-// matmul, softcap, fp32 cast and cross_entropy under its own checkpoint, recomputed op by op);
-// naive, the whole logits at once.
-enum class CeForm { kChunked, kChunkCheckpoint, kNaive };
-const char* to_string(CeForm form);  // "chunked", "chunk-checkpoint", "naive"
-std::optional<CeForm> parse_ce_form(const std::string& text);
-
-// Gradient checkpointing as requested: off, reentrant (use_reentrant=True) or non-reentrant
-// (use_reentrant=False, transformers 5.17's default). The engine runs both by one mechanism, the
-// layer recomputed inside its checkpoint node's backward: libtorch's C++ API has no saved-tensor
-// hooks to run non-reentrant's own (said in the report's resolved value and a diagnostic).
-enum class Checkpointing { kOff, kReentrant, kNonReentrant };
-const char* to_string(Checkpointing c);  // "off", "reentrant", "non-reentrant"
-// "on" is the old spelling of reentrant.
-std::optional<Checkpointing> parse_checkpointing(const std::string& text);
-
-// The attention_mask the Hugging Face step is handed: none, or an all-ones [B, S] (a collator's
-// on unpadded rows). It moves memory, not values: the step's masks are then [B, 1, S, S] rather
-// than [1, 1, S, S] (ModelOptions::attention_mask_passed).
-enum class AttentionMask { kNone, kOnes };
-const char* to_string(AttentionMask m);  // "none", "ones"
-std::optional<AttentionMask> parse_attention_mask(const std::string& text);
 
 struct StepReport;
 
@@ -69,15 +44,13 @@ struct StepSpec {
   std::vector<std::string> lora_targets;  // empty: no adapters (then nothing trains)
   int64_t lora_rank = 64;
   double lora_alpha = 128;
-  bool lora_fp32 = false;  // adapter factors in fp32 under a bf16 model (PEFT's default)
-  core::AttentionPath attn = core::AttentionPath::kEager;
-  MoeDispatch moe = MoeDispatch::kLoop;
-  Checkpointing checkpointing = Checkpointing::kReentrant;  // as requested
+  // The knobs (core/step/step_config.hpp); attn and moe left open are resolved by the engine
+  // (core::resolve_defaults against its facts) before anything runs. Checkpointing: the engine
+  // runs reentrant and non-reentrant by one mechanism, the layer recomputed inside its checkpoint
+  // node's backward (libtorch's C++ API has no saved-tensor hooks: said in the report).
+  core::StepConfig config;
   bool input_requires_grad = true;
-  CeForm ce = CeForm::kChunked;
   int64_t ce_chunk = 4096;
-  AttentionMask attention_mask = AttentionMask::kNone;
-  bool fused_rms_norm = false;  // libtorch's at::rms_norm instead of HF's formula (ModelOptions)
   std::string dtype = "bf16";  // bf16 | fp32 | fp64
   std::string device = "cpu";  // cpu | cuda
   std::vector<StepPoint> points;

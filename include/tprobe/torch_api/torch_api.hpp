@@ -16,13 +16,14 @@ namespace tprobe::model {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 10;  // 2: mask; 3: parity backward; 4: profile;
+inline constexpr int kTorchApiVersion = 11;  // 2: mask; 3: parity backward; 4: profile;
                                             // 5: StepSpec.should_stop/on_start;
                                             // 6: StepSpec.fused_rms_norm;
                                             // 7: ProfileRequest.moe_default;
                                             // 8: share_interrupt_flag;
                                             // 9: StepReport.interrupted_at;
                                             // 10: share_temporaries, PointResult plan
+                                            // 11: StepSpec.config (core::StepConfig)
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header, implement it in tprobe_model, add a member here and one line

@@ -116,26 +116,30 @@ void count_tokens_and_pairs(const ModelConfig& c, const FlopsRequest& req,
   const double batch = static_cast<double>(req.batch);
   const double dense = batch * n * n;
   const double causal = batch * causal_pairs(req.width);
-  switch (req.path) {
-    case AttentionPath::kSdpaMasked:
-    case AttentionPath::kEager:
-      rep.pairs_performed_sliding = dense;
-      rep.pairs_performed_full = dense;
-      break;
-    case AttentionPath::kSdpa:
-      rep.pairs_performed_full = rep.padded ? dense : causal;
-      rep.pairs_performed_sliding =
-          (rep.padded || (c.sliding_window > 0 && req.width >= c.sliding_window)) ? dense : causal;
-      break;
-    case AttentionPath::kFlashWindow:
-    case AttentionPath::kBlockwise:
-      // Right padding packs the rows (src/model/gemma4.cpp, hidden_states): every layer sees the
-      // real tokens only, causal and windowed within each row — the intended pairs. Counted like
-      // the causal kernels: the blockwise path's block-row granularity (block/n more) is left out.
-      rep.pairs_performed_full = rep.pairs_intended_full;
-      rep.pairs_performed_sliding = rep.pairs_intended_sliding;
-      break;
-  }
+  // The path's pair rule per kind of layer (the attention registry's entry).
+  const AttentionPathInfo& info = attention_info(req.path);
+  auto performed = [&](PairRule rule, bool sliding, double intended) {
+    switch (rule) {
+      case PairRule::kDense:
+        return dense;
+      case PairRule::kCausal:
+        return causal;
+      case PairRule::kHfSdpa:
+        // is_causal while nothing is padded and (sliding layers) the sequence is shorter than the
+        // window; a materialised mask, every pair, otherwise.
+        return rep.padded || (sliding && c.sliding_window > 0 && req.width >= c.sliding_window)
+                   ? dense
+                   : causal;
+      case PairRule::kIntended:
+        // Right padding packs the rows (src/model/gemma4.cpp, hidden_states): every layer sees the
+        // real tokens only, causal and windowed within each row. Counted like the causal kernels:
+        // the blockwise path's block-row granularity (block/n more) is left out.
+        return intended;
+    }
+    return dense;
+  };
+  rep.pairs_performed_full = performed(info.full_pairs, false, rep.pairs_intended_full);
+  rep.pairs_performed_sliding = performed(info.sliding_pairs, true, rep.pairs_intended_sliding);
 }
 
 // Rows per (component, layer type), in first-seen order.

@@ -12,145 +12,58 @@
 
 namespace tprobe::core {
 
-bool StepKnobs::operator==(const StepKnobs& o) const {
-  return attn == o.attn && norm == o.norm && lora_dtype == o.lora_dtype && moe == o.moe &&
-         checkpointing == o.checkpointing && ce == o.ce && batch == o.batch;
-}
-
-std::string knob_options(const StepKnobs& k, const StepKnobs& base) {
-  std::vector<std::string> parts;
-  auto add = [&](const char* flag, const std::string& v, const std::string& b) {
-    if (v != b) parts.push_back(fmt::format("{} {}", flag, v));
-  };
-  add("--attn", k.attn, base.attn);
-  add("--norm", k.norm, base.norm);
-  add("--lora-dtype", k.lora_dtype, base.lora_dtype);
-  add("--moe", k.moe, base.moe);
-  add("--checkpointing", k.checkpointing, base.checkpointing);
-  add("--ce", k.ce, base.ce);
-  if (k.batch != base.batch) parts.push_back(fmt::format("--batch {}", k.batch));
-  return fmt::format("{}", fmt::join(parts, " "));
-}
-
-StepKnobs hf_peft_baseline(int64_t batch) {
-  StepKnobs k;
-  k.attn = "sdpa";
-  k.norm = "hf";
-  k.lora_dtype = "fp32";
-  k.moe = "auto";
-  k.checkpointing = "reentrant";
-  k.ce = "chunk-checkpoint";
-  k.batch = batch;
-  return k;
-}
-
-const char* hf_peft_baseline_name() {
-  return "transformers 5.17 + PEFT 0.21 defaults (sdpa, fp32 LoRA factors, transformers' "
-         "RMSNorm, its default experts implementation, per-layer checkpointing with input grads)";
-}
-
-Json to_json(const StepKnobs& k) {
-  return Json{{"attn", k.attn},         {"norm", k.norm},
-              {"lora_dtype", k.lora_dtype}, {"moe", k.moe},
-              {"checkpointing", k.checkpointing}, {"ce", k.ce},
-              {"batch", k.batch}};
-}
+const char* const kPackingLever = "packing";
 
 const std::vector<LeverInfo>& lever_catalogue() {
-  static const std::vector<LeverInfo> kLevers = {
-      {LeverId::kAttention, "attention",
-       "the attention path: which kernels compute the sliding and the full layers",
-       "transformers' attn_implementation (eager, sdpa, flash_attention_2/3). No built-in one "
-       "does flash-window: flash-attn takes head_dim up to 256 and Gemma-4's full layers have "
-       "512; a custom function registered with transformers' AttentionInterface can"},
-      {LeverId::kNorm, "norm",
-       "RMSNorm as one fused kernel each way instead of transformers' formula op by op",
-       "a fused-norm kernel library that patches the model's RMSNorm (e.g. Liger Kernel, where "
-       "it supports the model class), or torch.compile; transformers itself has none"},
-      {LeverId::kLoraDtype, "lora-dtype",
-       "the LoRA factors in the model's dtype instead of fp32",
-       "PEFT: get_peft_model(..., autocast_adapter_dtype=False) keeps the adapters in the "
-       "base model's dtype (the default True keeps them in fp32 under a bf16 model)"},
-      {LeverId::kMoe, "moe",
-       "the experts: tprobe's permutation (one gather of each token's k copies, a sum over k) "
-       "instead of transformers' grouped_mm path (two index gathers, index_add_ back); where the "
-       "baseline is the per-expert loop, transformers' grouped_mm",
-       "none built in: transformers' experts_implementation offers grouped_mm, batched_mm and "
-       "eager; the same permutation needs a custom experts function registered with "
-       "transformers' ExpertsInterface"},
-      {LeverId::kCheckpointing, "checkpointing",
-       "per-layer gradient checkpointing off: no recompute, every layer's activations kept",
-       "TrainingArguments(gradient_checkpointing=False), or not calling "
-       "model.gradient_checkpointing_enable()"},
-      {LeverId::kCe, "ce",
-       "the cross-entropy's form: tprobe's one node over the chunks with an in-place backward "
-       "(chunked), the harness's per-chunk checkpoint (chunk-checkpoint), or the whole logits "
-       "at once (naive)",
-       "transformers computes the full logits and an fp32 cross-entropy (naive); the harness's "
-       "loop of checkpointed chunks is chunk-checkpoint; a fused linear cross-entropy from a "
-       "kernel library (e.g. Liger Kernel's) is the chunked form's in-place backward"},
-      {LeverId::kPacking, "packing",
-       "a padded micro-batch run as its real tokens only (packed rows, attention kept inside "
-       "each row); in tprobe's engine it comes with the attention path that packs",
-       "a flattening data collator (transformers' DataCollatorWithFlattening, TRL's "
-       "padding_free) with an attention implementation that takes packed sequences"},
-      {LeverId::kBatch, "batch",
-       "rows per micro-batch at the same tokens per optimizer step (compared per token)",
-       "TrainingArguments' per_device_train_batch_size with gradient_accumulation_steps "
-       "changed inversely"},
-  };
+  static const std::vector<LeverInfo> kLevers = [] {
+    std::vector<LeverInfo> v;
+    for (const KnobInfo& k : knob_registry()) {
+      if (*k.lever) v.push_back({k.id, k.lever, k.moves, k.in_hf_stack});
+    }
+    v.push_back({std::nullopt, kPackingLever,
+                 "a padded micro-batch run as its real tokens only (packed rows, attention kept "
+                 "inside each row); in tprobe's engine it comes with the attention path that packs",
+                 "a flattening data collator (transformers' DataCollatorWithFlattening, TRL's "
+                 "padding_free) with an attention implementation that takes packed sequences"});
+    return v;
+  }();
   return kLevers;
 }
 
-const LeverInfo& lever_info(LeverId id) {
-  for (const LeverInfo& l : lever_catalogue()) {
-    if (l.id == id) return l;
-  }
-  fail("unknown lever");
-}
-
-const char* to_string(LeverId id) { return lever_info(id).name; }
-
 std::vector<LeverConfig> lever_configs(const LeverPlanInput& in) {
-  const StepKnobs& b = in.baseline;
+  const StepConfig& b = in.baseline;
   std::vector<LeverConfig> out;
   out.push_back({"baseline", "", b, false});
-  auto alone = [&](LeverId id, StepKnobs k, bool padded_only = false) {
-    if (k == b) return;
-    out.push_back({to_string(id), knob_options(k, b), k, padded_only});
+  auto alone = [&](const char* lever, const StepConfig& c, bool padded_only = false) {
+    if (c == b) return;
+    out.push_back({lever, config_difference(c, b), c, padded_only});
   };
-  auto with = [&](auto set) {
-    StepKnobs k = b;
-    set(k);
-    return k;
-  };
-  for (const char* attn : {"flash-window", "blockwise", "sdpa", "eager"}) {
-    if (attn == b.attn) continue;
-    // eager is the slow reference, never a lever; blockwise is the CPU's windowed path.
-    if (std::string(attn) == "eager") continue;
-    if (std::string(attn) == "flash-window" && in.device != "cuda") continue;
-    if (std::string(attn) == "blockwise" && in.device == "cuda") continue;
-    alone(LeverId::kAttention, with([&](StepKnobs& k) { k.attn = attn; }));
+  for (const LeverInfo& l : lever_catalogue()) {
+    if (!l.knob) continue;
+    if (*l.knob == Knob::kBatch) {
+      StepConfig c = b;
+      if (b.batch >= 2 && b.batch % 2 == 0) {
+        c.batch = b.batch / 2;
+        alone(l.name, c);
+      }
+      c.batch = b.batch * 2;
+      alone(l.name, c);
+      continue;
+    }
+    const std::string current = knob_value(b, *l.knob);
+    for (const KnobValue& v : knob_info(*l.knob).values) {
+      if (!v.engine || !v.lever || current == v.name) continue;
+      if (*v.lever_device && in.device != v.lever_device) continue;
+      StepConfig c = b;
+      set_knob(c, *l.knob, v.name);
+      alone(l.name, c);
+    }
   }
-  alone(LeverId::kNorm, with([](StepKnobs& k) { k.norm = k.norm == "hf" ? "fused" : "hf"; }));
-  alone(LeverId::kLoraDtype, with([](StepKnobs& k) {
-          k.lora_dtype = k.lora_dtype == "fp32" ? "model" : "fp32";
-        }));
-  alone(LeverId::kMoe,
-        with([](StepKnobs& k) { k.moe = k.moe == "hf_grouped_mm" ? "grouped_mm" : "hf_grouped_mm"; }));
-  alone(LeverId::kCheckpointing, with([](StepKnobs& k) {
-          k.checkpointing = k.checkpointing == "off" ? "reentrant" : "off";
-        }));
-  for (const char* ce : {"chunked", "chunk-checkpoint", "naive"}) {
-    alone(LeverId::kCe, with([&](StepKnobs& k) { k.ce = ce; }));
+  if (in.padded_point && in.packing_path && in.packing_path != b.attn) {
+    StepConfig c = b;
+    c.attn = in.packing_path;
+    alone(kPackingLever, c, true);
   }
-  if (in.padded_point && !in.packing_path.empty() && in.packing_path != b.attn) {
-    alone(LeverId::kPacking, with([&](StepKnobs& k) { k.attn = in.packing_path; }), true);
-  }
-  if (b.batch >= 2 && b.batch % 2 == 0) {
-    alone(LeverId::kBatch, with([](StepKnobs& k) { k.batch /= 2; }));
-  }
-  alone(LeverId::kBatch, with([](StepKnobs& k) { k.batch *= 2; }));
   return out;
 }
 
@@ -209,14 +122,14 @@ void compare_rows(LeversReport& report) {
   }
 }
 
-std::optional<StepKnobs> best_combination(const LeversReport& report,
-                                          std::vector<std::string>* from) {
+std::optional<StepConfig> best_combination(const LeversReport& report,
+                                           std::vector<std::string>* from) {
   // A lever setting wins when every one of its rows ran and was faster beyond the noise.
   std::map<std::string, bool> wins;  // setting -> still winning
   std::map<std::string, const LeverRow*> first;
   for (const LeverRow& r : report.rows) {
-    if (r.lever == "baseline" || r.lever == "best" || r.lever == "batch" ||
-        r.lever == "packing") {
+    if (r.lever == "baseline" || r.lever == "best" || r.lever == knob_info(Knob::kBatch).lever ||
+        r.lever == kPackingLever) {
       continue;
     }
     const bool faster = r.outcome == "ok" && r.delta && r.delta->verdict == "faster";
@@ -224,8 +137,7 @@ std::optional<StepKnobs> best_combination(const LeversReport& report,
     if (!fresh) it->second = it->second && faster;
     first.emplace(r.setting, &r);
   }
-  StepKnobs best = report.baseline;
-  std::set<std::string> taken;  // one setting per lever: the attention lever may offer two
+  StepConfig best = report.baseline;
   std::vector<std::string> used;
   // The fastest winning setting of each lever at the widest point it ran.
   std::map<std::string, std::pair<double, const LeverRow*>> per_lever;
@@ -240,18 +152,9 @@ std::optional<StepKnobs> best_combination(const LeversReport& report,
   }
   for (const LeverInfo& l : lever_catalogue()) {
     auto it = per_lever.find(l.name);
-    if (it == per_lever.end()) continue;
-    const StepKnobs& k = it->second.second->knobs;
-    switch (l.id) {
-      case LeverId::kAttention: best.attn = k.attn; break;
-      case LeverId::kNorm: best.norm = k.norm; break;
-      case LeverId::kLoraDtype: best.lora_dtype = k.lora_dtype; break;
-      case LeverId::kMoe: best.moe = k.moe; break;
-      case LeverId::kCheckpointing: best.checkpointing = k.checkpointing; break;
-      case LeverId::kCe: best.ce = k.ce; break;
-      case LeverId::kPacking:
-      case LeverId::kBatch: continue;
-    }
+    // Batch changes the recipe (reported on its own); packing comes with its attention path.
+    if (it == per_lever.end() || !l.knob || *l.knob == Knob::kBatch) continue;
+    set_knob(best, *l.knob, knob_value(it->second.second->config, *l.knob));
     used.push_back(it->second.second->setting);
   }
   if (from) *from = used;
@@ -350,7 +253,7 @@ Json to_json(const LeversReport& report) {
   for (const LeverRow& r : report.rows) {
     Json row = {{"lever", r.lever},
                 {"setting", r.setting},
-                {"knobs", to_json(r.knobs)},
+                {"knobs", to_json(r.config)},
                 {"batch", r.batch},
                 {"width", r.width},
                 {"lengths", r.lengths},
@@ -376,7 +279,7 @@ Json to_json(const LeversReport& report) {
                             {"inside_noise", r.delta->inside_noise},
                             {"spread_measured", r.delta->spread_measured},
                             {"verdict", r.delta->verdict},
-                            {"per_token", r.batch != 0 && r.lever == "batch"}};
+                            {"per_token", r.batch != 0 && r.lever == knob_info(Knob::kBatch).lever}};
     } else {
       row["vs_baseline"] = nullptr;
     }
@@ -506,11 +409,13 @@ std::vector<Table> edge_tables(const LeversReport& report) {
 
 
 std::vector<Table> levers_tables(const LeversReport& report) {
+  // The defaults as they resolve where transformers' grouped_mm experts run (a GPU).
+  StepConfig typical = hf_peft_baseline(report.baseline.batch);
+  typical.moe = MoeDispatch::kHfGroupedMm;
+  const std::string resolved = config_difference(report.baseline, typical);
   Table t(fmt::format("Levers against the baseline ({}), {} on {}",
-                      knob_options(report.baseline, StepKnobs{}).empty()
-                          ? std::string("the HF + PEFT defaults")
-                          : "the HF + PEFT defaults as they resolved here: " +
-                                knob_options(report.baseline, StepKnobs{}),
+                      resolved.empty() ? std::string("the HF + PEFT defaults")
+                                       : "the HF + PEFT defaults as they resolved here: " + resolved,
                       report.model, report.device));
   t.column("lever", Align::kLeft)
       .column("setting", Align::kLeft)
@@ -546,7 +451,8 @@ std::vector<Table> levers_tables(const LeversReport& report) {
       range = fmt::format("{}–{}", format_seconds(r.timing.min_s), format_seconds(r.timing.max_s));
     }
     if (r.delta) {
-      vs = fmt::format("{}{:.2f}×", r.lever == "batch" ? "per token " : "", r.delta->ratio);
+      vs = fmt::format("{}{:.2f}×", r.lever == knob_info(Knob::kBatch).lever ? "per token " : "",
+                       r.delta->ratio);
       verdict = r.delta->verdict;
     } else if (r.outcome != "ok") {
       verdict = r.outcome + (r.message.empty() ? "" : ": " + r.message);

@@ -44,7 +44,7 @@ StepPlan plan_step(const ModelConfig& c, const StepPlanRequest& q) {
   // Rows that a packing path runs as their real tokens: its attention works per row on the
   // longest one.
   const AttentionPathInfo& info = attention_info(q.attn);
-  const bool packs = info.packs_padding && (q.cuda || !info.packs_padding_cuda_only) &&
+  const bool packs = info.packs_padding && (q.cuda || !info.packs_requires.cuda_device) &&
                      !q.lengths.empty();
   int64_t longest = s;
   if (packs) longest = *std::max_element(q.lengths.begin(), q.lengths.end());
@@ -74,23 +74,26 @@ StepPlan plan_step(const ModelConfig& c, const StepPlanRequest& q) {
       return tensor("the bool attention mask of a " + kind + " layer",
                     {q.mask_per_row ? b : 1, 1, s, s}, 1);
     };
-    switch (q.attn) {
-      case AttentionPath::kEager:
+    // The largest tensor the path's way of computing a layer holds (the registry's mask plan).
+    switch (info.mask) {
+      case MaskPlanKind::kEager:
         candidates.push_back(
             tensor("the eager attention's fp32 probabilities of a " + kind + " layer",
                    {b, heads, s, s}, acc));
         break;
-      case AttentionPath::kSdpa:
+      case MaskPlanKind::kHfSdpa:
+      case MaskPlanKind::kSdpa:
         // HF materialises a mask on sliding layers once the sequence reaches the window.
         if (sliding && s >= c.sliding_window) candidates.push_back(mask());
         break;
-      case AttentionPath::kSdpaMasked:
+      case MaskPlanKind::kMasked:
         candidates.push_back(mask());
         break;
-      case AttentionPath::kFlashWindow:
+      case MaskPlanKind::kFlashVarlen:
+        // Gemma-4's full layers (head_dim 512) are past flash: the blockwise GEMMs.
         if (type == LayerType::kFull) candidates.push_back(block_row());
         break;
-      case AttentionPath::kBlockwise:
+      case MaskPlanKind::kBlockwise:
         candidates.push_back(block_row());
         break;
     }

@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -81,27 +81,20 @@ KeyInterval reference_keys(int64_t row, int64_t window, int64_t real_length) {
   return k;
 }
 
-const char* to_string(MaskRules rules) {
-  switch (rules) {
-    case MaskRules::kHfSdpa:
-      return "hf-sdpa";
-    case MaskRules::kEager:
-      return "eager";
-    case MaskRules::kSdpa:
-      return "sdpa";
-    case MaskRules::kFlashWindow:
-      return "flash-window";
-    case MaskRules::kBlockwise:
-      return "blockwise";
-  }
-  return "?";
+MaskPlanKind MaskRules::plan() const {
+  return path ? attention_info(*path).mask : MaskPlanKind::kHfSdpa;
+}
+
+std::string to_string(MaskRules rules) {
+  return rules.path ? to_string(*rules.path) : "hf-sdpa";
 }
 
 std::vector<MaskRules> all_mask_rules() {
-  // HF's own rules, then the engine's paths in registry order (a test checks they are the
-  // registry's engine names).
-  return {MaskRules::kHfSdpa, MaskRules::kEager, MaskRules::kSdpa, MaskRules::kFlashWindow,
-          MaskRules::kBlockwise};
+  std::vector<MaskRules> out = {MaskRules::hf()};
+  for (const AttentionPathInfo& i : attention_registry()) {
+    if (i.engine) out.push_back(MaskRules::of(i.path));
+  }
+  return out;
 }
 
 std::vector<std::string> mask_rules_names() {
@@ -121,16 +114,25 @@ bool MaskShape::padded() const {
   return std::any_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l < width; });
 }
 
-LayerMaskPlan plan_layer_mask(MaskRules rules, const LayerGeometry& layer, int64_t window,
+LayerMaskPlan plan_layer_mask(MaskPlanKind rules, const LayerGeometry& layer, int64_t window,
                               const MaskShape& shape, int64_t query_heads) {
   const int64_t heads = query_heads;
   const bool sliding = layer.type == LayerType::kSliding && window > 0;
   switch (rules) {
-    case MaskRules::kHfSdpa:
+    case MaskPlanKind::kHfSdpa:
       return sdpa_plan(layer, heads, window, shape, /*hf=*/true);
-    case MaskRules::kSdpa:
+    case MaskPlanKind::kSdpa:
       return sdpa_plan(layer, heads, window, shape, /*hf=*/false);
-    case MaskRules::kEager: {
+    case MaskPlanKind::kMasked: {
+      LayerMaskPlan p;
+      p.explicit_mask = true;
+      p.keys_before = sliding ? window - 1 : -1;
+      p.call = "sdpa(bool mask [B,1,S,S])";
+      p.reason = "an explicit mask on every layer";
+      p.padded_query_rows = kFullyMaskedSdpa;
+      return p;
+    }
+    case MaskPlanKind::kEager: {
       LayerMaskPlan p;
       p.explicit_mask = true;
       p.keys_before = sliding ? window - 1 : -1;
@@ -139,9 +141,9 @@ LayerMaskPlan plan_layer_mask(MaskRules rules, const LayerGeometry& layer, int64
       p.padded_query_rows = kFullyMaskedEager;
       return p;
     }
-    case MaskRules::kBlockwise:
-    case MaskRules::kFlashWindow: {
-      if (rules == MaskRules::kBlockwise || layer.head_dim > kFlashMaxHeadDim) {
+    case MaskPlanKind::kBlockwise:
+    case MaskPlanKind::kFlashVarlen: {
+      if (rules == MaskPlanKind::kBlockwise || layer.head_dim > kFlashMaxHeadDim) {
         // Flash refuses the head_dim: the blockwise-GEMM path (src/model/blockwise_attention.cpp)
         // takes the window and the lengths as arguments and builds each block's mask itself.
         LayerMaskPlan p;
@@ -152,7 +154,7 @@ LayerMaskPlan plan_layer_mask(MaskRules rules, const LayerGeometry& layer, int64
         p.call = fmt::format("blockwise_gemm(block={}{})", kBlockwiseBlock,
                              sliding ? fmt::format(", window={}", window) : std::string());
         if (shape.padded()) p.call += " with the lengths";
-        p.reason = rules == MaskRules::kBlockwise
+        p.reason = rules == MaskPlanKind::kBlockwise
                        ? std::string("blockwise GEMMs on every layer; the band and the lengths are "
                                      "arguments, no mask tensor")
                        : fmt::format(
@@ -340,7 +342,8 @@ MaskReport analyse_mask(const ModelConfig& config, const MaskRequest& request) {
     l.query_heads = config.num_attention_heads;
     l.kv_heads = g.num_kv_heads;
     for (MaskRules rs : rules) {
-      l.plans.push_back(plan_layer_mask(rs, g, l.window, r.shape, config.num_attention_heads));
+      l.plans.push_back(
+          plan_layer_mask(rs.plan(), g, l.window, r.shape, config.num_attention_heads));
     }
     r.layers.push_back(std::move(l));
   }

@@ -289,9 +289,9 @@ std::vector<Table> trace_series_tables(const TraceSeries& s) {
       double bytes = 0;
       for (double b : c.bytes) bytes += b;
       const double window = double(d.end_ns - d.start_ns);
-      t.row({std::to_string(d.device), c.name, fmt::format("{:.2f} GB/s", *top * 1e-9),
+      t.row({std::to_string(d.device), c.name, format_bytes(*top) + "/s",
              at(static_cast<std::size_t>(top - c.bytes_per_s.begin())),
-             window > 0 ? fmt::format("{:.3f} GB/s", bytes / window) : ""});
+             window > 0 ? format_bytes(bytes / window * 1e9) + "/s" : ""});
     }
     t.note(fmt::format("device {}: {} bucket(s) of {} from the first queued row to the last end; "
                        "queue: the bucket's largest length and its time-weighted mean; bandwidth: "

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::core {

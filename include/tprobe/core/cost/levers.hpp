@@ -13,69 +13,44 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/epoch.hpp"
+#include "tprobe/core/step/knobs.hpp"
 
 namespace tprobe::core {
 
-// The knobs of one step configuration, in the engine's spellings (the same words as `profile`'s
-// options): a lever moves one of them.
-struct StepKnobs {
-  std::string attn = "sdpa";        // an engine attention path (core/gemma4/attention_path)
-  std::string norm = "hf";          // hf | fused
-  std::string lora_dtype = "fp32";  // fp32 | model
-  std::string moe = "hf_grouped_mm";  // hf_grouped_mm | grouped_mm | loop (model::moe_names)
-  std::string checkpointing = "reentrant";  // reentrant | non-reentrant | off
-  std::string ce = "chunk-checkpoint";      // chunk-checkpoint | chunked | naive
-  int64_t batch = 2;                // rows per micro-batch
-  bool operator==(const StepKnobs& o) const;
-  bool operator!=(const StepKnobs& o) const { return !(*this == o); }
-};
-// The faithful baseline: what a default transformers 5.17 + PEFT 0.21 LoRA run of the same shapes
-// computes — sdpa, the LoRA factors in fp32 (PEFT's autocast_adapter_dtype), transformers'
-// RMSNorm formula, its default experts implementation (grouped_mm where the device and libtorch
-// run it; moe "auto" here, resolved by the engine), per-layer checkpointing with input grads, and
-// the sequence-chunked CE of the comparison harness (benchmarks/hf_lora_step.py). `profile`'s
-// defaults and `levers`' baseline are this.
-StepKnobs hf_peft_baseline(int64_t batch = 2);
-// One line naming what the baseline reproduces, for the evidence and the tables.
-const char* hf_peft_baseline_name();
-
-// "--attn flash-window --norm fused": the knobs of `k` that differ from `base`, as profile options
-// ("" when none differ).
-std::string knob_options(const StepKnobs& k, const StepKnobs& base);
-Json to_json(const StepKnobs& k);
-
-enum class LeverId { kAttention, kNorm, kLoraDtype, kMoe, kCheckpointing, kCe, kPacking, kBatch };
-
+// A lever: a knob of the registry that has one (core/step/knobs.hpp: its name, what it moves, how a
+// Hugging Face + PEFT user pulls it), or packing, which comes with the attention path that packs.
 struct LeverInfo {
-  LeverId id = LeverId::kAttention;
-  const char* name = "";   // "attention", "norm", ...
-  const char* moves = "";  // what it changes in the step
+  std::optional<Knob> knob;  // none: packing
+  const char* name = "";     // "attention", "norm", ..., "packing"
+  const char* moves = "";    // what it changes in the step
   // How a user pulls the same lever in a Hugging Face + PEFT harness, or "none" said plainly.
   const char* in_hf_stack = "";
 };
+// The registry's levers in its order, then packing.
 const std::vector<LeverInfo>& lever_catalogue();
-const LeverInfo& lever_info(LeverId id);
-const char* to_string(LeverId id);
+extern const char* const kPackingLever;  // "packing"
 
 // One configuration to measure.
 struct LeverConfig {
   std::string lever;    // "baseline", a LeverInfo name, or "best"
-  std::string setting;  // knob_options against the baseline ("" for the baseline)
-  StepKnobs knobs;
+  std::string setting;  // config_difference against the baseline ("" for the baseline)
+  StepConfig config;
   bool padded_only = false;  // packing: measured at the padded point only
 };
 
-// What the levers are measured on: the engine attention paths that can run on the device (others
-// become refusal rows with the engine's reason), and whether a padded point exists.
+// What the levers are measured on and the baseline they move from.
 struct LeverPlanInput {
-  StepKnobs baseline;
+  StepConfig baseline;
   std::string device = "cuda";  // cuda | cpu
   bool padded_point = false;    // a padded point is measured (packing applies only then)
   // The path that packs a padded batch on this device (flash-window on CUDA, blockwise on the
-  // CPU); "" when none.
-  std::string packing_path;
+  // CPU); none when none does.
+  std::optional<AttentionPath> packing_path;
 };
-// The baseline first, then every lever's alternative settings alone, in catalogue order.
+// The baseline first, then each lever's alternatives alone, in catalogue order: every value of
+// the lever's knob the registry offers as a lever on this device (a value the engine cannot run
+// here is still measured: the engine refuses it, a row with its reason), the batch halved (when
+// even) and doubled, and packing where a padded point is measured.
 std::vector<LeverConfig> lever_configs(const LeverPlanInput& in);
 
 // A point's repeats, as measured.
@@ -100,7 +75,7 @@ LeverDelta compare(const Timing& baseline, const Timing& lever, double scale = 1
 // One measured configuration at one point.
 struct LeverRow {
   std::string lever, setting;
-  StepKnobs knobs;
+  StepConfig config;
   int64_t batch = 0, width = 0;
   std::vector<int64_t> lengths;  // empty: every row full
   int64_t tokens = 0;            // real tokens of the micro-batch
@@ -159,12 +134,12 @@ std::optional<std::string> edge_change(const LeverEdge& baseline, const LeverEdg
 
 struct LeversReport {
   std::string baseline_name;  // what the baseline reproduces
-  StepKnobs baseline;
+  StepConfig baseline;
   std::string device, model;
   std::vector<LeverRow> rows;  // baseline rows first, then each lever's, then the best's
   // The levers that were faster beyond the noise at every point they ran (and never OOM or
   // refused), combined; empty when none helped.
-  std::optional<StepKnobs> best;
+  std::optional<StepConfig> best;
   std::string best_setting;
   std::vector<std::string> best_from;  // the levers it combines
   bool best_considered = false;        // false: the run stopped before the levers were compared
@@ -183,8 +158,8 @@ struct LeversReport {
 void compare_rows(LeversReport& report);
 // The best combination of the levers measured so far (no batch lever: it changes the recipe,
 // reported on its own; packing comes with the attention path that packs).
-std::optional<StepKnobs> best_combination(const LeversReport& report,
-                                          std::vector<std::string>* from);
+std::optional<StepConfig> best_combination(const LeversReport& report,
+                                           std::vector<std::string>* from);
 
 Json to_json(const LeversReport& report);
 std::vector<Table> levers_tables(const LeversReport& report);

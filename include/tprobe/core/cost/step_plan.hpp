@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/gemma4/attention_path.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::core {

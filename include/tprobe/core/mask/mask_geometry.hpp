@@ -11,6 +11,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/core/step/attention_path.hpp"
 
 namespace tprobe::core {
 
@@ -33,12 +34,21 @@ struct KeyInterval {
 KeyInterval reference_keys(int64_t row, int64_t window, int64_t real_length);
 
 // The rule sets whose mask decisions are reported: Hugging Face's sdpa path (as read from
-// transformers 5.17, docs/mask.md) and each of tprobe's attention paths (core::AttentionPath).
-enum class MaskRules { kHfSdpa, kEager, kSdpa, kFlashWindow, kBlockwise };
-// "hf-sdpa", then every engine path of the attention registry under its own name.
-const char* to_string(MaskRules rules);
+// transformers 5.17, docs/mask.md: the reference the band is asserted on) and each engine path of
+// the attention registry, whose rules are its entry's mask plan (core::MaskPlanKind).
+struct MaskRules {
+  std::optional<AttentionPath> path;  // nullopt: Hugging Face's sdpa ("hf-sdpa")
+  static MaskRules hf() { return {}; }
+  static MaskRules of(AttentionPath p) { return {p}; }
+  MaskPlanKind plan() const;  // kHfSdpa, or the path's entry's
+  bool operator==(const MaskRules& o) const { return path == o.path; }
+  bool operator!=(const MaskRules& o) const { return !(*this == o); }
+};
+// "hf-sdpa", or the path's name.
+std::string to_string(MaskRules rules);
 std::optional<MaskRules> parse_mask_rules(std::string_view text);
 std::vector<std::string> mask_rules_names();
+// hf-sdpa, then every engine path in the registry's order.
 std::vector<MaskRules> all_mask_rules();
 
 // The shape of one forward: per-row real lengths (right padding to width) and whether a 2-D
@@ -68,7 +78,7 @@ struct LayerMaskPlan {
 
 // The decision of `rules` for one layer (its type, head_dim and kv heads; `query_heads` query
 // heads) of a forward of `shape`. `window` is the layer's window (0 on full layers).
-LayerMaskPlan plan_layer_mask(MaskRules rules, const LayerGeometry& layer, int64_t window,
+LayerMaskPlan plan_layer_mask(MaskPlanKind plan, const LayerGeometry& layer, int64_t window,
                               const MaskShape& shape, int64_t query_heads);
 
 // The keys a plan lets query `row` see in a row of `real_length` real tokens padded to `width`.
@@ -113,7 +123,7 @@ struct MaskRequest {
   int64_t width = 16384;
   int64_t batch = 2;
   std::vector<int64_t> lengths;          // empty: no 2-D mask, every row full width
-  MaskRules rules = MaskRules::kHfSdpa;  // the rules the assertions and `mask`/`fast_path` use
+  MaskRules rules = MaskRules::hf();  // the rules the assertions and `mask`/`fast_path` use
   MaskExpectations expect;
 };
 
@@ -130,7 +140,7 @@ struct MaskLayer {
 
 // One (rule set, layer type) band: identical for every layer of that type.
 struct MaskBand {
-  MaskRules rules = MaskRules::kHfSdpa;
+  MaskRules rules = MaskRules::hf();
   LayerType type = LayerType::kSliding;
   int64_t window = 0;
   int64_t first_layer = 0;  // the lowest layer index of this type (checks run on its geometry)
