@@ -484,7 +484,7 @@ Key key_of(std::string_view k) {
     case 21:
       if (is(k, "wait_on_cuda_event_id")) return Key::kWaitOnEventId;
       break;
-    case 32:
+    case 33:
       if (is(k, "wait_on_cuda_event_record_corr_id")) return Key::kWaitOnRecordCorrelation;
       break;
     default:
