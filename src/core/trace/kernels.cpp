@@ -433,6 +433,7 @@ Json to_json(const TraceSummary& s) {
   Json out = trace_summary_json(s);
   const Json stats = to_json(s.stats);  // named: items() of a temporary would dangle
   for (const auto& [key, value] : stats.items()) out[key] = value;
+  out["critical_path"] = to_json(s.critical_path);
   return out;
 }
 
@@ -559,6 +560,8 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
         for (auto& t : trace_parts_tables(r.sources[0].trace.parts)) out.push_back(std::move(t));
         for (auto& t : trace_memory_tables(r.sources[0].trace.memory)) out.push_back(std::move(t));
         for (auto& t : trace_stats_tables(r.sources[0].trace.stats, top))
+          out.push_back(std::move(t));
+        for (auto& t : critical_path_tables(r.sources[0].trace.critical_path, top))
           out.push_back(std::move(t));
       }
       break;
