@@ -3,10 +3,14 @@
 // use_reentrant=False and with_stack=True (hf-sdpa-stack-nonreentrant-2x256.json.gz), and the
 // same step inside the user's own record_function ranges with a side-stream copy and CUDA sync
 // events (hf-sdpa-ranges-nonreentrant-2x256.json.gz) — and the negative controls of the rules
-// that place its rows.
+// that place its rows; the critical path of both against a plain-Python computation of its
+// definition (tests/support/critical_path_reference.py).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -20,6 +24,9 @@ using nlohmann::json;
 
 const std::string kDir = std::string(TPROBE_FIXTURES_DIR) + "/traces";
 const std::string kStack = kDir + "/hf-sdpa-stack-nonreentrant-2x256.json.gz";
+const std::string kRanges = kDir + "/hf-sdpa-ranges-nonreentrant-2x256.json.gz";
+const std::string kReference =
+    std::string(TPROBE_SOURCE_DIR) + "/tests/support/critical_path_reference.py";
 
 json kernels_results(const std::vector<std::string>& args) {
   const std::string path = make_temp_dir() + "/k.json";
@@ -77,6 +84,96 @@ TEST(KernelsCli, NonReentrantFixtureIsPlacedAndItsGlueNeedsTheSequenceNumbers) {
   EXPECT_EQ(c["linked_evaluate_rows"], 0);
   EXPECT_EQ(c["untagged_unlinked_rows"], a["linked_evaluate_rows"]);
   EXPECT_GT(c["untagged_kernel_share_ratio"].get<double>(), 0.04);
+}
+
+
+int shell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+bool have_python() { return shell("python3 -c 'import json, decimal, gzip' >/dev/null 2>&1") == 0; }
+
+// Every figure of `results.trace.critical_path` against the reference's, exactly: the scalars,
+// the edges and graph counts, every step, phase and host event, and the device time by kernel
+// family (the reference's per-name figures added up with the kernel table's own families).
+void expect_same_path(const json& results, const json& py, const std::string& what) {
+  SCOPED_TRACE(what);
+  const json& cp = results["trace"]["critical_path"];
+  ASSERT_TRUE(cp["available"].get<bool>()) << cp["why_not"];
+  ASSERT_TRUE(py["available"].get<bool>());
+  int checked = 0;
+  for (const auto& [key, value] : py.items()) {
+    if (value.is_number() || value.is_boolean()) {
+      EXPECT_EQ(cp[key], value) << key;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 20);
+  for (const char* group : {"edges_on_path", "graph", "outside_steps"}) {
+    for (const auto& [key, value] : cp[group].items()) {
+      if (!value.is_number_integer()) continue;
+      EXPECT_EQ(value, py[group].value(key, json(0))) << group << "." << key;
+    }
+  }
+  for (const char* list : {"by_step", "by_phase"}) {
+    ASSERT_EQ(cp[list].size(), py[list].size()) << list;
+    for (std::size_t i = 0; i < py[list].size(); ++i) {
+      for (const auto& [key, value] : py[list][i].items())
+        EXPECT_EQ(cp[list][i][key], value) << list << "[" << i << "]." << key;
+    }
+  }
+  ASSERT_EQ(cp["host_ops"].size(), py["host_ops"].size());
+  for (std::size_t i = 0; i < py["host_ops"].size(); ++i) {
+    for (const char* key : {"name", "kind", "ns", "events"})
+      EXPECT_EQ(cp["host_ops"][i][key], py["host_ops"][i][key]) << "host_ops[" << i << "]." << key;
+  }
+  std::map<std::string, std::string> family;
+  for (const json& k : results["kernel_table"]["kernels"])
+    family[k["name"].get<std::string>()] = k["family"].get<std::string>();
+  std::map<std::string, std::pair<int64_t, int64_t>> expected, got;
+  for (const auto& [name, v] : py["device_ns_by_name"].items()) {
+    auto& e = expected[family.count(name) ? family[name] : name];
+    e.first += v["ns"].get<int64_t>();
+    e.second += v["rows"].get<int64_t>();
+  }
+  for (const json& k : cp["kernels"])
+    got[k["family"].get<std::string>()] = {k["ns"].get<int64_t>(), k["rows"].get<int64_t>()};
+  EXPECT_EQ(got, expected);
+}
+
+json reference_path(const std::string& trace, const std::string& args) {
+  const std::string dir = make_temp_dir();
+  const int rc = shell("python3 " + kReference + " " + trace + " " + args + " > " + dir +
+                       "/py.json 2> " + dir + "/py.err");
+  EXPECT_EQ(rc, 0) << read_text(dir + "/py.err");
+  return json::parse(read_text(dir + "/py.json"));
+}
+
+// The real H200 traces: the ranges fixture (a side-stream copy the compute stream waits for,
+// stream and context syncs, cudaEventQuery, two steps) whole and one step, and the fixture
+// recorded without sync events (its blocking calls' targets inferred from their names).
+//   python3 tests/support/critical_path_reference.py tests/fixtures/traces/hf-sdpa-ranges-nonreentrant-2x256.json.gz
+TEST(KernelsCli, CriticalPathEqualsAPlainPythonComputation) {
+  if (!have_python()) GTEST_SKIP() << "python3 is not installed: the Python check is skipped";
+  const json whole = kernels_results({kRanges});
+  expect_same_path(whole, reference_path(kRanges, ""), "ranges fixture, both steps");
+  const json& cp = whole["trace"]["critical_path"];
+  // The small step is launch-bound throughout: the host holds the path.
+  EXPECT_EQ(cp["bound"], "host");
+  EXPECT_GT(cp["host_ratio"].get<double>(), 0.99);
+  EXPECT_EQ(cp["graph"]["stream_wait_events"], 2);
+  EXPECT_EQ(cp["graph"]["wait_edges"], 2);
+  EXPECT_EQ(cp["graph"]["event_queries"], 2);
+  EXPECT_EQ(cp["graph"]["sync_edges"], 9);
+  EXPECT_EQ(cp["edges_on_path"]["join"], 2);  // autograd's worker, once a step
+
+  expect_same_path(kernels_results({kRanges, "--step", "3"}), reference_path(kRanges, "--step 3"),
+                   "ranges fixture, step 3");
+  const std::string plain = kDir + "/hf-sdpa-2x256.json.gz";
+  const json no_syncs = kernels_results({plain});
+  expect_same_path(no_syncs, reference_path(plain, ""), "fixture without sync events");
+  EXPECT_GT(no_syncs["trace"]["critical_path"]["graph"]["inferred_syncs"].get<int64_t>(), 0);
 }
 
 }  // namespace
