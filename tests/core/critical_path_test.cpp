@@ -395,6 +395,32 @@ TEST(CriticalPath, WorkerThreadIsJoinedAndForked) {
   EXPECT_STREQ(phase(p, "backward").bound(), "host");
 }
 
+// A blocking call on the worker thread waits for its row as on any other thread.
+//   end(step) 100 <- end(evaluate_function) 40 [the join; step 60] <- end(sync) 38 [2]
+//   <- end(k) 35 [sync 3] <- start(k) 25 [device 10] <- launch 20 [launch 5] <- start(eval) 15
+//   [5] <- fork from end(ones_like) 10 [untraced 5] <- start(ones_like) 5 [5] <- start(step) 0.
+TEST(CriticalPath, SyncOnTheWorkerThreadWaitsForItsRow) {
+  Trace t;
+  t.step(1, 0, 100);
+  t.op("aten::ones_like", 5, 10);
+  t.op("autograd::engine::evaluate_function: MulBackward0", 15, 40, 2);
+  t.call("cudaLaunchKernel", 1, 20, 22, 2);
+  t.call("cudaStreamSynchronize", 2, 30, 38, 2);
+  t.sync("Stream Sync", 2, 7, 30, 38);
+  t.kernel("k", 1, 7, 25, 35);
+  const CriticalPath p = path_of(t);
+  expect_invariants(p);
+  EXPECT_EQ(p.edges.sync, 1);
+  EXPECT_EQ(p.edges.join, 1);
+  EXPECT_EQ(p.edges.fork, 1);
+  EXPECT_EQ(p.total.device_ns, 10 * kUs);
+  EXPECT_EQ(p.total.sync_ns, 3 * kUs);
+  EXPECT_EQ(p.total.launch_delay_ns, 5 * kUs);
+  EXPECT_EQ(p.total.host_untraced_ns, 5 * kUs);
+  EXPECT_EQ(op_ns(p, "ProfilerStep#1"), 65 * kUs);
+  EXPECT_EQ(phase(p, "backward").total_ns(), 30 * kUs);
+}
+
 // A kernel with no launch call in the trace links nothing: the path says why instead.
 TEST(CriticalPath, NoLaunchesSaysWhy) {
   Trace t;

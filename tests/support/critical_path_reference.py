@@ -456,6 +456,12 @@ def main():
         first = p == thread_begin[k]
         if not first:
             best = consider(best, p - 1, chain_t[p - 1], "thread")
+        if chain_end[p] and h in sync_row:
+            r = sync_row[h]
+            if rows[r]["end"] < t:
+                best = consider(best, H + 2 * r + 1, rows[r]["end"], "sync")
+            else:
+                graph["skewed_edges"] += 1
         if worker[k]:
             if chain_end[p] or h not in top_level:
                 return best
@@ -468,12 +474,6 @@ def main():
                     continue
                 best = consider(best, q - 1, chain_t[q - 1], "fork")
             return best
-        if chain_end[p] and h in sync_row:
-            r = sync_row[h]
-            if rows[r]["end"] < t:
-                best = consider(best, H + 2 * r + 1, rows[r]["end"], "sync")
-            else:
-                graph["skewed_edges"] += 1
         gap = None if first else chain_t[p - 1]
         for b2 in range(len(tids)):
             if not worker[b2]:

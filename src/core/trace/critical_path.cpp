@@ -718,6 +718,17 @@ class Analysis {
     const int64_t t = t_at(p);
     const bool first = p == thread_begin_[k];
     if (!first) consider(best, p - 1, t_at(p - 1), Step::kThread);
+    // Sync: the blocking call's end waits for the row it synchronised with.
+    if (end_at(p) && kind(h) == CpHostKind::kRuntime) {
+      const Index r = sync_row(h);
+      if (r != kNone) {
+        if (row(r).end_ns < t) {
+          consider(best, row_node(r, true), row(r).end_ns, Step::kSync);
+        } else {
+          ++out_.graph.skewed_edges;
+        }
+      }
+    }
     if (worker_[k]) {
       // Fork: a worker's top-level event starts after the last node of a thread that hands it
       // work (the one that called backward()).
@@ -729,17 +740,6 @@ class Analysis {
         consider(best, q - 1, t_at(q - 1), Step::kFork);
       }
       return best;
-    }
-    // Sync: the blocking call's end waits for the row it synchronised with.
-    if (end_at(p) && kind(h) == CpHostKind::kRuntime) {
-      const Index r = sync_row(h);
-      if (r != kNone) {
-        if (row(r).end_ns < t) {
-          consider(best, row_node(r, true), row(r).end_ns, Step::kSync);
-        } else {
-          ++out_.graph.skewed_edges;
-        }
-      }
     }
     // Join: the last top-level event of a worker that ran inside this thread's gap before the
     // node (from the previous node on, ending before the node).
