@@ -153,7 +153,8 @@ json reference_path(const std::string& trace, const std::string& args) {
 // The real H200 traces: the ranges fixture (a side-stream copy the compute stream waits for,
 // stream and context syncs, cudaEventQuery, two steps) whole and one step, and the fixture
 // recorded without sync events (its blocking calls' targets inferred from their names).
-//   python3 tests/support/critical_path_reference.py tests/fixtures/traces/hf-sdpa-ranges-nonreentrant-2x256.json.gz
+// (python3 tests/support/critical_path_reference.py TRACE [--step N] prints the reference's
+// figures.)
 TEST(KernelsCli, CriticalPathEqualsAPlainPythonComputation) {
   if (!have_python()) GTEST_SKIP() << "python3 is not installed: the Python check is skipped";
   const json whole = kernels_results({kRanges});

@@ -83,7 +83,8 @@ class Analysis {
   void run() {
     out_.window_start_ns = in_.window_start_ns;
     out_.window_end_ns = in_.window_end_ns;
-    if (n_ops_ + n_ranges_ + n_calls_ >= (std::size_t{1} << 31) || n_rows_ >= (std::size_t{1} << 31)) {
+    constexpr std::size_t kMax = std::size_t{1} << 31;  // node ids are 32-bit
+    if (n_ops_ + n_ranges_ + n_calls_ >= kMax || n_rows_ >= kMax) {
       out_.why_not = "more than 2^31 host events or device rows";
       return;
     }
@@ -183,8 +184,8 @@ class Analysis {
   bool end_at(Index p) const { return chain_[static_cast<std::size_t>(p)] & 1; }
   int64_t t_at(Index p) const { return end_at(p) ? end(ev_at(p)) : start(ev_at(p)); }
   std::size_t thread_at(Index p) const {
-    return static_cast<std::size_t>(
-        std::upper_bound(thread_begin_.begin(), thread_begin_.end(), p) - thread_begin_.begin() - 1);
+    const auto it = std::upper_bound(thread_begin_.begin(), thread_begin_.end(), p);
+    return static_cast<std::size_t>(it - thread_begin_.begin() - 1);
   }
   // The first position of thread k's chain whose node is at t or later (strictly later: after).
   Index first_at(std::size_t k, int64_t t, bool after) const {
@@ -334,7 +335,8 @@ class Analysis {
     }
     for (std::size_t i = 0; i < n_calls_; ++i) {
       if (call_start_[i] != UINT32_MAX)
-        calls_by_corr_.emplace_back((*in_.calls)[i].correlation, static_cast<Ev>(n_ops_ + n_ranges_ + i));
+        calls_by_corr_.emplace_back((*in_.calls)[i].correlation,
+                                    static_cast<Ev>(n_ops_ + n_ranges_ + i));
     }
     auto by_corr = [&](const std::pair<int64_t, Ev>& a, const std::pair<int64_t, Ev>& b) {
       if (a.first != b.first) return a.first < b.first;
@@ -457,12 +459,14 @@ class Analysis {
 
   // Of the rows in `o` launched strictly before t: the one ending last (kNone: none).
   static Index last_ending_before(const LaunchOrder& o, int64_t t) {
-    const auto k = std::lower_bound(o.launch_ns.begin(), o.launch_ns.end(), t) - o.launch_ns.begin();
+    const auto k =
+        std::lower_bound(o.launch_ns.begin(), o.launch_ns.end(), t) - o.launch_ns.begin();
     return k == 0 ? kNone : Index{o.last_ending[static_cast<std::size_t>(k - 1)]};
   }
   // Of the rows in `o` launched strictly before t: the one launched last.
   static Index launched_last_before(const LaunchOrder& o, int64_t t) {
-    const auto k = std::lower_bound(o.launch_ns.begin(), o.launch_ns.end(), t) - o.launch_ns.begin();
+    const auto k =
+        std::lower_bound(o.launch_ns.begin(), o.launch_ns.end(), t) - o.launch_ns.begin();
     return k == 0 ? kNone : Index{o.row[static_cast<std::size_t>(k - 1)]};
   }
   const LaunchOrder* stream_order(int64_t device, int64_t stream) const {
@@ -499,13 +503,15 @@ class Analysis {
       std::vector<std::vector<std::pair<int64_t, uint32_t>>> per(tids_.size());
       for (uint32_t r = 0; r < n_rows_; ++r) {
         const Ev l = launch_of(r);
-        if (l != kNoEvent) per[static_cast<std::size_t>(thread_of(tid(l)))].emplace_back(start(l), r);
+        if (l == kNoEvent) continue;
+        per[static_cast<std::size_t>(thread_of(tid(l)))].emplace_back(start(l), r);
       }
       by_thread_.resize(tids_.size());
       for (std::size_t k = 0; k < per.size(); ++k) seal(by_thread_[k], per[k], *in_.rows);
     }
     const Index k = thread_of(tid(h));
-    return k == kNone ? kNone : launched_last_before(by_thread_[static_cast<std::size_t>(k)], start(h));
+    if (k == kNone) return kNone;
+    return launched_last_before(by_thread_[static_cast<std::size_t>(k)], start(h));
   }
 
   // The cudaEventRecord an event wait or sync call c waits on: by the correlation the sync event
@@ -994,7 +1000,8 @@ class Analysis {
     for (int k = 0; k < 3; ++k) {
       for (std::size_t id = 0; id < op_ns_[k].size(); ++id) {
         if (op_ns_[k][id] == 0) continue;
-        out_.host_ops.push_back({(*in_.host_names)[id], kKind[k], op_ns_[k][id], op_events_[k][id]});
+        out_.host_ops.push_back(
+            {(*in_.host_names)[id], kKind[k], op_ns_[k][id], op_events_[k][id]});
       }
     }
     std::sort(out_.host_ops.begin(), out_.host_ops.end(),
@@ -1224,7 +1231,8 @@ std::vector<Table> critical_path_tables(const CriticalPath& p, int top) {
            format_percent(ratio(x.device_ns, x.total_ns())), verdict(x)});
   };
   for (const PathStep& st : p.steps) region(fmt::format("ProfilerStep#{}", st.step), st.shares);
-  if (!p.steps.empty() && p.outside_steps.total_ns() > 0) region("outside the steps", p.outside_steps);
+  if (!p.steps.empty() && p.outside_steps.total_ns() > 0)
+    region("outside the steps", p.outside_steps);
   if (!p.steps.empty()) r.separator();
   for (const PathPhase& ph : p.phases) {
     if (ph.shares.total_ns() > 0) region(ph.phase, ph.shares);
@@ -1241,8 +1249,11 @@ std::vector<Table> critical_path_tables(const CriticalPath& p, int top) {
     const std::size_t n = limit(p.host_ops.size());
     Table o(fmt::format("Host events on the critical path by self time there, top {} of {}", n,
                         p.host_ops.size()));
-    o.column("event", Align::kLeft).column("kind", Align::kLeft).column("time").column("share").column(
-        "events");
+    o.column("event", Align::kLeft)
+        .column("kind", Align::kLeft)
+        .column("time")
+        .column("share")
+        .column("events");
     for (std::size_t i = 0; i < n; ++i) {
       const PathHostOp& x = p.host_ops[i];
       o.row({short_kernel_name(x.name, 70), x.kind, ms(x.ns), format_percent(ratio(x.ns, len)),
