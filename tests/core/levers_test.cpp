@@ -185,7 +185,9 @@ TEST(Levers, EveryLeverSaysHowToPullItInAnHfStack) {
     EXPECT_STRNE(l.moves, "");
     EXPECT_STRNE(l.in_hf_stack, "") << l.name;
     // Every lever but packing is a knob of the registry, and carries its lever name there.
-    if (l.knob) EXPECT_STREQ(knob_info(*l.knob).lever, l.name);
+    if (l.knob) {
+      EXPECT_STREQ(knob_info(*l.knob).lever, l.name);
+    }
   }
 }
 

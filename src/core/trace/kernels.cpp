@@ -436,6 +436,7 @@ Json to_json(const TraceSummary& s) {
   out["user_ranges"] = to_json(s.user_ranges);
   out["kernel_sequences"] = to_json(s.kernel_sequences);
   out["time_series"] = to_json(s.series);
+  out["critical_path"] = to_json(s.critical_path);
   return out;
 }
 
@@ -568,6 +569,8 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
         for (auto& t : kernel_sequence_tables(r.sources[0].trace.kernel_sequences))
           out.push_back(std::move(t));
         for (auto& t : trace_series_tables(r.sources[0].trace.series)) out.push_back(std::move(t));
+        for (auto& t : critical_path_tables(r.sources[0].trace.critical_path, top))
+          out.push_back(std::move(t));
       }
       break;
     case KernelsReport::Mode::kDiff:

@@ -486,7 +486,7 @@ Key key_of(std::string_view k) {
     case 21:
       if (is(k, "wait_on_cuda_event_id")) return Key::kWaitOnEventId;
       break;
-    case 32:
+    case 33:
       if (is(k, "wait_on_cuda_event_record_corr_id")) return Key::kWaitOnRecordCorrelation;
       break;
     default:
@@ -1664,77 +1664,52 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
     s.user_ranges = detail::analyze_user_ranges(ur);
   }
 
-  // The critical path over the selection's window (critical_path.hpp).
+  // The critical path over the selection's window (critical_path.hpp), read from the arrays above
+  // in place.
   {
-    auto host_phase = [&](int64_t tid, int64_t ts) {
-      if (optimizer.contains(tid, ts)) return detail::CpPhase::kOptimizer;
-      if (backward.contains(tid, ts) || backward_only.count(tid)) return detail::CpPhase::kBackward;
-      return detail::CpPhase::kForward;
-    };
     detail::CriticalPathInput cp;
+    cp.ops = &stat_ops;
+    cp.ranges = &sax.user_ranges();
+    cp.calls = &launches;
     cp.host_names = &sax.op_names();
+    cp.rows = &stat_rows;
     cp.row_names = &names;
-    cp.host.reserve(sax.host_ops().size() + sax.user_ranges().size() + launches.size());
-    for (const HostOp& op : sax.host_ops()) {
-      cp.host.push_back({op.tid, op.start_ns, op.end_ns, 0, op.name_id, detail::CpHostKind::kOp,
-                         host_phase(op.tid, op.start_ns)});
-    }
-    for (const detail::UserRange& u : sax.user_ranges()) {
-      cp.host.push_back({u.tid, u.start_ns, u.end_ns, 0, u.name_id,
-                         detail::CpHostKind::kAnnotation, host_phase(u.tid, u.start_ns)});
-    }
-    const std::size_t first_call = cp.host.size();
-    for (const Launch& l : launches) {
-      if (l.dur_ns < 0) continue;  // a call without a usable duration is no interval
-      cp.host.push_back({l.tid, l.ts_ns, saturating_add(l.ts_ns, l.dur_ns), l.correlation,
-                         l.name_id, detail::CpHostKind::kRuntime, host_phase(l.tid, l.ts_ns)});
-    }
-    // launches are sorted by correlation: the index of each kept call by launch index
-    std::vector<int64_t> call_of(launches.size(), -1);
-    for (std::size_t i = 0, k = first_call; i < launches.size(); ++i) {
-      if (launches[i].dur_ns >= 0) call_of[i] = static_cast<int64_t>(k++);
-    }
-    cp.rows.reserve(stat_rows.size());
     static const detail::CpPhase kRowPhase[] = {detail::CpPhase::kUnknown, detail::CpPhase::kForward,
                                                 detail::CpPhase::kBackward,
                                                 detail::CpPhase::kOptimizer};
-    for (const std::size_t i : selected_rows) {
-      const DeviceRow& r = rows[i];
-      detail::CpDeviceRow d;
-      d.start_ns = r.start_ns;
-      d.end_ns = r.end_ns;
-      d.device = r.device;
-      d.stream = r.stream;
-      d.correlation = r.correlation;
-      d.launch = row_launch[i] >= 0 ? call_of[static_cast<std::size_t>(row_launch[i])] : -1;
-      d.name_id = r.name_id;
-      d.kind = r.kind;
-      d.phase = kRowPhase[row_phase[i]];
-      cp.rows.push_back(d);
-    }
+    cp.row_phase.reserve(selected_rows.size());
+    for (const std::size_t i : selected_rows) cp.row_phase.push_back(kRowPhase[row_phase[i]]);
     cp.syncs = std::move(sax.syncs());
-    cp.steps.assign(selected.begin(), selected.end());
-    cp.steps.erase(std::remove(cp.steps.begin(), cp.steps.end(), int64_t{-1}), cp.steps.end());
-    const bool whole = all_steps || cp.steps.empty();
+    // The whole trace without steps, or with every step; else the selected steps' span.
+    const bool whole = all_steps || std::all_of(selected.begin(), selected.end(),
+                                                [](int64_t st) { return st < 0; });
     cp.window_start_ns = std::numeric_limits<int64_t>::max();
     cp.window_end_ns = std::numeric_limits<int64_t>::min();
+    auto widen = [&](int64_t a, int64_t b) {
+      cp.window_start_ns = std::min(cp.window_start_ns, a);
+      cp.window_end_ns = std::max(cp.window_end_ns, b);
+    };
     if (whole) {
-      for (const detail::CpHostEvent& he : cp.host) {
-        cp.window_start_ns = std::min(cp.window_start_ns, he.start_ns);
-        cp.window_end_ns = std::max(cp.window_end_ns, he.end_ns);
+      for (const detail::StatOp& op : stat_ops) widen(op.start_ns, op.end_ns);
+      for (const detail::UserRange& u : sax.user_ranges()) widen(u.start_ns, u.end_ns);
+      for (const Launch& l : launches) {
+        if (l.dur_ns >= 0) widen(l.ts_ns, saturating_add(l.ts_ns, l.dur_ns));
       }
-      for (const detail::CpDeviceRow& d : cp.rows) {
-        cp.window_start_ns = std::min(cp.window_start_ns, d.start_ns);
-        cp.window_end_ns = std::max(cp.window_end_ns, d.end_ns);
-      }
+      for (const detail::StatRow& r : stat_rows) widen(r.start_ns, r.end_ns);
     } else {
       for (const TraceStepRange& st : s.steps) {
-        if (!std::binary_search(selected.begin(), selected.end(), st.step)) continue;
-        cp.window_start_ns = std::min(cp.window_start_ns, st.start_ns);
-        cp.window_end_ns = std::max(cp.window_end_ns, st.end_ns);
+        if (std::binary_search(selected.begin(), selected.end(), st.step))
+          widen(st.start_ns, st.end_ns);
       }
     }
     if (cp.window_start_ns > cp.window_end_ns) cp.window_start_ns = cp.window_end_ns = 0;
+    for (const TraceStepRange& st : s.steps) {
+      if (whole || std::binary_search(selected.begin(), selected.end(), st.step))
+        cp.step_ranges.push_back({st.step, st.start_ns, st.end_ns});
+    }
+    cp.worker_tids.assign(backward_only.begin(), backward_only.end());
+    for (const HostRange& r : sax.ranges())
+      cp.phase_ranges.push_back({r.tid, r.start_ns, r.end_ns, r.kind == RangeKind::kOptimizer});
     s.critical_path = detail::analyze_critical_path(cp);
   }
 
