@@ -9,9 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
+#include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/trace/trace_reader.hpp"
 
@@ -133,6 +135,8 @@ void expect_invariants(const CriticalPath& p) {
     EXPECT_LE(j[key].get<double>(), 1.0);
   }
   EXPECT_FALSE(critical_path_tables(p).empty());
+  // The evidence reads back into the same path, and writes the same bytes again.
+  EXPECT_EQ(to_json(critical_path_from_json(j, "k.json results.trace.critical_path")), j);
 }
 
 // One thread launches two short kernels and waits for them at the end; the kernels are done long
@@ -478,6 +482,38 @@ TEST(CriticalPath, EvidenceKeys) {
   EXPECT_EQ(j["by_phase"].size(), 4u);
   EXPECT_EQ(j["bound"], "device");
   EXPECT_EQ(j["kernels"][0]["category"], "memcpy_memset");
+}
+
+// The reader refuses a damaged object with one line naming the field: wrong types, a negative
+// time, sums that disagree with their parts, an unknown kernel category; an unavailable path
+// reads back with its reason.
+TEST(CriticalPath, EvidenceReaderRefusesDamagedObjects) {
+  const Json good = to_json(path_of(stream_wait_trace(true, true)));
+  auto refused = [&](const std::function<void(Json&)>& damage, const std::string& says) {
+    Json j = good;
+    damage(j);
+    try {
+      critical_path_from_json(j, "k.json results.trace.critical_path");
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([](Json& j) { j["length_ns"] = "12"; }, "length_ns");
+  refused([](Json& j) { j["device_ns"] = -1; }, "device_ns");
+  refused([](Json& j) { j["host_ns"] = j["host_ns"].get<int64_t>() + 1; }, "sums of their parts");
+  refused([](Json& j) { j["length_ns"] = j["length_ns"].get<int64_t>() + 1; },
+          "length_ns is not the sum");
+  refused([](Json& j) { j["by_step"][0].erase("queue_ns"); }, "by_step[0]");
+  refused([](Json& j) { j["kernels"][0]["category"] = "warp_magic"; }, "warp_magic");
+  refused([](Json& j) { j["graph"]["syncs"] = 1.5; }, "graph");
+  refused([](Json& j) { j = Json::array(); }, "must be an object");
+
+  CriticalPath none;
+  none.why_not = "no device rows";
+  const CriticalPath back = critical_path_from_json(to_json(none), "k.json");
+  EXPECT_FALSE(back.available);
+  EXPECT_EQ(back.why_not, "no device rows");
 }
 
 }  // namespace

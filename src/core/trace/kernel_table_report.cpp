@@ -1,5 +1,6 @@
 // Views of a kernel table: evidence JSON (and its reader, for diffs) and the human tables.
 #include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/critical_path.hpp"
 
 #include <fmt/format.h>
 
@@ -593,5 +594,6 @@ void kernels_report_section(SectionBuilder& c) {
   user_range_figures(c, "trace.user_ranges");
   kernel_sequence_figures(c, "trace.kernel_sequences");
   trace_series_figures(c, "trace.time_series");
+  critical_path_figures(c, "trace.critical_path");
 }
 }  // namespace tprobe::core

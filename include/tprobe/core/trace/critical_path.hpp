@@ -14,6 +14,8 @@
 
 namespace tprobe::core {
 
+class SectionBuilder;
+
 // A stretch of the window as the path spends it, in integer nanoseconds. Every segment of the
 // path is exactly one of the kinds below, so host_ns + device_ns + delay_ns is the stretch's
 // length on the path.
@@ -116,10 +118,15 @@ struct CriticalPath {
   PathGraph graph;
 };
 
-// results.trace.critical_path
+// results.trace.critical_path, and its reader (one tprobe::Error line naming `where` and the
+// field when the object is damaged; the sums written beside their parts are checked).
 Json to_json(const CriticalPath& p);
+CriticalPath critical_path_from_json(const Json& j, const std::string& where);
 // Its tables for the text output (empty when not available: the why is one line instead).
 // `top` rows at most in the host-op and kernel tables (<= 0: all).
 std::vector<Table> critical_path_tables(const CriticalPath& p, int top = 25);
+// The report's figure (host / device / delay on the path, whole, per step and per phase) and
+// its host-event and kernel tables, from the evidence under `base`.
+void critical_path_figures(SectionBuilder& c, const std::string& base);
 
 }  // namespace tprobe::core
