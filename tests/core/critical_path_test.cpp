@@ -466,6 +466,70 @@ TEST(CriticalPath, BrokenInputIsCountedAndThePathStillAddsUp) {
   EXPECT_EQ(p.length_ns, 100 * kUs);
 }
 
+// A cuda_sync event the reader cannot use, one fault at a time, on a launch-bound step whose
+// stream sync waits for a kernel (the sync's 10 µs return is on the path when it is linked):
+// without a usable duration it is left out and counted in health.skipped_events, and the blocking
+// call's target is inferred from its name; a correlation that is not an integer names no call
+// (unresolved, the call inferred); a wait field that is not an id is read as absent; a device
+// outside 0..2^31-1, a stream or a time that is not a number are one-line errors.
+TEST(CriticalPath, BrokenCudaSyncEventsAreLeftOutCountedOrRefused) {
+  auto trace_with = [](const std::function<void(Json&)>& damage) {
+    Trace t;
+    t.step(1, 0, 300);
+    t.call("cudaLaunchKernel", 4, 30, 35);
+    t.call("cudaStreamSynchronize", 5, 40, 210);
+    t.kernel("k", 4, 7, 125, 200);
+    t.sync("Stream Sync", 5, 7, 41, 209);
+    damage(t.events.back());
+    return t;
+  };
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> damage;
+    int64_t syncs, skipped, unresolved, inferred;
+  };
+  const std::vector<Case> kept = {
+      {"intact", [](Json&) {}, 1, 0, 0, 0},
+      {"no dur", [](Json& e) { e.erase("dur"); }, 0, 1, 0, 1},
+      {"negative dur", [](Json& e) { e["dur"] = -3; }, 0, 1, 0, 1},
+      {"dur over a day", [](Json& e) { e["dur"] = int64_t{100'000'000'000}; }, 0, 1, 0, 1},
+      {"correlation a string", [](Json& e) { e["args"]["correlation"] = "5"; }, 1, 0, 1, 1},
+      {"correlation 5.5", [](Json& e) { e["args"]["correlation"] = 5.5; }, 1, 0, 1, 1},
+      {"args an array", [](Json& e) { e["args"] = Json::array({1, 2}); }, 1, 0, 1, 1},
+      {"wait_on_stream 1.5", [](Json& e) { e["args"]["wait_on_stream"] = 1.5; }, 1, 0, 0, 0},
+      {"record correlation 2^70",
+       [](Json& e) { e["args"]["wait_on_cuda_event_record_corr_id"] = 1180591620717411303424.0; },
+       1, 0, 0, 0},
+  };
+  for (const Case& c : kept) {
+    SCOPED_TRACE(c.what);
+    const TraceResult r = read_trace_buffer(trace_with(c.damage).text(), "t.json");
+    const CriticalPath& p = r.summary.critical_path;
+    expect_invariants(p);
+    EXPECT_EQ(p.graph.syncs, c.syncs);
+    EXPECT_EQ(r.summary.health.skipped_events, c.skipped);
+    EXPECT_EQ(p.graph.unresolved_syncs, c.unresolved);
+    EXPECT_EQ(p.graph.inferred_syncs, c.inferred);
+    EXPECT_EQ(p.graph.sync_edges, 1);  // linked by the event or by the call's name
+    EXPECT_EQ(p.total.sync_ns, 10 * kUs);
+  }
+  const std::vector<std::pair<std::function<void(Json&)>, std::string>> refused = {
+      {[](Json& e) { e["args"]["device"] = int64_t{1} << 40; },
+       "traceEvents[4] ('cuda_sync' event 'Stream Sync') is on device 1099511627776"},
+      {[](Json& e) { e["args"]["stream"] = 7.5; },
+       "traceEvents[4] field 'args.stream' has value 7.5"},
+      {[](Json& e) { e["ts"] = "x"; }, "traceEvents[4] field 'ts' has value x"},
+  };
+  for (const auto& [damage, says] : refused) {
+    try {
+      read_trace_buffer(trace_with(damage).text(), "t.json");
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("t.json: " + says), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The evidence keys docs/kernels.md lists.
 TEST(CriticalPath, EvidenceKeys) {
   const CriticalPath p = path_of(stream_wait_trace(true, true));

@@ -157,6 +157,39 @@ TEST(UserRanges, WithoutRangesEveryRowIsOutsideAndNothingIsBorrowed) {
   EXPECT_TRUE(user_range_tables(u).empty());
 }
 
+// Broken range events: a user_annotation without dur is left out (health.skipped_events), as is a
+// gpu_user_annotation without dur or with a negative one (its rows are then not checked against
+// Kineto); a gpu_user_annotation on a device outside 0..2^31-1 is a one-line error.
+TEST(UserRanges, BrokenRangeEventsAreLeftOutCountedOrRefused) {
+  Trace t = ranges_trace(true);
+  Json no_dur = t.events[1];  // train_step
+  no_dur.erase("dur");
+  t.events[1] = no_dur;
+  t.events[t.events.size() - 2].erase("dur");     // the forward device range
+  t.events[t.events.size() - 1]["dur"] = -4.0;    // the backward device range
+  const TraceSummary s = t.read();
+  EXPECT_EQ(s.health.skipped_events, 3);
+  const UserRanges& u = s.user_ranges;
+  ASSERT_TRUE(u.available);
+  ASSERT_EQ(u.rows.size(), 2u);  // forward and backward, now at the top
+  EXPECT_EQ(u.rows[0].path, "forward");
+  EXPECT_EQ(u.rows[1].path, "backward");
+  EXPECT_EQ(u.kineto_checked, 0);
+  EXPECT_EQ(u.outside_kernel_ns + u.rows[0].inclusive_ns + u.rows[1].inclusive_ns, u.total_ns);
+
+  Trace far = ranges_trace(true);
+  far.events.back()["args"]["device"] = int64_t{1} << 33;
+  try {
+    far.read();
+    ADD_FAILURE() << "a device range on device 2^33 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("('gpu_user_annotation' event 'backward') is on device "
+                                         "8589934592: not a device index"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A B C A B C | copy | A B C A B C (thread 1), then A B C launched by thread 2 on the same stream.
 TEST(KernelSequences, CountsBreaksAndTheMaximalSequenceByHand) {
   Trace t;

@@ -238,6 +238,23 @@ void trace(const uint8_t* data, std::size_t size) {
       broken("negative total accepted");
     }
     if (t.union_busy_ns > t.sum_ns) broken("union busy time above the sum of kernel time");
+    // The critical path gives every nanosecond of the window once (docs/kernels.md).
+    const core::CriticalPath& p = r.summary.critical_path;
+    if (p.available) {
+      if (p.length_ns != p.total.total_ns()) broken("critical path: kinds do not add up");
+      if (p.length_ns + p.outside_path_ns != p.window_end_ns - p.window_start_ns ||
+          p.outside_path_ns < 0) {
+        broken("critical path: length and outside do not make the window");
+      }
+      core::PathShares phases;
+      for (const core::PathPhase& ph : p.phases) phases.add(ph.shares);
+      if (phases.total_ns() != p.length_ns) broken("critical path: phases do not add up");
+    }
+    // Every device row is in exactly one user range or outside them.
+    const core::UserRanges& u = r.summary.user_ranges;
+    int64_t placed = u.outside_kernel_ns + u.outside_memcpy_memset_ns;
+    for (const core::UserRangeRow& row : u.rows) placed += row.kernel_ns + row.memcpy_memset_ns;
+    if (placed != u.total_ns) broken("user ranges: rows placed twice or lost");
   });
 }
 

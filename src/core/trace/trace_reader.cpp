@@ -793,6 +793,19 @@ class TraceSax {
 
   // A device, process, thread or stream id that is a number but not an integer int64 holds: kept
   // (the first one) for finish_event to refuse; read as 1, 1.5 would put the row on device 1.
+  // The device of a device-side event (a row, a gpu_user_annotation, a cuda_sync): args.device,
+  // else pid, else 0. One outside 0..2^31-1 is refused: a wrapped or clamped id would put the
+  // event on another device (and raise false overlaps, or tie a sync to another device's rows).
+  int32_t device_index() const {
+    const int64_t device = ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0);
+    if (device < 0 || device > std::numeric_limits<int32_t>::max()) {
+      fail("{}: traceEvents[{}] ('{}' event '{}') is on device {}: not a device index "
+           "(0..2147483647)",
+           source_, ev_.index, ev_.cat, ev_.name.substr(0, 60), device);
+    }
+    return static_cast<int32_t>(device);
+  }
+
   void bad_id(Key field, std::string_view raw) {
     if (!ev_.bad_id.empty()) return;
     const char* name = field == Key::kPid   ? "pid"
@@ -1084,14 +1097,7 @@ class TraceSax {
         r.correlation = ev_.correlation;
         r.external_id = ev_.external_id;
         r.stream = ev_.stream >= 0 ? ev_.stream : ev_.tid;
-        const int64_t device = ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0);
-        if (device < 0 || device > std::numeric_limits<int32_t>::max()) {
-          // A wrapped id would put the row on another device (and raise false overlaps).
-          fail("{}: traceEvents[{}] ('{}' event '{}') is on device {}: not a device index "
-               "(0..2147483647)",
-               source_, ev_.index, ev_.cat, ev_.name.substr(0, 60), device);
-        }
-        r.device = static_cast<int32_t>(device);
+        r.device = device_index();
         r.kind = k.kind;
         if (!ev_.bad_bytes.empty()) {
           fail("{}: traceEvents[{}] ('{}' event '{}') has args.bytes {}: not a byte count (a "
@@ -1144,12 +1150,12 @@ class TraceSax {
         break;
       }
       case EventClass::kGpuAnnotation:
-        if (ev_.has_ts && ev_.has_dur && ev_.dur_ns > 0) {
+        if (!ev_.has_ts || !ev_.has_dur || ev_.dur_ns < 0) {
+          ++s_.health.skipped_events;
+        } else if (ev_.dur_ns > 0) {
           const int64_t end = saturating_add(ev_.ts_ns, ev_.dur_ns);
           detail::DeviceRange where;
-          where.device = static_cast<int32_t>(
-              std::clamp<int64_t>(ev_.device >= 0 ? ev_.device : (ev_.has_pid ? ev_.pid : 0), 0,
-                                  std::numeric_limits<int32_t>::max()));
+          where.device = device_index();
           where.stream = ev_.stream >= 0 ? ev_.stream : ev_.tid;
           where.start_ns = ev_.ts_ns;
           where.end_ns = end;
@@ -1163,8 +1169,7 @@ class TraceSax {
           detail::SyncEvent e;
           e.ts_ns = ev_.ts_ns;
           e.end_ns = saturating_add(ev_.ts_ns, ev_.dur_ns);
-          e.device = static_cast<int32_t>(std::clamp<int64_t>(
-              ev_.device >= 0 ? ev_.device : 0, 0, std::numeric_limits<int32_t>::max()));
+          e.device = device_index();
           e.stream = ev_.stream;
           e.correlation = ev_.correlation;
           e.wait_record_correlation = ev_.wait_record;
