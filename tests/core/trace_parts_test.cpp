@@ -4,6 +4,7 @@
 // loss and the optimizer, whose every row's place is worked out by hand below; the negative
 // controls (flows removed: the backward rows come out untagged; sequence numbers that do not
 // match, or none: the glue stays untagged); no module events; broken inputs.
+#include "tprobe/core/trace/part_diff.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
 
 #include <gtest/gtest.h>

@@ -4,6 +4,10 @@
 // each node's latest-finishing predecessor. Every predecessor is looked up when the walk reaches
 // its node (sorted arrays, binary searches, cursors), so the cost is a few passes and sorts, and
 // the memory 13 bytes a host event beside the reader's own arrays, which it reads in place.
+// Longer than the house's ~800 lines for a stated reason: it is one class (Analysis) whose graph
+// — the threads' chains, the streams' orders, the sync edges — is the state the walk reads at
+// every node; split across files it would be a second header of accessors crossed per node.
+// Its evidence, reader, tables and report figure are critical_path_report.cpp.
 #include "tprobe/core/trace/critical_path.hpp"
 
 #include <fmt/format.h>

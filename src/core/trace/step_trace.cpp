@@ -34,19 +34,6 @@ std::optional<Enum> parse_name(std::string_view text, const std::array<const cha
   return std::nullopt;
 }
 
-int phase_rank(const std::string& phase) {
-  if (auto p = parse_step_phase(phase)) return static_cast<int>(*p);
-  return 100;  // untagged last
-}
-int part_rank(const std::string& part) {
-  if (auto p = parse_step_part(part)) return static_cast<int>(*p);
-  return 100;
-}
-int kind_rank(const std::string& kind) {
-  if (auto k = parse_layer_kind(kind)) return static_cast<int>(*k);
-  return 100;
-}
-
 }  // namespace
 
 const char* to_string(StepPhase phase) { return kPhaseNames.at(static_cast<size_t>(phase)); }
@@ -60,6 +47,28 @@ std::optional<StepPart> parse_step_part(std::string_view text) {
 }
 std::optional<LayerKind> parse_layer_kind(std::string_view text) {
   return parse_name<LayerKind>(text, kKindNames);
+}
+
+int phase_rank(std::string_view phase) {
+  if (auto p = parse_step_phase(phase)) return static_cast<int>(*p);
+  return 100;  // untagged last
+}
+int part_rank(std::string_view part) {
+  if (auto p = parse_step_part(part)) return static_cast<int>(*p);
+  return 100;
+}
+int layer_kind_rank(std::string_view kind) {
+  if (auto k = parse_layer_kind(kind)) {
+    switch (*k) {
+      case LayerKind::kSliding:
+        return 0;
+      case LayerKind::kFull:
+        return 1;
+      case LayerKind::kNone:
+        return 2;
+    }
+  }
+  return 100;
 }
 
 const std::vector<StepPhase>& all_step_phases() {
@@ -417,8 +426,8 @@ StepBreakdown break_down(const std::vector<KernelRecord>& records) {
   b.span_ns = records.empty() ? 0 : last - first;
   for (auto& [key, row] : rows) b.rows.push_back(std::move(row));
   std::sort(b.rows.begin(), b.rows.end(), [](const PartRow& a, const PartRow& c) {
-    return std::make_tuple(phase_rank(a.phase), kind_rank(a.layer_kind), part_rank(a.part)) <
-           std::make_tuple(phase_rank(c.phase), kind_rank(c.layer_kind), part_rank(c.part));
+    return std::make_tuple(phase_rank(a.phase), layer_kind_rank(a.layer_kind), part_rank(a.part)) <
+           std::make_tuple(phase_rank(c.phase), layer_kind_rank(c.layer_kind), part_rank(c.part));
   });
   for (auto& [index, l] : layers) b.layers.push_back(std::move(l));
   return b;

@@ -104,15 +104,6 @@ std::vector<MemoryPoint> downsample(const MemEvent* ev, std::size_t n) {
   return out;
 }
 
-int phase_rank(const std::string& p) {
-  auto v = parse_step_phase(p);
-  return v ? static_cast<int>(*v) : 100;
-}
-int part_rank(const std::string& p) {
-  auto v = parse_step_part(p);
-  return v ? static_cast<int>(*v) : 100;
-}
-int kind_rank(const std::string& k) { return k == "sliding" ? 0 : k == "full" ? 1 : 2; }
 
 }  // namespace
 
@@ -282,7 +273,7 @@ void attribute_memory(TraceMemory& memory, const std::vector<MemoryAlive>& alive
     const std::string phase = to_string(t.phase), kind = to_string(t.layer_kind),
                       part = to_string(t.part);
     MemoryPartRow& r =
-        c.rows[{phase_rank(phase), kind_rank(kind), part_rank(part), phase, kind, part}];
+        c.rows[{phase_rank(phase), layer_kind_rank(kind), part_rank(part), phase, kind, part}];
     r.phase = phase;
     r.layer_kind = kind;
     r.part = part;

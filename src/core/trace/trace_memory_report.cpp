@@ -49,14 +49,9 @@ Table alive_table(const MemoryDevice& d, const std::string& why, const std::stri
     std::pair<std::string, std::string> k{r.layer_kind, r.part};
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
   }
-  auto kind_rank = [](const std::string& k) { return k == "sliding" ? 0 : k == "full" ? 1 : 2; };
-  auto part_rank = [](const std::string& p) {
-    auto v = parse_step_part(p);
-    return v ? static_cast<int>(*v) : 100;
-  };
   std::stable_sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
-    return std::make_pair(kind_rank(a.first), part_rank(a.second)) <
-           std::make_pair(kind_rank(b.first), part_rank(b.second));
+    return std::make_pair(layer_kind_rank(a.first), part_rank(a.second)) <
+           std::make_pair(layer_kind_rank(b.first), part_rank(b.second));
   });
   const int64_t peak = d.peak.allocated_bytes;
   auto share = [&](int64_t b) { return peak > 0 ? format_percent(ratio(b, peak)) : "-"; };

@@ -10,6 +10,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/trace/kernel_diff.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/part_diff.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/core/trace/trace_reader.hpp"
 

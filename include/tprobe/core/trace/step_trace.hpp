@@ -51,6 +51,13 @@ std::optional<LayerKind> parse_layer_kind(std::string_view text);
 // Every value, in display order.
 const std::vector<StepPhase>& all_step_phases();
 const std::vector<StepPart>& all_step_parts();
+// The one display order of rows by phase, part and layer kind, wherever they are listed (the
+// breakdown's rows, the phase x part matrix, the memory by part, the part diff): phases and parts
+// in the order above; layer kinds sliding, full, then "-" (the rows outside the decoder layers:
+// embedding, loss head, the rest); a word outside the vocabulary ("untagged") after every other.
+int phase_rank(std::string_view phase);
+int part_rank(std::string_view part);
+int layer_kind_rank(std::string_view kind);
 
 struct StepTag {
   StepPhase phase = StepPhase::kForward;

@@ -1,0 +1,255 @@
+// The views of a trace's phase x part x layer attribution (trace_parts.hpp): its evidence, the
+// phase x part matrix `profile` and `kernels` print, the per-layer table and the text output.
+#include "tprobe/core/trace/trace_parts.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "base/strict_json.hpp"
+#include "base/string_util.hpp"
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::core {
+
+namespace {
+
+std::string secs(int64_t ns) { return format_seconds(static_cast<double>(ns) * 1e-9); }
+
+
+// At most `n` bytes of `s`, cut at a UTF-8 character boundary.
+std::string clip(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+std::string span_share(int64_t ns, int64_t of) {
+  return of > 0 ? format_percent(static_cast<double>(ns) / static_cast<double>(of)) : "-";
+}
+
+}  // namespace
+
+std::string trace_parts_hint() {
+  return "no module events in this trace: record it with torch.profiler.profile(..., "
+         "with_stack=True) for the phase × part table (with_modules=True alone records none for "
+         "an eager model); the phase split above is from the launching ops";
+}
+
+std::string trace_parts_why_none(const TraceParts& p) {
+  return p.attribution_off ? "the phase × part attribution was turned off (--parts off)"
+                           : trace_parts_hint();
+}
+
+Json to_json(const TraceParts& p) {
+  Json out;
+  const TracePartsCounts& c = p.counts;
+  out["parts"] = {{"module_events", p.module_events},
+                  {"attribution_off", p.attribution_off},
+                  {"python_events", p.python_events},
+                  {"module_event_count", p.module_event_count},
+                  {"fwdbwd_links", p.fwdbwd_links},
+                  {"fwdbwd_unpaired", p.fwdbwd_unpaired},
+                  {"backward_ops_linked", p.backward_ops_linked},
+                  {"decoder_layers", p.decoder_layers},
+                  {"model", p.model.empty() ? Json(nullptr) : Json(p.model)},
+                  {"layer_kinds_known", p.layer_kinds_known},
+                  {"notes", p.notes},
+                  {"hint", p.module_events ? Json(nullptr) : Json(trace_parts_why_none(p))}};
+  out["attribution"] = {{"rows", c.rows},
+                        {"attributed_rows", c.attributed},
+                        {"linked_rows", c.linked},
+                        {"linked_enclosing_rows", c.linked_enclosing},
+                        {"linked_evaluate_rows", c.linked_evaluate},
+                        {"linked_accumulate_rows", c.linked_accumulate},
+                        {"untagged_rows", c.untagged},
+                        {"untagged_no_launch_rows", c.untagged_no_launch},
+                        {"untagged_no_module_rows", c.untagged_no_module},
+                        {"untagged_unlinked_rows", c.untagged_unlinked},
+                        {"untagged_no_part_rows", c.untagged_no_part},
+                        {"outside_model_rows", c.outside_model}};
+  if (!p.module_events) {
+    out["by_phase_part"] = nullptr;
+    out["by_layer"] = nullptr;
+    out["outside_model"] = nullptr;
+    return out;
+  }
+  Json outside = Json::array();
+  for (const OutsideModelRow& o : p.outside_model) {
+    outside.push_back({{"op", o.op},
+                       {"phase", o.phase},
+                       {"rows", o.rows},
+                       {"kernels", o.kernels},
+                       {"kernel_s", static_cast<double>(o.kernel_ns) * 1e-9},
+                       {"memcpy_memset_s", static_cast<double>(o.memcpy_memset_ns) * 1e-9}});
+  }
+  out["outside_model"] = std::move(outside);
+  out["attribution"]["outside_model_kernel_s"] = static_cast<double>(p.outside_model_kernel_ns) * 1e-9;
+  out["attribution"]["outside_model_kernel_share_ratio"] =
+      p.breakdown.kernel_ns > 0
+          ? static_cast<double>(p.outside_model_kernel_ns) / static_cast<double>(p.breakdown.kernel_ns)
+          : 0.0;
+  const Json b = to_json(p.breakdown);
+  out["by_phase_part"] = b["rows"];
+  out["by_layer"] = b["layers"];
+  out["attribution"]["kernels"] = p.breakdown.kernels;
+  out["attribution"]["kernel_s"] = b["kernel_s"];
+  out["attribution"]["kernel_ns"] = p.breakdown.kernel_ns;
+  out["attribution"]["memcpy_memset_s"] = b["memcpy_memset_s"];
+  out["attribution"]["span_s"] = b["span_s"];
+  out["attribution"]["untagged_kernel_s"] = b["untagged_kernel_s"];
+  out["attribution"]["untagged_kernel_share_ratio"] = b["untagged_kernel_share_ratio"];
+  return out;
+}
+
+Table phase_part_matrix(const StepBreakdown& b, const std::string& title,
+                        const std::vector<std::string>& phases, int64_t span_ns) {
+  Table m(title);
+  m.column("layers", Align::kLeft).column("part", Align::kLeft);
+  for (const auto& ph : phases) m.column(ph);
+  m.column("all phases");
+  if (span_ns >= 0) m.column("of span");
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (const auto& r : b.rows) {
+    std::pair<std::string, std::string> k{r.layer_kind, r.part};
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& c) {
+    return std::make_pair(layer_kind_rank(a.first), part_rank(a.second)) <
+           std::make_pair(layer_kind_rank(c.first), part_rank(c.second));
+  });
+  auto cell = [&](const std::string& kind, const std::string& part, const std::string& phase) {
+    int64_t ns = 0;
+    for (const auto& r : b.rows) {
+      if (r.layer_kind == kind && r.part == part && r.phase == phase) ns += r.kernel_ns;
+    }
+    return ns;
+  };
+  for (const auto& [kind, part] : keys) {
+    std::vector<std::string> row = {kind, part};
+    int64_t all = 0;
+    for (const auto& ph : phases) {
+      const int64_t ns = cell(kind, part, ph);
+      all += ns;
+      row.push_back(ns > 0 ? secs(ns) : "");
+    }
+    row.push_back(secs(all));
+    if (span_ns >= 0) row.push_back(span_share(all, span_ns));
+    m.row(std::move(row));
+  }
+  m.separator();
+  std::vector<std::string> total = {"all", "all"};
+  for (const auto& ph : phases) {
+    int64_t ns = 0;
+    for (const auto& r : b.rows) {
+      if (r.phase == ph) ns += r.kernel_ns;
+    }
+    total.push_back(ns > 0 ? secs(ns) : "");
+  }
+  total.push_back(secs(b.kernel_ns));
+  if (span_ns >= 0) total.push_back(span_share(b.kernel_ns, span_ns));
+  m.row(std::move(total));
+  return m;
+}
+
+Table layer_matrix(const StepBreakdown& b, const std::string& title,
+                   const std::vector<std::string>& phases) {
+  Table t(title);
+  t.column("layer").column("kind", Align::kLeft);
+  for (const auto& ph : phases) t.column(ph);
+  t.column("all phases");
+  for (const LayerRow& l : b.layers) {
+    std::vector<std::string> row = {std::to_string(l.layer), l.layer_kind};
+    int64_t all = 0;
+    for (const auto& ph : phases) {
+      int64_t ns = 0;
+      auto it = l.kernel_ns.find(ph);
+      if (it != l.kernel_ns.end()) {
+        for (const auto& [part, v] : it->second) ns += v;
+      }
+      all += ns;
+      row.push_back(ns > 0 ? secs(ns) : "");
+    }
+    row.push_back(secs(all));
+    t.row(std::move(row));
+  }
+  return t;
+}
+
+std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& title_prefix) {
+  std::vector<Table> out;
+  if (!p.module_events) {
+    Table t(title_prefix + "Parts");
+    t.column(trace_parts_why_none(p), Align::kLeft);
+    out.push_back(t);
+    return out;
+  }
+  const std::vector<std::string> phases = {"forward",  "loss",      "recompute",
+                                           "backward", "optimizer", "untagged"};
+  const StepBreakdown& b = p.breakdown;
+  Table m = phase_part_matrix(
+      b,
+      fmt::format("{}where the trace's device time went, by phase and part (kernel time over the "
+                  "selected steps; share of the device span {})",
+                  title_prefix, secs(b.span_ns)),
+      phases, b.span_ns);
+  const TracePartsCounts& c = p.counts;
+  auto share = [&](int64_t ns) {
+    return b.kernel_ns > 0 ? format_percent(double(ns) / double(b.kernel_ns)) : std::string("-");
+  };
+  m.note(fmt::format(
+      "{} of {} device rows placed ({} backward rows through a fwdbwd flow, {} of them through "
+      "the flow of an enclosing backward op, {} through the node op of their evaluate_function "
+      "range, {} in AccumulateGrad through the node evaluated before it; {} launched by ops "
+      "outside the model's modules, "
+      "part other: {} kernel time ({}), by op below); untagged {}: no launch {}, outside every "
+      "module and op {}, backward op without a flow {}, in modules that name no part {}; "
+      "untagged kernel time {} ({})",
+      format_count(c.attributed), format_count(c.rows), format_count(c.linked),
+      format_count(c.linked_enclosing), format_count(c.linked_evaluate),
+      format_count(c.linked_accumulate), format_count(c.outside_model),
+      secs(p.outside_model_kernel_ns), share(p.outside_model_kernel_ns), format_count(c.untagged),
+      c.untagged_no_launch, c.untagged_no_module, c.untagged_unlinked, c.untagged_no_part,
+      secs(b.untagged_kernel_ns), share(b.untagged_kernel_ns)));
+  m.note(fmt::format(
+      "{} module events, {} decoder layer(s){}; forward and recompute rows by their launching op's "
+      "enclosing modules, backward rows by the module of the forward op their fwdbwd flow names "
+      "(docs/kernels.md, \"Parts\"); memcpy/memset rows are counted in the evidence "
+      "(memcpy_memset_s), not in these kernel times ({})",
+      format_count(p.module_event_count), p.decoder_layers.size(),
+      p.model.empty() ? "" : ", layer kinds from " + p.model, secs(b.memcpy_memset_ns)));
+  for (const std::string& n : p.notes) m.note(n);
+  out.push_back(m);
+  if (!p.outside_model.empty()) {
+    Table o(title_prefix +
+            "time outside the model's modules by launching op (in the table above as part other, "
+            "layers -)");
+    o.column("op", Align::kLeft)
+        .column("phase", Align::kLeft)
+        .column("rows")
+        .column("kernel time")
+        .column("of kernel time");
+    for (const OutsideModelRow& r : p.outside_model) {
+      o.row({clip(r.op, 80), r.phase, format_count(r.rows), secs(r.kernel_ns),
+             share(r.kernel_ns)});
+    }
+    o.separator();
+    o.row({"all", "", format_count(c.outside_model), secs(p.outside_model_kernel_ns),
+           share(p.outside_model_kernel_ns)});
+    o.note("forward side: the outermost cpu_op holding the launch (phase backward inside torch's "
+           "own backward call); backward side: the backward op whose fwdbwd flow names a forward "
+           "op outside every module");
+    out.push_back(o);
+  }
+  if (!b.layers.empty()) {
+    out.push_back(layer_matrix(b, title_prefix + "kernel time per decoder layer (parts summed)",
+                               {"forward", "recompute", "backward"}));
+  }
+  return out;
+}
+
+}  // namespace tprobe::core
