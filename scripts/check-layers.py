@@ -6,7 +6,13 @@ folder, torch_api, model, cupti, probes, app) and checked against the table belo
 include only the units it lists, so no include runs back up and no two units include each other.
 A quoted include of a private header ("src/...") from outside its own library is refused too.
 
-Usage: check-layers.py [REPO_ROOT]   (exit 0: clean; 1: every offending line printed)
+docs/ARCHITECTURE.md is checked against the same table: its library table's "may use" column
+(the units named there; "core" is every core folder) and its core folder table's "may include"
+column must list exactly the units below, and the folder table must be ordered so that a folder
+includes only folders above it.
+
+Usage: check-layers.py [REPO_ROOT] [--doc ARCHITECTURE.md]   (exit 0: clean; 1: every offending
+line printed). --doc checks another copy of the document (the tests' negative controls).
 """
 import os
 import re
@@ -21,10 +27,10 @@ ALLOWED = {
     "core/io": ["core/base"],
     "core/gemma4": ["core/base", "core/io"],
     "core/step": ["core/base"],
-    "core/data": ["core/base", "core/io", "core/gemma4", "core/report"],
+    "core/data": ["core/base", "core/io", "core/report"],
     "core/cost": ["core/base", "core/io", "core/gemma4", "core/step", "core/report"],
     "core/mask": ["core/base", "core/gemma4", "core/step", "core/report"],
-    "core/trace": ["core/base", "core/io", "core/report"],
+    "core/trace": ["core/base", "core/report"],
     "core/adapter": ["core/base", "core/io", "core/gemma4", "core/report"],
     "core/report": ["core/base"],
     "cupti": ["core/base", "core/trace"],
@@ -72,9 +78,102 @@ def unit_of_include(inc, from_unit):
     return None
 
 
+LIBRARY_ROWS = {  # the library table's first column -> unit
+    "`include/tprobe/torch_api/`, `src/torch_api/`": "torch_api",
+    "`include/tprobe/model/`, `src/model/`": "model",
+    "`include/tprobe/cupti/`, `src/cupti/`": "cupti",
+    "`probes/`": "probes",
+    "`src/app/`": "app",
+}
+
+
+def table_rows(text, header):
+    """The rows under the markdown table whose header line starts with `header`, as cell lists."""
+    at = text.find(header)
+    if at < 0:
+        return None
+    rows = []
+    for line in text[at:].split("\n")[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows
+
+
+def units_named(cell, folder_names):
+    """The units a "may" cell names: core folders by name ("base", "io"), libraries by name."""
+    out = set()
+    cell = cell.split("(")[0]
+    for folder in re.findall(r"core/([a-z_0-9]+)", cell):
+        out.add("core/" + folder)
+    cell = re.sub(r"core/[a-z_0-9]+", "", cell)
+    for word in re.findall(r"[a-z_0-9]+", cell):
+        if word == "core":
+            out.update(CORE)
+        elif word in folder_names:
+            out.add("core/" + word)
+        elif word in ALLOWED:
+            out.add(word)
+    return out
+
+
+def check_doc(path):
+    with open(path, encoding="utf-8") as fh:
+        text = fh.read()
+    problems = []
+    folder_names = [c.split("/")[1] for c in CORE]
+    rows = table_rows(text, "| folder | holds | may include |")
+    if rows is None:
+        return ["docs/ARCHITECTURE.md: no core folder table (| folder | holds | may include |)"]
+    listed = []
+    for cells in rows:
+        folder = "core/" + cells[0].strip("`/ ")
+        if folder not in ALLOWED:
+            problems.append(f"docs/ARCHITECTURE.md: folder table row {cells[0]} is not a core unit")
+            continue
+        doc = units_named(cells[-1], folder_names)
+        if doc != set(ALLOWED[folder]):
+            problems.append(f"docs/ARCHITECTURE.md: {cells[0]} may include {sorted(doc)}, "
+                            f"check-layers.py says {sorted(ALLOWED[folder])}")
+        above = set(listed)
+        for dep in ALLOWED[folder]:
+            if dep not in above:
+                problems.append(f"docs/ARCHITECTURE.md: {cells[0]} includes {dep}, which the "
+                                "folder table lists below it")
+        listed.append(folder)
+    for u in CORE:
+        if u not in listed:
+            problems.append(f"docs/ARCHITECTURE.md: core folder {u} has no row in the folder table")
+    rows = table_rows(text, "| folder | target | what lives there | may use | must not use |")
+    if rows is None:
+        return problems + ["docs/ARCHITECTURE.md: no library table"]
+    seen = set()
+    for cells in rows:
+        unit = LIBRARY_ROWS.get(cells[0])
+        if unit is None:
+            continue
+        seen.add(unit)
+        doc = units_named(cells[3], [])
+        if doc != set(ALLOWED[unit]):
+            problems.append(f"docs/ARCHITECTURE.md: {cells[0]} may use {sorted(doc)}, "
+                            f"check-layers.py says {sorted(ALLOWED[unit])}")
+    for unit in sorted(set(LIBRARY_ROWS.values()) - seen):
+        problems.append(f"docs/ARCHITECTURE.md: library {unit} has no row in the library table")
+    return problems
+
+
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
-                           os.path.join(os.path.dirname(__file__), ".."))
+    args = sys.argv[1:]
+    doc = None
+    if "--doc" in args:
+        i = args.index("--doc")
+        if i + 1 >= len(args):
+            print("check-layers.py: --doc needs a file")
+            return 2
+        doc = args[i + 1]
+        del args[i:i + 2]
+    root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
+    doc = doc or os.path.join(root, "docs", "ARCHITECTURE.md")
     problems = []
     seen_units = set()
     for top in ("include/tprobe", "src", "probes"):
@@ -103,6 +202,7 @@ def main():
                         problems.append(f"{rel}:{line}: includes a private header \"{inc}\"")
                     elif target not in ALLOWED[unit]:
                         problems.append(f"{rel}:{line}: {unit} may not include {target} (\"{inc}\")")
+    problems += check_doc(doc)
     missing = sorted(set(ALLOWED) - seen_units)
     for u in missing:
         problems.append(f"unit '{u}' has no files: the layering table is out of date")

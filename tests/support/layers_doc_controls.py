@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Negative controls of scripts/check-layers.py's document check: docs/ARCHITECTURE.md altered
+three ways (a narrowed cell, a folder moved below a folder that includes it, a widened
+library cell), each of which must be refused with a line naming the row; the unaltered copy passes.
+
+Usage: layers_doc_controls.py REPO_ROOT   (exit 0: every control behaved; 1 otherwise)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(root, doc_text):
+    with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False, encoding="utf-8") as f:
+        f.write(doc_text)
+        path = f.name
+    try:
+        p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), root,
+                            "--doc", path], capture_output=True, text=True)
+        return p.returncode, p.stdout
+    finally:
+        os.unlink(path)
+
+
+def main():
+    root = os.path.abspath(sys.argv[1])
+    with open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    lines = text.split("\n")
+    failures = []
+    rc, out = run(root, text)
+    if rc != 0:
+        failures.append("the unaltered document is refused:\n" + out)
+
+    def row(prefix):
+        return next(i for i, l in enumerate(lines) if l.startswith(prefix))
+
+    trace = row("| `trace/` |")
+    narrowed = list(lines)
+    assert narrowed[trace].endswith("| base, report |")
+    narrowed[trace] = narrowed[trace][: -len("| base, report |")] + "| base |"
+    swapped = list(lines)
+    rep = swapped.pop(row("| `report/` |"))
+    swapped.insert(row("| `adapter/` |"), rep)  # now below adapter/, which includes it
+    widened = list(lines)
+    cupti = row("| `include/tprobe/cupti/`")
+    widened[cupti] = widened[cupti].replace("`core/base`, `core/trace`, CUPTI",
+                                            "`core/base`, `core/trace`, `core/io`, CUPTI")
+    for name, doc, says in [
+        ("trace/ narrowed", narrowed, "`trace/` may include ['core/base']"),
+        ("report/ moved below adapter/", swapped, "which the folder table lists below it"),
+        ("cupti widened", widened, "may use ['core/base', 'core/io', 'core/trace']"),
+    ]:
+        rc, out = run(root, "\n".join(doc))
+        if rc != 1 or says not in out:
+            failures.append(f"{name}: exit {rc}, expected 1 and a line with {says!r}:\n{out}")
+    for f in failures:
+        print(f)
+    print(f"{len(failures)} of 4 controls misbehaved" if failures else "4 of 4 controls behaved")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
