@@ -49,8 +49,12 @@ TEST(KnobRegistry, EveryKnobIsOneEntryInEnumOrderWithItsOwnFlagAndKey) {
       EXPECT_STRNE(v.summary, "") << v.name;
     }
     // A default is one of the values, or left to the engine with a sentence saying how.
-    if (*k.default_value && !k.values.empty()) EXPECT_TRUE(names.count(k.default_value)) << k.key;
-    if (!*k.default_value) EXPECT_STRNE(k.auto_summary, "") << k.key;
+    if (*k.default_value && !k.values.empty()) {
+      EXPECT_TRUE(names.count(k.default_value)) << k.key;
+    }
+    if (!*k.default_value) {
+      EXPECT_STRNE(k.auto_summary, "") << k.key;
+    }
     for (const auto& [alias, to] : k.aliases) EXPECT_TRUE(names.count(to)) << alias;
     if (*k.lever) {
       EXPECT_STRNE(k.moves, "") << k.key;
