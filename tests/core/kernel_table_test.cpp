@@ -84,7 +84,7 @@ TEST(KernelTable, PerNameStatistics) {
   EXPECT_EQ(k.count, 4);
   EXPECT_EQ(k.total_ns, 170);
   EXPECT_DOUBLE_EQ(k.mean_ns, 42.5);
-  EXPECT_EQ(k.median_ns, 20);  // lower median of 10, 20, 40, 100
+  EXPECT_EQ(k.lower_median_ns, 20);  // of 10, 20, 40, 100: the lower of the middle two
   EXPECT_EQ(k.min_ns, 10);
   EXPECT_EQ(k.max_ns, 100);
 }
@@ -241,6 +241,17 @@ TEST(KernelTableJson, BrokenShapesNameTheField) {
   bad_count["kernels"][0]["count"] = "3";
   EXPECT_THROW(kernel_table_from_json(bad_count, "f.json"), Error);
   EXPECT_THROW(kernel_table_from_json(Json::array(), "f.json"), Error);
+  // Version 1 wrote the lower median as median_ns: read under its own name.
+  Json v1 = j;
+  v1["schema_version"] = 1;
+  for (Json& k : v1["kernels"]) {
+    k["median_ns"] = k["lower_median_ns"];
+    k.erase("lower_median_ns");
+  }
+  EXPECT_EQ(to_json(kernel_table_from_json(v1, "f.json")), j);
+  Json v2_with_old_name = v1;
+  v2_with_old_name["schema_version"] = 2;
+  EXPECT_THROW(kernel_table_from_json(v2_with_old_name, "f.json"), Error);
 }
 
 TEST(KernelDiff, SortedByWhatMovedMost) {

@@ -225,7 +225,7 @@ KernelTable KernelTableBuilder::finish() {
     row.count = static_cast<int64_t>(n.durations.size());
     for (int64_t d : n.durations) row.total_ns += d;
     row.mean_ns = double(row.total_ns) / double(row.count);
-    row.median_ns = n.durations[(n.durations.size() - 1) / 2];
+    row.lower_median_ns = n.durations[(n.durations.size() - 1) / 2];
     row.min_ns = n.durations.front();
     row.max_ns = n.durations.back();
     row.share_ratio = ratio(row.total_ns, t.totals.sum_ns);

@@ -143,7 +143,7 @@ Json to_json(const KernelTable& t) {
                        {"count", k.count},
                        {"total_ns", k.total_ns},
                        {"mean_ns", k.mean_ns},
-                       {"median_ns", k.median_ns},
+                       {"lower_median_ns", k.lower_median_ns},
                        {"min_ns", k.min_ns},
                        {"max_ns", k.max_ns},
                        {"share_ratio", k.share_ratio},
@@ -187,8 +187,8 @@ Json to_json(const KernelTable& t) {
 KernelTable kernel_table_from_json(const Json& j, const std::string& where) {
   KernelTable t;
   const int64_t version = int_field(j, "schema_version", where);
-  if (version != kKernelTableSchemaVersion) {
-    fail("{}: kernel_table schema_version {} (this tprobe reads {})", where, version,
+  if (version != kKernelTableSchemaVersion && version != 1) {
+    fail("{}: kernel_table schema_version {} (this tprobe reads 1 to {})", where, version,
          kKernelTableSchemaVersion);
   }
   t.totals = totals_from(field(j, "totals", where), where + " totals");
@@ -245,7 +245,7 @@ KernelTable kernel_table_from_json(const Json& j, const std::string& where) {
     row.count = int_field(k, "count", w);
     row.total_ns = int_field(k, "total_ns", w);
     row.mean_ns = num_field(k, "mean_ns", w);
-    row.median_ns = int_field(k, "median_ns", w);
+    row.lower_median_ns = int_field(k, version == 1 ? "median_ns" : "lower_median_ns", w);
     row.min_ns = int_field(k, "min_ns", w);
     row.max_ns = int_field(k, "max_ns", w);
     row.share_ratio = num_field(k, "share_ratio", w);
@@ -356,7 +356,7 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
       .column("calls")
       .column("total")
       .column("mean")
-      .column("median")
+      .column("lower median")
       .column("share");
   const std::size_t shown =
       top > 0 ? std::min(t.kernels.size(), static_cast<std::size_t>(top)) : t.kernels.size();
@@ -372,7 +372,7 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
   for (std::size_t i = 0; i < shown; ++i) {
     const KernelRow& r = t.kernels[i];
     k.row({labels[i], to_string(r.category), r.architecture.sm ? sm_label(r.architecture.sm) : "",
-           format_count(r.count), ms(r.total_ns), us(r.mean_ns), us(double(r.median_ns)),
+           format_count(r.count), ms(r.total_ns), us(r.mean_ns), us(double(r.lower_median_ns)),
            format_percent(r.share_ratio)});
   }
   if (shown < t.kernels.size()) {

@@ -65,7 +65,9 @@ struct KernelRow {
   int64_t count = 0;
   int64_t total_ns = 0;
   double mean_ns = 0;
-  int64_t median_ns = 0;  // lower median of the durations
+  // The lower median of the durations: the middle one, the lower of the two middle ones for an
+  // even count (a duration that occurred, in integer ns; not the mean of the two).
+  int64_t lower_median_ns = 0;
   int64_t min_ns = 0;
   int64_t max_ns = 0;
   double share_ratio = 0;                   // of the selection's sum of device time
