@@ -9,6 +9,7 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/median.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/attention_mask.hpp"
 #include "tprobe/model/torch_compat.hpp"
@@ -16,17 +17,13 @@
 namespace tprobe::model {
 namespace {
 
+using core::median;
+
 const char* kBackends[] = {"flash", "efficient", "cudnn", "math"};
 
 std::string first_line(const std::string& s) {
   const size_t n = s.find('\n');
   return n == std::string::npos ? s : s.substr(0, n);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 struct Inputs {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/base/median.hpp"
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
@@ -346,7 +347,7 @@ using core::find_path;
 using core::format_percent;
 using core::format_seconds;
 using core::Json;
-using core::median_of;
+using core::median;
 using core::number_at;
 using core::pct;
 using core::render_svg;
@@ -670,7 +671,7 @@ void profile_report_section(core::SectionBuilder& c) {
       ChartSeries& s = time_by_batch[*b];
       s.label = fmt::format("batch {} (median, bar: min–max)", axis_number(*b));
       s.x.push_back(*w);
-      s.y.push_back(median_of(samples));
+      s.y.push_back(median(samples));
       s.y_low.push_back(*std::min_element(samples.begin(), samples.end()));
       s.y_high.push_back(*std::max_element(samples.begin(), samples.end()));
     }

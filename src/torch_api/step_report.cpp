@@ -1,6 +1,8 @@
 // JSON, line and table views of a StepReport: no libtorch here, so they compile fast.
 #include "tprobe/torch_api/step_report.hpp"
 
+#include "tprobe/core/base/median.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,12 +38,9 @@ const char* to_string(PointOutcome outcome) {
 SampleStats sample_stats(const std::vector<double>& samples) {
   SampleStats s;
   if (samples.empty()) return s;
-  std::vector<double> v = samples;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  s.median = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  s.min = v.front();
-  s.max = v.back();
+  s.median = core::median(samples);
+  s.min = *std::min_element(samples.begin(), samples.end());
+  s.max = *std::max_element(samples.begin(), samples.end());
   s.spread_ratio = s.median > 0 ? (s.max - s.min) / s.median : 0.0;
   return s;
 }

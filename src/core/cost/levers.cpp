@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/median.hpp"
 #include "tprobe/core/report/section.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
@@ -71,12 +72,9 @@ Timing make_timing(std::vector<double> samples_s) {
   Timing t;
   t.samples_s = std::move(samples_s);
   if (t.samples_s.empty()) return t;
-  std::vector<double> s = t.samples_s;
-  std::sort(s.begin(), s.end());
-  const std::size_t n = s.size();
-  t.median_s = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  t.min_s = s.front();
-  t.max_s = s.back();
+  t.median_s = median(t.samples_s);
+  t.min_s = *std::min_element(t.samples_s.begin(), t.samples_s.end());
+  t.max_s = *std::max_element(t.samples_s.begin(), t.samples_s.end());
   return t;
 }
 

@@ -16,6 +16,7 @@
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/median.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -232,12 +233,6 @@ ModelFit fit_core(const std::vector<FitPoint>& points, FitModel model) {
     fit.loo_max_abs_s = maxabs;
   }
   return fit;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string format_g(double v) { return fmt::format("{:.4g}", v); }

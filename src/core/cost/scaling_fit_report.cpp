@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/median.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
@@ -357,7 +358,7 @@ void scaling_fit_report_section(SectionBuilder& c) {
   double wmax = 0;
   for (const auto& [w, v] : by_width) {
     measured.x.push_back(w);
-    measured.y.push_back(median_of(v));
+    measured.y.push_back(median(v));
     measured.y_low.push_back(*std::min_element(v.begin(), v.end()));
     measured.y_high.push_back(*std::max_element(v.begin(), v.end()));
     wmax = std::max(wmax, w);

@@ -109,12 +109,6 @@ bool true_at(const Json& j, const std::string& dotted) {
   return v && v->is_boolean() && v->get<bool>();
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 FieldPath outside_results(std::string path) {
   FieldPath f(std::move(path));
   f.in_results = false;

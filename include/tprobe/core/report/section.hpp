@@ -33,7 +33,6 @@ std::string pct(std::optional<double> ratio);
 std::optional<double> row_seconds(const Json& row, std::string* key);
 // The label of such a row (short_name, name, kernel, ...); `key` gets the field's name.
 std::string row_label(const Json& row, std::string* key);
-double median_of(std::vector<double> v);
 
 // A field as a section records it: relative to the evidence's `results` (the builder writes
 // "results." before it), unless made by outside_results().
