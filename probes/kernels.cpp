@@ -53,8 +53,6 @@ core::Outcome run(const KernelsOptions& o, RunContext& ctx) {
   const core::KernelsReport report = core::analyze_kernels(request);
   for (const auto& table : core::kernels_tables(report, o.top)) ctx.out << table.render() << "\n";
   ctx.evidence.results() = core::to_json(report);
-  // The device index as filtered, whichever spelling gave it.
-  ctx.evidence.options()["device-id"] = o.table.device;
   add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;
 }

@@ -402,6 +402,12 @@ int ProbeSet::run_parsed(const std::vector<std::string>& argv, std::ostream& out
     declare_files(*probe, files);
     core::Evidence evidence(probe->command->get_name(), argv);
     evidence.options() = resolved_options(*probe->command);
+    // A value given through an old spelling is the new spelling's value too (docs/evidence.md).
+    for (const Deprecated& d : deprecated_) {
+      if (d.command != probe->command || d.option->count() == 0) continue;
+      core::Json& o = evidence.options();
+      o[d.replacement->get_single_name()] = o[d.option->get_single_name()];
+    }
     core::Environment env = collect_environment(probe->needs);
     RunContext ctx{evidence, env, out, files};
     for (const Deprecated& d : deprecated_) {

@@ -27,7 +27,7 @@ TEST(PaddingCli, EmbeddedCorpusWritesTheDocumentedKeys) {
   json doc = json::parse(read_text(path));
   EXPECT_EQ(doc["schema"]["name"], "tprobe.padding");
   EXPECT_EQ(doc["invocation"]["options"]["max-seq-len"], 8192);
-  EXPECT_EQ(doc["invocation"]["options"]["micro-batch"], 2);
+  EXPECT_EQ(doc["invocation"]["options"]["batch"], 2);
   const json& res = doc["results"];
   EXPECT_EQ(res["records"], 20982);
   double waste = res["waste_ratio"].get<double>();
@@ -145,13 +145,13 @@ TEST(PaddingCli, BrokenDatasetIsErrorNamingFileAndLineAndWritesNothing) {
 TEST(PaddingCli, NonsenseOptionsAreUsageErrors) {
   std::string dir = make_temp_dir();
   const std::vector<std::vector<std::string>> cases = {
-      {"padding", "--micro-batch", "0"},
-      {"padding", "--order", "random"},
+      {"padding", "--batch", "0"},
+      {"padding", "--sampler", "random"},
       {"padding", "--no-such-option"},
       {"padding", "--dataset", "synthetic:0"},
-      {"bucket", "--micro-batch", "0"},
+      {"bucket", "--batch", "0"},
       {"bucket", "--bucket", "1"},
-      {"bucket", "--micro-batch", "4", "--sweep", "2,8"},
+      {"bucket", "--batch", "4", "--sweep", "2,8"},
       {"bucket", "--cost", "1,x"},
       {"bucket", "--cost", "1,2", "--scaling-fit", dir + "/fit.json"},
       {"bucket", "--seeds", "0"},
@@ -217,7 +217,7 @@ TEST(BucketCli, SweepEvidenceAndEmittedOrder) {
 
 TEST(BucketCli, DefaultSweepFollowsTheMicroBatch) {
   std::string dir = make_temp_dir();
-  RunResult r = run_tprobe({"bucket", "--dataset", "synthetic:500", "--micro-batch", "4",
+  RunResult r = run_tprobe({"bucket", "--dataset", "synthetic:500", "--batch", "4",
                             "--seeds", "1", "--json", dir + "/b.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json doc = json::parse(read_text(dir + "/b.json"));

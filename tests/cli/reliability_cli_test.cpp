@@ -137,15 +137,16 @@ TEST(ReliabilityCli, NegativeFittedCoefficientIsNotACost) {
 TEST(ReliabilityCli, OptionsAreRecordedExactly) {
   std::string dir = make_temp_dir();
   write_text(dir + "/1e5", "5\n7\n");
-  RunResult r = run_tprobe({"bucket", "--dataset", dir + "/1e5", "--seed", "18446744073709551615",
+  RunResult r = run_tprobe({"bucket", "--dataset", dir + "/1e5", "--sampler-seed",
+                            "18446744073709551615",
                             "--seeds", "1", "--sweep", "8", "--json", dir + "/b.json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   json doc = json::parse(read_text(dir + "/b.json"));
   const json& o = doc["invocation"]["options"];
-  ASSERT_TRUE(o["seed"].is_number_unsigned()) << o.dump();
-  EXPECT_EQ(o["seed"].get<uint64_t>(), 18446744073709551615ull);
+  ASSERT_TRUE(o["sampler-seed"].is_number_unsigned()) << o.dump();
+  EXPECT_EQ(o["sampler-seed"].get<uint64_t>(), 18446744073709551615ull);
   EXPECT_TRUE(o["dataset"].is_string()) << o.dump();
-  EXPECT_TRUE(o["micro-batch"].is_number_integer()) << o.dump();
+  EXPECT_TRUE(o["batch"].is_number_integer()) << o.dump();
 }
 
 // Two outputs of one run naming the same file (also spelled differently) are a usage error before

@@ -164,7 +164,7 @@ TEST(ScalingFitCli, WidthsFromBucketEvidenceUseTheChosenOrder) {
   // emits, and scaling-fit must weight its quadratic share by exactly those widths.
   std::string dir = make_temp_dir();
   JsonRun bucket = run_json({"bucket", "--dataset", kFixtures + "/lengths/small.jsonl",
-                             "--micro-batch", "2", "--sweep", "2,4", "--emit-order",
+                             "--batch", "2", "--sweep", "2,4", "--emit-order",
                              dir + "/order.jsonl"});
   ASSERT_EQ(bucket.r.exit_code, 0) << bucket.r.err;
   const json& widths = bucket.doc["results"]["micro_batch_widths"];

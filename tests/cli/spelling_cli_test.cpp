@@ -134,5 +134,59 @@ TEST(SpellingCli, ExclusiveModelOptionsAreUsageErrors) {
             2);
 }
 
+// Rows per micro-batch, the loader's order and its seed: one spelling each in every probe that
+// takes them (--batch, --sampler, --sampler-seed; --seed is the measured step's weights and
+// inputs). padding's and bucket's old spellings give the same results with a warning each; both
+// spellings of one fact at once are a usage error; --help shows only the new ones.
+TEST(SpellingCli, BatchSamplerAndSamplerSeedAreOneSpellingInPaddingAndBucket) {
+  struct Probe {
+    std::vector<std::string> now, old;
+  };
+  const std::vector<Probe> probes = {
+      {{"padding", "--dataset", "synthetic:300", "--batch", "3", "--sampler", "shuffled",
+        "--sampler-seed", "7"},
+       {"padding", "--dataset", "synthetic:300", "--micro-batch", "3", "--order", "shuffled",
+        "--seed", "7"}},
+      {{"bucket", "--dataset", "synthetic:300", "--batch", "3", "--sampler", "shuffled",
+        "--sampler-seed", "7", "--seeds", "2", "--sweep", "4,16"},
+       {"bucket", "--dataset", "synthetic:300", "--micro-batch", "3", "--order", "shuffled",
+        "--seed", "7", "--seeds", "2", "--sweep", "4,16"}},
+  };
+  for (const Probe& p : probes) {
+    SCOPED_TRACE(p.now[0]);
+    JsonRun now = run_json(p.now);
+    ASSERT_EQ(now.r.exit_code, 0) << now.r.err;
+    EXPECT_EQ(count_code(now.doc, "deprecated_option", "warning"), 0);
+    JsonRun old = run_json(p.old);
+    ASSERT_EQ(old.r.exit_code, 0) << old.r.err;
+    EXPECT_EQ(count_code(old.doc, "deprecated_option", "warning"), 3) << old.doc["status"];
+    for (const char* flag : {"--micro-batch", "--order", "--seed"}) {
+      EXPECT_NE(old.r.err.find(p.now[0] + " " + flag + " is deprecated"), std::string::npos)
+          << flag << old.r.err;
+    }
+    EXPECT_EQ(now.doc["results"], old.doc["results"]);
+    const json& o = old.doc["invocation"]["options"];
+    EXPECT_EQ(o["batch"], 3);
+    EXPECT_EQ(o["sampler"], "shuffled");
+    EXPECT_EQ(o["sampler-seed"], 7);
+    RunResult both = run_tprobe({p.now[0], "--batch", "2", "--micro-batch", "2"});
+    EXPECT_EQ(both.exit_code, 2);
+    EXPECT_NE(both.err.find("--micro-batch is the old spelling of --batch: give one of them"),
+              std::string::npos)
+        << both.err;
+    RunResult help = run_tprobe({p.now[0], "--help"});
+    EXPECT_EQ(help.exit_code, 0);
+    for (const char* flag : {"--batch", "--sampler", "--sampler-seed"})
+      EXPECT_NE(help.out.find(flag), std::string::npos) << flag;
+    for (const char* flag : {"--micro-batch", "--order ", "--seed "})
+      EXPECT_EQ(help.out.find(flag), std::string::npos) << flag << help.out;
+  }
+  // The old seed spelling is checked as the new one is: it needs the shuffled order.
+  RunResult seed = run_tprobe({"padding", "--seed", "3"});
+  EXPECT_EQ(seed.exit_code, 2);
+  EXPECT_NE(seed.err.find("error: --sampler-seed seeds the shuffled order"), std::string::npos)
+      << seed.err;
+}
+
 }  // namespace
 }  // namespace tprobe::testing

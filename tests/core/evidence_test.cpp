@@ -12,7 +12,7 @@ namespace tprobe::core {
 namespace {
 
 TEST(Evidence, EnvelopeHasEveryTopLevelKeyInOrder) {
-  Evidence ev("padding", {"tprobe", "padding", "--micro-batch", "2"});
+  Evidence ev("padding", {"tprobe", "padding", "--batch", "2"});
   ev.options()["micro_batch"] = 2;
   ev.results()["waste_ratio"] = 0.25;
   ev.diagnose(Severity::kWarning, "noop_sweep", "nothing varied");

@@ -296,8 +296,8 @@ bool is_noop_sweep(const std::vector<uint64_t>& fingerprints) {
 constexpr int64_t kMaxBucket = int64_t{1} << 32;
 
 void validate(const BucketOptions& o) {
-  if (o.micro_batch < 1) fail_usage("micro-batch {}: must be at least 1", o.micro_batch);
-  if (o.micro_batch > 65536) fail_usage("micro-batch {}: above 65,536", o.micro_batch);
+  if (o.micro_batch < 1) fail_usage("--batch {}: must be at least 1 row per micro-batch", o.micro_batch);
+  if (o.micro_batch > 65536) fail_usage("--batch {}: above 65,536 rows per micro-batch", o.micro_batch);
   if (o.accum < 1) fail_usage("accum {}: must be at least 1", o.accum);
   if (o.accum > (int64_t{1} << 20)) fail_usage("accum {}: above 1,048,576", o.accum);
   if (o.max_seq_len < 1) fail_usage("max-seq-len {}: must be at least 1", o.max_seq_len);
@@ -308,12 +308,12 @@ void validate(const BucketOptions& o) {
   if (o.seeds < 1 || o.seeds > 1000) fail_usage("seeds {}: must be in [1, 1000]", o.seeds);
   for (int64_t b : o.sweep) {
     if (b < o.micro_batch) {
-      fail_usage("sweep bucket {} is smaller than the micro-batch {}", b, o.micro_batch);
+      fail_usage("sweep bucket {} is smaller than the micro-batch (--batch {})", b, o.micro_batch);
     }
     if (b > kMaxBucket) fail_usage("sweep bucket {} is above {}", b, kMaxBucket);
   }
   if (o.bucket != 0 && o.bucket < o.micro_batch) {
-    fail_usage("bucket {} is smaller than the micro-batch {}", o.bucket, o.micro_batch);
+    fail_usage("bucket {} is smaller than the micro-batch (--batch {})", o.bucket, o.micro_batch);
   }
   if (o.bucket > kMaxBucket) fail_usage("bucket {} is above {}", o.bucket, kMaxBucket);
 }

@@ -134,7 +134,7 @@ EpochBatches epoch_batches(const LengthDataset& ds, const EpochBatchOptions& o) 
       out.micro_batches =
           padded(bucket_order(sort_by_length(eff), o.sampler.bucket, o.micro_batch, o.seed), eff);
       out.rule = fmt::format("bucket's bucket-to-pair, shuffle-to-mix sampler, bucket {} seed {} "
-                             "(the order `tprobe bucket --bucket {} --seed {}` emits)",
+                             "(the order `tprobe bucket --bucket {} --sampler-seed {}` emits)",
                              o.sampler.bucket, o.seed, o.sampler.bucket, o.seed);
       break;
     case EpochSamplerKind::kOrder: {

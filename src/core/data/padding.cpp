@@ -27,7 +27,7 @@ int floor_log2(int64_t v) { return 63 - __builtin_clzll(static_cast<unsigned lon
 BatchOrder parse_batch_order(const std::string& text) {
   if (text == "sequential") return BatchOrder::kSequential;
   if (text == "shuffled") return BatchOrder::kShuffled;
-  fail_usage("order '{}' is not one of sequential, shuffled", text);
+  fail_usage("--sampler '{}' is not one of sequential, shuffled", text);
 }
 
 const char* to_string(BatchOrder order) {
@@ -148,8 +148,8 @@ LossHead loss_head(int64_t vocab, int64_t ce_chunk, int64_t widest_rows, int64_t
 }
 
 void validate(const PaddingOptions& o) {
-  if (o.micro_batch < 1) fail_usage("micro-batch {}: must be at least 1", o.micro_batch);
-  if (o.micro_batch > 65536) fail_usage("micro-batch {}: above 65,536", o.micro_batch);
+  if (o.micro_batch < 1) fail_usage("--batch {}: must be at least 1 row per micro-batch", o.micro_batch);
+  if (o.micro_batch > 65536) fail_usage("--batch {}: above 65,536 rows per micro-batch", o.micro_batch);
   if (o.max_seq_len < 1) fail_usage("max-seq-len {}: must be at least 1", o.max_seq_len);
   if (o.max_seq_len > kMaxRecordLength) {
     fail_usage("max-seq-len {}: above {}", o.max_seq_len, kMaxRecordLength);

@@ -124,9 +124,15 @@ WidthDistribution read_width_distribution(const std::string& path) {
   }
   if (d.widths.empty()) fail("'{}': {} holds no micro-batches", path, d.key);
   const Json& inv = doc.contains("invocation") ? doc["invocation"] : Json();
-  if (inv.is_object() && inv.contains("options") && inv["options"].is_object() &&
-      inv["options"].contains("micro-batch") && inv["options"]["micro-batch"].is_number_integer()) {
-    d.micro_batch = inv["options"]["micro-batch"].get<int64_t>();
+  if (inv.is_object() && inv.contains("options") && inv["options"].is_object()) {
+    // --batch; "micro-batch" in evidence written before one spelling per fact.
+    for (const char* key : {"batch", "micro-batch"}) {
+      const Json& o = inv["options"];
+      if (o.contains(key) && o[key].is_number_integer()) {
+        d.micro_batch = o[key].get<int64_t>();
+        break;
+      }
+    }
   }
   return d;
 }

@@ -28,7 +28,7 @@ class Error : public std::runtime_error {
   ExitCode code_;
 };
 
-// A command-line value that parses but makes no sense (e.g. --bucket smaller than --micro-batch).
+// A command-line value that parses but makes no sense (e.g. --bucket smaller than --batch).
 class UsageError : public Error {
  public:
   explicit UsageError(const std::string& message) : Error(message, ExitCode::kUsage) {}
