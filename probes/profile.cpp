@@ -56,11 +56,10 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
       "CUPTI phase table");
   CLI::Option* pad_fraction = add_step_options(cmd, *o, core::WidthsUse::kProfile);
-  // The step's knobs, from the knob registry (core/step/knobs.hpp).
-  for (core::Knob k : {core::Knob::kLoraDtype, core::Knob::kNorm, core::Knob::kCheckpointing,
-                       core::Knob::kCe, core::Knob::kAttentionMask, core::Knob::kAttn,
-                       core::Knob::kMoe}) {
-    add_knob_option(cmd, k, o->config);
+  // Every knob of the step, in the registry's order (core/step/knobs.hpp): a new knob's entry is
+  // a new option here with no edit (--batch is the step options').
+  for (const core::KnobInfo& k : core::knob_registry()) {
+    if (k.id != core::Knob::kBatch) add_knob_option(cmd, k.id, o->config);
   }
   cmd->add_option("--memory", o->memory,
                   "One more step per point under the allocator's event hook: the peak by item, "

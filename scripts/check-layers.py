@@ -28,7 +28,7 @@ ALLOWED = {
     "core/gemma4": ["core/base", "core/io"],
     "core/step": ["core/base"],
     "core/data": ["core/base", "core/io", "core/report"],
-    "core/cost": ["core/base", "core/io", "core/gemma4", "core/step", "core/report"],
+    "core/cost": ["core/base", "core/io", "core/gemma4", "core/step", "core/data", "core/report"],
     "core/mask": ["core/base", "core/gemma4", "core/step", "core/report"],
     "core/trace": ["core/base", "core/report"],
     "core/adapter": ["core/base", "core/io", "core/gemma4", "core/report"],

@@ -204,7 +204,7 @@ bool wanted(const LeversRequest& in, const std::string& lever) {
 }  // namespace
 
 
-StepPoint epoch_point(const core::MicroBatchShape& s) {
+StepPoint epoch_point(const core::EpochMicroBatch& s) {
   StepPoint p;
   p.lengths = s.packed ? s.samples : s.rows;
   if (p.lengths.empty()) fail("an empty micro-batch");
@@ -224,7 +224,7 @@ namespace {
 
 struct EpochInput {
   core::EpochReport report;
-  std::vector<core::MicroBatchShape> shapes;
+  std::vector<core::EpochMicroBatch> shapes;
   bool packed = false;
   int64_t widest_measured = 0;
 };
@@ -277,7 +277,7 @@ EpochInput prepare_epoch(const EpochOptions& o, const ProfileOptions& step) {
   r.cap = o.samples > 0 ? o.samples : kSampleCap;
   int64_t engine_head_positions = 0;  // what the engine's loss head computes for a packed layout
   for (const core::EpochMicroBatch& mb : b.micro_batches) {
-    in.shapes.push_back({mb.width, mb.rows, mb.samples, mb.packed});
+    in.shapes.push_back(mb);
     if (!mb.packed && std::all_of(mb.rows.begin(), mb.rows.end(),
                                   [&](int64_t l) { return l == mb.width; })) {
       ++r.zero_pad_micro_batches;

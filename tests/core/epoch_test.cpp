@@ -31,11 +31,7 @@ LengthDataset hand_dataset() {
   return ds;
 }
 
-std::vector<MicroBatchShape> shapes_of(const EpochBatches& b) {
-  std::vector<MicroBatchShape> out;
-  for (const EpochMicroBatch& mb : b.micro_batches) out.push_back({mb.width, mb.rows, mb.samples, mb.packed});
-  return out;
-}
+const std::vector<EpochMicroBatch>& shapes_of(const EpochBatches& b) { return b.micro_batches; }
 
 EpochBatches batches(const LengthDataset& ds, const std::string& sampler, int64_t micro_batch,
                      int64_t max_seq_len, uint64_t seed = 0) {

@@ -67,7 +67,7 @@ struct LeversOptions {
 // on a path that packs); a packed one is its records as packed segments — on a path that packs,
 // a padded point whose rows are the records (the engine packs their real tokens into one sequence
 // with positions reset and attention inside each record: the flattening collator's layout).
-StepPoint epoch_point(const core::MicroBatchShape& shape);
+StepPoint epoch_point(const core::EpochMicroBatch& shape);
 
 // The whole probe: the request (profile's validation and size limits), the baseline and every
 // lever, the best combination; a diagnostic per lever that failed or was refused. With

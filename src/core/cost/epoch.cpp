@@ -17,7 +17,7 @@
 
 namespace tprobe::core {
 
-ShapeWork shape_work(const MicroBatchShape& s, bool packs) {
+ShapeWork shape_work(const EpochMicroBatch& s, bool packs) {
   ShapeWork w;
   if (packs) {
     for (int64_t l : s.samples) {
@@ -88,7 +88,7 @@ int64_t optimizer_steps(int64_t micro_batches, int64_t accumulation) {
   return (micro_batches + accumulation - 1) / accumulation;
 }
 
-EpochPrediction predict_epoch(const StepCurve& curve, const std::vector<MicroBatchShape>& shapes,
+EpochPrediction predict_epoch(const StepCurve& curve, const std::vector<EpochMicroBatch>& shapes,
                               bool packs, int64_t accumulation) {
   if (!curve.determined) fail("predict_epoch: the curve is not determined ({})", curve.refusal);
   EpochPrediction p;
@@ -96,7 +96,7 @@ EpochPrediction predict_epoch(const StepCurve& curve, const std::vector<MicroBat
   p.accumulation = accumulation;
   p.optimizer_steps = optimizer_steps(p.micro_batches, accumulation);
   p.per_micro_batch_s.reserve(shapes.size());
-  for (const MicroBatchShape& s : shapes) {
+  for (const EpochMicroBatch& s : shapes) {
     const double t = curve.seconds(shape_work(s, packs));
     p.per_micro_batch_s.push_back(t);
     p.seconds += t;
@@ -105,13 +105,13 @@ EpochPrediction predict_epoch(const StepCurve& curve, const std::vector<MicroBat
   return p;
 }
 
-EpochFlops epoch_flops(const ModelConfig& config, const std::vector<MicroBatchShape>& shapes,
+EpochFlops epoch_flops(const ModelConfig& config, const std::vector<EpochMicroBatch>& shapes,
                        AttentionPath path, const std::vector<std::string>& lora_targets,
                        int64_t lora_rank, bool gradient_checkpointing) {
   EpochFlops out;
   // Equal shapes count alike: the key is the request's sorted lengths and width.
   std::unordered_map<std::string, std::pair<double, double>> memo;
-  for (const MicroBatchShape& s : shapes) {
+  for (const EpochMicroBatch& s : shapes) {
     FlopsRequest r;
     r.path = path;
     r.lora_targets = lora_targets;

@@ -1,9 +1,8 @@
 // The epoch, not only the step (docs/levers.md, "The epoch"): from a configuration's measured step
 // times, a prediction of every micro-batch of an epoch and their sum (GPU hours, optimizer steps,
 // FLOPs), and the estimate of the same epoch from a uniform sample of its micro-batches measured
-// one by one, with its interval. Torch-free arithmetic and views; the micro-batches come from
-// core/data/epoch_batches (through the engine's interface, which may include both folders), the
-// measurements from the engine.
+// one by one, with its interval. Torch-free arithmetic and views over core/data/epoch_batches'
+// micro-batches; the measurements come from the engine.
 #pragma once
 
 #include <cstdint>
@@ -13,20 +12,11 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/data/epoch_batches.hpp"
 #include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::core {
-
-// One micro-batch's shape (core/data/epoch_batches' EpochMicroBatch, restated: cost/ does not
-// include data/). `rows` are the real tokens per row; `samples` the records' lengths (several per
-// row when packed; == rows otherwise).
-struct MicroBatchShape {
-  int64_t width = 0;
-  std::vector<int64_t> rows;
-  std::vector<int64_t> samples;
-  bool packed = false;
-};
 
 // What a micro-batch costs a path, in the curve's two variables: `tokens` the positions the
 // layers compute, `len2` Σ over attended sequences of their length². A path that runs padding
@@ -37,7 +27,7 @@ struct ShapeWork {
   double tokens = 0;
   double len2 = 0;
 };
-ShapeWork shape_work(const MicroBatchShape& shape, bool packs);
+ShapeWork shape_work(const EpochMicroBatch& shape, bool packs);
 
 // One measured step of a configuration at an unpadded point (all `batch` rows `width` long).
 struct CurvePoint {
@@ -79,7 +69,7 @@ struct EpochPrediction {
   double hours = 0;
   std::vector<double> per_micro_batch_s;  // in epoch order
 };
-EpochPrediction predict_epoch(const StepCurve& curve, const std::vector<MicroBatchShape>& shapes,
+EpochPrediction predict_epoch(const StepCurve& curve, const std::vector<EpochMicroBatch>& shapes,
                               bool packs, int64_t accumulation);
 
 // core/cost/flops' intended and performed FLOPs of every micro-batch on `path`, summed. A packed
@@ -89,7 +79,7 @@ struct EpochFlops {
   double intended = 0;
   double performed = 0;
 };
-EpochFlops epoch_flops(const ModelConfig& config, const std::vector<MicroBatchShape>& shapes,
+EpochFlops epoch_flops(const ModelConfig& config, const std::vector<EpochMicroBatch>& shapes,
                        AttentionPath path, const std::vector<std::string>& lora_targets,
                        int64_t lora_rank, bool gradient_checkpointing);
 
