@@ -11,6 +11,9 @@ docs/ARCHITECTURE.md is checked against the same table: its library table's "may
 column must list exactly the units below, and the folder table must be ordered so that a folder
 includes only folders above it.
 
+Version guards have one home: no file but src/model/torch_compat.cpp tests the libtorch version
+(TORCH_VERSION_MAJOR/MINOR or TPROBE_TORCH_AT_LEAST); the others ask it (has_sdpa(), ...).
+
 Usage: check-layers.py [REPO_ROOT] [--doc ARCHITECTURE.md]   (exit 0: clean; 1: every offending
 line printed). --doc checks another copy of the document (the tests' negative controls).
 """
@@ -39,6 +42,9 @@ ALLOWED = {
     "probes": CORE + ["torch_api"],
     "app": ["core/base", "probes"],
 }
+
+VERSION_GUARD = re.compile(r"TORCH_VERSION_M(AJOR|INOR)|TPROBE_TORCH_AT_LEAST")
+GUARD_HOME = "src/model/torch_compat.cpp"
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -192,6 +198,10 @@ def main():
                 seen_units.add(unit)
                 with open(path, encoding="utf-8") as fh:
                     text = fh.read()
+                guard = VERSION_GUARD.search(text)
+                if guard and rel != GUARD_HOME:
+                    line = text.count("\n", 0, guard.start()) + 1
+                    problems.append(f"{rel}:{line}: a libtorch version guard outside {GUARD_HOME}")
                 for m in INCLUDE.finditer(text):
                     inc = m.group(1)
                     target = unit_of_include(inc, unit)

@@ -11,6 +11,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/model/attention.hpp"
+#include "tprobe/model/autograd_links.hpp"
 #include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {

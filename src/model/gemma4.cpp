@@ -12,6 +12,7 @@
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
 #include "tprobe/model/attention.hpp"
+#include "tprobe/model/autograd_links.hpp"
 
 namespace tprobe::model {
 

@@ -18,6 +18,7 @@
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/attention.hpp"
+#include "tprobe/model/autograd_links.hpp"
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/model/loader.hpp"
 #include "tprobe/model/torch_compat.hpp"

@@ -1,5 +1,6 @@
-// Version-guarded access to libtorch APIs that exist only in newer releases, and the attention
-// implementations that use them. The only file with TORCH_VERSION guards.
+// Version-guarded access to libtorch APIs that exist only in newer releases: the only file with
+// TORCH_VERSION guards. What uses them (the attention paths, the step, the tracer's links) lives
+// in rooms named for it and asks here first (has_*).
 #include "tprobe/model/torch_compat.hpp"
 
 #include <set>
@@ -8,8 +9,6 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
-#include <ATen/SequenceNumber.h>
-#include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
@@ -20,7 +19,6 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/attention.hpp"
-#include "tprobe/model/blockwise_attention.hpp"
 
 #if TPROBE_HAS_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -259,350 +257,47 @@ void cuda_empty_cache() {
 #endif
 }
 
-torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep) {
-  if (n_rep == 1) return x;
-  auto s = x.sizes();
-  return x.unsqueeze(2)
-      .expand({s[0], s[1], n_rep, s[2], s[3]})
-      .reshape({s[0], s[1] * n_rep, s[2], s[3]});
-}
+// ---- SDPA and the varlen flash kernel (the attention paths', attention_paths.cpp) ----
 
-torch::Tensor causal_bool_mask(int64_t seq_len, int64_t window, const torch::Device& device) {
-  // Key k is allowed for query q iff k <= q (lower triangle) and, on sliding layers, k > q - W
-  // (on or above the (W-1)-th subdiagonal): two in-place passes over one bool tensor.
-  torch::Tensor allowed =
-      torch::ones({seq_len, seq_len}, torch::TensorOptions().dtype(torch::kBool).device(device));
-  allowed.tril_(0);
-  if (window > 0) allowed.triu_(-(window - 1));
-  return allowed.view({1, 1, seq_len, seq_len});
-}
+bool has_sdpa_enable_gqa() { return TPROBE_TORCH_AT_LEAST(2, 5); }
 
-bool has_padding(const std::vector<int64_t>& lengths, int64_t seq_len) {
-  for (int64_t l : lengths) {
-    if (l < seq_len) return true;
-  }
-  return false;
-}
-
-torch::Tensor padded_bool_mask(int64_t seq_len, int64_t window, const std::vector<int64_t>& lengths,
-                               const torch::Device& device) {
-  torch::Tensor allowed = causal_bool_mask(seq_len, window, device);  // [1, 1, S, S]
-  torch::Tensor len = torch::tensor(lengths, torch::TensorOptions().dtype(torch::kLong))
-                          .to(device)
-                          .view({-1, 1, 1, 1});
-  torch::Tensor k = torch::arange(seq_len, torch::TensorOptions().dtype(torch::kLong).device(device))
-                        .view({1, 1, 1, seq_len});
-  return allowed.logical_and(k.lt(len));  // [B, 1, S, S]
-}
-
-namespace {
-
-void check_lengths(const torch::Tensor& q, const std::vector<int64_t>& lengths) {
-  if (lengths.empty()) return;
-  if (static_cast<int64_t>(lengths.size()) != q.size(0)) {
-    fail("attention: {} lengths for a batch of {}", lengths.size(), q.size(0));
-  }
-  for (int64_t l : lengths) {
-    if (l < 1 || l > q.size(2)) fail("attention: length {} outside 1..{}", l, q.size(2));
-  }
-}
-
-torch::Tensor eager_attention(const torch::Tensor& q, const torch::Tensor& k,
-                              const torch::Tensor& v, int64_t window,
-                              const std::vector<int64_t>& lengths, const torch::Tensor& mask) {
-  const int64_t n_rep = q.size(1) / k.size(1);
-  torch::Tensor kr = repeat_kv(k, n_rep);
-  torch::Tensor vr = repeat_kv(v, n_rep);
-  torch::Tensor scores = torch::matmul(q, kr.transpose(2, 3));  // scaling = 1.0
-  // HF's eager mask: 0 where allowed, finfo(dtype).min elsewhere, added to the scores.
-  const bool padded = has_padding(lengths, q.size(2));
-  torch::Tensor allowed = padded           ? padded_bool_mask(q.size(2), window, lengths, q.device())
-                          : mask.defined() ? mask
-                                           : causal_bool_mask(q.size(2), window, q.device());
-  double min_value = 0;
-  switch (q.scalar_type()) {
-    case torch::kFloat:
-      min_value = std::numeric_limits<float>::lowest();
-      break;
-    case torch::kDouble:
-      min_value = std::numeric_limits<double>::lowest();
-      break;
-    case torch::kBFloat16:
-      min_value = -3.3895313892515355e38;
-      break;
-    case torch::kHalf:
-      min_value = -65504.0;
-      break;
-    default:
-      fail("eager attention: unsupported dtype {}", std::string(c10::toString(q.scalar_type())));
-  }
-  torch::Tensor additive =
-      torch::zeros(allowed.sizes(), q.options()).masked_fill(allowed.logical_not(), min_value);
-  scores = scores + additive;
-  // HF: softmax in fp32, cast back. fp64 (tests only) keeps fp64 so references stay exact.
-  const auto acc = q.scalar_type() == torch::kDouble ? torch::kDouble : torch::kFloat;
-  torch::Tensor probs = torch::softmax(scores, -1, acc).to(q.scalar_type());
-  return torch::matmul(probs, vr);
-}
-
+torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                   const torch::Tensor& mask, bool is_causal, bool enable_gqa) {
 #if TPROBE_TORCH_AT_LEAST(2, 0)
-// An explicit bool mask on every layer, as a harness that builds its own mask does.
-torch::Tensor sdpa_masked_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                    const torch::Tensor& v, int64_t window, std::string* resolved) {
-  const int64_t n_rep = q.size(1) / k.size(1);
-  if (resolved) *resolved = "sdpa(bool_mask,repeat_kv)";
-  torch::Tensor mask = causal_bool_mask(q.size(2), window, q.device());
-  return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask, 0.0,
-                                          false, 1.0);
-}
-
-// HF sdpa_attention_forward for a text-only forward with no padding and no cache: the mask is
-// dropped (is_causal) on full layers and on sliding layers while S < window; otherwise a bool
-// mask is materialised, which forces repeat-kv. GQA without a mask uses enable_gqa only for
-// head_dim <= 256 (HF PR #46960: enable_gqa at 512 fell back to the math kernel).
-// With padding HF always materialises the mask (padding_mask and-ed in), on full layers too:
-// the global layers lose is_causal.
-torch::Tensor sdpa_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                             int64_t window, std::string* resolved,
-                             const std::vector<int64_t>& lengths, const torch::Tensor& mask) {
-  const int64_t seq = q.size(2);
-  const int64_t n_rep = q.size(1) / k.size(1);
-  if (has_padding(lengths, seq)) {
-    if (resolved) *resolved = "sdpa(bool_mask,padding,repeat_kv)";
-    torch::Tensor padded = padded_bool_mask(seq, window, lengths, q.device());
-    // A padded query whose whole window is padding has no key: some SDPA kernels return NaN for
-    // such a row, and a NaN value row poisons real queries through 0·NaN. HF (without torch's
-    // fix) lets those rows attend everywhere; so does tprobe — only padded outputs change.
-    if (window > 0) padded = padded.logical_or(padded.any(-1, true).logical_not());
-    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), padded,
-                                            0.0, false, 1.0);
-  }
-  const bool mask_skipped = window <= 0 || seq < window;
-  if (mask_skipped) {
-    const bool causal = seq > 1;
+  c10::optional<torch::Tensor> m;
+  if (mask.defined()) m = mask;
 #if TPROBE_TORCH_AT_LEAST(2, 5)
-    if (n_rep > 1 && q.size(3) <= core::kFusedAttentionMaxHeadDim) {
-      if (resolved) *resolved = causal ? "sdpa(is_causal,enable_gqa)" : "sdpa(no_mask,enable_gqa)";
-      return at::scaled_dot_product_attention(q, k, v, {}, 0.0, causal, 1.0, true);
-    }
+  return at::scaled_dot_product_attention(q, k, v, m, 0.0, is_causal, 1.0, enable_gqa);
+#else
+  if (enable_gqa) fail("enable_gqa needs libtorch >= 2.5 (this is {})", torch_version());
+  return at::scaled_dot_product_attention(q, k, v, m, 0.0, is_causal, 1.0);
 #endif
-    if (resolved) *resolved = n_rep > 1 ? "sdpa(is_causal,repeat_kv)" : "sdpa(is_causal)";
-    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
-                                            causal, 1.0);
-  }
-  if (!mask.defined()) return sdpa_masked_attention(q, k, v, window, resolved);
-  if (resolved) *resolved = "sdpa(bool_mask,repeat_kv)";
-  return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), mask, 0.0,
-                                          false, 1.0);
-}
+#else
+  (void)q, (void)k, (void)v, (void)mask, (void)is_causal, (void)enable_gqa;
+  fail("scaled_dot_product_attention needs libtorch >= 2.0 (this is {})", torch_version());
 #endif
-
-// What the blockwise-GEMM path ran: "blockwise_gemm(block=512)", plus ",window=W" on windowed
-// layers, ",scores=rounded" where the scores GEMM cannot write fp32, then `suffix`.
-std::string blockwise_name(const torch::Tensor& q, const BlockwiseAttentionOptions& o,
-                           const char* suffix = "") {
-  const bool reduced = q.scalar_type() == torch::kBFloat16 || q.scalar_type() == torch::kHalf;
-  return fmt::format("blockwise_gemm(block={}{}{}{})", o.block,
-                     o.window > 0 ? fmt::format(",window={}", o.window) : std::string(),
-                     reduced && !has_bmm_fp32_out(q) ? ",scores=rounded" : "", suffix);
 }
 
-// The blockwise-GEMM path with the default block.
-torch::Tensor blockwise_gemm_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                       const torch::Tensor& v, int64_t window,
-                                       std::string* resolved,
-                                       const std::vector<int64_t>& lengths) {
-  BlockwiseAttentionOptions o;
-  o.window = window;
-  if (has_padding(lengths, q.size(2))) o.lengths = lengths;
-  if (resolved) *resolved = blockwise_name(q, o);
-  return blockwise_attention(q, k, v, o);
-}
-
-#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-// TPROBE_FLASH_WINDOW_GLOBAL=sdpa: the pre-blockwise path for head_dim > 256, for A/B runs.
-bool flash_window_global_on_sdpa() {
-  const char* e = std::getenv("TPROBE_FLASH_WINDOW_GLOBAL");
-  if (e == nullptr || *e == '\0' || std::string(e) == "blockwise") return false;
-  if (std::string(e) == "sdpa") return true;
-  fail("TPROBE_FLASH_WINDOW_GLOBAL='{}': expected blockwise or sdpa", e);
-}
+bool has_flash_varlen() { return TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5); }
 
 // The variable-length flash kernel over rows [T, H, D] cut at the cumulative lengths `cum` (int32,
 // on q's device; the longest row `max_len`), causal, and with window > 0 windowed:
 // window_size_left = W - 1 (k >= q - (W - 1) <=> k > q - W), window_size_right = 0.
 torch::Tensor flash_varlen(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                            const torch::Tensor& cum, int64_t max_len, int64_t window) {
+#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
   c10::optional<int64_t> left;
   if (window > 0) left = window - 1;
   auto out = at::_flash_attention_forward(q, k, v, cum, cum, max_len, max_len, 0.0,
                                           /*is_causal=*/true, /*return_debug_mask=*/false, 1.0,
                                           left, c10::optional<int64_t>(0));
   return std::get<0>(out);
-}
-
-// "flash_varlen(window_left=W-1<suffix>)" or "flash_varlen(causal<suffix>)".
-std::string flash_varlen_name(int64_t window, const char* suffix = "") {
-  return window > 0 ? fmt::format("flash_varlen(window_left={}{})", window - 1, suffix)
-                    : fmt::format("flash_varlen(causal{})", suffix);
-}
-
-// Cumulative row lengths as the varlen kernel takes them, and the longest row.
-torch::Tensor cumulative_lengths(const std::vector<int64_t>& lengths, const torch::Device& device,
-                                 int64_t* max_len) {
-  std::vector<int32_t> cum = {0};
-  *max_len = 0;
-  for (int64_t l : lengths) {
-    cum.push_back(cum.back() + static_cast<int32_t>(l));
-    *max_len = std::max(*max_len, l);
-  }
-  return torch::tensor(cum, torch::TensorOptions().dtype(torch::kInt)).to(device);
-}
-
-// Sliding layers: the variable-length flash kernel over packed rows [B·S, H, D] with cumulative
-// sequence lengths and window_size_left = window − 1 (k ≥ q − (W − 1) ⇔ k > q − W), no mask.
-// GQA is native to flash. head_dim > 256 (flash and cuDNN refuse it): the blockwise-GEMM path,
-// or (TPROBE_FLASH_WINDOW_GLOBAL=sdpa) is_causal SDPA on repeated KV heads as HF does there.
-// Right padding: the varlen kernel packs only the real tokens (cum_seq from the lengths; padded
-// positions cost nothing and come back as zeros). On the head_dim > 256 layers is_causal stays
-// exact for every real token (a real query only sees keys before it, all real), so no mask.
-torch::Tensor flash_window_attention(const torch::Tensor& q, const torch::Tensor& k,
-                                     const torch::Tensor& v, int64_t window, std::string* resolved,
-                                     const std::vector<int64_t>& lengths) {
-  const int64_t batch = q.size(0), seq = q.size(2), dim = q.size(3);
-  const int64_t n_rep = q.size(1) / k.size(1);
-  if (q.scalar_type() != torch::kBFloat16 && q.scalar_type() != torch::kHalf) {
-    fail(
-        "flash-window runs in bf16 or fp16 only (the flash kernels have no fp32 variant): use "
-        "bf16, or sdpa/eager for fp32");
-  }
-  const bool padded = has_padding(lengths, seq);
-  if (dim > core::kFusedAttentionMaxHeadDim && !flash_window_global_on_sdpa()) {
-    return blockwise_gemm_attention(q, k, v, window, resolved, lengths);
-  }
-  if (dim > core::kFusedAttentionMaxHeadDim) {
-    if (resolved) {
-      *resolved = padded ? "sdpa(is_causal,repeat_kv) head_dim>256, right padding exact"
-                         : "sdpa(is_causal,repeat_kv) head_dim>256";
-    }
-    return at::scaled_dot_product_attention(q, repeat_kv(k, n_rep), repeat_kv(v, n_rep), {}, 0.0,
-                                            true, 1.0);
-  }
-  if (padded) {
-    std::vector<int64_t> rows;
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t t = 0; t < lengths[b]; ++t) rows.push_back(b * seq + t);
-    }
-    int64_t max_len = 0;
-    torch::Tensor cum = cumulative_lengths(lengths, q.device(), &max_len);
-    torch::Tensor index =
-        torch::tensor(rows, torch::TensorOptions().dtype(torch::kLong)).to(q.device());
-    auto pack_real = [&](const torch::Tensor& t) {
-      return t.transpose(1, 2).reshape({batch * seq, t.size(1), dim}).index_select(0, index);
-    };
-    torch::Tensor out =
-        flash_varlen(pack_real(q), pack_real(k), pack_real(v), cum, max_len, window);
-    torch::Tensor full =
-        torch::zeros({batch * seq, q.size(1), dim}, q.options()).index_copy(0, index, out);
-    if (resolved) *resolved = flash_varlen_name(window, ",padding");
-    return full.view({batch, seq, q.size(1), dim}).transpose(1, 2);
-  }
-  auto pack = [&](const torch::Tensor& t) {
-    return t.transpose(1, 2).reshape({batch * seq, t.size(1), dim});
-  };
-  torch::Tensor cum = torch::arange(0, (batch + 1) * seq, seq,
-                                    torch::TensorOptions().dtype(torch::kInt).device(q.device()));
-  torch::Tensor out = flash_varlen(pack(q), pack(k), pack(v), cum, seq, window);
-  if (resolved) *resolved = flash_varlen_name(window);
-  return out.view({batch, seq, q.size(1), dim}).transpose(1, 2);
-}
-#endif
-
-}  // namespace
-
-torch::Tensor attention(core::AttentionPath path, const torch::Tensor& q, const torch::Tensor& k,
-                        const torch::Tensor& v, int64_t window, std::string* resolved,
-                        const std::vector<int64_t>& lengths, const torch::Tensor& mask) {
-  check_lengths(q, lengths);
-  switch (path) {
-    case core::AttentionPath::kEager:
-      if (resolved) *resolved = has_padding(lengths, q.size(2)) ? "eager(padding)" : "eager";
-      return eager_attention(q, k, v, window, lengths, mask);
-    case core::AttentionPath::kSdpa:
-#if TPROBE_TORCH_AT_LEAST(2, 0)
-      return sdpa_attention(q, k, v, window, resolved, lengths, mask);
 #else
-      break;
-#endif
-    case core::AttentionPath::kSdpaMasked:
-#if TPROBE_TORCH_AT_LEAST(2, 0)
-      return sdpa_masked_attention(q, k, v, window, resolved);
-#else
-      break;
-#endif
-    case core::AttentionPath::kFlashWindow:
-#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-      if (q.is_cuda()) return flash_window_attention(q, k, v, window, resolved, lengths);
-#endif
-      break;
-    case core::AttentionPath::kBlockwise:
-      return blockwise_gemm_attention(q, k, v, window, resolved, lengths);
-  }
-  const auto why = core::unavailable(core::Knob::kAttn, core::to_string(path),
-                                     engine_facts(q.is_cuda() ? "cuda" : "cpu", "bf16"));
-  fail("attention path '{}' cannot run here: {}", core::to_string(path),
-       why.value_or("not on this device"));
-}
-
-bool packs_padding(core::AttentionPath path, const torch::Device& device) {
-  const core::AttentionPathInfo& info = core::attention_info(path);
-  if (!info.packs_padding) return false;
-  if (!info.packs_requires.cuda_device) return true;
-#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-  return device.is_cuda();
-#else
-  (void)device;
-  return false;
+  (void)q, (void)k, (void)v, (void)cum, (void)max_len, (void)window;
+  fail("the varlen flash kernel needs a CUDA build of libtorch >= 2.5 (this is {})", torch_version());
 #endif
 }
 
-torch::Tensor packed_attention(core::AttentionPath path, const torch::Tensor& q,
-                               const torch::Tensor& k, const torch::Tensor& v, int64_t window,
-                               std::string* resolved, const std::vector<int64_t>& lengths) {
-  if (!packs_padding(path, q.device())) {
-    fail("attention path '{}' does not run packed rows", core::to_string(path));
-  }
-  int64_t total = 0;
-  for (int64_t l : lengths) {
-    if (l < 1) fail("packed attention: row length {} must be at least 1", l);
-    total += l;
-  }
-  if (q.dim() != 4 || q.size(0) != 1 || q.size(2) != total) {
-    fail("packed attention: q must be [1, H, {}, D] for rows of {} tokens", total, total);
-  }
-#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 5)
-  if (path == core::AttentionPath::kFlashWindow && q.size(3) <= 256) {
-    int64_t longest = 0;
-    torch::Tensor cum = cumulative_lengths(lengths, q.device(), &longest);
-    auto rows = [](const torch::Tensor& t) { return t.squeeze(0).transpose(0, 1).contiguous(); };
-    if (resolved) *resolved = flash_varlen_name(window, ",packed rows");
-    torch::Tensor out = flash_varlen(rows(q), rows(k), rows(v), cum, longest, window);
-    return out.unsqueeze(0).transpose(1, 2);  // [T, H, D] -> [1, H, T, D]
-  }
-#endif
-  BlockwiseAttentionOptions o;
-  o.window = window;
-  std::vector<torch::Tensor> parts;  // each [1, len, Hq, D]
-  int64_t start = 0;
-  for (int64_t l : lengths) {
-    parts.push_back(
-        blockwise_attention(q.narrow(2, start, l), k.narrow(2, start, l), v.narrow(2, start, l), o)
-            .transpose(1, 2));
-    start += l;
-  }
-  if (resolved) *resolved = blockwise_name(q, o, ",packed rows");
-  return torch::cat(parts, 1).transpose(1, 2);
-}
 
 // ---- backend pinning, warning capture and kernel names (tprobe mask --backends) ----
 
@@ -764,69 +459,6 @@ std::vector<std::string> KernelNames::stop() {
   }
 #endif
   return names;
-}
-
-// ---- autograd links ---------------------------------------------------------------------------
-// libtorch's dispatcher records, for an op called while grad mode is on, the sequence number the
-// next autograd node of the calling thread will get (at::sequence_number::peek()); the node made
-// by that op carries it, and Node::operator() runs under a BACKWARD_FUNCTION RecordFunction with
-// the same number and the forward thread's id — the pairing torch.profiler's forward/backward
-// links are drawn from. The callbacks are global (the autograd engine's device threads run nodes
-// too) and read one process-wide observer.
-namespace {
-
-std::atomic<core::StepObserver*> g_link_observer{nullptr};
-
-std::unique_ptr<at::ObserverContext> link_start(const at::RecordFunction& fn) {
-  core::StepObserver* o = g_link_observer.load(std::memory_order_acquire);
-  if (o == nullptr) return nullptr;
-  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
-    // AccumulateGrad and the graph root carry no sequence number (UINT64_MAX, read as -1): they
-    // stay transparent, and their launches take the enclosing entry.
-    if (fn.seqNr() >= 0) o->node_enter(fn.forwardThreadId(), fn.seqNr());
-  } else if (fn.seqNr() >= 0) {
-    o->forward_op(fn.threadId(), fn.seqNr());
-  }
-  return nullptr;
-}
-
-void link_end(const at::RecordFunction& fn, at::ObserverContext*) {
-  core::StepObserver* o = g_link_observer.load(std::memory_order_acquire);
-  if (o == nullptr) return;
-  if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION && fn.seqNr() >= 0) o->node_leave();
-}
-
-}  // namespace
-
-AutogradLinks::AutogradLinks(core::StepObserver* observer) {
-  if (observer == nullptr || !observer->wants_links()) return;
-  // TPROBE_AUTOGRAD_LINKS=off: no RecordFunction callbacks (backward launches then take only the
-  // engine's scopes) — the A/B knob that isolates what the links cost a traced step.
-  if (const char* e = std::getenv("TPROBE_AUTOGRAD_LINKS"); e != nullptr && std::string(e) == "off")
-    return;
-  core::StepObserver* expected = nullptr;
-  if (!g_link_observer.compare_exchange_strong(expected, observer))
-    fail("autograd links: another tracer is already installed in this process");
-  handle_ = at::addGlobalCallback(
-      at::RecordFunctionCallback(link_start, link_end)
-          .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION})
-          .needsInputs(false)
-          .needsOutputs(false)
-          .needsIds(false));
-  installed_ = true;
-}
-
-AutogradLinks::~AutogradLinks() {
-  if (!installed_) return;
-  at::removeCallback(handle_);
-  g_link_observer.store(nullptr, std::memory_order_release);
-}
-
-void note_custom_node() {
-  core::StepObserver* o = g_link_observer.load(std::memory_order_acquire);
-  if (o == nullptr || !at::GradMode::is_enabled()) return;
-  o->forward_op(at::RecordFunction::currentThreadId(),
-                static_cast<int64_t>(at::sequence_number::peek()));
 }
 
 }  // namespace tprobe::model

@@ -2,10 +2,13 @@
 """Negative controls of scripts/check-layers.py's document check: docs/ARCHITECTURE.md altered
 three ways (a narrowed cell, a folder moved below a folder that includes it, a widened
 library cell), each of which must be refused with a line naming the row; the unaltered copy passes.
+And of its version-guard rule: a copy of the tree with a libtorch version test added outside
+torch_compat.cpp must be refused with a line naming that file.
 
 Usage: layers_doc_controls.py REPO_ROOT   (exit 0: every control behaved; 1 otherwise)
 """
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,9 +58,21 @@ def main():
         rc, out = run(root, "\n".join(doc))
         if rc != 1 or says not in out:
             failures.append(f"{name}: exit {rc}, expected 1 and a line with {says!r}:\n{out}")
+    with tempfile.TemporaryDirectory() as tree:
+        for top in ("include", "src", "probes", "docs", "scripts"):
+            shutil.copytree(os.path.join(root, top), os.path.join(tree, top))
+        victim = os.path.join(tree, "src", "model", "attention_paths.cpp")
+        with open(victim, "a", encoding="utf-8") as fh:
+            fh.write("\n#if TPROBE_TORCH_AT_LEAST(2, 0)\n#endif\n")
+        p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), tree],
+                           capture_output=True, text=True)
+        says = "src/model/attention_paths.cpp"
+        if p.returncode != 1 or says not in p.stdout or "version guard" not in p.stdout:
+            failures.append(f"guard outside torch_compat.cpp: exit {p.returncode}, expected 1 and "
+                            f"a line naming {says}:\n{p.stdout}")
     for f in failures:
         print(f)
-    print(f"{len(failures)} of 4 controls misbehaved" if failures else "4 of 4 controls behaved")
+    print(f"{len(failures)} of 5 controls misbehaved" if failures else "5 of 5 controls behaved")
     return 1 if failures else 0
 
 

@@ -1,5 +1,7 @@
-// Tensor-level attention entry points and the grouped GEMM. Implemented in torch_compat.cpp, the one
-// file with libtorch version guards (sdpa and the flash kernels exist only in libtorch 2.x).
+// Tensor-level attention entry points and the grouped GEMM. The paths are attention_paths.cpp's;
+// the calls that exist only in some libtorch releases (sdpa, the varlen flash kernel, the grouped
+// GEMM, bmm into fp32, the fused RMSNorm) are torch_compat.cpp's, the one file with version
+// guards.
 #pragma once
 
 #include <torch/torch.h>
@@ -41,6 +43,15 @@ torch::Tensor packed_attention(core::AttentionPath path, const torch::Tensor& q,
                                const torch::Tensor& k, const torch::Tensor& v, int64_t window,
                                std::string* resolved, const std::vector<int64_t>& lengths);
 
+// SDPA as the paths call it (scale 1.0, no dropout; `mask` undefined: none). Only call when
+// has_sdpa() (and has_sdpa_enable_gqa() for enable_gqa); throws tprobe::Error otherwise.
+torch::Tensor sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                   const torch::Tensor& mask, bool is_causal, bool enable_gqa = false);
+// The variable-length flash kernel over rows [T, H, D] cut at the cumulative lengths `cum` (int32,
+// on q's device; the longest row `max_len`), causal, and with window > 0 windowed. Only call when
+// has_flash_varlen(); throws tprobe::Error otherwise.
+torch::Tensor flash_varlen(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                           const torch::Tensor& cum, int64_t max_len, int64_t window);
 // HF's repeat_kv: [B, Hkv, S, D] -> [B, Hkv*n_rep, S, D], each kv head repeated n_rep times in
 // place.
 torch::Tensor repeat_kv(const torch::Tensor& x, int64_t n_rep);

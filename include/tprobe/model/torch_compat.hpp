@@ -8,31 +8,10 @@
 
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/core/step/attention_path.hpp"
-#include "tprobe/core/trace/step_trace.hpp"
 #include "tprobe/core/step/step_config.hpp"
 
 namespace tprobe::model {
 
-// Autograd links for the step tracer (docs/profile.md, "Attribution"): while one of these lives
-// and `observer` wants links, RecordFunction callbacks report every forward op's sequence number
-// (observer->forward_op) and every backward node's start and end (node_enter / node_leave), on
-// the thread that runs them. One at a time per process.
-class AutogradLinks {
- public:
-  explicit AutogradLinks(core::StepObserver* observer);
-  ~AutogradLinks();
-  AutogradLinks(const AutogradLinks&) = delete;
-  AutogradLinks& operator=(const AutogradLinks&) = delete;
-
- private:
-  uint64_t handle_ = 0;
-  bool installed_ = false;
-};
-// Before a custom autograd Function's apply (its node is made without a dispatcher op, so no
-// forward op records its sequence number): records the number the node will get under the
-// calling thread's innermost scope. Nothing unless an AutogradLinks is installed and grad mode
-// is on.
-void note_custom_node();
 
 // c10's memory reporting (the hook torch.profiler's profile_memory uses): while one of these
 // lives, every allocation and free of a reporting allocator — CUDA's caching allocator, and the
@@ -64,6 +43,10 @@ std::string torch_version();
 
 // True when the linked libtorch has the public scaled_dot_product_attention (>= 2.0).
 bool has_sdpa();
+// True when its SDPA takes enable_gqa (>= 2.5).
+bool has_sdpa_enable_gqa();
+// True when it is a CUDA build with the variable-length flash kernel's window arguments (>= 2.5).
+bool has_flash_varlen();
 
 // The SDPA backends the linked libtorch was built with and whether each is globally enabled.
 std::vector<core::SdpaBackend> sdpa_backends();
