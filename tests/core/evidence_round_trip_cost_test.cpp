@@ -10,6 +10,8 @@
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
+#include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/kernels.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -193,6 +195,109 @@ TEST(ScalingFitCost, CoefficientsOfAFile) {
   const std::string pad = dir + "/pad.json";
   std::ofstream(pad) << R"({"schema": {"name": "tprobe.padding", "version": 1}, "results": {}})";
   EXPECT_THROW(read_scaling_fit_evidence(pad), Error);
+}
+
+// ---- kernels ----
+
+const std::string kTraces = std::string(TPROBE_FIXTURES_DIR) + "/traces";
+
+// `results` written as `probe` evidence in a fresh file.
+std::string write_evidence(const std::string& dir, const std::string& name, const Json& results,
+                           const std::string& probe = "kernels") {
+  const std::string p = dir + "/" + name;
+  Json doc = {{"schema", {{"name", "tprobe." + probe}, {"version", 1}}}, {"results", results}};
+  std::ofstream(p) << doc.dump();
+  return p;
+}
+
+KernelsReport kernels_of(std::vector<std::string> inputs) {
+  KernelsRequest q;
+  q.inputs = std::move(inputs);
+  return analyze_kernels(q);
+}
+
+TEST(KernelsFromJson, TraceSourceGivesItsTableAndParts) {
+  const KernelsReport r = kernels_of({kTraces + "/hf-sdpa-stack-2x256.json.gz"});
+  const Json j = to_json(r);
+  const KernelsReport back = kernels_report_from_json(j, "k.json results");
+  ASSERT_EQ(back.sources.size(), 1u);
+  const KernelSource& s = back.sources[0];
+  EXPECT_EQ(s.kind, "trace");
+  EXPECT_EQ(s.path, r.sources[0].path);
+  EXPECT_EQ(to_json(s.table), j["kernel_table"]);
+  EXPECT_EQ(s.table.totals.sum_ns, r.sources[0].table.totals.sum_ns);
+  ASSERT_TRUE(r.sources[0].parts.available);
+  ASSERT_TRUE(s.parts.available);
+  EXPECT_EQ(s.parts.steps, r.sources[0].parts.steps);
+  EXPECT_EQ(s.parts.kernel_ns, r.sources[0].parts.kernel_ns);
+  ASSERT_EQ(s.parts.rows.size(), r.sources[0].parts.rows.size());
+  EXPECT_EQ(s.parts.rows[0].part, r.sources[0].parts.rows[0].part);
+}
+
+// Sources read from evidence files: single and diff reports round-trip whole.
+TEST(KernelsFromJson, EvidenceSourcesRoundTrip) {
+  const std::string dir = testing_support::temp_dir();
+  const std::string a =
+      write_evidence(dir, "a.json", to_json(kernels_of({kTraces + "/hf-sdpa-stack-2x256.json.gz"})));
+  const std::string b = write_evidence(dir, "b.json", to_json(kernels_of({kTraces + "/parts-small.json"})));
+  for (const KernelsReport& r : {kernels_of({a}), kernels_of({a, b})}) {
+    const Json j = to_json(r);
+    EXPECT_EQ(to_json(kernels_report_from_json(j, "k.json results")), j);
+  }
+  const KernelsReport d = kernels_of({a, b});
+  const KernelsReport back = kernels_report_from_json(to_json(d), "d.json results");
+  EXPECT_EQ(back.mode, KernelsReport::Mode::kDiff);
+  EXPECT_EQ(back.diff.a_label, a);
+  EXPECT_EQ(back.diff.b_totals.sum_ns, d.diff.b_totals.sum_ns);
+  ASSERT_EQ(back.diff.families.size(), d.diff.families.size());
+  EXPECT_EQ(back.diff.families[0].key, d.diff.families[0].key);
+  EXPECT_EQ(back.part_diff.available, d.part_diff.available);
+  ASSERT_EQ(back.part_diff.rows.size(), d.part_diff.rows.size());
+  ASSERT_FALSE(back.part_diff.rows.empty());
+  EXPECT_EQ(back.part_diff.rows[0].b_ns, d.part_diff.rows[0].b_ns);
+  EXPECT_EQ(back.sources[1].evidence_probe, "kernels");
+}
+
+TEST(KernelsFromJson, RanksGiveTheirRows) {
+  const KernelsReport r = kernels_of({kTraces + "/ranks"});
+  ASSERT_EQ(r.mode, KernelsReport::Mode::kRanks);
+  const KernelsReport back = kernels_report_from_json(to_json(r), "r.json results");
+  ASSERT_EQ(back.ranks.size(), r.ranks.size());
+  EXPECT_EQ(back.slowest_rank, r.slowest_rank);
+  EXPECT_EQ(back.ranks.back().communication_ns, r.ranks.back().communication_ns);
+  EXPECT_EQ(back.ranks.back().overlap_ratio, r.ranks.back().overlap_ratio);
+  ASSERT_EQ(back.sources.size(), r.sources.size());
+  EXPECT_EQ(to_json(back.sources[0].table), to_json(r.sources[0].table));
+}
+
+TEST(KernelsFromJson, BrokenResultsNameTheField) {
+  const std::string dir = testing_support::temp_dir();
+  const std::string a =
+      write_evidence(dir, "a.json", to_json(kernels_of({kTraces + "/parts-small.json"})));
+  const Json diff = to_json(kernels_of({a, a}));
+  auto read = [](const Json& j) { return kernels_report_from_json(j, "k.json results"); };
+  Json j = diff;
+  j["mode"] = "triple";
+  EXPECT_ERROR_NAMES(read(j), "field 'mode' must be one of single, diff, ranks");
+  j = diff;
+  j["diff"]["families"][0].erase("b_ns");
+  EXPECT_ERROR_NAMES(read(j), "k.json results.diff families[0]: missing field 'b_ns'");
+  j = diff;
+  j["part_diff"]["a"]["steps"] = 0;
+  EXPECT_ERROR_NAMES(read(j), "k.json results.part_diff.a: field 'steps' must be an integer in 1..");
+  j = diff;
+  j["part_diff"]["rows"][0]["delta_ns_per_step"] = 12345678;
+  EXPECT_ERROR_NAMES(read(j), "delta_ns_per_step is not");
+  j = diff;
+  j["a"]["kind"] = 3;
+  EXPECT_ERROR_NAMES(read(j), "k.json results.a: field 'kind' must be a string");
+  // What `kernels A B` reads of an evidence file goes through the same reader.
+  Json single = to_json(kernels_of({kTraces + "/parts-small.json"}));
+  single["parts_steps"] = -1;
+  const std::string bad = write_evidence(dir, "bad.json", single);
+  EXPECT_ERROR_NAMES(load_kernel_source(bad, {}), "field 'parts_steps' must be an integer in 1..");
+  const std::string d = write_evidence(dir, "d.json", diff);
+  EXPECT_ERROR_NAMES(load_kernel_source(d, {}), "holds no results.kernel_table");
 }
 
 }  // namespace
