@@ -237,9 +237,10 @@ TEST(KernelsFromJson, TraceSourceGivesItsTableAndParts) {
 // Sources read from evidence files: single and diff reports round-trip whole.
 TEST(KernelsFromJson, EvidenceSourcesRoundTrip) {
   const std::string dir = testing_support::temp_dir();
-  const std::string a =
-      write_evidence(dir, "a.json", to_json(kernels_of({kTraces + "/hf-sdpa-stack-2x256.json.gz"})));
-  const std::string b = write_evidence(dir, "b.json", to_json(kernels_of({kTraces + "/parts-small.json"})));
+  const std::string a = write_evidence(
+      dir, "a.json", to_json(kernels_of({kTraces + "/hf-sdpa-stack-2x256.json.gz"})));
+  const std::string b =
+      write_evidence(dir, "b.json", to_json(kernels_of({kTraces + "/parts-small.json"})));
   for (const KernelsReport& r : {kernels_of({a}), kernels_of({a, b})}) {
     const Json j = to_json(r);
     EXPECT_EQ(to_json(kernels_report_from_json(j, "k.json results")), j);
@@ -284,7 +285,8 @@ TEST(KernelsFromJson, BrokenResultsNameTheField) {
   EXPECT_ERROR_NAMES(read(j), "k.json results.diff families[0]: missing field 'b_ns'");
   j = diff;
   j["part_diff"]["a"]["steps"] = 0;
-  EXPECT_ERROR_NAMES(read(j), "k.json results.part_diff.a: field 'steps' must be an integer in 1..");
+  EXPECT_ERROR_NAMES(read(j),
+                     "k.json results.part_diff.a: field 'steps' must be an integer in 1..");
   j = diff;
   j["part_diff"]["rows"][0]["delta_ns_per_step"] = 12345678;
   EXPECT_ERROR_NAMES(read(j), "delta_ns_per_step is not");

@@ -328,8 +328,8 @@ ScalingFitReport scaling_fit_report_from_json(const Json& j, const std::string& 
     r.outcome = Outcome::kNo;
   }
   r.batch = jr::nullable_integer(j, "batch", where, 1).value_or(0);
-  r.input.samples =
-      jr::choice(j, "samples", where, {"median", "raw"}) == 0 ? SampleMode::kMedian : SampleMode::kRaw;
+  const bool median = jr::choice(j, "samples", where, {"median", "raw"}) == 0;
+  r.input.samples = median ? SampleMode::kMedian : SampleMode::kRaw;
   r.input.alpha = jr::number(j, "alpha", where);
 
   if (!jr::field(j, "selection", where).is_null()) {
@@ -421,7 +421,8 @@ ScalingFitReport scaling_fit_report_from_json(const Json& j, const std::string& 
     const Json& hist = jr::array(wf, "width_histogram", w);
     for (std::size_t i = 0; i < hist.size(); ++i) {
       const std::string hw = jr::at(w, "width_histogram", i);
-      d.widths.push_back({jr::integer(hist[i], "width", hw, 1), jr::integer(hist[i], "count", hw, 1)});
+      d.widths.push_back(
+          {jr::integer(hist[i], "width", hw, 1), jr::integer(hist[i], "count", hw, 1)});
     }
     WeightedShare s;
     s.micro_batches = jr::integer(wf, "micro_batches", w, 0);

@@ -533,7 +533,8 @@ KernelSource source_from_json(const Json& j, const std::string& where) {
     s.parts.why_not = "its results hold no by_phase_part (a trace without module events)";
     return s;
   }
-  s.parts.rows = part_rows_from_json(jr::field(j, "by_phase_part", where), where + ".by_phase_part");
+  s.parts.rows =
+      part_rows_from_json(jr::field(j, "by_phase_part", where), where + ".by_phase_part");
   for (const PartRow& r : s.parts.rows) s.parts.kernel_ns += r.kernel_ns;
   s.parts.origin = "trace";
   s.parts.available = true;
