@@ -129,9 +129,7 @@ KernelDiff kernel_diff_from_json(const Json& j, const std::string& where) {
     t.sum_ns = jr::integer(tj, "sum_ns", tw, 0);
     t.union_busy_ns = jr::integer(tj, "union_busy_ns", tw, 0);
     t.span_ns = jr::integer(tj, "span_ns", tw, 0);
-    t.idle_ns = jr::integer(tj, "idle_ns", tw);
-    t.start_ns = jr::integer(tj, "start_ns", tw);
-    t.end_ns = jr::integer(tj, "end_ns", tw);
+    t.idle_ns = jr::integer(tj, "idle_ns", tw);  // start and end are not in a diff's totals
   };
   side("a", d.a_label, d.a_totals);
   side("b", d.b_label, d.b_totals);
