@@ -1,5 +1,6 @@
 // `tprobe bucket`: what a bucket-to-pair, shuffle-to-mix sampler buys, swept over bucket size.
 #include "probes/probe.hpp"
+#include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/data/bucket_report.hpp"
 
 namespace tprobe::probes {
@@ -20,7 +21,11 @@ core::Outcome run(BucketOptions& args, RunContext& ctx) {
   o.baseline = core::parse_batch_order(args.baseline);
   core::validate(o);
   if (!args.cost.empty()) o.cost = core::parse_cost(args.cost);
-  if (!args.scaling_fit.empty()) o.cost = core::cost_from_scaling_fit(args.scaling_fit);
+  if (!args.scaling_fit.empty()) {
+    const core::FittedCost c =
+        core::fitted_cost(core::read_scaling_fit_evidence(args.scaling_fit), args.scaling_fit);
+    o.cost = core::CostModel{c.a_s_per_token, c.b_s_per_token2, c.c_s, args.scaling_fit};
+  }
   const core::LengthDataset ds =
       core::load_dataset(args.dataset, core::parse_length_format(args.format));
   core::BucketReport report = core::analyze_bucket(ds, o);

@@ -4,6 +4,7 @@
 
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/cost/inspect_report.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
@@ -47,8 +48,8 @@ core::Outcome run(const InspectOptions& opt, RunContext& ctx) {
 
   core::Json measured;
   if (!opt.measured.empty()) {
-    measured = core::read_evidence_file(opt.measured, "profile");
-    if (measured.contains("results")) measured = measured["results"];
+    const core::Json doc = core::read_evidence_file(opt.measured, "profile");
+    measured = core::json_read::object(doc, "results", "'" + opt.measured + "'");
     in.measured = &measured;
     in.measured_source = opt.measured;
   }

@@ -240,11 +240,15 @@ TEST(BucketCli, NoOpSweepIsALoudWarning) {
 
 TEST(BucketCli, CostFromAScalingFitFile) {
   std::string dir = make_temp_dir();
+  // A real scaling-fit file (read whole by its own reader), its coefficients set by hand:
   // t(w) = 1 + 0.5 w per micro-batch; lengths 4 4 -> one micro-batch of width 4 -> 3 s.
-  write_text(dir + "/fit.json",
-             R"({"schema": {"name": "tprobe.scaling-fit", "version": 1},
-                 "results": {"coefficients": {"a_s_per_token": 0.5, "b_s_per_token2": 0,
-                                              "c_s": 1}}})");
+  RunResult fit = run_tprobe({"scaling-fit", "--form", "ABC", "--point", "1000:1", "--point",
+                              "2000:2.5", "--point", "3000:4.2", "--point", "4000:6.1", "--json",
+                              dir + "/real.json"});
+  ASSERT_EQ(fit.exit_code, 0) << fit.err;
+  json doc = json::parse(read_text(dir + "/real.json"));
+  doc["results"]["coefficients"] = {{"a_s_per_token", 0.5}, {"b_s_per_token2", 0}, {"c_s", 1}};
+  write_text(dir + "/fit.json", doc.dump());
   write_text(dir + "/two.txt", "4\n4\n");
   RunResult r = run_tprobe({"bucket", "--dataset", dir + "/two.txt", "--sweep", "2",
                             "--scaling-fit", dir + "/fit.json", "--json", dir + "/b.json"});
@@ -252,8 +256,8 @@ TEST(BucketCli, CostFromAScalingFitFile) {
   json res = json::parse(read_text(dir + "/b.json"))["results"];
   EXPECT_DOUBLE_EQ(res["sweep"][0]["predicted_time_s"].get<double>(), 3.0);
   EXPECT_EQ(res["cost_model"]["origin"], dir + "/fit.json");
-  write_text(dir + "/bad.json", R"({"schema": {"name": "tprobe.scaling-fit", "version": 1},
-                                    "results": {"coefficients": {"a_s_per_token": 0.5}}})");
+  doc["results"]["coefficients"].erase("b_s_per_token2");
+  write_text(dir + "/bad.json", doc.dump());
   r = run_tprobe({"bucket", "--dataset", dir + "/two.txt", "--scaling-fit", dir + "/bad.json",
                   "--json", dir + "/c.json"});
   EXPECT_EQ(r.exit_code, 1);

@@ -185,40 +185,7 @@ TEST(Bucket, CostModelReproducesThePostMortemFit) {
   }
 }
 
-TEST(Bucket, CostFromScalingFitEvidence) {
-  std::string dir = testing_support::temp_dir();
-  auto write = [&](const std::string& name, const std::string& text) {
-    std::string p = dir + "/" + name;
-    std::ofstream(p) << text;
-    return p;
-  };
-  std::string ok = write("fit.json",
-                         R"({"schema": {"name": "tprobe.scaling-fit", "version": 1},
-                             "results": {"coefficients": {"a_s_per_token": 0.001,
-                                         "b_s_per_token2": 2e-8, "c_s": 0.5}}})");
-  CostModel c = cost_from_scaling_fit(ok);
-  EXPECT_EQ(c.a_s_per_token, 0.001);
-  EXPECT_EQ(c.b_s_per_token2, 2e-8);
-  EXPECT_EQ(c.c_s, 0.5);
-  EXPECT_EQ(c.origin, ok);
-  std::string no_c = write("fit2.json",
-                           R"({"schema": {"name": "tprobe.scaling-fit", "version": 1},
-                               "results": {"coefficients": {"a_s_per_token": 1, "b_s_per_token2": 2,
-                                           "c_s": null}}})");
-  EXPECT_EQ(cost_from_scaling_fit(no_c).c_s, 0.0);
-  std::string no_b = write("fit3.json",
-                           R"({"schema": {"name": "tprobe.scaling-fit", "version": 1},
-                               "results": {"coefficients": {"a_s_per_token": 1}}})");
-  try {
-    cost_from_scaling_fit(no_b);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("b_s_per_token2"), std::string::npos) << e.what();
-  }
-  std::string wrong =
-      write("pad.json", R"({"schema": {"name": "tprobe.padding", "version": 1}, "results": {}})");
-  EXPECT_THROW(cost_from_scaling_fit(wrong), Error);
-}
+// The cost read from scaling-fit evidence: evidence_round_trip_cost_test.cpp (ScalingFitCost).
 
 TEST(Bucket, EveryOrderCoversEveryRecordExactlyOnce) {
   Rng pick(17);

@@ -20,6 +20,7 @@
 #include "tprobe/core/adapter/target_pattern.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/scaling_fit.hpp"
+#include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/data/bucket.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/io/lengths.hpp"
@@ -200,7 +201,8 @@ void evidence(const uint8_t* data, std::size_t size) {
         break;
       }
       case 3: {
-        core::CostModel c = core::cost_from_scaling_fit(path);
+        // What `bucket --scaling-fit` reads: the whole report, then its coefficients.
+        core::FittedCost c = core::fitted_cost(core::read_scaling_fit_evidence(path), path);
         if (!(c.a_s_per_token >= 0) || !(c.b_s_per_token2 >= 0) || !(c.c_s >= 0)) {
           broken("negative or NaN cost coefficient accepted");
         }

@@ -107,4 +107,34 @@ std::vector<std::string> strings(const Json& obj, const char* key, const std::st
   return out;
 }
 
+// (ev-b)
+std::optional<int64_t> nullable_integer(const Json& obj, const char* key, const std::string& where,
+                                        int64_t lo, int64_t hi) {
+  if (field(obj, key, where).is_null()) return std::nullopt;
+  return integer(obj, key, where, lo, hi);
+}
+
+std::optional<double> nullable_number(const Json& obj, const char* key, const std::string& where) {
+  if (field(obj, key, where).is_null()) return std::nullopt;
+  return number(obj, key, where);
+}
+
+std::optional<std::string> nullable_string(const Json& obj, const char* key,
+                                           const std::string& where) {
+  if (field(obj, key, where).is_null()) return std::nullopt;
+  return string(obj, key, where);
+}
+
+std::size_t choice(const Json& obj, const char* key, const std::string& where,
+                   const std::vector<std::string>& names) {
+  const std::string v = string(obj, key, where);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == v) return i;
+  }
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  fail("{}: field '{}' must be one of {}, got \"{}\"", where, key, list,
+       detail::printable(v, 40));
+}
+
 }  // namespace tprobe::core::json_read

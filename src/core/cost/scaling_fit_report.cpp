@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -10,7 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
@@ -237,6 +240,241 @@ Json to_json(const ScalingFitReport& r) {
   out["dropped"] = r.dropped;
   out["skipped"] = r.input.skipped;
   return out;
+}
+
+namespace {
+
+namespace jr = json_read;
+
+FitModel fit_model_field(const Json& j, const char* key, const std::string& where) {
+  const std::string text = jr::string(j, key, where);
+  const std::optional<FitModel> m = parse_fit_model(text);
+  if (!m) {
+    fail("{}: field '{}' must be one of A, AB, AC, ABC, got \"{}\"", where, key,
+         detail::printable(text, 20));
+  }
+  return *m;
+}
+
+WidthTerms terms_from_json(const Json& j, const std::string& w) {
+  WidthTerms t;
+  t.width = jr::number(j, "width", w);
+  t.predicted_s = jr::number(j, "predicted_s", w);
+  t.constant_s = jr::number(j, "constant_s", w);
+  t.linear_s = jr::number(j, "linear_s", w);
+  t.quadratic_s = jr::number(j, "quadratic_s", w);
+  t.quadratic_share = jr::number(j, "quadratic_share", w);
+  return t;
+}
+
+ModelSelection selection_from_json(const Json& j, const std::string& w) {
+  ModelSelection s;
+  s.possible = jr::boolean(j, "possible", w);
+  s.reason = jr::nullable_string(j, "reason", w).value_or("");
+  const Json& tests = jr::array(j, "tests", w);
+  for (std::size_t i = 0; i < tests.size(); ++i) {
+    const std::string tw = jr::at(w, "tests", i);
+    FTest t;
+    t.reduced = fit_model_field(tests[i], "reduced", tw);
+    t.full = fit_model_field(tests[i], "full", tw);
+    t.term = jr::string(tests[i], "term", tw);
+    // A non-finite F is written as null.
+    t.f = jr::nullable_number(tests[i], "f", tw).value_or(std::numeric_limits<double>::quiet_NaN());
+    t.df_num = static_cast<int>(jr::integer(tests[i], "df_num", tw, 0, 1 << 30));
+    t.df_den = static_cast<int>(jr::integer(tests[i], "df_den", tw, 0, 1 << 30));
+    t.p_value = jr::number(tests[i], "p_value", tw);
+    t.significant = jr::boolean(tests[i], "significant", tw);
+    s.tests.push_back(std::move(t));
+  }
+  return s;
+}
+
+FixedTermVerdict fixed_term_from_json(const Json& j, const std::string& w) {
+  FixedTermVerdict v;
+  v.testable = jr::boolean(j, "testable", w);
+  v.outcome = jr::string(j, "outcome", w);
+  v.c_s = jr::nullable_number(j, "c_s", w);
+  v.c_std_error_s = jr::nullable_number(j, "c_std_error_s", w);
+  v.f = jr::nullable_number(j, "f", w);
+  v.p_value = jr::nullable_number(j, "p_value", w);
+  v.c_low_s = jr::nullable_number(j, "c_low_s", w);
+  v.c_high_s = jr::nullable_number(j, "c_high_s", w);
+  v.material_s = jr::nullable_number(j, "material_s", w);
+  v.needed = jr::boolean(j, "needed", w);
+  v.verdict = jr::string(j, "verdict", w);
+  return v;
+}
+
+}  // namespace
+
+ScalingFitReport scaling_fit_report_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  ScalingFitReport r;
+  const std::optional<std::string> model = jr::nullable_string(j, "model", where);
+  r.input.model = jr::string(j, "model_requested", where);
+  if (r.input.model != "auto" && !parse_fit_model(r.input.model)) {
+    fail("{}: field 'model_requested' must be one of A, AB, AC, ABC, auto, got \"{}\"", where,
+         detail::printable(r.input.model, 20));
+  }
+  const std::size_t status = jr::choice(j, "fit_status", where, {"ok", "exact", "refused"});
+  r.refused = status == 2;
+  // A fitted model and a refusal exclude each other: a file that says both was edited.
+  if (r.refused == model.has_value()) {
+    fail("{}: fit_status '{}' with model {}", where, jr::string(j, "fit_status", where),
+         model ? detail::printable(*model, 20) : "null");
+  }
+  if (r.refused) {
+    r.refusal = jr::string(j, "refusal", where);
+    r.outcome = Outcome::kNo;
+  }
+  r.batch = jr::nullable_integer(j, "batch", where, 1).value_or(0);
+  const bool median = jr::choice(j, "samples", where, {"median", "raw"}) == 0;
+  r.input.samples = median ? SampleMode::kMedian : SampleMode::kRaw;
+  r.input.alpha = jr::number(j, "alpha", where);
+
+  if (!jr::field(j, "selection", where).is_null()) {
+    r.selection = selection_from_json(jr::object(j, "selection", where), where + ".selection");
+    if (!r.selection->possible) r.selection->refusal = r.refusal;
+  }
+
+  const std::optional<int64_t> distinct =
+      jr::nullable_integer(j, "distinct_widths", where, 0, 1 << 30);
+  const Json& coef = jr::object(j, "coefficients", where);
+  const Json& se = jr::object(j, "std_errors", where);
+  const std::string cw = where + ".coefficients", sw = where + ".std_errors";
+  if (model) {
+    ModelFit f;
+    f.model = fit_model_field(j, "model", where);
+    f.determined = true;
+    f.exact = status == 1;
+    f.parameters = parameter_count(f.model);
+    if (!distinct) fail("{}: field 'distinct_widths' is null for a fitted model", where);
+    f.distinct_widths = static_cast<int>(*distinct);
+    f.a = {jr::number(coef, "a_s_per_token", cw), jr::nullable_number(se, "a_s_per_token", sw)};
+    f.b = {jr::number(coef, "b_s_per_token2", cw), jr::nullable_number(se, "b_s_per_token2", sw)};
+    if (has_constant(f.model)) {
+      f.c = {jr::number(coef, "c_s", cw), jr::nullable_number(se, "c_s", sw)};
+    } else if (jr::optional(coef, "c_s")) {
+      // Not written for a model without C; read when present so that a cost reader sees it.
+      f.c.value = jr::number(coef, "c_s", cw);
+    }
+    f.dof = static_cast<int>(jr::integer(j, "degrees_of_freedom", where, 0, 1 << 30));
+    f.rss = jr::number(j, "rss_s2", where);
+    f.residual_std_s = jr::nullable_number(j, "residual_std_s", where);
+    f.crossover_width = jr::nullable_number(j, "crossover_width", where);
+    f.loo_rms_s = jr::nullable_number(j, "loo_rms_s", where);
+    f.loo_max_abs_s = jr::nullable_number(j, "loo_max_abs_s", where);
+    r.fit = std::move(f);
+  } else if (distinct) {
+    // An underdetermined fit: only its refusal and the widths it had.
+    ModelFit f;
+    f.determined = false;
+    f.refusal = r.refusal;
+    f.distinct_widths = static_cast<int>(*distinct);
+    r.fit = std::move(f);
+  }
+
+  const Json& points = jr::array(j, "points", where);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::string w = jr::at(where, "points", i);
+    const Json& p = points[i];
+    FitPoint fp;
+    fp.width = jr::number(p, "width", w);
+    fp.seconds = jr::number(p, "seconds", w);
+    fp.origin = jr::string(p, "origin", w);
+    if (model) {
+      PointFit pf;
+      pf.width = fp.width;
+      pf.seconds = fp.seconds;
+      pf.predicted_s = jr::number(p, "predicted_s", w);
+      pf.residual_s = jr::number(p, "residual_s", w);
+      pf.residual_ratio = jr::number(p, "residual_ratio", w);
+      pf.constant_s = jr::number(p, "constant_s", w);
+      pf.linear_s = jr::number(p, "linear_s", w);
+      pf.quadratic_s = jr::number(p, "quadratic_s", w);
+      pf.quadratic_share = jr::number(p, "quadratic_share", w);
+      pf.loo_predicted_s = jr::nullable_number(p, "loo_predicted_s", w);
+      pf.loo_error_s = jr::nullable_number(p, "loo_error_s", w);
+      r.fit->per_point.push_back(pf);
+    }
+    r.fitted_points.push_back(std::move(fp));
+  }
+  if (r.fit) r.fit->points = static_cast<int>(r.fitted_points.size());
+
+  if (!jr::field(j, "fixed_term", where).is_null()) {
+    r.fixed_term = fixed_term_from_json(jr::object(j, "fixed_term", where), where + ".fixed_term");
+  }
+  const Json& at = jr::array(j, "at", where);
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    r.at.push_back(terms_from_json(at[i], jr::at(where, "at", i)));
+    r.input.at_widths.push_back(std::llround(r.at.back().width));
+  }
+
+  if (!jr::field(j, "widths_from", where).is_null()) {
+    const Json& wf = jr::object(j, "widths_from", where);
+    const std::string w = where + ".widths_from";
+    WidthDistribution d;
+    d.path = jr::string(wf, "path", w);
+    d.probe = jr::string(wf, "probe", w);
+    d.key = jr::string(wf, "key", w);
+    d.micro_batch = jr::nullable_integer(wf, "micro_batch", w, 1);
+    const Json& hist = jr::array(wf, "width_histogram", w);
+    for (std::size_t i = 0; i < hist.size(); ++i) {
+      const std::string hw = jr::at(w, "width_histogram", i);
+      d.widths.push_back(
+          {jr::integer(hist[i], "width", hw, 1), jr::integer(hist[i], "count", hw, 1)});
+    }
+    WeightedShare s;
+    s.micro_batches = jr::integer(wf, "micro_batches", w, 0);
+    s.mean_width = jr::number(wf, "mean_width", w);
+    s.predicted_total_s = jr::number(wf, "predicted_total_s", w);
+    s.quadratic_total_s = jr::number(wf, "quadratic_total_s", w);
+    s.quadratic_share = jr::number(wf, "quadratic_share", w);
+    r.input.widths = std::move(d);
+    r.weighted = s;
+  }
+
+  const Json& raw = jr::array(j, "input_points", where);
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const std::string w = jr::at(where, "input_points", i);
+    FitPoint p;
+    p.width = jr::number(raw[i], "width", w);
+    p.seconds = jr::number(raw[i], "seconds", w);
+    p.batch = jr::nullable_integer(raw[i], "batch", w, 1).value_or(0);
+    p.origin = jr::string(raw[i], "origin", w);
+    r.input.points.push_back(std::move(p));
+  }
+  r.dropped = jr::strings(j, "dropped", where);
+  r.input.skipped = jr::strings(j, "skipped", where);
+  return r;
+}
+
+ScalingFitReport read_scaling_fit_evidence(const std::string& path) {
+  const Json doc = read_evidence_file(path, "scaling-fit");
+  return scaling_fit_report_from_json(jr::object(doc, "results", "'" + path + "'"),
+                                      "'" + path + "': results");
+}
+
+FittedCost fitted_cost(const ScalingFitReport& r, const std::string& path) {
+  if (!r.fit || !r.fit->determined) {
+    fail("'{}': the scaling fit was refused ({}): it has no coefficients for a cost model", path,
+         r.refusal);
+  }
+  auto cost = [&](const char* key, double v) {
+    // A fitted coefficient can come out negative on noisy points; as a cost it would predict
+    // negative time for some widths, so it is refused like a negative --cost.
+    if (v < 0) {
+      fail("'{}': results.coefficients.{} is negative ({:g}); a cost model needs non-negative "
+           "coefficients (refit with another form, or give the cost coefficients)",
+           path, key, v);
+    }
+    return v;
+  };
+  FittedCost c;
+  c.a_s_per_token = cost("a_s_per_token", r.fit->a.value);
+  c.b_s_per_token2 = cost("b_s_per_token2", r.fit->b.value);
+  c.c_s = cost("c_s", r.fit->c.value);
+  return c;
 }
 
 std::vector<Table> scaling_fit_tables(const ScalingFitReport& r) {

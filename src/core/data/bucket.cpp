@@ -115,41 +115,6 @@ CostModel parse_cost(const std::string& text) {
   return c;
 }
 
-CostModel cost_from_scaling_fit_json(const Json& doc, const std::string& path) {
-  const Json& results = doc.at("results");
-  if (!results.contains("coefficients") || !results["coefficients"].is_object()) {
-    fail("'{}': scaling-fit evidence has no results.coefficients object", path);
-  }
-  const Json& co = results["coefficients"];
-  auto get = [&](const char* key, bool required) -> double {
-    if (!co.contains(key) || co[key].is_null()) {
-      if (required) fail("'{}': results.coefficients.{} is missing", path, key);
-      return 0.0;
-    }
-    if (!co[key].is_number()) fail("'{}': results.coefficients.{} is not a number", path, key);
-    double v = co[key].get<double>();
-    if (!std::isfinite(v)) fail("'{}': results.coefficients.{} is not finite", path, key);
-    // A fitted coefficient can come out negative on noisy points; as a cost it would predict
-    // negative time for some widths, so it is refused like a negative --cost.
-    if (v < 0) {
-      fail("'{}': results.coefficients.{} is negative ({:g}); a cost model needs non-negative "
-           "coefficients (refit with another form, or give the cost coefficients)",
-           path, key, v);
-    }
-    return v;
-  };
-  CostModel c;
-  c.a_s_per_token = get("a_s_per_token", true);
-  c.b_s_per_token2 = get("b_s_per_token2", true);
-  c.c_s = get("c_s", false);
-  c.origin = path;
-  return c;
-}
-
-CostModel cost_from_scaling_fit(const std::string& path) {
-  return cost_from_scaling_fit_json(read_evidence_file(path, "scaling-fit"), path);
-}
-
 std::vector<uint32_t> sort_by_length(const std::vector<int64_t>& lengths) {
   const std::size_t n = lengths.size();
   std::vector<uint32_t> idx(n);

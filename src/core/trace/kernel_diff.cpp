@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/trace/activity_name.hpp"
 #include "trace/distinct_labels.hpp"
 
@@ -111,6 +113,45 @@ Json to_json(const KernelDiff& d) {
               {"delta_span_ns", d.b_totals.span_ns - d.a_totals.span_ns},
               {"categories", cats},
               {"families", fams}};
+}
+
+KernelDiff kernel_diff_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  KernelDiff d;
+  auto side = [&](const char* key, std::string& label, BusyTotals& t) {
+    const std::string w = where + "." + key;
+    const Json& o = jr::object(j, key, where);
+    label = jr::string(o, "label", w);
+    const Json& tj = jr::object(o, "totals", w);
+    const std::string tw = w + ".totals";
+    t.events = jr::integer(tj, "events", tw, 0);
+    t.sum_ns = jr::integer(tj, "sum_ns", tw, 0);
+    t.union_busy_ns = jr::integer(tj, "union_busy_ns", tw, 0);
+    t.span_ns = jr::integer(tj, "span_ns", tw, 0);
+    t.idle_ns = jr::integer(tj, "idle_ns", tw);  // start and end are not in a diff's totals
+  };
+  side("a", d.a_label, d.a_totals);
+  side("b", d.b_label, d.b_totals);
+  auto rows = [&](const char* key, std::vector<DiffRow>& out) {
+    const Json& a = jr::array(j, key, where);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::string w = jr::at(where, key, i);
+      DiffRow r;
+      r.key = jr::string(a[i], "key", w);
+      r.category = jr::string(a[i], "category", w);
+      r.a_ns = jr::integer(a[i], "a_ns", w, 0);
+      r.b_ns = jr::integer(a[i], "b_ns", w, 0);
+      r.a_count = jr::integer(a[i], "a_count", w, 0);
+      r.b_count = jr::integer(a[i], "b_count", w, 0);
+      r.a_share_ratio = jr::number(a[i], "a_share_ratio", w);
+      r.b_share_ratio = jr::number(a[i], "b_share_ratio", w);
+      out.push_back(std::move(r));
+    }
+  };
+  rows("categories", d.categories);
+  rows("families", d.families);
+  return d;
 }
 
 std::vector<Table> kernel_diff_tables(const KernelDiff& d, int top) {

@@ -12,6 +12,7 @@
 
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/kernel_sequences.hpp"
 #include "tprobe/core/trace/trace_memory_report.hpp"
@@ -303,6 +304,9 @@ KernelTable kernel_table_from_json(const Json& j, const std::string& where) {
   }
   t.options.skip_first = int_field(sel, "skip_first", sel_where);
   t.options.device = static_cast<int32_t>(int_field(sel, "device", sel_where));
+  // --step as given, so that the table read writes the selection it was read from.
+  if (json_read::optional(sel, "steps"))
+    t.options.steps = json_read::integers(sel, "steps", sel_where);
   return t;
 }
 

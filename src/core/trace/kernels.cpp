@@ -13,6 +13,7 @@
 #include "base/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_memory_report.hpp"
 #include "tprobe/core/trace/trace_stats_report.hpp"
@@ -254,17 +255,32 @@ KernelSource load_kernel_source(const std::string& path, const KernelTableOption
           path);
     }
     Json doc = read_evidence_file(path, "");
-    const std::string name = doc["schema"]["name"].get<std::string>();
+    const std::string name = json_read::string(
+        json_read::object(doc, "schema", "'" + path + "'"), "name", "'" + path + "' schema");
     s.kind = "evidence";
     s.evidence_probe = name.substr(name.find('.') + 1);
-    const Json& results = doc["results"];
-    if (!results.contains("kernel_table")) {
+    const Json& results = json_read::object(doc, "results", "'" + path + "'");
+    const std::string where = path + ": results";
+    auto no_table = [&] {
       fail(
           "'{}' ({} evidence) holds no results.kernel_table (a diff or per-rank evidence file "
           "has one table per input: give that input instead)",
           path, name);
+    };
+    if (s.evidence_probe == "kernels") {
+      // Its own evidence is read whole, by its own reader.
+      if (json_read::string(results, "mode", where) != "single") no_table();
+      KernelsReport k = kernels_report_from_json(results, where);
+      s.table = std::move(k.sources[0].table);
+      s.parts = std::move(k.sources[0].parts);
+      s.parts.label = path;
+      if (s.parts.available) s.parts.origin = "kernels evidence";
+      return s;
     }
-    s.table = kernel_table_from_json(results["kernel_table"], path + ": results.kernel_table");
+    // Another probe's evidence (profile): its kernel table and phase × part rows.
+    if (!json_read::optional(results, "kernel_table")) no_table();
+    s.table = kernel_table_from_json(json_read::object(results, "kernel_table", where),
+                                     path + ": results.kernel_table");
     s.parts = part_side_from_evidence(results, s.evidence_probe, path);
     return s;
   }
@@ -492,6 +508,95 @@ Json to_json(const KernelsReport& r) {
     }
   }
   return out;
+}
+
+namespace {
+
+namespace jr = json_read;
+
+// A source as source_json wrote it: path, kind, kernel table, and a trace's phase × part rows.
+KernelSource source_from_json(const Json& j, const std::string& where) {
+  KernelSource s;
+  s.path = jr::string(j, "path", where);
+  s.kind = jr::choice(j, "kind", where, {"trace", "evidence"}) == 0 ? "trace" : "evidence";
+  if (s.kind == "evidence") s.evidence_probe = jr::string(j, "evidence_probe", where);
+  s.table = kernel_table_from_json(jr::object(j, "kernel_table", where), where + ".kernel_table");
+  s.parts.label = s.path;
+  if (s.kind != "trace") {
+    s.parts.why_not = "an evidence input's rows are not kept in the evidence";
+    return s;
+  }
+  // Files from before parts_steps was written cover one step.
+  if (jr::optional(j, "parts_steps"))
+    s.parts.steps = jr::integer(j, "parts_steps", where, 1, int64_t{1} << 30);
+  if (!jr::optional(j, "by_phase_part")) {
+    s.parts.why_not = "its results hold no by_phase_part (a trace without module events)";
+    return s;
+  }
+  s.parts.rows =
+      part_rows_from_json(jr::field(j, "by_phase_part", where), where + ".by_phase_part");
+  for (const PartRow& r : s.parts.rows) s.parts.kernel_ns += r.kernel_ns;
+  s.parts.origin = "trace";
+  s.parts.available = true;
+  return s;
+}
+
+}  // namespace
+
+KernelsReport kernels_report_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  KernelsReport r;
+  const std::size_t mode = jr::choice(j, "mode", where, {"single", "diff", "ranks"});
+  if (mode == 0) {
+    r.mode = KernelsReport::Mode::kSingle;
+    // The single source's fields sit in results itself, its path and kind under "source".
+    const Json& src = jr::object(j, "source", where);
+    Json flat = j;
+    for (const auto& [key, value] : src.items()) flat[key] = value;
+    r.sources.push_back(source_from_json(flat, where));
+    return r;
+  }
+  if (mode == 1) {
+    r.mode = KernelsReport::Mode::kDiff;
+    r.sources.push_back(source_from_json(jr::object(j, "a", where), where + ".a"));
+    r.sources.push_back(source_from_json(jr::object(j, "b", where), where + ".b"));
+    r.diff = kernel_diff_from_json(jr::object(j, "diff", where), where + ".diff");
+    r.part_diff = part_diff_from_json(jr::object(j, "part_diff", where), where + ".part_diff");
+    return r;
+  }
+  r.mode = KernelsReport::Mode::kRanks;
+  const Json& rows = jr::array(j, "rank_summary", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string w = jr::at(where, "rank_summary", i);
+    const Json& x = rows[i];
+    RankRow row;
+    row.rank = jr::integer(x, "rank", w, 0);
+    row.path = jr::string(x, "path", w);
+    row.totals.events = jr::integer(x, "events", w, 0);
+    row.totals.sum_ns = jr::integer(x, "sum_ns", w, 0);
+    row.totals.union_busy_ns = jr::integer(x, "union_busy_ns", w, 0);
+    row.totals.span_ns = jr::integer(x, "span_ns", w, 0);
+    row.totals.idle_ns = jr::integer(x, "idle_ns", w);
+    row.communication_ns = jr::integer(x, "communication_ns", w, 0);
+    row.communication_share_ratio = jr::number(x, "communication_share_ratio", w);
+    row.communication_union_ns = jr::integer(x, "communication_union_ns", w, 0);
+    row.compute_union_ns = jr::integer(x, "compute_union_ns", w, 0);
+    row.overlap_ns = jr::integer(x, "overlap_ns", w, 0);
+    row.overlap_ratio = jr::number(x, "overlap_ratio", w);
+    row.exposed_communication_ns = jr::integer(x, "exposed_communication_ns", w);
+    r.ranks.push_back(std::move(row));
+  }
+  r.slowest_rank = jr::integer(j, "slowest_rank", where, -1);
+  const Json& per = jr::array(j, "ranks", where);
+  if (per.size() != r.ranks.size())
+    fail("{}: {} ranks but {} rank_summary rows", where, per.size(), r.ranks.size());
+  for (std::size_t i = 0; i < per.size(); ++i) {
+    const std::string w = jr::at(where, "ranks", i);
+    if (jr::integer(per[i], "rank", w) != r.ranks[i].rank)
+      fail("{}: rank is not rank_summary[{}]'s", w, i);
+    r.sources.push_back(source_from_json(per[i], w));
+  }
+  return r;
 }
 
 std::vector<Table> kernels_tables(const KernelsReport& r, int top) {

@@ -13,6 +13,7 @@
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -44,7 +45,9 @@ std::string vocab_string(const Json& row, const char* key, const std::string& wh
   return v;
 }
 
-std::vector<PartRow> rows_from_json(const Json& rows, const std::string& where) {
+}  // namespace
+
+std::vector<PartRow> part_rows_from_json(const Json& rows, const std::string& where) {
   if (!rows.is_array()) fail("{}: must be an array", where);
   std::vector<PartRow> out;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -69,8 +72,6 @@ std::vector<PartRow> rows_from_json(const Json& rows, const std::string& where) 
   }
   return out;
 }
-
-}  // namespace
 
 PartSide part_side_from_evidence(const Json& results, const std::string& probe,
                                  const std::string& where) {
@@ -119,7 +120,7 @@ PartSide part_side_from_evidence(const Json& results, const std::string& probe,
                   "without a kernel trace)";
       return s;
     }
-    s.rows = rows_from_json((*chosen)["kernel_trace"]["by_phase_part"],
+    s.rows = part_rows_from_json((*chosen)["kernel_trace"]["by_phase_part"],
                             where + ": results.points[" + chosen_name + "].kernel_trace.by_phase_part");
     s.origin = "profile evidence, point " + chosen_name;
   } else {
@@ -128,7 +129,7 @@ PartSide part_side_from_evidence(const Json& results, const std::string& probe,
       s.why_not = "its results hold no by_phase_part (a trace without module events)";
       return s;
     }
-    s.rows = rows_from_json(*rows, where + ": results.by_phase_part");
+    s.rows = part_rows_from_json(*rows, where + ": results.by_phase_part");
     s.origin = probe + " evidence";
     // The steps the rows sum over (a per-step diff divides by it): absent is one step; anything
     // else than a count is refused, never read as one step.
@@ -223,6 +224,45 @@ Json to_json(const PartDiff& d) {
                            {"b_share_ratio", r.b_share_ratio}});
   }
   return out;
+}
+
+PartDiff part_diff_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  auto side = [&](const char* key) {
+    const std::string w = where + "." + key;
+    const Json& o = jr::object(j, key, where);
+    PartSide s;
+    s.label = jr::string(o, "label", w);
+    s.available = jr::boolean(o, "available", w);
+    s.why_not = jr::nullable_string(o, "why_not", w).value_or("");
+    s.origin = jr::string(o, "origin", w);
+    s.steps = jr::integer(o, "steps", w, 1, int64_t{1} << 30);
+    s.kernel_ns = jr::integer(o, "kernel_ns", w, 0);
+    return s;
+  };
+  PartDiff d;
+  d.available = jr::boolean(j, "available", where);
+  d.why_not = jr::nullable_string(j, "why_not", where).value_or("");
+  d.a = side("a");
+  d.b = side("b");
+  const Json& rows = jr::array(j, "rows", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string w = jr::at(where, "rows", i);
+    PartDiffRow r;
+    r.phase = jr::string(rows[i], "phase", w);
+    r.layer_kind = jr::string(rows[i], "layer_kind", w);
+    r.part = jr::string(rows[i], "part", w);
+    r.a_ns = jr::integer(rows[i], "a_ns_per_step", w, 0);
+    r.b_ns = jr::integer(rows[i], "b_ns_per_step", w, 0);
+    r.a_share_ratio = jr::number(rows[i], "a_share_ratio", w);
+    r.b_share_ratio = jr::number(rows[i], "b_share_ratio", w);
+    // The delta is written beside its parts: a file whose delta disagrees was edited.
+    if (jr::integer(rows[i], "delta_ns_per_step", w) != r.b_ns - r.a_ns)
+      fail("{}: delta_ns_per_step is not b_ns_per_step - a_ns_per_step", w);
+    d.rows.push_back(std::move(r));
+  }
+  return d;
 }
 
 std::vector<Table> part_diff_tables(const PartDiff& d) {

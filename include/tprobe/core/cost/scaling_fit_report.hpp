@@ -46,6 +46,22 @@ struct ScalingFitReport {
 ScalingFitReport analyze_scaling(ScalingFitInput input);
 
 Json to_json(const ScalingFitReport& report);
+// The report back from the `results` of scaling-fit evidence (`where` names it in errors: "f.json
+// results"), so that to_json of it is the JSON read. What results do not hold (the diagnostics,
+// --batch as given) stays default. Throws tprobe::Error naming the field for a broken object.
+ScalingFitReport scaling_fit_report_from_json(const Json& results, const std::string& where);
+// A scaling-fit evidence file's report.
+ScalingFitReport read_scaling_fit_evidence(const std::string& path);
+
+// The fitted A, B and C as a cost model takes them (`bucket --scaling-fit`): refused for a refused
+// fit and for a negative coefficient, which would predict negative time at some width. C is 0
+// when the fit has none.
+struct FittedCost {
+  double a_s_per_token = 0;
+  double b_s_per_token2 = 0;
+  double c_s = 0;
+};
+FittedCost fitted_cost(const ScalingFitReport& report, const std::string& path);
 std::vector<Table> scaling_fit_tables(const ScalingFitReport& report);
 
 // The report's section for scaling-fit evidence (figures, facts, tables; core/report/section.hpp).

@@ -27,10 +27,8 @@ struct CostModel {
 };
 // "A,B" or "A,B,C": finite, non-negative numbers; anything else is a usage error.
 CostModel parse_cost(const std::string& text);
-// results.coefficients.{a_s_per_token, b_s_per_token2, c_s (optional)} of a tprobe.scaling-fit
-// evidence file. Throws tprobe::Error naming the file and key.
-CostModel cost_from_scaling_fit(const std::string& path);
-CostModel cost_from_scaling_fit_json(const Json& doc, const std::string& path);
+// A scaling-fit evidence file's coefficients are read by core/cost (fitted_cost, in
+// scaling_fit_report.hpp), a layer above this one: `tprobe bucket --scaling-fit` joins the two.
 
 // Record indices sorted by (length, index): the sampler's first step.
 std::vector<uint32_t> sort_by_length(const std::vector<int64_t>& lengths);

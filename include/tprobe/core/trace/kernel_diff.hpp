@@ -31,6 +31,7 @@ KernelDiff diff_kernel_tables(const KernelTable& a, const std::string& a_label,
                               const KernelTable& b, const std::string& b_label);
 
 Json to_json(const KernelDiff& diff);
+KernelDiff kernel_diff_from_json(const Json& j, const std::string& where);
 std::vector<Table> kernel_diff_tables(const KernelDiff& diff, int top = 25);
 
 }  // namespace tprobe::core

@@ -71,6 +71,11 @@ KernelsReport analyze_kernels(const KernelsRequest& request);
 
 // results for the evidence envelope, and the human view.
 Json to_json(const KernelsReport& report);
+// The report back from `kernels` evidence results (`where`: "k.json results"). Every source comes
+// back with its path, kind, kernel table and phase × part rows (by_phase_part, parts_steps); a
+// source read from a trace does not get its trace summary back (has_trace stays false), so
+// to_json of the report read equals the results read only where no source was a trace.
+KernelsReport kernels_report_from_json(const Json& results, const std::string& where);
 Json to_json(const TraceSummary& summary);
 std::vector<Table> kernels_tables(const KernelsReport& report, int top = 25);
 

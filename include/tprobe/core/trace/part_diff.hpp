@@ -29,6 +29,8 @@ struct PartSide {
 // number in 0..1e6 s, kernels a non-negative integer when given.
 PartSide part_side_from_evidence(const Json& results, const std::string& probe,
                                  const std::string& where);
+// The by_phase_part rows of `kernels` evidence, bounds-checked as above.
+std::vector<PartRow> part_rows_from_json(const Json& rows, const std::string& where);
 PartSide part_side_from_trace(const TraceParts& parts, int64_t steps, const std::string& label);
 
 struct PartDiffRow {
@@ -44,6 +46,8 @@ struct PartDiff {
 };
 PartDiff diff_parts(const PartSide& a, const PartSide& b);
 Json to_json(const PartDiff& d);
+// The object to_json wrote (the sides' summaries and the rows; a side's own rows are not in it).
+PartDiff part_diff_from_json(const Json& j, const std::string& where);
 std::vector<Table> part_diff_tables(const PartDiff& d);
 
 }  // namespace tprobe::core
