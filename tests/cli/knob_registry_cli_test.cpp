@@ -80,7 +80,9 @@ TEST(KnobRegistry, EveryRegisteredProbeTakesExactlyTheRegistrysValues) {
       for (const std::string& v : *got) {
         const bool alias = std::any_of(k.aliases.begin(), k.aliases.end(),
                                        [&](const auto& a) { return v == a.first; });
-        if (!alias) EXPECT_NE(r.out.find(v + " ("), std::string::npos) << probe << " help lacks " << v;
+        if (!alias) {
+          EXPECT_NE(r.out.find(v + " ("), std::string::npos) << probe << " help lacks " << v;
+        }
       }
     }
   }
