@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,16 @@ std::vector<std::string> strings(const Json& obj, const char* key, const std::st
 
 // "where[i]": the name of an array's i-th element.
 std::string at(const std::string& where, const char* key, std::size_t i);
+
+// (ev-c) Fields that are written as null when there is nothing to say: the key must be there
+// (a missing key is an error), null reads as none.
+std::optional<int64_t> nullable_integer(const Json& obj, const char* key, const std::string& where,
+                                        int64_t lo = kMinInt, int64_t hi = kMaxInt);
+std::optional<double> nullable_number(const Json& obj, const char* key, const std::string& where);
+std::optional<bool> nullable_boolean(const Json& obj, const char* key, const std::string& where);
+std::optional<std::string> nullable_string(const Json& obj, const char* key,
+                                           const std::string& where);
+// (ev-c) An unsigned 64-bit field (a seed): integer reads stop at INT64_MAX.
+uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where);
 
 }  // namespace tprobe::core::json_read
