@@ -541,22 +541,20 @@ void epoch_report_section(SectionBuilder& c, const EpochReport& e) {
   ch.highlight_label = "the prediction lies outside the measured interval";
   for (const EpochConfigRow& row : e.configs) {
     const std::string label = row.lever + (row.setting.empty() ? "" : " " + row.setting);
-    // The hours as to_json writes them (predicted.hours, sampled.estimate_hours, half_hours).
-    const std::optional<double> pred =
-        row.prediction ? std::optional<double>(row.prediction->hours) : std::nullopt;
-    std::optional<double> meas, half;
+    // The hours as to_json writes them (predicted.hours, sampled.estimate_hours, half_hours);
+    // plain doubles, 0 where absent (gcc 12 misreads optional<double> here as uninitialised).
+    const double pred = row.prediction ? row.prediction->hours : 0.0;
+    const double meas = row.estimate ? row.estimate->estimate_s() / 3600.0 : 0.0;
+    const bool has_half = row.estimate && row.estimate->half_s();
+    const double half = has_half ? *row.estimate->half_s() / 3600.0 : 0.0;
+    std::string note = row.prediction ? "" : row.status;
     if (row.estimate) {
-      meas = row.estimate->estimate_s() / 3600.0;
-      if (auto h = row.estimate->half_s()) half = *h / 3600.0;
-    }
-    std::string note = pred ? "" : row.status;
-    if (meas) {
-      note += fmt::format("{}measured {:.3g}{} h", note.empty() ? "" : "; ", *meas,
-                          half ? fmt::format(" ± {:.3g}", *half) : std::string());
+      note += fmt::format("{}measured {:.3g}{} h", note.empty() ? "" : "; ", meas,
+                          has_half ? fmt::format(" ± {:.3g}", half) : std::string());
       if (row.agree) note += *row.agree ? ", agrees" : ", disagrees";
     }
     const bool disagree = row.agree && !*row.agree;
-    ch.items.push_back({label, {pred.value_or(0.0), meas.value_or(0.0)}, disagree, note});
+    ch.items.push_back({label, {pred, meas}, disagree, note});
   }
   c.figure("epoch", ch.title, render_svg(ch),
            {"epoch.configs[].predicted.hours", "epoch.configs[].sampled.estimate_hours",
