@@ -53,10 +53,7 @@ core::Outcome run(const ReportOptions& o, RunContext& ctx) {
   write_side_output(ctx, md, core::render_markdown(report));
 
   ctx.out << core::report_summary_table(report, html, md).render() << "\n";
-  core::Json results = core::to_json(report);
-  results["html"] = html;
-  results["markdown"] = md;
-  ctx.evidence.results() = std::move(results);
+  ctx.evidence.results() = core::to_json(core::report_results(report, html, md));
   add_diagnostics(ctx.evidence, core::report_diagnostics(report));
   return core::Outcome::kOk;
 }

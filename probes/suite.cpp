@@ -305,18 +305,15 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   };
   // What was decided, in the evidence whatever happens next: the device, the fixtures and every
   // step's arguments on that device.
-  core::Json plan = core::Json::array();
-  for (const SuiteStep& s : all) plan.push_back({{"name", s.name}, {"args", resolved_args(s)}});
-  const core::Json decided = {
-      {"device", {{"requested", device.requested},
-                  {"resolved", suite_device_name(device.device)},
-                  {"why", device.why}}},
-      {"fixtures", fixtures.path.empty() ? core::Json(nullptr) : core::Json(fixtures.path)},
-      {"fixtures_source", fixtures.source},
-      {"fixtures_looked_at", fixtures.looked_at},
-      {"plan", plan}};
-  core::Json rows = core::Json::array();
-  int failed = 0, said_no = 0, skipped = 0;
+  SuiteResults results;
+  results.out = out;
+  results.device = device;
+  results.fixtures = fixtures;
+  for (const SuiteStep& s : all) results.plan.push_back({s.name, resolved_args(s)});
+  std::vector<SuiteStepResult>& rows = results.steps;
+  int64_t& failed = results.failed;
+  int64_t& said_no = results.said_no;
+  int64_t& skipped = results.skipped;
   std::size_t index = 0;
   auto line = [&](const std::string& name, const std::string& state, double secs,
                   const std::string& where) {
@@ -326,20 +323,23 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   };
   bool interrupted = false;
   for (const SuiteStep& s : all) {
-    core::Json row = {{"name", s.name}};
+    SuiteStepResult row;
+    row.name = s.name;
     if (interrupted || core::interrupt_requested()) {
       interrupted = true;
       line(s.name, "not run (interrupted)", -1, "");
-      row["state"] = "not_run";
-      row["message"] = "a signal stopped the suite before this step";
+      row.kind = SuiteRowKind::kNotStarted;
+      row.state = "not_run";
+      row.message = "a signal stopped the suite before this step";
       rows.push_back(row);
       continue;
     }
     if (std::find(o.skip.begin(), o.skip.end(), s.name) != o.skip.end()) {
       ++skipped;
       line(s.name, "skipped (--skip)", -1, "");
-      row["state"] = "skipped";
-      row["message"] = "--skip";
+      row.kind = SuiteRowKind::kNotStarted;
+      row.state = "skipped";
+      row.message = "--skip";
       rows.push_back(row);
       continue;
     }
@@ -354,8 +354,9 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
               : fmt::format("skipped: {}/{} not found (the {} fixtures)", fixtures.path, s.needs,
                             fixtures.source);
       line(s.name, "skipped", -1, why);
-      row["state"] = "skipped";
-      row["message"] = why;
+      row.kind = SuiteRowKind::kNotStarted;
+      row.state = "skipped";
+      row.message = why;
       rows.push_back(row);
       continue;
     }
@@ -383,26 +384,23 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       ++failed;
     }
     line(s.name, state, secs, code == 0 || code == 3 ? evidence : "see " + log);
-    row["state"] = state == "interrupted" ? "interrupted"
-                   : code == 0          ? "ok"
-                   : code == 3          ? "no"
-                                        : "failed";
-    row["exit_code"] = code;
-    row["expected_exit_code"] = s.expect_no ? 3 : 0;
-    row["wall_time_s"] = secs;
-    row["argv"] = args;
-    row["evidence"] = code == 0 || code == 3 || state == "interrupted" ? core::Json(evidence)
-                                                                       : core::Json(nullptr);
-    row["log"] = log;
-    if (!s.why.empty()) row["why"] = s.why;
+    row.state = state == "interrupted" ? "interrupted"
+                : code == 0          ? "ok"
+                : code == 3          ? "no"
+                                     : "failed";
+    row.exit_code = code;
+    row.expected_exit_code = s.expect_no ? 3 : 0;
+    row.wall_time_s = secs;
+    row.argv = args;
+    if (code == 0 || code == 3 || state == "interrupted") row.evidence = evidence;
+    row.log = log;
+    row.why = s.why;
     rows.push_back(row);
   }
   if (interrupted) {
     write_manifest(out, ctx.files);
     // No report over a half-run suite: the evidence says which steps ran.
-    ctx.evidence.results() = {{"out", out}, {"steps", rows}, {"failed", failed},
-                              {"said_no", said_no}, {"skipped", skipped}};
-    ctx.evidence.results().update(decided);
+    ctx.evidence.results() = to_json(results);
     ctx.out << fmt::format("\nINTERRUPTED: the suite stopped; {}/ holds the evidence of the steps "
                            "that ran\n",
                            out);
@@ -415,12 +413,17 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   line("report", code == 0 ? "ok" : fmt::format("FAILED (exit {})", code), secs,
        code == 0 ? out + "/report.html" : "see " + log);
-  rows.push_back({{"name", "report"},
-                  {"state", code == 0 ? "ok" : "failed"},
-                  {"exit_code", code},
-                  {"wall_time_s", secs},
-                  {"html", out + "/report.html"},
-                  {"markdown", out + "/report.md"}});
+  {
+    SuiteStepResult row;
+    row.kind = SuiteRowKind::kReport;
+    row.name = "report";
+    row.state = code == 0 ? "ok" : "failed";
+    row.exit_code = code;
+    row.wall_time_s = secs;
+    row.html = out + "/report.html";
+    row.markdown = out + "/report.md";
+    rows.push_back(std::move(row));
+  }
   if (code != 0) ++failed;
   write_manifest(out, ctx.files);
 
@@ -440,11 +443,9 @@ core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
       "\n{} ok, {} said no, {} failed, {} skipped. Open {}/report.html in a browser; {}/report.md "
       "is "
       "the text summary.\n",
-      static_cast<int>(rows.size()) - failed - said_no - skipped, said_no, failed, skipped, out,
-      out);
-  ctx.evidence.results() = {{"out", out},         {"steps", rows},       {"failed", failed},
-                            {"said_no", said_no}, {"skipped", skipped}};
-  ctx.evidence.results().update(decided);
+      static_cast<int64_t>(rows.size()) - failed - said_no - skipped, said_no, failed, skipped,
+      out, out);
+  ctx.evidence.results() = to_json(results);
   if (failed > 0) {
     ctx.evidence.diagnose(core::Severity::kError, "suite_failed",
                           fmt::format("{} step(s) failed: see {}/logs/", failed, out));

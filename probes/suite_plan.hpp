@@ -4,7 +4,9 @@
 // a machine without one (tests/probes/suite_plan_test.cpp).
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,5 +55,46 @@ struct FixturesChoice {
 FixturesChoice find_fixtures(const std::string& given, const std::string& exe,
                              const std::string& source_fixtures,
                              const std::function<bool(const std::string&)>& is_dir);
+
+// ---- the suite's evidence results ----
+
+// One row of results.steps, in one of three shapes: a step that never started (why in message),
+// a step that ran, and the report run after the steps. The JSON holds no kind: a row with state
+// not_run or skipped never started, one with an "html" field is the report's.
+enum class SuiteRowKind { kNotStarted, kRan, kReport };
+struct SuiteStepResult {
+  SuiteRowKind kind = SuiteRowKind::kRan;
+  std::string name;
+  // kNotStarted: not_run | skipped; kRan: ok | no | failed | interrupted; kReport: ok | failed
+  std::string state;
+  std::string message;  // kNotStarted
+  int64_t exit_code = 0;  // kRan, kReport
+  int64_t expected_exit_code = 0;  // kRan
+  double wall_time_s = 0;  // kRan, kReport
+  std::vector<std::string> argv;        // kRan
+  std::optional<std::string> evidence;  // kRan: none when the step failed
+  std::string log;                      // kRan
+  std::string why;                      // kRan: the step's why; "" is not written
+  std::string html, markdown;           // kReport
+};
+
+struct SuitePlannedStep {
+  std::string name;
+  std::vector<std::string> args;  // as resolved for this run
+};
+
+// What `tprobe suite` writes as its results: the folder, each step's row, the counts, and what
+// was decided before any step ran (device, fixtures, the plan).
+struct SuiteResults {
+  std::string out;
+  std::vector<SuiteStepResult> steps;
+  int64_t failed = 0, said_no = 0, skipped = 0;
+  SuiteDeviceChoice device;
+  FixturesChoice fixtures;  // a path of "" is written as null
+  std::vector<SuitePlannedStep> plan;
+};
+core::Json to_json(const SuiteResults& results);
+// The reverse of to_json; `where` names the object ("s.json results").
+SuiteResults suite_results_from_json(const core::Json& results, const std::string& where);
 
 }  // namespace tprobe::probes

@@ -251,27 +251,38 @@ TEST(LeversChart, TheNoiseBandIsShadedBetweenTheBaselinesMinAndMax) {
   EXPECT_EQ(render_svg(ch).find("class=\"band"), std::string::npos);
 }
 
-EvidenceInput levers_evidence(Json rows) {
+// An evidence file as the probe writes it: its results are to_json of a report of these rows
+// (the section reads them back with levers_report_from_json).
+EvidenceInput levers_evidence(std::vector<LeverRow> rows) {
+  LeversReport rep;
+  rep.baseline_name = "hf";
+  rep.baseline = resolved_baseline();
+  rep.device = "cuda";
+  rep.model = "m";
+  rep.rows = std::move(rows);
+  compare_rows(rep);
   EvidenceInput in;
   in.name = "levers.json";
   in.path = "/x/levers.json";
   in.doc = {{"schema", {{"name", "tprobe.levers"}, {"version", kEvidenceSchemaVersion}}},
             {"tool", {{"version", TPROBE_VERSION}}},
             {"status", {{"outcome", "ok"}}},
-            {"results", {{"baseline", {{"reproduces", "hf"}}}, {"rows", std::move(rows)}}}};
+            {"results", to_json(rep)}};
   return in;
 }
 
-Json lever_row(const std::string& lever, const std::string& setting, double lo, double hi,
-               Json peak, const std::string& outcome = "ok") {
-  Json r = {{"lever", lever},       {"setting", setting},     {"batch", 2},
-            {"width", 2048},        {"lengths", Json::array()}, {"outcome", outcome},
-            {"peak_allocated_bytes", std::move(peak)}};
-  if (outcome == "ok") {
-    r["median_s"] = (lo + hi) / 2;
-    r["min_s"] = lo;
-    r["max_s"] = hi;
-  }
+LeverRow lever_row(const std::string& lever, const std::string& setting, double lo, double hi,
+                   std::optional<int64_t> peak, const std::string& outcome = "ok") {
+  LeverRow r;
+  r.lever = lever;
+  r.setting = setting;
+  r.config = resolved_baseline();
+  r.batch = 2;
+  r.width = 2048;
+  r.tokens = 4096;
+  r.outcome = outcome;
+  r.peak_allocated_bytes = peak;
+  if (outcome == "ok") r.timing = make_timing({lo, hi});
   return r;
 }
 
@@ -281,10 +292,10 @@ const ReportSection& only_section(const Report& r) {
 }
 
 TEST(LeversChart, MemoryPerLeverBesideTheTimeChartWithTheDifferenceFromTheBaseline) {
-  const double gib = 1024.0 * 1024.0 * 1024.0;
-  const Json rows = Json::array({lever_row("baseline", "", 1.0, 1.2, 10 * gib),
-                                 lever_row("norm", "--norm fused", 0.7, 0.8, 9.5 * gib),
-                                 lever_row("ce", "--ce naive", 0, 0, nullptr, "oom")});
+  const int64_t gib = int64_t{1} << 30;
+  const std::vector<LeverRow> rows = {lever_row("baseline", "", 1.0, 1.2, 10 * gib),
+                                      lever_row("norm", "--norm fused", 0.7, 0.8, gib * 19 / 2),
+                                      lever_row("ce", "--ce naive", 0, 0, std::nullopt, "oom")};
   const Report rep =
       build_report({levers_evidence(rows)}, {{"levers", "Levers", levers_report_section}});
   const ReportSection& s = only_section(rep);
@@ -303,8 +314,8 @@ TEST(LeversChart, MemoryPerLeverBesideTheTimeChartWithTheDifferenceFromTheBaseli
 }
 
 TEST(LeversChart, MemoryNotMeasuredOnTheCpuIsSaidNotDrawnAsZero) {
-  const Json rows = Json::array({lever_row("baseline", "", 1.0, 1.2, nullptr),
-                                 lever_row("norm", "--norm fused", 0.7, 0.8, nullptr)});
+  const std::vector<LeverRow> rows = {lever_row("baseline", "", 1.0, 1.2, std::nullopt),
+                                      lever_row("norm", "--norm fused", 0.7, 0.8, std::nullopt)};
   const Report rep =
       build_report({levers_evidence(rows)}, {{"levers", "Levers", levers_report_section}});
   const ReportSection& s = only_section(rep);
@@ -316,9 +327,9 @@ TEST(LeversChart, MemoryNotMeasuredOnTheCpuIsSaidNotDrawnAsZero) {
   EXPECT_EQ(fact->field, "results.rows[].peak_allocated_bytes");
 
   // One measured row at the point: the chart is drawn, the unmeasured rows say so, with no bar.
-  const double gib = 1024.0 * 1024.0 * 1024.0;
-  const Json mixed = Json::array({lever_row("baseline", "", 1.0, 1.2, 4 * gib),
-                                  lever_row("norm", "--norm fused", 0.7, 0.8, nullptr)});
+  const int64_t gib = int64_t{1} << 30;
+  const std::vector<LeverRow> mixed = {lever_row("baseline", "", 1.0, 1.2, 4 * gib),
+                                       lever_row("norm", "--norm fused", 0.7, 0.8, std::nullopt)};
   const Report rep2 =
       build_report({levers_evidence(mixed)}, {{"levers", "Levers", levers_report_section}});
   const ReportSection& s2 = only_section(rep2);

@@ -107,7 +107,8 @@ std::vector<std::string> strings(const Json& obj, const char* key, const std::st
   return out;
 }
 
-// (ev-b)
+// Fields written as null, enum spellings and unsigned integers.
+
 std::optional<int64_t> nullable_integer(const Json& obj, const char* key, const std::string& where,
                                         int64_t lo, int64_t hi) {
   if (field(obj, key, where).is_null()) return std::nullopt;
@@ -117,6 +118,11 @@ std::optional<int64_t> nullable_integer(const Json& obj, const char* key, const 
 std::optional<double> nullable_number(const Json& obj, const char* key, const std::string& where) {
   if (field(obj, key, where).is_null()) return std::nullopt;
   return number(obj, key, where);
+}
+
+std::optional<bool> nullable_boolean(const Json& obj, const char* key, const std::string& where) {
+  if (field(obj, key, where).is_null()) return std::nullopt;
+  return boolean(obj, key, where);
 }
 
 std::optional<std::string> nullable_string(const Json& obj, const char* key,
@@ -135,6 +141,15 @@ std::size_t choice(const Json& obj, const char* key, const std::string& where,
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   fail("{}: field '{}' must be one of {}, got \"{}\"", where, key, list,
        detail::printable(v, 40));
+}
+
+uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where) {
+  const Json& v = field(obj, key, where);
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(v.get<int64_t>());
+  fail("{}: field '{}' must be an integer in 0..18446744073709551615, got {}", where, key,
+       shown(v));
 }
 
 }  // namespace tprobe::core::json_read

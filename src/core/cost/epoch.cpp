@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <unordered_map>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/rng.hpp"
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/cost/scaling_fit.hpp"
@@ -369,6 +371,119 @@ Json to_json(const EpochReport& r) {
   return j;
 }
 
+namespace {
+
+namespace jr = json_read;
+
+StepCurve curve_from_json(const Json& j, const std::string& w) {
+  StepCurve c;
+  c.determined = true;
+  c.form = jr::string(j, "form", w);
+  c.batch = jr::integer(j, "batch", w, 0);
+  c.points = static_cast<int>(jr::integer(j, "points", w, 0, std::numeric_limits<int>::max()));
+  c.distinct_widths =
+      static_cast<int>(jr::integer(j, "distinct_widths", w, 0, std::numeric_limits<int>::max()));
+  c.exact = jr::boolean(j, "exact", w);
+  c.c_s = jr::number(j, "c_s", w);
+  c.a_s_per_token = jr::number(j, "a_s_per_token", w);
+  c.b_s_per_token2 = jr::number(j, "b_s_per_token2", w);
+  c.fixed_s = jr::number(j, "fixed_s", w);
+  c.per_token_s = jr::number(j, "per_token_s", w);
+  c.per_len2_s = jr::number(j, "per_len2_s", w);
+  return c;
+}
+
+EpochPrediction prediction_from_json(const Json& j, const std::string& w) {
+  EpochPrediction p;
+  p.seconds = jr::number(j, "seconds", w);
+  p.hours = jr::number(j, "hours", w);
+  p.micro_batches = jr::integer(j, "micro_batches", w, 0);
+  p.accumulation = jr::integer(j, "accumulation", w, 1);
+  p.optimizer_steps = jr::integer(j, "optimizer_steps", w, 0);
+  return p;
+}
+
+EpochEstimate estimate_from_json(const Json& m, const std::string& w) {
+  EpochEstimate e;
+  e.population = jr::integer(m, "population", w, 0);
+  e.n = jr::integer(m, "n", w, 0, e.population);
+  e.t = jr::nullable_number(m, "t", w);
+  e.expansion_s = jr::number(m, "expansion_s", w);
+  e.expansion_half_s = jr::nullable_number(m, "expansion_half_s", w);
+  e.ratio = jr::nullable_number(m, "ratio", w);
+  e.ratio_s = jr::nullable_number(m, "ratio_s", w);
+  e.ratio_half_s = jr::nullable_number(m, "ratio_half_s", w);
+  return e;
+}
+
+EpochConfigRow epoch_config_from_json(const Json& j, const std::string& w) {
+  EpochConfigRow c;
+  c.lever = jr::string(j, "lever", w);
+  c.setting = jr::string(j, "setting", w);
+  c.attn = jr::string(j, "attn", w);
+  c.packs = jr::boolean(j, "packs", w);
+  c.status = jr::string(j, "status", w);
+  c.note = jr::string(j, "note", w);
+  if (!jr::field(j, "curve", w).is_null())
+    c.curve = curve_from_json(jr::object(j, "curve", w), w + ".curve");
+  if (!jr::field(j, "predicted", w).is_null())
+    c.prediction = prediction_from_json(jr::object(j, "predicted", w), w + ".predicted");
+  if (!jr::field(j, "flops", w).is_null()) {
+    const Json& f = jr::object(j, "flops", w);
+    c.flops = EpochFlops{jr::number(f, "intended", w + ".flops"),
+                         jr::number(f, "performed", w + ".flops")};
+  }
+  const Json& m = jr::object(j, "sampled", w);
+  const std::string mw = w + ".sampled";
+  c.measured = jr::boolean(m, "measured", mw);
+  c.measure_note = jr::string(m, "note", mw);
+  c.pilot = jr::integer(m, "pilot", mw, 0);
+  c.planned = jr::integer(m, "planned", mw, 0);
+  c.pilot_cv = jr::nullable_number(m, "pilot_cv", mw);
+  c.sample = jr::integers(m, "sample", mw, 0);
+  c.sample_outcomes = jr::strings(m, "outcomes", mw);
+  c.sample_measured_s = jr::numbers(m, "measured_s", mw);
+  c.sample_predicted_s = jr::numbers(m, "predicted_s", mw);
+  if (!jr::field(m, "estimate_s", mw).is_null()) c.estimate = estimate_from_json(m, mw);
+  c.agree = jr::nullable_boolean(m, "agree", mw);
+  return c;
+}
+
+}  // namespace
+
+EpochReport epoch_report_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  EpochReport r;
+  r.dataset = jr::string(j, "dataset", where);
+  r.records = jr::integer(j, "records", where, 0);
+  r.truncated_records = jr::integer(j, "truncated_records", where, 0, r.records);
+  r.sampler = jr::string(j, "sampler", where);
+  r.rule = jr::string(j, "rule", where);
+  r.micro_batch = jr::integer(j, "micro_batch", where, 0);
+  r.max_seq_len = jr::integer(j, "max_seq_len", where, 0);
+  r.accumulation = jr::integer(j, "accumulation", where, 1);
+  r.seed = jr::unsigned_integer(j, "seed", where);
+  r.micro_batches = jr::integer(j, "micro_batches", where, 0);
+  r.real_tokens = jr::integer(j, "real_tokens", where, 0);
+  r.padded_tokens = jr::integer(j, "padded_tokens", where, 0);
+  r.zero_pad_micro_batches = jr::integer(j, "zero_pad_micro_batches", where, 0, r.micro_batches);
+  // Written beside what it follows from: a file where it does not follow was edited.
+  const int64_t steps = r.micro_batches > 0 ? optimizer_steps(r.micro_batches, r.accumulation) : 0;
+  if (jr::integer(j, "optimizer_steps", where) != steps)
+    fail("{}: optimizer_steps is not ceil(micro_batches / accumulation)", where);
+  const Json& s = jr::object(j, "sampling", where);
+  const std::string sw = where + ".sampling";
+  r.requested_samples = jr::integer(s, "requested", sw, 0);
+  r.pilot = jr::integer(s, "pilot", sw, 0);
+  r.cap = jr::integer(s, "cap", sw, 0);
+  r.target = jr::number(s, "target_relative_half_width", sw);
+  r.loss_head_note = jr::string(j, "loss_head", where);
+  const Json& configs = jr::array(j, "configs", where);
+  for (std::size_t i = 0; i < configs.size(); ++i)
+    r.configs.push_back(epoch_config_from_json(configs[i], jr::at(where, "configs", i)));
+  return r;
+}
+
 std::vector<Table> epoch_tables(const EpochReport& r) {
   Table t(fmt::format("The epoch: {} ({} records), sampler {}, micro-batch {}, max_seq_len {}, "
                       "accumulation {}",
@@ -413,12 +528,9 @@ std::vector<Table> epoch_tables(const EpochReport& r) {
   return {t};
 }
 
-void epoch_report_section(SectionBuilder& c) {
-  const Json* configs = c.array_at("epoch.configs");
-  if (!configs) return;  // a run without --dataset
-  c.fact("epoch", fmt::format("{}, sampler {}: {} micro-batches, accumulation {}",
-                              c.string_at("epoch.dataset"), c.string_at("epoch.sampler"),
-                              c.string_at("epoch.micro_batches"), c.string_at("epoch.accumulation")),
+void epoch_report_section(SectionBuilder& c, const EpochReport& e) {
+  c.fact("epoch", fmt::format("{}, sampler {}: {} micro-batches, accumulation {}", e.dataset,
+                              e.sampler, e.micro_batches, e.accumulation),
          {"epoch.dataset", "epoch.sampler", "epoch.micro_batches", "epoch.accumulation"});
   BarChart ch;
   ch.title = "Epoch hours per configuration: predicted and measured on sampled micro-batches";
@@ -427,23 +539,22 @@ void epoch_report_section(SectionBuilder& c) {
   ch.width = 860;
   ch.note_room = 300;  // "measured 0.0367 ± 0.00751 h, disagrees" beside the longest bar
   ch.highlight_label = "the prediction lies outside the measured interval";
-  for (const Json& row : *configs) {
-    const std::string label = string_at(row, "lever") +
-                              (string_at(row, "setting").empty() ? "" : " " + string_at(row, "setting"));
-    const auto pred = number_at(row, "predicted.hours");
-    const auto meas = number_at(row, "sampled.estimate_hours");
-    const auto half = number_at(row, "sampled.half_hours");
-    std::string note = pred ? "" : string_at(row, "status");
-    if (meas) {
-      note += fmt::format("{}measured {:.3g}{} h", note.empty() ? "" : "; ", *meas,
-                          half ? fmt::format(" ± {:.3g}", *half) : std::string());
-      if (const Json* a = find_path(row, "sampled.agree"); a && a->is_boolean()) {
-        note += *a == true ? ", agrees" : ", disagrees";
-      }
+  for (const EpochConfigRow& row : e.configs) {
+    const std::string label = row.lever + (row.setting.empty() ? "" : " " + row.setting);
+    // The hours as to_json writes them (predicted.hours, sampled.estimate_hours, half_hours);
+    // plain doubles, 0 where absent (gcc 12 misreads optional<double> here as uninitialised).
+    const double pred = row.prediction ? row.prediction->hours : 0.0;
+    const double meas = row.estimate ? row.estimate->estimate_s() / 3600.0 : 0.0;
+    const bool has_half = row.estimate && row.estimate->half_s();
+    const double half = has_half ? *row.estimate->half_s() / 3600.0 : 0.0;
+    std::string note = row.prediction ? "" : row.status;
+    if (row.estimate) {
+      note += fmt::format("{}measured {:.3g}{} h", note.empty() ? "" : "; ", meas,
+                          has_half ? fmt::format(" ± {:.3g}", half) : std::string());
+      if (row.agree) note += *row.agree ? ", agrees" : ", disagrees";
     }
-    const Json* a = find_path(row, "sampled.agree");
-    const bool disagree = a && a->is_boolean() && *a == false;
-    ch.items.push_back({label, {pred.value_or(0.0), meas.value_or(0.0)}, disagree, note});
+    const bool disagree = row.agree && !*row.agree;
+    ch.items.push_back({label, {pred, meas}, disagree, note});
   }
   c.figure("epoch", ch.title, render_svg(ch),
            {"epoch.configs[].predicted.hours", "epoch.configs[].sampled.estimate_hours",

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/report/section.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
@@ -237,6 +238,21 @@ std::optional<std::string> edge_change(const LeverEdge& baseline, const LeverEdg
   return std::nullopt;
 }
 
+namespace {
+
+// Why there is no best combination when the run stopped first: read back as best_considered.
+constexpr const char* kBestNotReached =
+    "not reached: the run stopped before every lever was measured";
+
+// Why a report has no best combination (results.best.why_none).
+std::string why_no_best(const LeversReport& report) {
+  if (!report.best_considered) return kBestNotReached;
+  if (report.best_from.empty()) return "no lever was faster beyond the noise at every point";
+  return "one lever alone: its own row is the best";
+}
+
+}  // namespace
+
 Json to_json(const LeversReport& report) {
   Json j;
   j["baseline"] = {{"reproduces", report.baseline_name}, {"knobs", to_json(report.baseline)}};
@@ -292,11 +308,7 @@ Json to_json(const LeversReport& report) {
     j["best"] = {{"knobs", nullptr},
                  {"setting", ""},
                  {"combines", report.best_from},
-                 {"why_none", !report.best_considered
-                                  ? "not reached: the run stopped before every lever was measured"
-                              : report.best_from.empty()
-                                  ? "no lever was faster beyond the noise at every point"
-                                  : "one lever alone: its own row is the best"}};
+                 {"why_none", why_no_best(report)}};
   }
   j["epoch"] = report.epoch ? to_json(*report.epoch) : Json(nullptr);
   if (report.edge_card_gib) {
@@ -329,6 +341,106 @@ Json to_json(const LeversReport& report) {
     j["memory_edge"] = nullptr;
   }
   return j;
+}
+
+namespace {
+
+namespace jr = json_read;
+
+LeverRow lever_row_from_json(const Json& j, const std::string& w) {
+  LeverRow r;
+  r.lever = jr::string(j, "lever", w);
+  r.setting = jr::string(j, "setting", w);
+  r.config = step_config_from_json(jr::object(j, "knobs", w), w + ".knobs");
+  r.batch = jr::integer(j, "batch", w, 0);
+  r.width = jr::integer(j, "width", w, 0);
+  r.lengths = jr::integers(j, "lengths", w, 0, r.width);
+  r.tokens = jr::integer(j, "tokens", w, 0);
+  r.outcome = jr::string(j, "outcome", w);
+  r.message = jr::string(j, "message", w);
+  // The spread as written where it was (an ok row), else as the repeats give it.
+  r.timing = make_timing(jr::numbers(j, "samples_s", w));
+  if (auto m = jr::nullable_number(j, "median_s", w)) r.timing.median_s = *m;
+  if (auto m = jr::nullable_number(j, "min_s", w)) r.timing.min_s = *m;
+  if (auto m = jr::nullable_number(j, "max_s", w)) r.timing.max_s = *m;
+  r.peak_allocated_bytes = jr::nullable_integer(j, "peak_allocated_bytes", w, 0);
+  r.peak_reserved_bytes = jr::nullable_integer(j, "peak_reserved_bytes", w, 0);
+  r.performed_mfu = jr::nullable_number(j, "performed_mfu_ratio", w);
+  if (!jr::field(j, "vs_baseline", w).is_null()) {
+    const Json& d = jr::object(j, "vs_baseline", w);
+    const std::string dw = w + ".vs_baseline";
+    LeverDelta delta;
+    delta.delta_s = jr::number(d, "delta_s", dw);
+    delta.ratio = jr::number(d, "speedup_ratio", dw);
+    delta.inside_noise = jr::boolean(d, "inside_noise", dw);
+    delta.spread_measured = jr::boolean(d, "spread_measured", dw);
+    delta.verdict = jr::string(d, "verdict", dw);
+    r.delta = delta;
+  }
+  return r;
+}
+
+LeverEdge lever_edge_from_json(const Json& j, const std::string& w) {
+  LeverEdge e;
+  e.lever = jr::string(j, "lever", w);
+  e.setting = jr::string(j, "setting", w);
+  e.width = jr::integer(j, "width", w, 0);
+  e.start_batch = jr::integer(j, "start_batch", w, 0);
+  e.largest_batch = jr::integer(j, "largest_batch", w, 0);
+  e.outcome = jr::string(j, "outcome", w);
+  e.message = jr::string(j, "message", w);
+  const Json& probes = jr::array(j, "probes", w);
+  for (std::size_t i = 0; i < probes.size(); ++i) {
+    const std::string pw = jr::at(w, "probes", i);
+    EdgeProbe p;
+    p.batch = jr::integer(probes[i], "batch", pw, 0);
+    p.outcome = jr::string(probes[i], "outcome", pw);
+    p.peak_allocated_bytes = jr::nullable_integer(probes[i], "peak_allocated_bytes", pw, 0);
+    p.peak_reserved_bytes = jr::nullable_integer(probes[i], "peak_reserved_bytes", pw, 0);
+    p.message = jr::string(probes[i], "message", pw);
+    p.uncapped = jr::boolean(probes[i], "uncapped", pw);
+    e.probes.push_back(std::move(p));
+  }
+  return e;
+}
+
+}  // namespace
+
+LeversReport levers_report_from_json(const Json& results, const std::string& where) {
+  if (!results.is_object()) fail("{} must be an object", where);
+  LeversReport r;
+  const Json& base = jr::object(results, "baseline", where);
+  r.baseline_name = jr::string(base, "reproduces", where + ".baseline");
+  r.baseline = step_config_from_json(jr::object(base, "knobs", where + ".baseline"),
+                                     where + ".baseline.knobs");
+  r.device = jr::string(results, "device", where);
+  r.model = jr::string(results, "model", where);
+  const Json& rows = jr::array(results, "rows", where);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    r.rows.push_back(lever_row_from_json(rows[i], jr::at(where, "rows", i)));
+  const Json& best = jr::object(results, "best", where);
+  const std::string bw = where + ".best";
+  r.best_from = jr::strings(best, "combines", bw);
+  if (!jr::field(best, "knobs", bw).is_null()) {
+    r.best = step_config_from_json(jr::object(best, "knobs", bw), bw + ".knobs");
+    r.best_setting = jr::string(best, "setting", bw);
+    r.best_considered = true;
+  } else {
+    r.best_considered = jr::string(best, "why_none", bw) != kBestNotReached;
+  }
+  if (!jr::field(results, "epoch", where).is_null())
+    r.epoch = epoch_report_from_json(jr::object(results, "epoch", where), where + ".epoch");
+  if (!jr::field(results, "memory_edge", where).is_null()) {
+    const Json& m = jr::object(results, "memory_edge", where);
+    const std::string mw = where + ".memory_edge";
+    r.edge_card_gib = jr::number(m, "gpu_memory_gib", mw);
+    r.edge_reserve_gib = jr::number(m, "reserve_gib", mw);
+    r.edge_cap_bytes = jr::integer(m, "cap_bytes", mw, 0);
+    const Json& edges = jr::array(m, "rows", mw);
+    for (std::size_t i = 0; i < edges.size(); ++i)
+      r.edges.push_back(lever_edge_from_json(edges[i], jr::at(mw, "rows", i)));
+  }
+  return r;
 }
 
 namespace {
@@ -482,16 +594,17 @@ std::vector<Table> levers_tables(const LeversReport& report) {
 }
 
 void levers_report_section(SectionBuilder& c) {
-  const Json& r = c.results();
-  c.fact("baseline", c.string_at("baseline.reproduces"), "baseline.reproduces");
-  const std::string best = c.string_at("best.setting");
-  c.fact("best combination", best.empty() ? "none: " + c.string_at("best.why_none") : best,
-         "best.setting");
-  const Json* rows = array_at(r, "rows");
-  if (!rows) {
-    c.absent("rows", "the lever figures");
+  // The section draws the report as its own reader reads it: a file it cannot read is one note.
+  LeversReport rep;
+  try {
+    rep = levers_report_from_json(c.results(), c.source() + " results");
+  } catch (const Error& e) {
+    c.note(fmt::format("{}: the lever figures not drawn", e.what()));
     return;
   }
+  c.fact("baseline", rep.baseline_name, "baseline.reproduces");
+  c.fact("best combination", rep.best ? rep.best_setting : "none: " + why_no_best(rep),
+         "best.setting");
   // One chart per point, in the order the points first appear: step time (with the baseline's
   // min–max as the noise band) and, beside it, peak allocated memory.
   std::vector<std::string> points;
@@ -499,25 +612,18 @@ void levers_report_section(SectionBuilder& c) {
   std::map<std::string, bool> memory_measured;  // a point where some row has a peak
   std::map<std::string, double> baseline_peak;  // bytes, where the baseline's was measured
   int64_t refused = 0;
-  auto point_key = [](const Json& row) -> std::string {
-    const auto width = number_at(row, "width"), batch = number_at(row, "batch");
-    if (!width || !batch) return "";
-    const Json* lengths = array_at(row, "lengths");
-    const bool padded = lengths && !lengths->empty();
-    return fmt::format("{}{}", format_count(static_cast<int64_t>(*width)), padded ? " padded" : "");
+  auto point_key = [](const LeverRow& row) {
+    return fmt::format("{}{}", format_count(row.width), row.lengths.empty() ? "" : " padded");
   };
-  for (const Json& row : *rows) {
-    const std::string key = point_key(row);
-    if (key.empty() || string_at(row, "lever") != "baseline") continue;
-    if (auto peak = number_at(row, "peak_allocated_bytes")) baseline_peak[key] = *peak;
+  for (const LeverRow& row : rep.rows) {
+    if (row.lever == "baseline" && row.peak_allocated_bytes)
+      baseline_peak[point_key(row)] = static_cast<double>(*row.peak_allocated_bytes);
   }
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-  for (const Json& row : *rows) {
-    const auto width = number_at(row, "width"), batch = number_at(row, "batch");
+  for (const LeverRow& row : rep.rows) {
     // The batch lever runs another batch: it is drawn with the baseline's point, per token.
     const std::string key = point_key(row);
-    if (key.empty()) continue;
-    const std::string lever = string_at(row, "lever");
+    const std::string& lever = row.lever;
     if (!charts.count(key)) {
       points.push_back(key);
       BarChart& ch = charts[key];
@@ -532,62 +638,58 @@ void levers_report_section(SectionBuilder& c) {
       mem.series = {"peak allocated"};
       mem.width = 860;
     }
-    const std::string outcome = string_at(row, "outcome");
-    const std::string setting = string_at(row, "setting");
-    const std::string label = lever + (setting.empty() ? "" : " " + setting);
+    const std::string& outcome = row.outcome;
+    const std::string label = lever + (row.setting.empty() ? "" : " " + row.setting);
     // Memory: a bar only where the peak was measured; "not measured" (the CPU) is said, not drawn.
     {
-      const auto peak = number_at(row, "peak_allocated_bytes");
       BarChart& mem = memory[key];
       if (outcome != "ok") {
         mem.items.push_back({label, {}, false, outcome.empty() ? "did not run" : outcome});
-      } else if (!peak) {
+      } else if (!row.peak_allocated_bytes) {
         mem.items.push_back({label, {}, false, "not measured (no allocator peaks on this device)"});
       } else {
+        const double peak = static_cast<double>(*row.peak_allocated_bytes);
         memory_measured[key] = true;
         // Short enough for the chart's right margin: "62 GiB (+6)", the difference in brackets.
-        std::string note = fmt::format("{:.3g} GiB", *peak / kGiB);
+        std::string note = fmt::format("{:.3g} GiB", peak / kGiB);
         if (lever == "baseline") {
           note += " (baseline)";
         } else if (auto base = baseline_peak.find(key); base != baseline_peak.end()) {
-          note += fmt::format(" ({:+.3g})", (*peak - base->second) / kGiB);
+          note += fmt::format(" ({:+.3g})", (peak - base->second) / kGiB);
         }
-        mem.items.push_back({label, {*peak / kGiB}, false, note});
+        mem.items.push_back({label, {peak / kGiB}, false, note});
       }
     }
-    auto median = number_at(row, "median_s");
-    if (outcome != "ok" || !median) {
+    // to_json writes a median for an ok row with repeats only.
+    if (outcome != "ok" || row.timing.samples_s.empty()) {
       ++refused;
       charts[key].items.push_back({label, {0.0}, false, outcome});
       continue;
     }
+    const Timing& t = row.timing;
     if (lever == "baseline") {
       // The noise band: the baseline's own min–max at this point, across every bar.
-      const auto lo = number_at(row, "min_s"), hi = number_at(row, "max_s");
-      if (lo && hi) {
-        BarChart& ch = charts[key];
-        ch.band = true;
-        ch.band_low = *lo;
-        ch.band_high = *hi;
-        ch.band_label = fmt::format("the baseline's min–max ({}–{} s): the noise band",
-                                    axis_number(*lo), axis_number(*hi));
-      }
+      BarChart& ch = charts[key];
+      ch.band = true;
+      ch.band_low = t.min_s;
+      ch.band_high = t.max_s;
+      ch.band_label = fmt::format("the baseline's min–max ({}–{} s): the noise band",
+                                  axis_number(t.min_s), axis_number(t.max_s));
     }
     double scale = 1;
-    if (lever == "batch") {
-      for (const Json& b : *rows) {
-        if (string_at(b, "lever") == "baseline" && number_at(b, "width") == width) {
-          if (auto bb = number_at(b, "batch")) scale = *bb / *batch;
+    if (lever == knob_info(Knob::kBatch).lever && row.batch > 0) {
+      for (const LeverRow& b : rep.rows) {
+        if (b.lever == "baseline" && b.width == row.width) {
+          scale = static_cast<double>(b.batch) / static_cast<double>(row.batch);
           break;
         }
       }
     }
-    std::string note = fmt::format("{}–{}", axis_number(number_at(row, "min_s").value_or(0) * scale),
-                                   axis_number(number_at(row, "max_s").value_or(0) * scale));
-    const std::string verdict = string_at(row, "vs_baseline.verdict");
+    std::string note =
+        fmt::format("{}–{}", axis_number(t.min_s * scale), axis_number(t.max_s * scale));
+    const std::string verdict = row.delta ? row.delta->verdict : "";
     if (!verdict.empty()) note += "; " + verdict;
-    charts[key].items.push_back(
-        {label, {*median * scale}, verdict == "inside the noise", note});
+    charts[key].items.push_back({label, {t.median_s * scale}, verdict == "inside the noise", note});
   }
   bool any_memory = false;
   for (std::size_t i = 0; i < points.size(); ++i) {
@@ -620,18 +722,17 @@ void levers_report_section(SectionBuilder& c) {
                                        refused),
            "rows[].outcome", false);
   }
-  c.table(c.generic_table("tab-levers-rows", "Every row", *rows, "rows"));
-  if (const Json* edges = c.array_at("memory_edge.rows")) {
-    const auto card = c.number_at("memory_edge.gpu_memory_gib");
-    const auto reserve = c.number_at("memory_edge.reserve_gib");
+  // The tables show every field as written: the rows the reader just read, untouched.
+  c.table(c.generic_table("tab-levers-rows", "Every row", *c.array_at("rows"), "rows"));
+  if (rep.edge_card_gib) {
     c.table(c.generic_table(
         "tab-levers-memory-edge",
         fmt::format("The memory edge: the largest batch at each configuration's widest width "
                     "under an allocator cap of {:g} GiB - {:g} reserve, measured",
-                    card.value_or(0), reserve.value_or(0)),
-        *edges, "memory_edge.rows"));
+                    *rep.edge_card_gib, rep.edge_reserve_gib.value_or(0)),
+        *c.array_at("memory_edge.rows"), "memory_edge.rows"));
   }
-  epoch_report_section(c);
+  if (rep.epoch) epoch_report_section(c, *rep.epoch);
 }
 
 }  // namespace tprobe::core

@@ -19,6 +19,7 @@
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/report/section.hpp"
@@ -208,11 +209,29 @@ Report build_report(const std::vector<EvidenceInput>& inputs,
   return rep;
 }
 
-Json to_json(const Report& rep) {
+ReportResults report_results(const Report& rep, std::string html, std::string markdown) {
+  ReportResults out;
+  out.generated_at = rep.generated_at;
+  for (const auto& p : rep.provenance)
+    out.files.push_back({p.file, p.probe, p.schema, p.tool_version, p.git_sha, p.outcome});
+  for (const auto& s : rep.sections) {
+    ReportResultsSection sec{s.id, s.probe, s.source, s.outcome, {}, {}, s.notes};
+    for (const auto& f : s.figures) sec.figures.push_back({f.id, f.title, f.source, f.fields});
+    for (const auto& t : s.tables)
+      sec.tables.push_back({t.id, t.title, static_cast<int64_t>(t.rows.size()), t.fields});
+    out.sections.push_back(std::move(sec));
+  }
+  out.notes = rep.notes;
+  out.html = std::move(html);
+  out.markdown = std::move(markdown);
+  return out;
+}
+
+Json to_json(const ReportResults& r) {
   Json out;
-  out["generated_at"] = rep.generated_at;
+  out["generated_at"] = r.generated_at;
   Json files = Json::array();
-  for (const auto& p : rep.provenance) {
+  for (const auto& p : r.files) {
     files.push_back({{"file", p.file},
                      {"probe", p.probe},
                      {"schema", p.schema},
@@ -222,15 +241,14 @@ Json to_json(const Report& rep) {
   }
   out["files"] = std::move(files);
   Json sections = Json::array();
-  for (const auto& s : rep.sections) {
+  for (const auto& s : r.sections) {
     Json figs = Json::array();
     for (const auto& f : s.figures)
       figs.push_back(
           {{"id", f.id}, {"title", f.title}, {"source", f.source}, {"fields", f.fields}});
     Json tabs = Json::array();
     for (const auto& t : s.tables)
-      tabs.push_back(
-          {{"id", t.id}, {"title", t.title}, {"rows", t.rows.size()}, {"fields", t.fields}});
+      tabs.push_back({{"id", t.id}, {"title", t.title}, {"rows", t.rows}, {"fields", t.fields}});
     sections.push_back({{"id", s.id},
                         {"probe", s.probe},
                         {"source", s.source},
@@ -240,8 +258,57 @@ Json to_json(const Report& rep) {
                         {"notes", s.notes}});
   }
   out["sections"] = std::move(sections);
-  out["notes"] = rep.notes;
+  out["notes"] = r.notes;
+  out["html"] = r.html;
+  out["markdown"] = r.markdown;
   return out;
 }
+
+ReportResults report_results_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  ReportResults r;
+  r.generated_at = jr::string(j, "generated_at", where);
+  const Json& files = jr::array(j, "files", where);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string w = jr::at(where, "files", i);
+    const Json& f = files[i];
+    r.files.push_back({jr::string(f, "file", w), jr::string(f, "probe", w),
+                       jr::string(f, "schema", w), jr::string(f, "tool_version", w),
+                       jr::string(f, "git_sha", w), jr::string(f, "outcome", w)});
+  }
+  const Json& sections = jr::array(j, "sections", where);
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const std::string w = jr::at(where, "sections", i);
+    const Json& s = sections[i];
+    ReportResultsSection sec;
+    sec.id = jr::string(s, "id", w);
+    sec.probe = jr::string(s, "probe", w);
+    sec.source = jr::string(s, "source", w);
+    sec.outcome = jr::string(s, "outcome", w);
+    const Json& figs = jr::array(s, "figures", w);
+    for (std::size_t k = 0; k < figs.size(); ++k) {
+      const std::string fw = jr::at(w, "figures", k);
+      sec.figures.push_back({jr::string(figs[k], "id", fw), jr::string(figs[k], "title", fw),
+                             jr::string(figs[k], "source", fw),
+                             jr::strings(figs[k], "fields", fw)});
+    }
+    const Json& tabs = jr::array(s, "tables", w);
+    for (std::size_t k = 0; k < tabs.size(); ++k) {
+      const std::string tw = jr::at(w, "tables", k);
+      sec.tables.push_back({jr::string(tabs[k], "id", tw), jr::string(tabs[k], "title", tw),
+                            jr::integer(tabs[k], "rows", tw, 0),
+                            jr::strings(tabs[k], "fields", tw)});
+    }
+    sec.notes = jr::strings(s, "notes", w);
+    r.sections.push_back(std::move(sec));
+  }
+  r.notes = jr::strings(j, "notes", where);
+  r.html = jr::string(j, "html", where);
+  r.markdown = jr::string(j, "markdown", where);
+  return r;
+}
+
+Json to_json(const Report& rep) { return to_json(report_results(rep)); }
 
 }  // namespace tprobe::core

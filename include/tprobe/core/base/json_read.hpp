@@ -42,15 +42,18 @@ std::vector<std::string> strings(const Json& obj, const char* key, const std::st
 // "where[i]": the name of an array's i-th element.
 std::string at(const std::string& where, const char* key, std::size_t i);
 
-// (ev-b) Fields that to_json always writes but may write as null: present is required, null is
-// nullopt, anything else is read as the plain helper reads it.
+// Fields that to_json always writes but may write as null: the key must be there (a missing key
+// is an error), null reads as none, anything else as the plain helper reads it.
 std::optional<int64_t> nullable_integer(const Json& obj, const char* key, const std::string& where,
                                         int64_t lo = kMinInt, int64_t hi = kMaxInt);
 std::optional<double> nullable_number(const Json& obj, const char* key, const std::string& where);
+std::optional<bool> nullable_boolean(const Json& obj, const char* key, const std::string& where);
 std::optional<std::string> nullable_string(const Json& obj, const char* key,
                                            const std::string& where);
-// (ev-b) One of `names` (a vocabulary of enum spellings); returns its index.
+// One of `names` (a vocabulary of enum spellings); returns its index.
 std::size_t choice(const Json& obj, const char* key, const std::string& where,
                    const std::vector<std::string>& names);
+// An unsigned 64-bit field (a seed): integer reads stop at INT64_MAX.
+uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where);
 
 }  // namespace tprobe::core::json_read

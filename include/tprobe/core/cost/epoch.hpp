@@ -166,11 +166,16 @@ struct EpochReport {
 };
 
 Json to_json(const EpochReport& report);
+// The reverse of to_json (a levers evidence file's results.epoch): what to_json derives (waste,
+// optimizer steps, the estimate's hours) is recomputed, a curve's refusal and the prediction's
+// per-micro-batch times, which it does not write, stay empty. `where` names the object.
+EpochReport epoch_report_from_json(const Json& j, const std::string& where);
 std::vector<Table> epoch_tables(const EpochReport& report);
 
 class SectionBuilder;
 // The epoch's hours per configuration, predicted and measured (with its interval), from a levers
-// evidence file's results.epoch; nothing when the run had no --dataset.
-void epoch_report_section(SectionBuilder& c);
+// evidence file's results.epoch as epoch_report_from_json read it (levers_report_section calls it
+// when the run had --dataset).
+void epoch_report_section(SectionBuilder& c, const EpochReport& epoch);
 
 }  // namespace tprobe::core

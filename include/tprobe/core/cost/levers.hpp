@@ -162,6 +162,10 @@ std::optional<StepConfig> best_combination(const LeversReport& report,
                                            std::vector<std::string>* from);
 
 Json to_json(const LeversReport& report);
+// The reverse of to_json (a levers evidence file's `results`; `where` names it, "l.json
+// results"): what to_json derives (the lever catalogue, each delta's per_token, why there is no
+// best) is recomputed from the rest; diagnostics and outcome are the evidence's own, not read.
+LeversReport levers_report_from_json(const Json& results, const std::string& where);
 std::vector<Table> levers_tables(const LeversReport& report);
 // The memory-edge table (with --gpu-memory; empty otherwise), also one of levers_tables'.
 std::vector<Table> edge_tables(const LeversReport& report);

@@ -2,6 +2,7 @@
 // naming the file and fields it came from, rendered as one self-contained HTML page and Markdown.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -78,7 +79,39 @@ std::vector<std::string> list_evidence_files(const std::vector<std::string>& pat
 
 std::string render_html(const Report& report);
 std::string render_markdown(const Report& report);
-// The report probe's own results: files read, sections, figure ids and their fields, notes.
+// The report probe's own results: files read, sections with their figure and table ids and the
+// fields each drew, notes, and the two pages written.
+struct ReportResultsFile {
+  std::string file, probe, schema, tool_version, git_sha, outcome;
+};
+struct ReportResultsFigure {
+  std::string id, title, source;
+  std::vector<std::string> fields;
+};
+struct ReportResultsTable {
+  std::string id, title;
+  int64_t rows = 0;  // how many rows it has (the rows themselves are in the pages)
+  std::vector<std::string> fields;
+};
+struct ReportResultsSection {
+  std::string id, probe, source, outcome;
+  std::vector<ReportResultsFigure> figures;
+  std::vector<ReportResultsTable> tables;
+  std::vector<std::string> notes;
+};
+struct ReportResults {
+  std::string generated_at;
+  std::vector<ReportResultsFile> files;
+  std::vector<ReportResultsSection> sections;
+  std::vector<std::string> notes;
+  std::string html, markdown;  // the pages written ("" when none)
+};
+ReportResults report_results(const Report& report, std::string html = "",
+                             std::string markdown = "");
+Json to_json(const ReportResults& results);
+// The reverse of to_json; `where` names the object ("r.json results").
+ReportResults report_results_from_json(const Json& results, const std::string& where);
+// to_json(report_results(report)): no page written.
 Json to_json(const Report& report);
 
 }  // namespace tprobe::core
