@@ -255,11 +255,13 @@ KernelSource load_kernel_source(const std::string& path, const KernelTableOption
           path);
     }
     Json doc = read_evidence_file(path, "");
-    const std::string name = json_read::string(
-        json_read::object(doc, "schema", "'" + path + "'"), "name", "'" + path + "' schema");
+    // Named: g++ 13 reads a reference returned by a call given a temporary as possibly dangling.
+    const std::string file = "'" + path + "'";
+    const std::string name =
+        json_read::string(json_read::object(doc, "schema", file), "name", file + " schema");
     s.kind = "evidence";
     s.evidence_probe = name.substr(name.find('.') + 1);
-    const Json& results = json_read::object(doc, "results", "'" + path + "'");
+    const Json& results = json_read::object(doc, "results", file);
     const std::string where = path + ": results";
     auto no_table = [&] {
       fail(
