@@ -107,4 +107,45 @@ std::vector<std::string> strings(const Json& obj, const char* key, const std::st
   return out;
 }
 
+// (ev-a)
+
+std::optional<int64_t> nullable_integer(const Json& obj, const char* key, const std::string& where,
+                                        int64_t lo, int64_t hi) {
+  if (field(obj, key, where).is_null()) return std::nullopt;
+  return integer(obj, key, where, lo, hi);
+}
+
+std::optional<double> nullable_number(const Json& obj, const char* key, const std::string& where) {
+  if (field(obj, key, where).is_null()) return std::nullopt;
+  return number(obj, key, where);
+}
+
+std::optional<std::string> nullable_string(const Json& obj, const char* key,
+                                           const std::string& where) {
+  if (field(obj, key, where).is_null()) return std::nullopt;
+  return string(obj, key, where);
+}
+
+uint64_t element_unsigned(const Json& v, const std::string& where) {
+  // nlohmann parses a non-negative literal as unsigned; one built in memory may be signed.
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return uint64_t(v.get<int64_t>());
+  fail("{} must be an integer in 0..{}, got {}", where, std::numeric_limits<uint64_t>::max(),
+       shown(v));
+}
+
+uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where) {
+  return element_unsigned(field(obj, key, where), fmt::format("{}: field '{}'", where, key));
+}
+
+std::size_t choice(const Json& obj, const char* key, const std::string& where,
+                   const std::vector<std::string>& names) {
+  const std::string v = string(obj, key, where);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == v) return i;
+  }
+  fail("{}: field '{}' must be one of {}, got '{}'", where, key, fmt::join(names, ", "),
+       detail::printable(v, 40));
+}
+
 }  // namespace tprobe::core::json_read

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,5 +42,26 @@ std::vector<std::string> strings(const Json& obj, const char* key, const std::st
 
 // "where[i]": the name of an array's i-th element.
 std::string at(const std::string& where, const char* key, std::size_t i);
+
+// (ev-a) Nullable fields: the key must be present (to_json always writes it), null gives nullopt.
+std::optional<int64_t> nullable_integer(const Json& obj, const char* key, const std::string& where,
+                                        int64_t lo = kMinInt, int64_t hi = kMaxInt);
+std::optional<double> nullable_number(const Json& obj, const char* key, const std::string& where);
+std::optional<std::string> nullable_string(const Json& obj, const char* key,
+                                           const std::string& where);
+// Seeds and hashes: an integer in 0..2^64-1.
+uint64_t element_unsigned(const Json& v, const std::string& where);
+uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where);
+// A string field that must be one of `names`; returns its index there.
+std::size_t choice(const Json& obj, const char* key, const std::string& where,
+                   const std::vector<std::string>& names);
+// An enum spelled by its to_string(): the one of `values` whose spelling the field holds.
+template <typename E>
+E enum_value(const Json& obj, const char* key, const std::string& where,
+             std::initializer_list<E> values) {
+  std::vector<std::string> names;
+  for (E e : values) names.push_back(to_string(e));
+  return values.begin()[choice(obj, key, where, names)];
+}
 
 }  // namespace tprobe::core::json_read
