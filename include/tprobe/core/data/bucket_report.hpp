@@ -13,6 +13,11 @@
 namespace tprobe::core {
 
 Json to_json(const BucketReport& report);
+// Reads the `results` object to_json wrote: options.sweep is the sizes measured and options.seeds
+// the baseline's seed count; what it does not write (the cost hint, diagnostics, the outcome,
+// --bucket) keeps its default. Throws tprobe::Error naming `where` ("b.json results") and the
+// field.
+BucketReport bucket_report_from_json(const Json& results, const std::string& where);
 std::vector<Table> bucket_tables(const BucketReport& report);  // the sweep, its notes and warnings
 
 // The chosen order as JSONL: a header line (schema, dataset, parameters, seed), then one line
