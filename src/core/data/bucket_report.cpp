@@ -331,6 +331,101 @@ std::string order_jsonl(const LengthDataset& ds, const BucketOptions& o, int64_t
   return fmt::to_string(buf);
 }
 
+namespace {
+
+// Evidence written before the typed readers: the widths by key, the rows per micro-batch from
+// the invocation (the old spelling "micro-batch" too).
+void read_widths_by_key(const Json& doc, const std::string& path, const std::string& name,
+                        WidthDistribution& d, std::map<int64_t, int64_t>& counts) {
+  const Json& res = doc["results"];
+  auto width_of = [&](const Json& v, const std::string& where) -> int64_t {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+      fail("'{}': {} is not a positive integer width", path, where);
+    }
+    return v.get<int64_t>();
+  };
+  if (res.contains("micro_batch_widths")) {
+    d.key = "results.micro_batch_widths";
+    const Json& a = res["micro_batch_widths"];
+    if (!a.is_array()) fail("'{}': results.micro_batch_widths is not an array", path);
+    for (size_t i = 0; i < a.size(); ++i) {
+      counts[width_of(a[i], fmt::format("results.micro_batch_widths[{}]", i))] += 1;
+    }
+  } else if (res.contains("width_histogram")) {
+    d.key = "results.width_histogram";
+    const Json& a = res["width_histogram"];
+    if (!a.is_array()) fail("'{}': results.width_histogram is not an array", path);
+    for (size_t i = 0; i < a.size(); ++i) {
+      const Json& e = a[i];
+      std::string where = fmt::format("results.width_histogram[{}]", i);
+      if (!e.is_object() || !e.contains("width") || !e.contains("count")) {
+        fail("'{}': {} is not an object with width and count", path, where);
+      }
+      int64_t w = width_of(e["width"], where + ".width");
+      if (!e["count"].is_number_integer() || e["count"].get<int64_t>() < 0) {
+        fail("'{}': {}.count is not a non-negative integer", path, where);
+      }
+      counts[w] += e["count"].get<int64_t>();
+    }
+  } else {
+    fail(
+        "'{}' ({} evidence) has no micro-batch width distribution: looked for "
+        "results.micro_batch_widths and results.width_histogram (`tprobe padding --json` "
+        "writes the first)",
+        path, name);
+  }
+  const Json* inv = json_read::optional(doc, "invocation");
+  const Json* options = inv ? json_read::optional(*inv, "options") : nullptr;
+  if (options && options->is_object()) {
+    // --batch; "micro-batch" in evidence written before one spelling per fact.
+    for (const char* key : {"batch", "micro-batch"}) {
+      if (options->contains(key) && (*options)[key].is_number_integer()) {
+        d.micro_batch = (*options)[key].get<int64_t>();
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+WidthDistribution read_width_distribution(const std::string& path) {
+  const Json doc = read_evidence_file(path, "");
+  WidthDistribution d;
+  d.path = path;
+  const std::string name = doc["schema"]["name"].get<std::string>();
+  if (name != "tprobe.padding" && name != "tprobe.bucket") {
+    fail("'{}' holds '{}' evidence; a width distribution comes from tprobe.padding or "
+         "tprobe.bucket evidence",
+         path, name);
+  }
+  d.probe = name.substr(7);
+  const Json& res = doc["results"];
+  std::map<int64_t, int64_t> counts;
+  if (res.contains("batch")) {  // written with the typed readers: read the whole report
+    const std::string where = fmt::format("'{}' results", path);
+    std::vector<int64_t> widths;
+    if (d.probe == "padding") {
+      PaddingReport r = padding_report_from_json(res, where);
+      widths = std::move(r.widths);
+      d.micro_batch = r.options.micro_batch;
+    } else {
+      BucketReport r = bucket_report_from_json(res, where);
+      widths = std::move(r.chosen_widths);
+      d.micro_batch = r.options.micro_batch;
+    }
+    d.key = "results.micro_batch_widths";
+    for (int64_t w : widths) counts[w] += 1;
+  } else {
+    read_widths_by_key(doc, path, name, d, counts);
+  }
+  for (const auto& [w, n] : counts) {
+    if (n > 0) d.widths.push_back({w, n});
+  }
+  if (d.widths.empty()) fail("'{}': {} holds no micro-batches", path, d.key);
+  return d;
+}
+
 // ---- the report's section (tprobe/core/report/section.hpp) ----
 
 void bucket_report_section(SectionBuilder& c) {
