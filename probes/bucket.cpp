@@ -38,7 +38,9 @@ core::Outcome run(BucketOptions& args, RunContext& ctx) {
   if (!args.emit_order.empty()) {
     write_side_output(ctx, args.emit_order,
                       core::order_jsonl(ds, report.options, report.chosen_bucket));
-    ctx.evidence.results()["emit_order"] = args.emit_order;
+    // Named in the evidence only once written, as before the field was the report's.
+    report.emit_order = args.emit_order;
+    ctx.evidence.results() = core::to_json(report);
   }
   return report.outcome;
 }

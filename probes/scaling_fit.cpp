@@ -3,6 +3,7 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
+#include "tprobe/core/data/bucket_report.hpp"
 
 namespace tprobe::probes {
 namespace {

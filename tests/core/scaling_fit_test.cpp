@@ -11,6 +11,7 @@
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
+#include "tprobe/core/data/bucket_report.hpp"
 
 namespace tprobe::core {
 namespace {

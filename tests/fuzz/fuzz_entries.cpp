@@ -22,6 +22,7 @@
 #include "tprobe/core/cost/scaling_fit.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/data/bucket.hpp"
+#include "tprobe/core/data/bucket_report.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/io/order_file.hpp"

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
@@ -110,6 +112,113 @@ Json to_json(const LoraGateReport& r) {
   }
   out["other_tensors"] = std::move(other_tensors);
   return out;
+}
+
+LoraGateReport lora_gate_report_from_json(const Json& results, const std::string& where) {
+  using namespace json_read;
+  LoraGateReport r;
+  r.dir = string(results, "adapter_dir", where);
+  r.files = strings(results, "files", where);
+  r.sharded = boolean(results, "sharded", where);
+
+  const Json& cfg = object(results, "adapter_config", where);
+  const std::string cw = where + " adapter_config";
+  r.config.peft_type = string(cfg, "peft_type", cw);
+  r.config.r = integer(cfg, "r", cw, 0);
+  r.config.lora_alpha = number(cfg, "lora_alpha", cw);
+  // PEFT's two spellings: a list of names, or one regex string.
+  if (field(cfg, "target_modules", cw).is_string()) {
+    r.config.target_regex = string(cfg, "target_modules", cw);
+  } else {
+    r.config.target_modules = strings(cfg, "target_modules", cw);
+  }
+  r.config.layers_to_transform = integers(cfg, "layers_to_transform", cw, 0);
+  r.config.exclude_modules = strings(cfg, "exclude_modules", cw);
+  r.config.base_model_name_or_path = string(cfg, "base_model_name_or_path", cw);
+
+  r.naming_forms = strings(results, "naming_forms", where);
+  r.dtypes = strings(results, "dtypes", where);
+  r.verdict = enum_value(results, "verdict", where,
+                         {GateVerdict::kReal, GateVerdict::kInert, GateVerdict::kPartial,
+                          GateVerdict::kBroken, GateVerdict::kEmpty});
+  r.verdict_message = string(results, "verdict_message", where);
+
+  const Json& count = object(results, "count", where);
+  const std::string nw = where + " count";
+  GateCount& c = r.count;
+  c.checked = boolean(count, "checked", nw);
+  // The fields that do not apply (base_source unchecked, why_unchecked checked) are null.
+  c.base_source = nullable_string(count, "base_source", nw).value_or("");
+  c.why_unchecked = nullable_string(count, "why_unchecked", nw).value_or("");
+  c.expected = nullable_integer(count, "expected_modules", nw, 0).value_or(0);
+  c.found = integer(count, "found_modules", nw, 0);
+  c.missing = strings(count, "missing", nw);
+  c.unexpected = strings(count, "unexpected", nw);
+  c.absent_notes = strings(count, "absent_notes", nw);
+
+  const Json& targets = array(results, "per_target", where);
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const Json& j = targets[i];
+    const std::string tw = at(where, "per_target", i);
+    GateTargetRow t;
+    t.target = string(j, "target", tw);
+    t.expected = nullable_integer(j, "expected", tw, 0).value_or(-1);
+    t.found = integer(j, "found", tw, 0);
+    t.sliding = integer(j, "sliding", tw, 0);
+    t.full = integer(j, "full", tw, 0);
+    t.inert = integer(j, "inert", tw, 0);
+    t.min_b_norm = number(j, "min_b_norm", tw);
+    t.max_b_norm = number(j, "max_b_norm", tw);
+    r.per_target.push_back(std::move(t));
+  }
+
+  const Json& modules = array(results, "modules", where);
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const Json& j = modules[i];
+    const std::string mw = at(where, "modules", i);
+    GateModule m;
+    m.module = string(j, "module", mw);
+    m.adapter_name = string(j, "adapter_name", mw);
+    m.layer = nullable_integer(j, "layer", mw, 0).value_or(-1);
+    m.layer_type = nullable_string(j, "layer_type", mw).value_or("");
+    m.target = string(j, "target", mw);
+    m.rank = integer(j, "rank", mw, 0);
+    m.dtype = string(j, "dtype", mw);
+    m.a_shape = integers(j, "a_shape", mw, 0);
+    m.b_shape = integers(j, "b_shape", mw, 0);
+    m.a_norm = nullable_number(j, "a_norm", mw);
+    m.b_norm = nullable_number(j, "b_norm", mw);
+    m.in_text_decoder = boolean(j, "in_text_decoder", mw);
+    m.expected = boolean(j, "expected", mw);
+    m.state = enum_value(j, "state", mw,
+                         {ModuleState::kLearned, ModuleState::kInert, ModuleState::kDeadA,
+                          ModuleState::kNonFinite, ModuleState::kIncomplete,
+                          ModuleState::kBadShape});
+    m.message = string(j, "message", mw);
+    r.modules.push_back(std::move(m));
+  }
+  // A count that disagrees with the rows is a hand-edited file, not evidence.
+  if (integer(results, "module_count", where, 0) != static_cast<int64_t>(r.modules.size())) {
+    fail("{}: module_count {} but modules has {} rows", where,
+         integer(results, "module_count", where), r.modules.size());
+  }
+  r.outside_text = strings(results, "outside_text_decoder", where);
+
+  const Json& other = array(results, "other_tensors", where);
+  for (std::size_t i = 0; i < other.size(); ++i) {
+    const std::string ow = at(where, "other_tensors", i);
+    TensorStats t;
+    t.name = string(other[i], "name", ow);
+    const std::string dtype = string(other[i], "dtype", ow);
+    const std::optional<DType> d = parse_dtype(dtype);
+    if (!d) fail("{}: field 'dtype' is no safetensors dtype: '{}'", ow, dtype.substr(0, 40));
+    t.dtype = *d;
+    t.shape = integers(other[i], "shape", ow, 0);
+    t.norm = number(other[i], "norm", ow);
+    r.other_tensors.push_back(std::move(t));
+  }
+  r.outcome = r.passed() ? Outcome::kOk : Outcome::kNo;
+  return r;
 }
 
 std::vector<Table> lora_gate_tables(const LoraGateReport& r) {

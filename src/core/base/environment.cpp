@@ -4,10 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "tprobe/config.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 
 namespace tprobe::core {
 
@@ -61,6 +64,63 @@ Json to_json(const Environment& env) {
   j["attn_requested"] = env.attn_requested;
   j["attn_resolved"] = env.attn_resolved;
   return j;
+}
+
+Environment environment_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  constexpr int64_t kMaxInt32 = std::numeric_limits<int>::max();
+  Environment env;
+  env.tool_version = string(j, "tool_version", where);
+  env.git_sha = string(j, "git_sha", where);
+  env.compiler = string(j, "compiler", where);
+  env.host = string(j, "host", where);
+
+  const Json& torch = object(j, "torch", where);
+  const std::string tw = where + " torch";
+  env.torch_loaded = boolean(torch, "loaded", tw);
+  env.torch_module = string(torch, "module", tw);
+  env.torch_not_loaded_reason = string(torch, "not_loaded_reason", tw);
+  env.torch_version = string(torch, "version", tw);
+  env.torch_cuda_build = boolean(torch, "cuda_build", tw);
+
+  const Json& cuda = object(j, "cuda", where);
+  const std::string cw = where + " cuda";
+  env.cuda_usable = boolean(cuda, "usable", cw);
+  env.cuda_unusable_reason = string(cuda, "unusable_reason", cw);
+  env.cuda_runtime_version = string(cuda, "runtime_version", cw);
+  env.cuda_driver_version = string(cuda, "driver_version", cw);
+  env.device_count = static_cast<int>(integer(cuda, "device_count", cw, 0, kMaxInt32));
+
+  const Json& device = object(j, "device", where);
+  const std::string dw = where + " device";
+  env.device_name = string(device, "name", dw);
+  env.compute_capability = string(device, "compute_capability", dw);
+  env.device_memory_bytes = integer(device, "memory_bytes", dw, 0);
+  env.multiprocessors = static_cast<int>(integer(device, "multiprocessors", dw, 0, kMaxInt32));
+  // The top-level copy is the same string, kept for readers that look there.
+  if (string(j, "compute_capability", where) != env.compute_capability) {
+    fail("{}: compute_capability '{}' but device.compute_capability '{}'", where,
+         string(j, "compute_capability", where), env.compute_capability);
+  }
+
+  const Json& cupti = object(j, "cupti", where);
+  const std::string pw = where + " cupti";
+  env.cupti_built = boolean(cupti, "built", pw);
+  env.cupti_version = string(cupti, "version", pw);
+  env.cupti_usable = boolean(cupti, "usable", pw);
+  env.cupti_unavailable_reason = string(cupti, "unavailable_reason", pw);
+
+  const Json& backends = array(j, "sdpa_backends", where);
+  for (std::size_t i = 0; i < backends.size(); ++i) {
+    const std::string bw = at(where, "sdpa_backends", i);
+    env.sdpa_backends.push_back({string(backends[i], "name", bw),
+                                 boolean(backends[i], "compiled", bw),
+                                 boolean(backends[i], "enabled", bw),
+                                 string(backends[i], "note", bw)});
+  }
+  env.attn_requested = string(j, "attn_requested", where);
+  env.attn_resolved = string(j, "attn_resolved", where);
+  return env;
 }
 
 Table environment_table(const Environment& env) {

@@ -131,6 +131,18 @@ std::optional<std::string> nullable_string(const Json& obj, const char* key,
   return string(obj, key, where);
 }
 
+uint64_t element_unsigned(const Json& v, const std::string& where) {
+  // nlohmann parses a non-negative literal as unsigned; one built in memory may be signed.
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (v.is_number_integer() && v.get<int64_t>() >= 0) return uint64_t(v.get<int64_t>());
+  fail("{} must be an integer in 0..{}, got {}", where, std::numeric_limits<uint64_t>::max(),
+       shown(v));
+}
+
+uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where) {
+  return element_unsigned(field(obj, key, where), fmt::format("{}: field '{}'", where, key));
+}
+
 std::size_t choice(const Json& obj, const char* key, const std::string& where,
                    const std::vector<std::string>& names) {
   const std::string v = string(obj, key, where);
@@ -141,15 +153,6 @@ std::size_t choice(const Json& obj, const char* key, const std::string& where,
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   fail("{}: field '{}' must be one of {}, got \"{}\"", where, key, list,
        detail::printable(v, 40));
-}
-
-uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where) {
-  const Json& v = field(obj, key, where);
-  if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0)
-    return static_cast<uint64_t>(v.get<int64_t>());
-  fail("{}: field '{}' must be an integer in 0..18446744073709551615, got {}", where, key,
-       shown(v));
 }
 
 }  // namespace tprobe::core::json_read

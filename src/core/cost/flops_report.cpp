@@ -7,8 +7,12 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
@@ -22,6 +26,21 @@ Json passes_json(const PassFlops& f) {
 }
 
 std::string flop(double v) { return v == 0 ? "0" : format_sci(v, 3); }
+
+PassFlops passes_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  // total_flop is their sum, written for readers; it is recomputed on writing.
+  return {number(j, "forward_flop", where), number(j, "backward_flop", where),
+          number(j, "recompute_flop", where)};
+}
+
+std::pair<double, double> pairs_from_json(const Json& pairs, const char* key,
+                                          const std::string& where) {
+  using namespace json_read;
+  const Json& p = object(pairs, key, where);
+  const std::string w = where + " " + key;
+  return {number(p, "intended", w), number(p, "performed", w)};
+}
 
 }  // namespace
 
@@ -81,6 +100,67 @@ Json to_json(const FlopsReport& r, const FlopsRates& rates) {
   }
   out["mfu"] = m;
   return out;
+}
+
+FlopsEvidence flops_report_from_json(const Json& results, const std::string& where) {
+  using namespace json_read;
+  FlopsEvidence e;
+  FlopsReport& r = e.report;
+  FlopsRequest& q = r.request;
+  r.model = string(results, "model", where);
+  q.batch = integer(results, "batch", where, 1);
+  q.width = integer(results, "width", where, 1);
+  q.lengths = integers(results, "lengths", where, 1, q.width);
+  r.padded = boolean(results, "padded", where);
+  const std::string path = string(results, "attention_path", where);
+  const std::optional<AttentionPath> ap = parse_attention_path(path);
+  if (!ap) fail("{}: field 'attention_path' names no attention path: '{}'", where, path);
+  q.path = *ap;
+  q.gradient_checkpointing = boolean(results, "gradient_checkpointing", where);
+  r.real_tokens = integer(results, "real_tokens", where, 0);
+  r.padded_tokens = integer(results, "padded_tokens", where, 0);
+
+  const Json& lora = object(results, "lora", where);
+  const std::string lw = where + " lora";
+  q.lora_targets = strings(lora, "targets", lw);
+  q.lora_rank = integer(lora, "rank", lw, 1);
+  const Json& per = array(lora, "per_target", lw);
+  for (std::size_t i = 0; i < per.size(); ++i) {
+    const std::string pw = at(lw, "per_target", i);
+    r.lora.push_back({string(per[i], "target", pw), integer(per[i], "modules", pw, 0),
+                      integer(per[i], "trainable_params", pw, 0)});
+  }
+  // lora.modules and lora.trainable_params are the per-target sums.
+
+  const Json& pairs = object(results, "attention_pairs", where);
+  const std::string aw = where + " attention_pairs";
+  std::tie(r.pairs_intended_sliding, r.pairs_performed_sliding) =
+      pairs_from_json(pairs, "sliding_attention", aw);
+  std::tie(r.pairs_intended_full, r.pairs_performed_full) =
+      pairs_from_json(pairs, "full_attention", aw);
+
+  const Json& rows = array(results, "components", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string cw = at(where, "components", i);
+    FlopsRow row;
+    row.component = string(rows[i], "component", cw);
+    row.layer_type = string(rows[i], "layer_type", cw);
+    row.layers = integer(rows[i], "layers", cw, 0);
+    row.intended = passes_from_json(object(rows[i], "intended", cw), cw + " intended");
+    row.performed = passes_from_json(object(rows[i], "performed", cw), cw + " performed");
+    r.rows.push_back(std::move(row));
+  }
+  // by_layer_type sums the rows; it is recomputed on writing.
+  const Json& totals = object(results, "totals", where);
+  const std::string tw = where + " totals";
+  r.intended_total = passes_from_json(object(totals, "intended", tw), tw + " intended");
+  r.performed_total = passes_from_json(object(totals, "performed", tw), tw + " performed");
+
+  const Json& m = object(results, "mfu", where);
+  const std::string mw = where + " mfu";
+  e.rates.peak_tflops = number(m, "peak_tflops", mw);
+  e.rates.step_time_s = nullable_number(m, "step_time_s", mw);
+  return e;
 }
 
 std::vector<Table> flops_tables(const FlopsReport& r, const FlopsRates& rates) {

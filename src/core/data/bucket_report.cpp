@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/data/padding_report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
@@ -69,12 +71,88 @@ Json row_json(const SweepRow& row, bool baseline) {
   return j;
 }
 
+SeedStat stat_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  return {number(j, "mean", where), number(j, "min", where), number(j, "max", where)};
+}
+
+// Also the chosen order's block, which carries `bucket` and `seed` beside the metrics.
+OrderMetrics metrics_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  OrderMetrics m;
+  m.micro_batches = integer(j, "micro_batches", where, 0);
+  m.real_tokens = integer(j, "real_tokens", where, 0);
+  m.padded_tokens = integer(j, "padded_tokens", where, 0);
+  m.waste_ratio = number(j, "waste_ratio", where);
+  m.zero_pad_micro_batches = integer(j, "zero_pad_micro_batches", where, 0);
+  m.zero_pad_share = number(j, "zero_pad_share", where);
+  m.windows = integer(j, "windows", where, 0);
+  const Json& spw = object(j, "sources_per_window", where);
+  const std::string sw = where + " sources_per_window";
+  m.sources_per_window_mean = number(spw, "mean", sw);
+  m.sources_per_window_min = integer(spw, "min", sw, 0);
+  m.sources_per_window_p10 = integer(spw, "p10", sw, 0);
+  m.predicted_time_s = nullable_number(j, "predicted_time_s", where);
+  return m;
+}
+
+uint64_t fingerprint_from_json(const Json& j, const std::string& where) {
+  const std::string hex = json_read::string(j, "micro_batch_set_fingerprint", where);
+  uint64_t v = 0;
+  bool ok = hex.size() == 16;
+  for (char ch : hex) {
+    const int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+    ok = ok && d >= 0;
+    v = v << 4 | static_cast<uint64_t>(d < 0 ? 0 : d);
+  }
+  if (!ok) {
+    fail("{}: field 'micro_batch_set_fingerprint' must be 16 lower-case hex digits, got '{}'",
+         where, hex.substr(0, 40));
+  }
+  return v;
+}
+
+// The mean of every figure is read from over_seeds, which also holds its spread; the top-level
+// copies of the means are the same numbers.
+SweepRow row_from_json(const Json& j, bool baseline, const std::string& where) {
+  using namespace json_read;
+  SweepRow row;
+  if (!baseline) row.bucket = integer(j, "bucket", where, 1);
+  const Json& spread = object(j, "over_seeds", where);
+  const std::string ow = where + " over_seeds";
+  row.waste_ratio = stat_from_json(object(spread, "waste_ratio", ow), ow + " waste_ratio");
+  row.padded_tokens = stat_from_json(object(spread, "padded_tokens", ow), ow + " padded_tokens");
+  row.zero_pad_share =
+      stat_from_json(object(spread, "zero_pad_share", ow), ow + " zero_pad_share");
+  row.spw_mean = stat_from_json(object(spread, "sources_per_window_mean", ow),
+                                ow + " sources_per_window_mean");
+  row.spw_p10 = stat_from_json(object(spread, "sources_per_window_p10", ow),
+                               ow + " sources_per_window_p10");
+  if (!field(spread, "predicted_time_s", ow).is_null()) {
+    row.predicted_time_s =
+        stat_from_json(object(spread, "predicted_time_s", ow), ow + " predicted_time_s");
+  }
+  row.spw_min = integer(object(j, "sources_per_window", where), "min",
+                        where + " sources_per_window", 0);
+  if (!baseline) row.saving_ratio = nullable_number(j, "saving_ratio", where);
+  row.fingerprint = fingerprint_from_json(j, where);
+  const Json& per = array(j, "per_seed", where);
+  for (std::size_t k = 0; k < per.size(); ++k) {
+    const std::string pw = at(where, "per_seed", k);
+    row.seeds.push_back(unsigned_integer(per[k], "seed", pw));
+    row.per_seed.push_back(metrics_from_json(per[k], pw));
+  }
+  return row;
+}
+
 }  // namespace
 
 Json to_json(const BucketReport& r) {
   const auto& o = r.options;
   Json j;
   put_dataset_json(j, r.dataset, r.format, r.breakdown);
+  j["batch"] = o.micro_batch;
+  j["accum"] = o.accum;
   j["interrupted"] = r.interrupted;
   j["sweep_sizes_measured"] = r.sweep.size();
   if (r.sweep.empty()) {  // interrupted before the first bucket size: nothing was chosen
@@ -113,7 +191,56 @@ Json to_json(const BucketReport& r) {
   for (const auto& row : r.sweep) sweep.push_back(row_json(row, false));
   j["sweep"] = std::move(sweep);
   j["noop_sweep"] = r.noop_sweep;
+  if (!r.emit_order.empty()) j["emit_order"] = r.emit_order;
   return j;
+}
+
+BucketReport bucket_report_from_json(const Json& results, const std::string& where) {
+  using namespace json_read;
+  BucketReport r;
+  BucketOptions& o = r.options;
+  dataset_from_json(results, where, false, r.dataset, r.format, r.breakdown);
+  o.max_seq_len = truncation_from_json(results, where, r.breakdown);
+  o.micro_batch = integer(results, "batch", where, 1);
+  o.accum = integer(results, "accum", where, 1);
+  r.interrupted = boolean(results, "interrupted", where);
+  if (!field(results, "cost_model", where).is_null()) {
+    const Json& c = object(results, "cost_model", where);
+    const std::string cw = where + " cost_model";
+    o.cost = CostModel{number(c, "a_s_per_token", cw), number(c, "b_s_per_token2", cw),
+                       number(c, "c_s", cw), string(c, "origin", cw)};
+  }
+  const Json& base = object(results, "baseline", where);
+  o.baseline = enum_value(base, "order", where + " baseline",
+                          {BatchOrder::kSequential, BatchOrder::kShuffled});
+  r.baseline = row_from_json(base, true, where + " baseline");
+  const Json& sweep = array(results, "sweep", where);
+  for (std::size_t i = 0; i < sweep.size(); ++i) {
+    r.sweep.push_back(row_from_json(sweep[i], false, at(where, "sweep", i)));
+    o.sweep.push_back(r.sweep.back().bucket);
+  }
+  o.seeds = static_cast<int64_t>(r.baseline.seeds.size());
+  if (!r.baseline.seeds.empty()) o.seed = r.baseline.seeds.front();
+  const int64_t measured = integer(results, "sweep_sizes_measured", where, 0);
+  if (measured != static_cast<int64_t>(sweep.size())) {
+    fail("{}: sweep_sizes_measured {} but sweep has {} rows", where, measured, sweep.size());
+  }
+  if (!r.sweep.empty()) {
+    const Json& chosen = object(results, "chosen", where);
+    const std::string cw = where + " chosen";
+    r.chosen_bucket = integer(chosen, "bucket", cw, 1);
+    o.seed = unsigned_integer(chosen, "seed", cw);
+    r.chosen = metrics_from_json(chosen, cw);
+  }
+  r.chosen_widths = integers(results, "micro_batch_widths", where, 1, kMaxRecordLength);
+  r.noop_sweep = boolean(results, "noop_sweep", where);
+  if (const Json* e = optional(results, "emit_order")) {
+    if (!e->is_string() || e->get<std::string>().empty()) {
+      fail("{}: field 'emit_order' must be a non-empty string (the order's file)", where);
+    }
+    r.emit_order = e->get<std::string>();
+  }
+  return r;
 }
 
 std::vector<Table> bucket_tables(const BucketReport& r) {
@@ -202,6 +329,101 @@ std::string order_jsonl(const LengthDataset& ds, const BucketOptions& o, int64_t
     fmt::format_to(std::back_inserter(buf), "]}}\n");
   }
   return fmt::to_string(buf);
+}
+
+namespace {
+
+// Evidence written before the typed readers: the widths by key, the rows per micro-batch from
+// the invocation (the old spelling "micro-batch" too).
+void read_widths_by_key(const Json& doc, const std::string& path, const std::string& name,
+                        WidthDistribution& d, std::map<int64_t, int64_t>& counts) {
+  const Json& res = doc["results"];
+  auto width_of = [&](const Json& v, const std::string& where) -> int64_t {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
+      fail("'{}': {} is not a positive integer width", path, where);
+    }
+    return v.get<int64_t>();
+  };
+  if (res.contains("micro_batch_widths")) {
+    d.key = "results.micro_batch_widths";
+    const Json& a = res["micro_batch_widths"];
+    if (!a.is_array()) fail("'{}': results.micro_batch_widths is not an array", path);
+    for (size_t i = 0; i < a.size(); ++i) {
+      counts[width_of(a[i], fmt::format("results.micro_batch_widths[{}]", i))] += 1;
+    }
+  } else if (res.contains("width_histogram")) {
+    d.key = "results.width_histogram";
+    const Json& a = res["width_histogram"];
+    if (!a.is_array()) fail("'{}': results.width_histogram is not an array", path);
+    for (size_t i = 0; i < a.size(); ++i) {
+      const Json& e = a[i];
+      std::string where = fmt::format("results.width_histogram[{}]", i);
+      if (!e.is_object() || !e.contains("width") || !e.contains("count")) {
+        fail("'{}': {} is not an object with width and count", path, where);
+      }
+      int64_t w = width_of(e["width"], where + ".width");
+      if (!e["count"].is_number_integer() || e["count"].get<int64_t>() < 0) {
+        fail("'{}': {}.count is not a non-negative integer", path, where);
+      }
+      counts[w] += e["count"].get<int64_t>();
+    }
+  } else {
+    fail(
+        "'{}' ({} evidence) has no micro-batch width distribution: looked for "
+        "results.micro_batch_widths and results.width_histogram (`tprobe padding --json` "
+        "writes the first)",
+        path, name);
+  }
+  const Json* inv = json_read::optional(doc, "invocation");
+  const Json* options = inv ? json_read::optional(*inv, "options") : nullptr;
+  if (options && options->is_object()) {
+    // --batch; "micro-batch" in evidence written before one spelling per fact.
+    for (const char* key : {"batch", "micro-batch"}) {
+      if (options->contains(key) && (*options)[key].is_number_integer()) {
+        d.micro_batch = (*options)[key].get<int64_t>();
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+WidthDistribution read_width_distribution(const std::string& path) {
+  const Json doc = read_evidence_file(path, "");
+  WidthDistribution d;
+  d.path = path;
+  const std::string name = doc["schema"]["name"].get<std::string>();
+  if (name != "tprobe.padding" && name != "tprobe.bucket") {
+    fail("'{}' holds '{}' evidence; a width distribution comes from tprobe.padding or "
+         "tprobe.bucket evidence",
+         path, name);
+  }
+  d.probe = name.substr(7);
+  const Json& res = doc["results"];
+  std::map<int64_t, int64_t> counts;
+  if (res.contains("batch")) {  // written with the typed readers: read the whole report
+    const std::string where = fmt::format("'{}' results", path);
+    std::vector<int64_t> widths;
+    if (d.probe == "padding") {
+      PaddingReport r = padding_report_from_json(res, where);
+      widths = std::move(r.widths);
+      d.micro_batch = r.options.micro_batch;
+    } else {
+      BucketReport r = bucket_report_from_json(res, where);
+      widths = std::move(r.chosen_widths);
+      d.micro_batch = r.options.micro_batch;
+    }
+    d.key = "results.micro_batch_widths";
+    for (int64_t w : widths) counts[w] += 1;
+  } else {
+    read_widths_by_key(doc, path, name, d, counts);
+  }
+  for (const auto& [w, n] : counts) {
+    if (n > 0) d.widths.push_back({w, n});
+  }
+  if (d.widths.empty()) fail("'{}': {} holds no micro-batches", path, d.key);
+  return d;
 }
 
 // ---- the report's section (tprobe/core/report/section.hpp) ----

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "base/math_util.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
@@ -60,7 +62,73 @@ Json summary_json(const LengthSummary& s) {
   return {{"min", s.min}, {"mean", s.mean}, {"max", s.max},
           {"p50", s.p50}, {"p90", s.p90},   {"p99", s.p99}};
 }
+
+LengthSummary summary_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  LengthSummary s;
+  s.min = integer(j, "min", where, 0);
+  s.mean = number(j, "mean", where);
+  s.max = integer(j, "max", where, 0);
+  s.p50 = integer(j, "p50", where, 0);
+  s.p90 = integer(j, "p90", where, 0);
+  s.p99 = integer(j, "p99", where, 0);
+  return s;
+}
 }  // namespace
+
+SourceStats source_stats_from_json(const Json& row, bool with_padding, const std::string& where) {
+  using namespace json_read;
+  SourceStats s;
+  s.name = nullable_string(row, "source", where).value_or("");
+  s.records = integer(row, "records", where, 0);
+  s.dataset_tokens = integer(row, "dataset_tokens", where, 0);
+  s.real_tokens = integer(row, "real_tokens", where, 0);
+  s.max_length = integer(row, "max_length", where, 0);
+  s.truncated_records = integer(row, "truncated_records", where, 0);
+  s.truncated_tokens = integer(row, "truncated_tokens", where, 0);
+  if (with_padding) s.pad_tokens = integer(row, "pad_tokens", where, 0);
+  return s;
+}
+
+void dataset_from_json(const Json& results, const std::string& where, bool with_padding,
+                       std::string& name, std::string& format, SourceBreakdown& breakdown) {
+  using namespace json_read;
+  const Json& ds = object(results, "dataset", where);
+  const std::string dw = where + " dataset";
+  name = string(ds, "name", dw);
+  format = string(ds, "format", dw);
+  SourceStats& t = breakdown.total;
+  t.name = "total";  // source_breakdown's name for it
+  t.records = integer(results, "records", where, 0);
+  t.dataset_tokens = integer(results, "dataset_tokens", where, 0);
+  t.real_tokens = integer(results, "real_tokens", where, 0);
+  const Json& rows = array(results, "per_source", where);
+  breakdown.sources.clear();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    breakdown.sources.push_back(
+        source_stats_from_json(rows[i], with_padding, at(where, "per_source", i)));
+    t.max_length = std::max(t.max_length, breakdown.sources.back().max_length);
+  }
+  // The block repeats two totals; a file whose copies disagree was edited by hand.
+  if (integer(ds, "records", dw, 0) != t.records) {
+    fail("{}: records {} but dataset.records {}", where, t.records, integer(ds, "records", dw));
+  }
+  if (integer(ds, "sources", dw, 0) != static_cast<int64_t>(rows.size())) {
+    fail("{}: dataset.sources {} but per_source has {} rows", where, integer(ds, "sources", dw),
+         rows.size());
+  }
+}
+
+int64_t truncation_from_json(const Json& results, const std::string& where,
+                             SourceBreakdown& breakdown) {
+  using namespace json_read;
+  const Json& tr = object(results, "truncation", where);
+  const std::string tw = where + " truncation";
+  breakdown.total.truncated_records = integer(tr, "truncated_records", tw, 0);
+  breakdown.total.truncated_tokens = integer(tr, "truncated_tokens", tw, 0);
+  // per_source rows and the ratios re-derive from the rows read from results.per_source.
+  return integer(tr, "max_seq_len", tw, 1);
+}
 
 Json truncation_json(const SourceBreakdown& b, int64_t max_seq_len) {
   Json j;
@@ -89,6 +157,11 @@ void put_dataset_json(Json& j, const std::string& name, const std::string& forma
 Json to_json(const PaddingReport& r) {
   Json j;
   put_dataset_json(j, r.dataset, r.format, r.breakdown);
+  // The loader that cut the micro-batches: rows per micro-batch and order.
+  j["batch"] = r.options.micro_batch;
+  j["sampler"] = to_string(r.options.order);
+  j["sampler_seed"] =
+      r.options.order == BatchOrder::kShuffled ? Json(r.options.seed) : Json(nullptr);
   j["padded_tokens"] = r.padded_tokens;
   j["pad_tokens"] = r.pad_tokens;
   j["waste_ratio"] = r.waste_ratio;
@@ -125,6 +198,67 @@ Json to_json(const PaddingReport& r) {
   j["micro_batch_widths"] = r.widths;
   j["micro_batch_rows"] = r.rows;
   return j;
+}
+
+PaddingReport padding_report_from_json(const Json& results, const std::string& where) {
+  using namespace json_read;
+  PaddingReport r;
+  PaddingOptions& o = r.options;
+  dataset_from_json(results, where, true, r.dataset, r.format, r.breakdown);
+  o.micro_batch = integer(results, "batch", where, 1);
+  o.order = enum_value(results, "sampler", where, {BatchOrder::kSequential, BatchOrder::kShuffled});
+  if (field(results, "sampler_seed", where).is_null()) {
+    o.seed = 0;
+  } else {
+    o.seed = unsigned_integer(results, "sampler_seed", where);
+  }
+  o.max_seq_len = truncation_from_json(results, where, r.breakdown);
+  r.padded_tokens = integer(results, "padded_tokens", where, 0);
+  r.pad_tokens = integer(results, "pad_tokens", where, 0);
+  r.breakdown.total.pad_tokens = r.pad_tokens;
+  r.waste_ratio = number(results, "waste_ratio", where);
+  r.micro_batches = integer(results, "micro_batches", where, 0);
+  r.lengths = summary_from_json(object(results, "lengths", where), where + " lengths");
+  const Json& width = object(results, "width", where);
+  r.width = summary_from_json(width, where + " width");
+  r.at_max_width = integer(width, "at_max_count", where + " width", 0);
+
+  const Json& lh = object(results, "loss_head", where);
+  const std::string lw = where + " loss_head";
+  LossHead& h = r.loss;
+  h.vocab = o.vocab = integer(lh, "vocab", lw, 1);
+  h.ce_chunk = o.ce_chunk = integer(lh, "ce_chunk_tokens", lw, 1);
+  h.chunk_logits = integer(lh, "chunk_logits", lw, 0);
+  h.chunk_logits_bf16_bytes = integer(lh, "chunk_logits_bf16_bytes", lw, 0);
+  h.chunk_logits_fp32_bytes = integer(lh, "chunk_logits_fp32_bytes", lw, 0);
+  h.chunk_ce_transient_bytes = integer(lh, "chunk_ce_transient_bytes", lw, 0);
+  const Json& widest = object(lh, "widest_micro_batch", lw);
+  const std::string ww = lw + " widest_micro_batch";
+  h.widest_rows = integer(widest, "rows", ww, 0);
+  h.widest_width = integer(widest, "width", ww, 0);
+  h.widest_tokens = integer(widest, "tokens", ww, 0);
+  h.widest_logits = integer(lh, "widest_logits", lw, 0);
+  h.naive_ce_transient_bytes = integer(lh, "naive_ce_transient_bytes", lw, 0);
+  // naive_ce_bytes_per_logit and naive_ce_formula are constants of this tprobe, not data.
+
+  const Json& hist = array(results, "histogram", where);
+  for (std::size_t i = 0; i < hist.size(); ++i) {
+    const std::string hw = at(where, "histogram", i);
+    HistogramBin b;
+    b.lo = integer(hist[i], "lo", hw, 1, kMaxRecordLength);
+    b.hi = integer(hist[i], "hi", hw, b.lo + 1);
+    b.records = integer(hist[i], "records", hw, 0);
+    b.tokens = integer(hist[i], "tokens", hw, 0);
+    r.histogram.push_back(b);
+  }
+  r.widths = integers(results, "micro_batch_widths", where, 1, kMaxRecordLength);
+  r.rows = integers(results, "micro_batch_rows", where, 1);
+  if (r.rows.size() != r.widths.size() ||
+      static_cast<int64_t>(r.widths.size()) != r.micro_batches) {
+    fail("{}: micro_batches {} but {} micro_batch_widths and {} micro_batch_rows", where,
+         r.micro_batches, r.widths.size(), r.rows.size());
+  }
+  return r;
 }
 
 std::vector<Table> padding_tables(const PaddingReport& r) {
@@ -272,9 +406,13 @@ void padding_report_section(SectionBuilder& c) {
       "Orange: how many micro-batches are padded to a width in it";
   if (widths) {
     fields.push_back("micro_batch_widths[]");
+    // results.batch; older files have the rows in the invocation only, under either spelling.
+    std::string rows = string_at(r, "batch");
+    for (const char* key : {"invocation.options.batch", "invocation.options.micro-batch"}) {
+      if (rows.empty()) rows = string_at(c.document(), key);
+    }
     caption += fmt::format(" ({} micro-batches of {} rows, the probe's order).",
-                           format_count(static_cast<int64_t>(widths->size())),
-                           string_at(c.document(), "invocation.options.micro-batch"));
+                           format_count(static_cast<int64_t>(widths->size())), rows);
   } else {
     caption += ": not drawn, results.micro_batch_widths absent.";
   }

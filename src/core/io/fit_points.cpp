@@ -1,5 +1,5 @@
-// Readers of measured step times (--point text, CSV, profile evidence) and of micro-batch width
-// distributions (padding/bucket evidence) for the scaling fit.
+// Readers of measured step times (--point text, CSV, profile evidence) for the scaling fit; the
+// width distribution's reader is data/bucket_report's.
 #include "tprobe/core/io/fit_points.hpp"
 
 #include <fmt/format.h>
@@ -9,7 +9,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
-#include <map>
 
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
@@ -69,72 +68,6 @@ int64_t WidthDistribution::micro_batches() const {
   int64_t n = 0;
   for (const auto& w : widths) n += w.count;
   return n;
-}
-
-WidthDistribution read_width_distribution(const std::string& path) {
-  Json doc = read_evidence_file(path, "");
-  WidthDistribution d;
-  d.path = path;
-  const std::string name = doc["schema"]["name"].get<std::string>();
-  if (name != "tprobe.padding" && name != "tprobe.bucket") {
-    fail("'{}' holds '{}' evidence; a width distribution comes from tprobe.padding or tprobe.bucket evidence",
-         path, name);
-  }
-  d.probe = name.substr(7);
-  const Json& res = doc["results"];
-  std::map<int64_t, int64_t> counts;
-  auto width_of = [&](const Json& v, const std::string& where) -> int64_t {
-    if (!v.is_number_integer() || v.get<int64_t>() < 1) {
-      fail("'{}': {} is not a positive integer width", path, where);
-    }
-    return v.get<int64_t>();
-  };
-  if (res.contains("micro_batch_widths")) {
-    d.key = "results.micro_batch_widths";
-    const Json& a = res["micro_batch_widths"];
-    if (!a.is_array()) fail("'{}': results.micro_batch_widths is not an array", path);
-    for (size_t i = 0; i < a.size(); ++i) {
-      counts[width_of(a[i], fmt::format("results.micro_batch_widths[{}]", i))] += 1;
-    }
-  } else if (res.contains("width_histogram")) {
-    d.key = "results.width_histogram";
-    const Json& a = res["width_histogram"];
-    if (!a.is_array()) fail("'{}': results.width_histogram is not an array", path);
-    for (size_t i = 0; i < a.size(); ++i) {
-      const Json& e = a[i];
-      std::string where = fmt::format("results.width_histogram[{}]", i);
-      if (!e.is_object() || !e.contains("width") || !e.contains("count")) {
-        fail("'{}': {} is not an object with width and count", path, where);
-      }
-      int64_t w = width_of(e["width"], where + ".width");
-      if (!e["count"].is_number_integer() || e["count"].get<int64_t>() < 0) {
-        fail("'{}': {}.count is not a non-negative integer", path, where);
-      }
-      counts[w] += e["count"].get<int64_t>();
-    }
-  } else {
-    fail(
-        "'{}' ({} evidence) has no micro-batch width distribution: looked for "
-        "results.micro_batch_widths and results.width_histogram (`tprobe padding --json` "
-        "writes the first)",
-        path, name);
-  }
-  for (const auto& [w, n] : counts) {
-    if (n > 0) d.widths.push_back({w, n});
-  }
-  if (d.widths.empty()) fail("'{}': {} holds no micro-batches", path, d.key);
-  const Json& inv = doc.contains("invocation") ? doc["invocation"] : Json();
-  if (inv.is_object() && inv.contains("options") && inv["options"].is_object()) {
-    // --batch; "micro-batch" in evidence written before one spelling per fact.
-    for (const char* key : {"batch", "micro-batch"}) {
-      const Json& o = inv["options"];
-      if (o.contains(key) && o[key].is_number_integer()) {
-        d.micro_batch = o[key].get<int64_t>();
-        break;
-      }
-    }
-  }
-  return d;
 }
 
 FitPoint parse_point(std::string_view text, const std::string& origin) {

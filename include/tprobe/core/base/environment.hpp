@@ -56,6 +56,9 @@ struct Environment {
 Environment base_environment();
 
 Json to_json(const Environment& env);
+// Reads the object to_json wrote (env evidence's `results`, every evidence file's `environment`).
+// Throws tprobe::Error naming `where` ("e.json results") and the field.
+Environment environment_from_json(const Json& j, const std::string& where);
 Table environment_table(const Environment& env);
 
 }  // namespace tprobe::core

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <string>
@@ -53,7 +54,16 @@ std::optional<std::string> nullable_string(const Json& obj, const char* key,
 // One of `names` (a vocabulary of enum spellings); returns its index.
 std::size_t choice(const Json& obj, const char* key, const std::string& where,
                    const std::vector<std::string>& names);
-// An unsigned 64-bit field (a seed): integer reads stop at INT64_MAX.
+// Seeds and hashes: an integer in 0..2^64-1 (integer() stops at INT64_MAX).
+uint64_t element_unsigned(const Json& v, const std::string& where);
 uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where);
+// An enum spelled by its to_string(): the one of `values` whose spelling the field holds.
+template <typename E>
+E enum_value(const Json& obj, const char* key, const std::string& where,
+             std::initializer_list<E> values) {
+  std::vector<std::string> names;
+  for (E e : values) names.push_back(to_string(e));
+  return values.begin()[choice(obj, key, where, names)];
+}
 
 }  // namespace tprobe::core::json_read

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
@@ -20,6 +21,16 @@ struct FlopsRates {
 };
 
 Json to_json(const FlopsReport& report, const FlopsRates& rates);
+
+// What flops evidence holds: the count and the rates its MFU divides by.
+struct FlopsEvidence {
+  FlopsReport report;
+  FlopsRates rates;
+};
+// Reads the `results` object to_json wrote; sums and ratios are recomputed from the rows, the
+// diagnostics and outcome keep their defaults. Throws tprobe::Error naming `where` ("f.json
+// results") and the field.
+FlopsEvidence flops_report_from_json(const Json& results, const std::string& where);
 std::vector<Table> flops_tables(const FlopsReport& report, const FlopsRates& rates);
 
 // The report's section for flops evidence (figures, facts, tables; core/report/section.hpp).

@@ -126,6 +126,7 @@ struct BucketReport {
   int64_t chosen_bucket = 0;
   OrderMetrics chosen;  // chosen bucket, first seed: the order --emit-order writes
   std::vector<int64_t> chosen_widths;  // per micro-batch of that order, in order (raw data)
+  std::string emit_order;  // the file that order was written to (--emit-order); "" when none
   std::vector<Diagnostic> diagnostics;
   Outcome outcome = Outcome::kOk;  // a sweep is never a "no"
 };

@@ -31,14 +31,12 @@ struct WidthDistribution {
   std::string probe;                   // "padding" or "bucket"
   std::string key;                     // the results key it came from
   std::vector<WidthCount> widths;      // ascending, counts > 0
-  std::optional<int64_t> micro_batch;  // invocation.options["micro-batch"] when recorded
+  std::optional<int64_t> micro_batch;  // rows per micro-batch (--batch) when recorded
   int64_t micro_batches() const;
 };
 
-// Accepted shapes (first found wins): results.micro_batch_widths (one width per micro-batch, as
-// `tprobe padding` writes it), results.width_histogram ([{width, count}] objects; a compact form
-// no probe writes yet). Throws tprobe::Error naming the file and key.
-WidthDistribution read_width_distribution(const std::string& path);
+// Its reader, read_width_distribution, reads padding and bucket evidence through their typed
+// readers: it is core/data's (data/bucket_report.hpp), which io may not include.
 
 // Readers. Each throws tprobe::Error naming the file and line (or JSON path) at fault.
 // CSV: header optional; columns width,seconds[,batch]; '#' comments and blank lines skipped.
