@@ -113,4 +113,11 @@ Json read_evidence_file(const std::string& path, const std::string& expected_pro
   return doc;
 }
 
+const Json& evidence_results(const Json& doc) {
+  if (!doc.is_object() || !doc.contains("results") || !doc["results"].is_object()) {
+    fail("evidence document has no results object");
+  }
+  return doc["results"];
+}
+
 }  // namespace tprobe::core

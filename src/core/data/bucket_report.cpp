@@ -335,7 +335,7 @@ namespace {
 
 // Evidence written before the typed readers: the widths by key, the rows per micro-batch from
 // the invocation (the old spelling "micro-batch" too).
-void read_widths_by_key(const Json& doc, const std::string& path, const std::string& name,
+void legacy_widths_from_json(const Json& doc, const std::string& path, const std::string& name,
                         WidthDistribution& d, std::map<int64_t, int64_t>& counts) {
   const Json& res = doc["results"];
   auto width_of = [&](const Json& v, const std::string& where) -> int64_t {
@@ -400,7 +400,7 @@ WidthDistribution read_width_distribution(const std::string& path) {
          path, name);
   }
   d.probe = name.substr(7);
-  const Json& res = doc["results"];
+  const Json& res = evidence_results(doc);
   std::map<int64_t, int64_t> counts;
   if (res.contains("batch")) {  // written with the typed readers: read the whole report
     const std::string where = fmt::format("'{}' results", path);
@@ -417,7 +417,7 @@ WidthDistribution read_width_distribution(const std::string& path) {
     d.key = "results.micro_batch_widths";
     for (int64_t w : widths) counts[w] += 1;
   } else {
-    read_widths_by_key(doc, path, name, d, counts);
+    legacy_widths_from_json(doc, path, name, d, counts);
   }
   for (const auto& [w, n] : counts) {
     if (n > 0) d.widths.push_back({w, n});

@@ -81,5 +81,8 @@ std::string json_error_text(std::string_view what);
 // Reads an evidence file written by another probe run (e.g. scaling-fit reading profile output),
 // checking the schema name prefix and version. Throws tprobe::Error naming the file.
 Json read_evidence_file(const std::string& path, const std::string& expected_probe);
+// The results object of a document read_evidence_file returned, to hand whole to its probe's
+// from_json reader (scripts/check-evidence-reads.py: nothing else reads results by key).
+const Json& evidence_results(const Json& doc);
 
 }  // namespace tprobe::core
