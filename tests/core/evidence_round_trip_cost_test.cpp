@@ -8,6 +8,7 @@
 #include <string>
 
 #include "test_paths.hpp"
+#include "support/error_of.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
@@ -16,19 +17,7 @@
 namespace tprobe::core {
 namespace {
 
-// The message of the tprobe::Error `f` throws; fails the test when it throws nothing else.
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "not a tprobe::Error: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
+using testing_support::error_of;
 
 #define EXPECT_ERROR_NAMES(statement, text)                                           \
   do {                                                                                \

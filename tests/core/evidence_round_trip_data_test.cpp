@@ -12,6 +12,7 @@
 #include "test_paths.hpp"
 #include "tprobe/core/adapter/lora_gate_report.hpp"
 #include "tprobe/core/base/environment.hpp"
+#include "support/error_of.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/flops_report.hpp"
 #include "tprobe/core/data/bucket_report.hpp"
@@ -22,15 +23,7 @@ namespace {
 
 using testing_support::random_dataset;
 
-// The message of the tprobe::Error `read` throws; any other exception fails the test.
-std::string error_of(const std::function<void()>& read) {
-  try {
-    read();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using testing_support::error_of;
 
 // Whether `message` names `field` (the messages quote a key as 'key' and an element as key[i]).
 ::testing::AssertionResult names(const std::string& message, const std::string& field) {

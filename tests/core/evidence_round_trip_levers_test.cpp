@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tprobe/config.hpp"
+#include "support/error_of.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/epoch.hpp"
 #include "tprobe/core/cost/levers.hpp"
@@ -165,16 +166,7 @@ LeversReport hand_levers() {
   return rep;
 }
 
-// The message of the tprobe::Error `read` throws ("" when it throws none).
-template <class F>
-std::string error_of(F read) {
-  try {
-    read();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 TEST(LeversRoundTrip, ToJsonOfTheReadBackIsTheSameDocument) {
   const LeversReport rep = hand_levers();

@@ -9,6 +9,7 @@
 
 #include "probes/probe.hpp"
 #include "probes/suite_plan.hpp"
+#include "support/error_of.hpp"
 #include "tprobe/core/base/error.hpp"
 
 namespace tprobe::probes {
@@ -76,15 +77,7 @@ std::set<std::string> keys(const Json& row) {
   return out;
 }
 
-template <class F>
-std::string error_of(F read) {
-  try {
-    read();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 TEST(SuiteResults, ToJsonOfTheReadBackIsTheSameDocument) {
   const SuiteResults r = hand_results();

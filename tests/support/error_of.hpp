@@ -1,0 +1,26 @@
+// The message of the tprobe::Error a reader throws, for the broken-input tests of the evidence
+// readers: "" when it throws none; any other exception fails the test.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <string>
+
+#include "tprobe/core/base/error.hpp"
+
+namespace tprobe::testing_support {
+
+template <class F>
+std::string error_of(F&& read) {
+  try {
+    read();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not a tprobe::Error: " << e.what();
+  }
+  return "";
+}
+
+}  // namespace tprobe::testing_support
