@@ -75,7 +75,8 @@ def self_test():
     reader = ('ScalingFitReport scaling_fit_report_from_json(const Json& doc,\n'
               '                                              const std::string& where) {\n'
               '  const Json& r = doc.at("results");\n  return {};\n}\n')
-    envelope_reader = 'Json read_scaling_fit_evidence(const Json& doc) {\n  return doc["results"];\n}\n'
+    envelope_reader = ('Json read_scaling_fit_evidence(const Json& doc) {\n'
+                       '  return doc["results"];\n}\n')
     comment = 'void f() {\n  // doc["results"] is read by its own reader\n}\n'
     failures = []
     for name, text, refused in [("a consumer by at()", consumer, True),

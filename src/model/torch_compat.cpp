@@ -294,7 +294,8 @@ torch::Tensor flash_varlen(const torch::Tensor& q, const torch::Tensor& k, const
   return std::get<0>(out);
 #else
   (void)q, (void)k, (void)v, (void)cum, (void)max_len, (void)window;
-  fail("the varlen flash kernel needs a CUDA build of libtorch >= 2.5 (this is {})", torch_version());
+  fail("the varlen flash kernel needs a CUDA build of libtorch >= 2.5 (this is {})",
+       torch_version());
 #endif
 }
 
@@ -375,18 +376,8 @@ torch::Tensor sdpa_pinned(const std::string& backend, const torch::Tensor& q,
   if (!can_pin_sdpa_backend(backend, &why)) fail("SDPA backend {}: {}", backend, why);
 #if TPROBE_TORCH_AT_LEAST(2, 0)
   SdpaPin pin(backend);
-  c10::optional<torch::Tensor> m;
-  if (mask.defined()) m = mask;
-#if TPROBE_TORCH_AT_LEAST(2, 5)
-  return at::scaled_dot_product_attention(q, k, v, m, 0.0, is_causal, 1.0, enable_gqa);
-#else
-  if (enable_gqa) fail("enable_gqa needs libtorch >= 2.5 (this is {})", torch_version());
-  return at::scaled_dot_product_attention(q, k, v, m, 0.0, is_causal, 1.0);
 #endif
-#else
-  (void)q, (void)k, (void)v, (void)mask, (void)is_causal, (void)enable_gqa;
-  fail("unreachable");
-#endif
+  return sdpa(q, k, v, mask, is_causal, enable_gqa);
 }
 
 // The handler's signature changed in libtorch 2.x: process(const Warning&) replaced
