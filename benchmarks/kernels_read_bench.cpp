@@ -34,8 +34,7 @@ int main(int argc, char** argv) {
       const ModelConfig config = embedded_model(model);
       q.parts.model = model;
       for (int64_t i = 0; i < config.num_layers; ++i) {
-        q.parts.layer_kinds.push_back(config.layer(i).type == LayerType::kFull ? LayerKind::kFull
-                                                                               : LayerKind::kSliding);
+        q.parts.layer_types.push_back(config.layer(i).type);
       }
     }
     const KernelsReport r = analyze_kernels(q);

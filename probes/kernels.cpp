@@ -42,8 +42,7 @@ core::TracePartsOptions parts_options(const KernelsOptions& a) {
     o.model = a.model;
   }
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    o.layer_kinds.push_back(config.layer(i).type == core::LayerType::kFull ? core::LayerKind::kFull
-                                                                           : core::LayerKind::kSliding);
+    o.layer_types.push_back(config.layer(i).type);
   }
   return o;
 }

@@ -16,7 +16,6 @@
 
 namespace tprobe::model {
 
-using core::LayerKind;
 using core::ObserverScope;
 using core::StepObserver;
 using core::StepPart;
@@ -333,7 +332,7 @@ struct ChunkedSoftcapCe : public torch::autograd::Function<ChunkedSoftcapCe> {
     const int64_t chunk = ctx->saved_data["chunk"].toInt();
     const int64_t count = ctx->saved_data["count"].toInt();
     ObserverScope scope(reinterpret_cast<StepObserver*>(ctx->saved_data["observer"].toInt()),
-                        StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, LayerKind::kNone});
+                        StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, std::nullopt});
     Tensor scale = grad_out[0] / static_cast<double>(count);
     const int64_t n = hidden.size(0);
     Tensor grad_hidden = torch::empty_like(hidden);
@@ -394,7 +393,7 @@ struct CheckpointedCeChunk : public torch::autograd::Function<CheckpointedCeChun
                                                  torch::autograd::variable_list grad_out) {
     auto saved = ctx->get_saved_variables();
     ObserverScope scope(reinterpret_cast<StepObserver*>(ctx->saved_data["observer"].toInt()),
-                        StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, LayerKind::kNone});
+                        StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, std::nullopt});
     Tensor h = saved[0].detach().requires_grad_(true);
     Tensor loss;
     {
@@ -628,8 +627,7 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   const int64_t Hq = c.num_attention_heads, Hkv = g.num_kv_heads, D = g.head_dim;
 
   StepObserver* observer = options_.observer;
-  const StepTag layer_tag{phase, StepPart::kOther, static_cast<int32_t>(index),
-                          g.type == core::LayerType::kFull ? LayerKind::kFull : LayerKind::kSliding};
+  const StepTag layer_tag{phase, StepPart::kOther, static_cast<int32_t>(index), g.type};
   auto tag = [&layer_tag](StepPart part) {
     StepTag t = layer_tag;
     t.part = part;
@@ -717,9 +715,7 @@ Tensor Gemma4Model::run_layers(Tensor x, ForwardRecord* record,
   for (size_t i = 0; i < layers_.size(); ++i) {
     if (checkpoint) {
       // The checkpoint node's own tag (the layer's `other`): its backward's engine glue.
-      const auto kind = config_.layer(static_cast<int64_t>(i)).type == core::LayerType::kFull
-                            ? LayerKind::kFull
-                            : LayerKind::kSliding;
+      const core::LayerType kind = config_.layer(static_cast<int64_t>(i)).type;
       ObserverScope scope(options_.observer,
                           StepTag{StepPhase::kForward, StepPart::kOther, static_cast<int32_t>(i),
                                   kind});
@@ -784,7 +780,7 @@ Tensor Gemma4Model::hidden_states(const Tensor& input_ids, ForwardRecord* record
   Tensor x;
   {
     ObserverScope scope(options_.observer,
-                        StepTag{StepPhase::kForward, StepPart::kEmbedding, -1, LayerKind::kNone});
+                        StepTag{StepPhase::kForward, StepPart::kEmbedding, -1, std::nullopt});
     x = torch::embedding(embed_, input_ids.to(embed_.device())) * scale;
   }
   if (options_.input_requires_grad && torch::GradMode::is_enabled() && !lora_.targets.empty()) {
@@ -828,7 +824,7 @@ LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record,
   Tensor h;
   {
     ObserverScope scope(options_.observer,
-                        StepTag{StepPhase::kForward, StepPart::kOther, -1, LayerKind::kNone});
+                        StepTag{StepPhase::kForward, StepPart::kOther, -1, std::nullopt});
     h = hidden_states(input_ids, record, lengths);
   }
   return head_loss(h, input_ids, lengths);
@@ -837,7 +833,7 @@ LossResult Gemma4Model::loss(const Tensor& input_ids, ForwardRecord* record,
 LossResult Gemma4Model::head_loss(const Tensor& h, const Tensor& input_ids,
                                   const std::vector<int64_t>& lengths) {
   ObserverScope scope(options_.observer,
-                      StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, LayerKind::kNone});
+                      StepTag{StepPhase::kLoss, StepPart::kLossHead, -1, std::nullopt});
   Tensor ids = input_ids.to(h.device());
   Tensor labels = torch::full_like(ids, kIgnoreIndex);
   labels.narrow(1, 0, ids.size(1) - 1).copy_(ids.narrow(1, 1, ids.size(1) - 1));

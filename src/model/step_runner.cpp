@@ -179,7 +179,7 @@ StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>
   {
     core::ObserverScope scope(observer, core::StepTag{core::StepPhase::kForward,
                                                       core::StepPart::kOther, -1,
-                                                      core::LayerKind::kNone});
+                                                      std::nullopt});
     h = m.hidden_states(ids, rec, lengths);
   }
   clock.mark(1);
@@ -190,7 +190,7 @@ StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>
     // is not seen: there a launch outside every node is untagged. On the CPU it runs here.
     core::ObserverScope scope(observer, core::StepTag{core::StepPhase::kBackward,
                                                       core::StepPart::kOther, -1,
-                                                      core::LayerKind::kNone});
+                                                      std::nullopt});
     loss.loss.backward();
   }
   clock.mark(3);
@@ -278,7 +278,8 @@ class MemoryRecorder : public core::StepObserver {
  private:
   static uint64_t key(const core::StepTag& t) {
     return (static_cast<uint64_t>(t.phase) << 56) | (static_cast<uint64_t>(t.part) << 48) |
-           (static_cast<uint64_t>(t.layer_kind) << 40) | static_cast<uint32_t>(t.layer);
+           (static_cast<uint64_t>(t.layer_kind ? 1 + static_cast<int>(*t.layer_kind) : 0) << 40) |
+           static_cast<uint32_t>(t.layer);
   }
   std::chrono::steady_clock::time_point origin_;
   std::mutex mu_;

@@ -14,7 +14,7 @@ std::string fixture() { return std::string(TPROBE_FIXTURES_DIR) + "/raw_trace_sm
 TEST(TagTable, SameTagSameIdInOrder) {
   TagTable t;
   const core::StepTag a{core::StepPhase::kForward, core::StepPart::kExperts, 3,
-                        core::LayerKind::kSliding};
+                        core::LayerType::kSliding};
   core::StepTag b = a;
   b.layer = 4;
   EXPECT_EQ(t.intern(a), 1);
@@ -31,7 +31,7 @@ TEST(ReplaySource, AttributesTheRecordedTrace) {
   std::string why;
   ASSERT_TRUE(src->usable(&why));
   src->begin();
-  src->enter({core::StepPhase::kForward, core::StepPart::kOther, -1, core::LayerKind::kNone});
+  src->enter({core::StepPhase::kForward, core::StepPart::kOther, -1, std::nullopt});
   src->leave();
   src->end();
   EXPECT_EQ(src->raw().records.size(), 10u);

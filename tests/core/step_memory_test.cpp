@@ -13,7 +13,7 @@ namespace tprobe::core {
 namespace {
 
 StepTag tag(StepPhase ph, StepPart pa, int32_t layer = -1,
-            LayerKind kind = LayerKind::kNone) {
+            std::optional<LayerType> kind = std::nullopt) {
   return StepTag{ph, pa, layer, kind};
 }
 
@@ -47,9 +47,9 @@ RawMemory mini(bool with_totals) {
   r.totals_known = with_totals;
   r.start_allocated = 1000;
   r.start_reserved = 4096;
-  r.tags = {tag(StepPhase::kForward, StepPart::kOther, 0, LayerKind::kSliding),
+  r.tags = {tag(StepPhase::kForward, StepPart::kOther, 0, LayerType::kSliding),
             tag(StepPhase::kLoss, StepPart::kLossHead),
-            tag(StepPhase::kRecompute, StepPart::kExperts, 0, LayerKind::kSliding)};
+            tag(StepPhase::kRecompute, StepPart::kExperts, 0, LayerType::kSliding)};
   r.forward_ops = {{7, 11, 3}};
   auto ev = [&](int64_t t, uint64_t ptr, int64_t bytes, LaunchContext c, int64_t total) {
     MemoryEvent e;

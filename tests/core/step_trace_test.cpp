@@ -20,20 +20,46 @@ std::string fixture() { return std::string(TPROBE_FIXTURES_DIR) + "/raw_trace_sm
 TEST(StepVocabulary, NamesRoundTrip) {
   for (StepPhase p : all_step_phases()) EXPECT_EQ(parse_step_phase(to_string(p)), p);
   for (StepPart p : all_step_parts()) EXPECT_EQ(parse_step_part(to_string(p)), p);
-  for (LayerKind k : {LayerKind::kNone, LayerKind::kSliding, LayerKind::kFull})
-    EXPECT_EQ(parse_layer_kind(to_string(k)), k);
+  // One enum of layer types, two spellings: the trace's words and HF's config names, each with
+  // its inverse, and nothing else parsed.
+  for (std::optional<LayerType> t : {std::optional<LayerType>(), std::optional(LayerType::kSliding),
+                                     std::optional(LayerType::kFull)}) {
+    std::optional<LayerType> back = LayerType::kSliding;
+    EXPECT_TRUE(parse_layer_kind(layer_kind_name(t), back)) << layer_kind_name(t);
+    EXPECT_EQ(back, t) << layer_kind_name(t);
+  }
+  EXPECT_STREQ(layer_kind_name(LayerType::kSliding), "sliding");
+  EXPECT_STREQ(layer_kind_name(LayerType::kFull), "full");
+  EXPECT_STREQ(layer_kind_name(std::nullopt), "-");
+  for (LayerType t : {LayerType::kSliding, LayerType::kFull}) {
+    LayerType back = t == LayerType::kFull ? LayerType::kSliding : LayerType::kFull;
+    EXPECT_TRUE(parse_layer_type(to_string(t), back));
+    EXPECT_EQ(back, t);
+  }
+  std::optional<LayerType> unchanged = LayerType::kFull;
+  EXPECT_FALSE(parse_layer_kind("sliding_attention", unchanged));
+  EXPECT_FALSE(parse_layer_kind("global", unchanged));
+  EXPECT_EQ(unchanged, LayerType::kFull);
+  LayerType hf = LayerType::kFull;
+  EXPECT_FALSE(parse_layer_type("sliding", hf));
+  // One display order: sliding, full, then "-", then any other word.
+  EXPECT_LT(layer_kind_rank("sliding"), layer_kind_rank("full"));
+  EXPECT_LT(layer_kind_rank("full"), layer_kind_rank("-"));
+  EXPECT_LT(layer_kind_rank("-"), layer_kind_rank("untagged"));
+  EXPECT_EQ(layer_kind_rank(std::nullopt), layer_kind_rank("-"));
+  EXPECT_EQ(layer_kind_rank(LayerType::kFull), layer_kind_rank("full"));
   EXPECT_FALSE(parse_step_part("sliding_attention"));  // the old, layer-typed vocabulary
   EXPECT_FALSE(parse_step_phase("untagged"));
 }
 
 TEST(StepVocabulary, BackwardOfKeepsPartAndLayer) {
-  const StepTag r{StepPhase::kRecompute, StepPart::kExperts, 7, LayerKind::kFull};
+  const StepTag r{StepPhase::kRecompute, StepPart::kExperts, 7, LayerType::kFull};
   const StepTag b = backward_of(r);
   EXPECT_EQ(b.phase, StepPhase::kBackward);
   EXPECT_EQ(b.part, StepPart::kExperts);
   EXPECT_EQ(b.layer, 7);
-  EXPECT_EQ(b.layer_kind, LayerKind::kFull);
-  EXPECT_EQ(backward_of({StepPhase::kLoss, StepPart::kLossHead, -1, LayerKind::kNone}).phase,
+  EXPECT_EQ(b.layer_kind, LayerType::kFull);
+  EXPECT_EQ(backward_of({StepPhase::kLoss, StepPart::kLossHead, -1, std::nullopt}).phase,
             StepPhase::kLoss);
 }
 

@@ -177,7 +177,7 @@ TEST(TraceMemory, HandWorkedTimelinePeakResidentAndAliveBytes) {
 
 TEST(TraceMemory, LayerKindsComeFromTheConfig) {
   TracePartsOptions parts;
-  parts.layer_kinds = {LayerKind::kSliding};
+  parts.layer_types = {LayerType::kSliding};
   parts.model = "test";
   const TraceMemory m = read(make(true, true), parts);
   EXPECT_EQ(cells(m.devices[0]).at("backward/sliding/attention_proj"), 200);

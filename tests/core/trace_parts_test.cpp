@@ -234,7 +234,7 @@ Fixture make(bool flows, bool modules, bool sequence = true) {
 
 TracePartsOptions two_layers() {
   TracePartsOptions o;
-  o.layer_kinds = {LayerKind::kSliding, LayerKind::kFull};
+  o.layer_types = {LayerType::kSliding, LayerType::kFull};
   o.model = "test config";
   return o;
 }
@@ -491,7 +491,7 @@ std::vector<OutsideKey> outside_rows(const TraceParts& p) {
 TEST(TraceParts, HarnessRowsOutsideTheModelArePartOtherByLaunchingOp) {
   Harness h = make_harness(true, true);
   TracePartsOptions one;
-  one.layer_kinds = {LayerKind::kSliding};
+  one.layer_types = {LayerType::kSliding};
   TraceResult r = read_trace_buffer(h.b.text(), "harness", {}, one);
   const TraceParts& p = r.summary.parts;
   ASSERT_TRUE(p.module_events);

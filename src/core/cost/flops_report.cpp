@@ -13,10 +13,17 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
+#include "tprobe/core/base/layer_type.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 namespace {
+
+// A component's layer type in a chart label: the trace's word ("sliding", "full"), else as given.
+std::string layer_label(const std::string& hf_name) {
+  LayerType type = LayerType::kSliding;
+  return parse_layer_type(hf_name, type) ? layer_kind_name(type) : hf_name;
+}
 
 Json passes_json(const PassFlops& f) {
   return Json{{"forward_flop", f[0]},
@@ -245,12 +252,7 @@ void flops_report_section(SectionBuilder& c) {
     std::string lt = string_at(comp, "layer_type");
     std::string label =
         string_at(comp, "component") +
-        (lt.empty() || lt == "model" ? ""
-                                     : " (" +
-                                           (lt == "sliding_attention" ? std::string("sliding")
-                                            : lt == "full_attention"  ? std::string("global")
-                                                                      : lt) +
-                                           ")");
+        (lt.empty() || lt == "model" ? "" : " (" + layer_label(lt) + ")");
     chart.items.push_back({label, {*i, *p}, *p > 1.5 * *i, ""});
   }
   c.figure("components", chart.title, render_svg(chart),

@@ -34,8 +34,6 @@ PlannedTensor tensor(std::string what, std::vector<int64_t> shape, int64_t eleme
   return t;
 }
 
-const char* kind_name(LayerType type) { return type == LayerType::kFull ? "full" : "sliding"; }
-
 }  // namespace
 
 StepPlan plan_step(const ModelConfig& c, const StepPlanRequest& q) {
@@ -62,7 +60,7 @@ StepPlan plan_step(const ModelConfig& c, const StepPlanRequest& q) {
   for (LayerType type : {LayerType::kSliding, LayerType::kFull}) {
     if (c.count_layers(type) == 0) continue;
     const bool sliding = type == LayerType::kSliding && c.sliding_window > 0;
-    const std::string kind = kind_name(type);
+    const std::string kind = layer_kind_name(type);
     const int64_t keys_window = sliding ? std::min(longest, c.sliding_window + kBlockwiseBlock - 1)
                                         : longest;
     const auto block_row = [&] {

@@ -127,8 +127,8 @@ LayerType parse_layer_type(const Fields& f, const std::string& key, const Json& 
     fail("{}: field '{}[{}]' must be a string, got {}", source, f.path(key), i, v.type_name());
   }
   std::string s = v.get<std::string>();
-  if (s == "sliding_attention") return LayerType::kSliding;
-  if (s == "full_attention") return LayerType::kFull;
+  LayerType type = LayerType::kSliding;
+  if (parse_layer_type(s, type)) return type;
   fail("{}: field '{}[{}]' is '{}': tprobe knows 'sliding_attention' and 'full_attention'", source,
        f.path(key), i, s);
 }

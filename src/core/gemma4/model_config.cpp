@@ -7,10 +7,6 @@
 
 namespace tprobe::core {
 
-const char* to_string(LayerType type) {
-  return type == LayerType::kFull ? "full_attention" : "sliding_attention";
-}
-
 LayerGeometry ModelConfig::layer(int64_t i) const {
   if (i < 0 || i >= static_cast<int64_t>(layer_types.size())) {
     fail("model '{}': layer index {} out of range (0..{})", name, i,

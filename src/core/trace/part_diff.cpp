@@ -38,9 +38,10 @@ std::string vocab_string(const Json& row, const char* key, const std::string& wh
   if (it == row.end() || !it->is_string()) fail("{}: '{}' must be a string", where, key);
   const std::string v = it->get<std::string>();
   const std::string k = key;
+  std::optional<LayerType> type;
   const bool ok = v == "untagged" || (k == "phase" && parse_step_phase(v)) ||
                   (k == "part" && parse_step_part(v)) ||
-                  (k == "layer_kind" && (v == "untagged" || parse_layer_kind(v)));
+                  (k == "layer_kind" && parse_layer_kind(v, type));
   if (!ok) fail("{}: '{}' = \"{}\" is not in tprobe's vocabulary", where, key, detail::printable(v));
   return v;
 }

@@ -166,19 +166,6 @@ struct Alive {
   std::optional<StepTag> tag;
 };
 
-int phase_order(const std::string& p) {
-  for (size_t i = 0; i < all_step_phases().size(); ++i) {
-    if (p == to_string(all_step_phases()[i])) return static_cast<int>(i);
-  }
-  return 100;  // untagged last
-}
-int part_order(const std::string& p) {
-  for (size_t i = 0; i < all_step_parts().size(); ++i) {
-    if (p == to_string(all_step_parts()[i])) return static_cast<int>(i);
-  }
-  return 100;
-}
-int kind_order(const std::string& k) { return k == "sliding" ? 0 : k == "full" ? 1 : 2; }
 
 }  // namespace
 
@@ -281,7 +268,7 @@ StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples) {
     const auto& t = event_tags[static_cast<size_t>(m.peak_event)];
     m.peak_phase = t ? to_string(t->phase) : "untagged";
     m.peak_part = t ? to_string(t->part) : "untagged";
-    m.peak_layer_kind = t ? to_string(t->layer_kind) : "-";
+    m.peak_layer_kind = layer_kind_name(t ? t->layer_kind : std::nullopt);
     m.peak_layer = t ? t->layer : -1;
   } else {
     m.peak_phase = "before the step";
@@ -301,13 +288,13 @@ StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples) {
     if (a.tag) {
       c.phase = to_string(a.tag->phase);
       c.part = to_string(a.tag->part);
-      c.layer_kind = to_string(a.tag->layer_kind);
+      c.layer_kind = layer_kind_name(a.tag->layer_kind);
       c.layer = a.tag->layer;
     } else {
       c.phase = c.part = "untagged";
       c.layer_kind = "-";
     }
-    auto key = std::make_tuple(phase_order(c.phase), kind_order(c.layer_kind), part_order(c.part),
+    auto key = std::make_tuple(phase_rank(c.phase), layer_kind_rank(c.layer_kind), part_rank(c.part),
                                c.layer);
     MemoryCell& cell = cells.emplace(key, c).first->second;
     cell.bytes += a.bytes;

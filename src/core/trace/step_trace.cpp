@@ -24,7 +24,6 @@ constexpr std::array<const char*, 5> kPhaseNames = {"forward", "loss", "recomput
 constexpr std::array<const char*, 8> kPartNames = {
     "embedding", "attention_proj", "attention_core", "dense_mlp",
     "router",    "experts",        "loss_head",      "other"};
-constexpr std::array<const char*, 3> kKindNames = {"-", "sliding", "full"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> parse_name(std::string_view text, const std::array<const char*, N>& names) {
@@ -38,15 +37,11 @@ std::optional<Enum> parse_name(std::string_view text, const std::array<const cha
 
 const char* to_string(StepPhase phase) { return kPhaseNames.at(static_cast<size_t>(phase)); }
 const char* to_string(StepPart part) { return kPartNames.at(static_cast<size_t>(part)); }
-const char* to_string(LayerKind kind) { return kKindNames.at(static_cast<size_t>(kind)); }
 std::optional<StepPhase> parse_step_phase(std::string_view text) {
   return parse_name<StepPhase>(text, kPhaseNames);
 }
 std::optional<StepPart> parse_step_part(std::string_view text) {
   return parse_name<StepPart>(text, kPartNames);
-}
-std::optional<LayerKind> parse_layer_kind(std::string_view text) {
-  return parse_name<LayerKind>(text, kKindNames);
 }
 
 int phase_rank(std::string_view phase) {
@@ -58,17 +53,12 @@ int part_rank(std::string_view part) {
   return 100;
 }
 int layer_kind_rank(std::string_view kind) {
-  if (auto k = parse_layer_kind(kind)) {
-    switch (*k) {
-      case LayerKind::kSliding:
-        return 0;
-      case LayerKind::kFull:
-        return 1;
-      case LayerKind::kNone:
-        return 2;
-    }
-  }
-  return 100;
+  std::optional<LayerType> type;
+  return parse_layer_kind(kind, type) ? layer_kind_rank(type) : 100;
+}
+int layer_kind_rank(std::optional<LayerType> type) {
+  if (!type) return 2;
+  return *type == LayerType::kSliding ? 0 : 1;
 }
 
 const std::vector<StepPhase>& all_step_phases() {
@@ -141,7 +131,7 @@ Json tags_json(const std::vector<StepTag>& tags) {
                    {"phase", to_string(g.phase)},
                    {"part", to_string(g.part)},
                    {"layer", g.layer},
-                   {"layer_kind", to_string(g.layer_kind)}});
+                   {"layer_kind", layer_kind_name(g.layer_kind)}});
   }
   return out;
 }
@@ -302,13 +292,12 @@ std::vector<StepTag> parse_tags(const Json& tags, const std::string& path) {
     const std::string kind = get_string(j, "layer_kind", where);
     auto ph = parse_step_phase(phase);
     auto pa = parse_step_part(part);
-    auto lk = parse_layer_kind(kind);
     if (!ph) fail("{}: 'phase' = \"{}\" is not a step phase", where, detail::printable(phase));
     if (!pa) fail("{}: 'part' = \"{}\" is not a step part", where, detail::printable(part));
-    if (!lk) fail("{}: 'layer_kind' = \"{}\" is not -, sliding or full", where, detail::printable(kind));
+    if (!parse_layer_kind(kind, g.layer_kind))
+      fail("{}: 'layer_kind' = \"{}\" is not -, sliding or full", where, detail::printable(kind));
     g.phase = *ph;
     g.part = *pa;
-    g.layer_kind = *lk;
     g.layer = static_cast<int32_t>(get_int(j, "layer", where, -1, 1 << 20));
     out.push_back(g);
   }
@@ -380,7 +369,7 @@ AttributionCounts attribute(const RawTrace& trace, std::vector<KernelRecord>& re
       r.phase = to_string(tag->phase);
       r.part = to_string(tag->part);
       r.layer = tag->layer;
-      r.layer_kind = to_string(tag->layer_kind);
+      r.layer_kind = layer_kind_name(tag->layer_kind);
     } else {
       ++n.untagged;
       r.phase = "untagged";

@@ -270,7 +270,7 @@ void attribute_memory(TraceMemory& memory, const std::vector<MemoryAlive>& alive
       continue;
     }
     const StepTag& t = p->tag;
-    const std::string phase = to_string(t.phase), kind = to_string(t.layer_kind),
+    const std::string phase = to_string(t.phase), kind = layer_kind_name(t.layer_kind),
                       part = to_string(t.part);
     MemoryPartRow& r =
         c.rows[{phase_rank(phase), layer_kind_rank(kind), part_rank(part), phase, kind, part}];

@@ -464,9 +464,7 @@ class Attributor {
       const Iv& layer = tree.ivs[static_cast<std::size_t>(layer_iv)];
       auto li = layer_of_.find(layer.module);
       t.layer = li == layer_of_.end() ? -1 : li->second;
-      t.layer_kind = t.layer >= 0 && static_cast<std::size_t>(t.layer) < options_.layer_kinds.size()
-                         ? options_.layer_kinds[static_cast<std::size_t>(t.layer)]
-                         : LayerKind::kNone;
+      t.layer_kind = type_of_layer(t.layer);
       if (part_mod != ModClass::kOther) {
         t.part = part_of(part_mod, part_core);
       } else if (direct >= 0 && tree.ivs[static_cast<std::size_t>(direct)].cls == ModClass::kNorm) {
@@ -510,7 +508,7 @@ class Attributor {
               std::vector<int32_t>& fwd_chain) {
     Place pl;
     if (optimizer_.contains(tid, t)) {
-      pl.tag = StepTag{StepPhase::kOptimizer, StepPart::kOther, -1, LayerKind::kNone};
+      pl.tag = StepTag{StepPhase::kOptimizer, StepPart::kOther, -1, std::nullopt};
       pl.why = PlaceWhy::kTagged;
       return pl;
     }
@@ -536,7 +534,7 @@ class Attributor {
       } else if ((pl.outside_op = outermost_op(tid, t)) != kNoName) {
         // The harness's own code around the model: its op is known, its module is none.
         pl.tag = StepTag{backward_call ? StepPhase::kBackward : StepPhase::kForward,
-                         StepPart::kOther, -1, LayerKind::kNone};
+                         StepPart::kOther, -1, std::nullopt};
       }
     } else {
       Resolved r = resolve(tr->second, chain, node);
@@ -569,7 +567,7 @@ class Attributor {
             pl.why = PlaceWhy::kNoPart;
           } else {
             // The backward of an op the harness ran outside every module.
-            pl.tag = StepTag{StepPhase::kBackward, StepPart::kOther, -1, LayerKind::kNone};
+            pl.tag = StepTag{StepPhase::kBackward, StepPart::kOther, -1, std::nullopt};
             pl.outside_op = bw.name_id;
           }
         }
@@ -728,10 +726,7 @@ class Attributor {
           auto li = layer_of_.find(m.module);
           if (li == layer_of_.end()) continue;
           tag.layer = li->second;
-          tag.layer_kind =
-              static_cast<std::size_t>(tag.layer) < options_.layer_kinds.size()
-                  ? options_.layer_kinds[static_cast<std::size_t>(tag.layer)]
-                  : LayerKind::kNone;
+          tag.layer_kind = type_of_layer(tag.layer);
           tag.part = StepPart::kOther;
           break;
         }
@@ -756,13 +751,13 @@ class Attributor {
     else ++out_.counts.untagged;
     Key k = tag ? Key{static_cast<int>(tag->phase), layer_kind_rank(tag->layer_kind),
                       static_cast<int>(tag->part)}
-                : Key{100, layer_kind_rank(LayerKind::kNone), 100};
+                : Key{100, layer_kind_rank(std::nullopt), 100};
     PartRow& r = rows_[k];
     StepBreakdown& b = out_.breakdown;
     if (r.phase.empty()) {
       r.phase = tag ? to_string(tag->phase) : "untagged";
       r.part = tag ? to_string(tag->part) : "untagged";
-      r.layer_kind = tag ? to_string(tag->layer_kind) : "-";
+      r.layer_kind = layer_kind_name(tag ? tag->layer_kind : std::nullopt);
     }
     if (row.kind != ActivityKind::kKernel) {
       r.memcpy_memset_ns += d;
@@ -777,13 +772,9 @@ class Attributor {
     if (tag && tag->layer >= 0) {
       LayerRow& l = layers_[tag->layer];
       l.layer = tag->layer;
-      l.layer_kind = to_string(tag->layer_kind);
+      l.layer_kind = layer_kind_name(tag->layer_kind);
       l.kernel_ns[to_string(tag->phase)][to_string(tag->part)] += d;
     }
-  }
-
-  static int layer_kind_rank(LayerKind k) {
-    return k == LayerKind::kSliding ? 0 : k == LayerKind::kFull ? 1 : 2;
   }
 
   void finish() {
@@ -800,6 +791,14 @@ class Attributor {
   }
 
   const PartsInput& in_;
+  // The type of decoder layer `layer` by the model's config; none outside the layers or unknown.
+  std::optional<LayerType> type_of_layer(int32_t layer) const {
+    if (layer < 0 || static_cast<std::size_t>(layer) >= options_.layer_types.size()) {
+      return std::nullopt;
+    }
+    return options_.layer_types[static_cast<std::size_t>(layer)];
+  }
+
   const TracePartsOptions& options_;
   TraceParts& out_;
   std::vector<ModClass> classes_;
@@ -824,7 +823,7 @@ TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& 
   out.python_events = in.python_events;
   out.attribution_off = !options.attribute;
   out.model = options.model;
-  out.layer_kinds_known = !options.layer_kinds.empty();
+  out.layer_kinds_known = !options.layer_types.empty();
   for (const PyEvent& e : in.python) out.module_events |= e.kind == PyKind::kModule;
   if (!out.module_events) {
     // Nothing to place the rows with; the flows are still counted for the status line.
@@ -835,11 +834,11 @@ TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& 
   attributor.run();
   if (points && placed) attributor.place_points(*points, *placed);
   if (out.layer_kinds_known && static_cast<std::size_t>(out.decoder_layers.size()) !=
-                                   options.layer_kinds.size()) {
+                                   options.layer_types.size()) {
     out.notes.push_back(fmt::format(
         "the trace has {} distinct decoder-layer module(s), the model config ({}) {} layer(s): "
         "is it the traced model's? (layers past the config's have no kind)",
-        out.decoder_layers.size(), options.model, options.layer_kinds.size()));
+        out.decoder_layers.size(), options.model, options.layer_types.size()));
   }
   if (!out.layer_kinds_known) {
     out.notes.push_back(

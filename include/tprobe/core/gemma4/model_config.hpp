@@ -7,12 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/base/layer_type.hpp"
+
 namespace tprobe::core {
 
-enum class LayerType { kSliding, kFull };
 enum class RopeType { kDefault, kProportional };
-
-const char* to_string(LayerType type);  // "sliding_attention" / "full_attention" (HF's names)
 
 struct RopeParams {
   RopeType type = RopeType::kDefault;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/base/layer_type.hpp"
 #include "tprobe/core/trace/kernel_record.hpp"
 
 namespace tprobe::core {
@@ -40,14 +41,11 @@ enum class StepPart {
   kLossHead,
   kOther,
 };
-enum class LayerKind { kNone, kSliding, kFull };
 
 const char* to_string(StepPhase phase);  // "forward", "loss", "recompute", "backward", "optimizer"
 const char* to_string(StepPart part);    // "embedding", "attention_proj", "attention_core", ...
-const char* to_string(LayerKind kind);   // "-", "sliding", "full"
 std::optional<StepPhase> parse_step_phase(std::string_view text);
 std::optional<StepPart> parse_step_part(std::string_view text);
-std::optional<LayerKind> parse_layer_kind(std::string_view text);
 // Every value, in display order.
 const std::vector<StepPhase>& all_step_phases();
 const std::vector<StepPart>& all_step_parts();
@@ -58,12 +56,13 @@ const std::vector<StepPart>& all_step_parts();
 int phase_rank(std::string_view phase);
 int part_rank(std::string_view part);
 int layer_kind_rank(std::string_view kind);
+int layer_kind_rank(std::optional<LayerType> type);
 
 struct StepTag {
   StepPhase phase = StepPhase::kForward;
   StepPart part = StepPart::kOther;
   int32_t layer = -1;  // decoder layer index, -1 outside the layers
-  LayerKind layer_kind = LayerKind::kNone;
+  std::optional<LayerType> layer_kind;  // the layer's type; none outside the decoder layers
   bool operator==(const StepTag& o) const {
     return phase == o.phase && part == o.part && layer == o.layer && layer_kind == o.layer_kind;
   }

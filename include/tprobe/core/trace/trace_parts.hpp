@@ -22,7 +22,7 @@ namespace tprobe::core {
 struct TracePartsOptions {
   // Per decoder layer, from the model's config (layer i of the trace = the i-th distinct decoder
   // layer module); empty: the kinds are unknown and print as "-".
-  std::vector<LayerKind> layer_kinds;
+  std::vector<LayerType> layer_types;
   std::string model;  // where the kinds came from (a config path, a checkpoint, a model name)
   // false (`kernels --parts off`): python_function and fwdbwd events are read, checked and
   // counted, not kept; no attribution runs (the phase split stays).
