@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/mask/mask_report.hpp"
 #include "tprobe/torch_api/mask_check_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
@@ -94,6 +95,37 @@ core::Json to_json(const MaskAnalysis& a) {
     results["backends_status"] = backends_status_json(*a.backends);
   }
   return results;
+}
+
+MaskAnalysis mask_analysis_from_json(const core::Json& results, const std::string& where) {
+  MaskAnalysis a;
+  a.geometry = core::mask_report_from_json(results, where);
+  a.diagnostics = a.geometry.diagnostics;
+  a.outcome = a.geometry.outcome;
+  if (results.contains("materialised")) {
+    const core::Json& m = core::json_read::object(results, "materialised", where);
+    a.materialised = mask_check_result_from_json(m, where + " materialised");
+  }
+  if (results.contains("backends_status")) {
+    a.backends = mask_backends_result_from_json(results, where);
+  } else if (!core::json_read::array(results, "backends", where).empty()) {
+    fail("{}: field 'backends' has rows but 'backends_status' is missing", where);
+  }
+  // The diagnostics and the outcome as analyse_mask adds them.
+  if (a.materialised && !a.materialised->ok) {
+    a.outcome = core::Outcome::kNo;
+    for (const auto& row : a.materialised->rows) {
+      if (!row.check.ok()) {
+        a.diagnostics.push_back({core::Severity::kError, "mask_materialised",
+                                 fmt::format("{}: {}", row.type, row.check.detail)});
+      }
+    }
+  }
+  if (a.backends && !a.backends->supported) {
+    a.diagnostics.push_back(
+        {core::Severity::kWarning, "mask_backends_not_supported", a.backends->reason});
+  }
+  return a;
 }
 
 std::vector<core::Table> mask_tables(const MaskAnalysis& a) {

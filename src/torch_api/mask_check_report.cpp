@@ -3,6 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <string>
+#include <vector>
+
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
+
 namespace tprobe::model {
 namespace {
 
@@ -36,6 +42,45 @@ core::Json to_json(const MaskCheckResult& r) {
           {"ok", r.ok},
           {"wall_s", r.wall_s},
           {"rows", rows}};
+}
+
+MaskCheckResult mask_check_result_from_json(const core::Json& j, const std::string& where) {
+  using namespace core::json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  MaskCheckResult r;
+  r.device = string(j, "device", where);
+  r.torch_version = string(j, "torch_version", where);
+  r.ok = boolean(j, "ok", where);
+  r.wall_s = number(j, "wall_s", where);
+  const core::Json& rows = array(j, "rows", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const core::Json& row = rows[i];
+    const std::string w = at(where, "rows", i);
+    MaskCheckRow m;
+    m.type = string(row, "type", w);
+    m.window = integer(row, "window", w, 0);
+    m.builder = string(row, "builder", w);
+    MaskTensorCheck& c = m.check;
+    c.shape = integers(row, "shape", w, 0);
+    const bool ok = boolean(row, "ok", w);
+    c.rows_checked = integer(row, "rows_checked", w, 0);
+    c.violating_rows = integer(row, "violating_rows", w, 0);
+    // ok is written for readers: it is "no violating row".
+    if (ok != c.ok()) {
+      fail("{}: field 'ok' is {} but 'violating_rows' is {}", w, ok, c.violating_rows);
+    }
+    c.max_allowed_per_row = integer(row, "max_allowed_per_row", w, 0);
+    c.saturates_at_row = nullable_integer(row, "saturates_at_row", w, 0);
+    c.fully_masked_rows = integer(row, "fully_masked_rows", w, 0);
+    c.first_bad_batch_row = nullable_integer(row, "first_bad_batch_row", w, 0);
+    c.first_bad_row = nullable_integer(row, "first_bad_row", w, 0);
+    c.kinds = strings(row, "violation_kinds", w);
+    c.detail = string(row, "detail", w);
+    m.build_s = number(row, "build_s", w);
+    m.check_s = number(row, "check_s", w);
+    r.rows.push_back(std::move(m));
+  }
+  return r;
 }
 
 core::Table mask_check_table(const MaskCheckResult& r) {
@@ -97,6 +142,52 @@ core::Json backends_status_json(const MaskBackendsResult& r) {
           {"device", r.device},
           {"torch_version", r.torch_version},
           {"dtype", r.dtype}};
+}
+
+MaskBackendsResult mask_backends_result_from_json(const core::Json& results,
+                                                  const std::string& where) {
+  using namespace core::json_read;
+  MaskBackendsResult r;
+  const core::Json& status = object(results, "backends_status", where);
+  const std::string sw = where + " backends_status";
+  r.supported = boolean(status, "supported", sw);
+  r.reason = string(status, "reason", sw);
+  r.device = string(status, "device", sw);
+  r.torch_version = string(status, "torch_version", sw);
+  r.dtype = string(status, "dtype", sw);
+  const core::Json& rows = array(results, "backends", where);
+  // The vocabularies of run_mask_backends (src/model/mask_backends.cpp).
+  static const std::vector<std::string> kvs = {"repeated", "gqa"};
+  static const std::vector<std::string> cases = {"none_is_causal", "explicit_band",
+                                                 "explicit_causal_padded"};
+  static const std::vector<std::string> outcomes = {"accepted", "refused", "error",
+                                                    "not_applicable"};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const core::Json& row = rows[i];
+    const std::string w = at(where, "backends", i);
+    MaskBackendRow b;
+    b.layer_type = string(row, "layer_type", w);
+    b.query_heads = integer(row, "query_heads", w, 1);
+    b.kv_heads = integer(row, "kv_heads", w, 1);
+    b.head_dim = integer(row, "head_dim", w, 1);
+    b.window = integer(row, "window", w, 0);
+    b.kv = kvs[choice(row, "kv", w, kvs)];
+    b.mask_case = cases[choice(row, "mask_case", w, cases)];
+    b.backend = string(row, "backend", w);
+    b.outcome = outcomes[choice(row, "outcome", w, outcomes)];
+    b.message = string(row, "message", w);
+    b.warnings = strings(row, "warnings", w);
+    b.resolved = string(row, "resolved", w);
+    b.kernels = strings(row, "kernels", w);
+    b.kernels_note = string(row, "kernels_note", w);
+    b.fwd_s = numbers(row, "fwd_s", w);
+    b.fwd_bwd_s = numbers(row, "fwd_bwd_s", w);
+    b.fwd_median_s = nullable_number(row, "fwd_median_s", w);
+    b.fwd_bwd_median_s = nullable_number(row, "fwd_bwd_median_s", w);
+    b.output_finite = nullable_boolean(row, "output_finite", w);
+    r.rows.push_back(std::move(b));
+  }
+  return r;
 }
 
 std::vector<core::Table> mask_backends_tables(const MaskBackendsResult& r) {

@@ -48,6 +48,11 @@ MaskAnalysis analyse_mask(const core::ModelConfig& config, const MaskOptions& op
 // The evidence results: the geometry's, plus "materialised", "backends" (always, [] when not
 // run) and "backends_status".
 core::Json to_json(const MaskAnalysis& analysis);
+// The analysis back from the probe's results: the geometry (core::mask_report_from_json), the
+// materialised check when written, the backend trials when backends_status is written (backends[]
+// must then be empty without it); diagnostics and outcome derived as analyse_mask derives them.
+// Throws tprobe::Error naming `where` ("m.json results") and the field.
+MaskAnalysis mask_analysis_from_json(const core::Json& results, const std::string& where);
 // The geometry's tables, then the materialised check's, then the backends'.
 std::vector<core::Table> mask_tables(const MaskAnalysis& analysis);
 

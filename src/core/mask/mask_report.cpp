@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
@@ -151,6 +153,234 @@ Json to_json(const MaskReport& r) {
   out["assertions"] = asserts;
   out["geometry_s"] = r.geometry_s;
   return out;
+}
+
+namespace {
+
+const std::vector<std::string> kMaskNames = {"none", "explicit"};
+
+// A plan as the layers' paths write it (plan_json): the band parameters are the bands'.
+LayerMaskPlan plan_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  LayerMaskPlan p;
+  p.explicit_mask = choice(j, "mask", where, kMaskNames) == 1;
+  p.fast_path = boolean(j, "fast_path", where);
+  p.call = string(j, "call", where);
+  p.reason = string(j, "reason", where);
+  return p;
+}
+
+// A field written beside the one it repeats (a layer's mask under `rules`, a band's plan as its
+// first layer's): a file where they disagree is damaged.
+template <typename T>
+void check_same(const T& read, const T& expected, const char* key, const std::string& where,
+                const std::string& source) {
+  if (!(read == expected)) fail("{}: field '{}' disagrees with {}", where, key, source);
+}
+
+KeyInterval interval_from_json(const Json& j, const char* prefix, const std::string& where,
+                               int64_t width) {
+  using namespace json_read;
+  const std::string first = fmt::format("{}_first", prefix);
+  const std::string last = fmt::format("{}_last", prefix);
+  const std::string count = fmt::format("{}_count", prefix);
+  KeyInterval k;
+  k.first = integer(j, first.c_str(), where, 0, width - 1);
+  k.last = integer(j, last.c_str(), where, -1, width - 1);
+  // The count is written for readers; it is the interval's.
+  const int64_t n = integer(j, count.c_str(), where, 0, width);
+  if (n != k.count()) {
+    fail("{}: field '{}' is {}, but [{}, {}] holds {} keys", where, count, n, k.first, k.last,
+         k.count());
+  }
+  return k;
+}
+
+std::optional<BandViolation> violation_from_json(const Json& band, const char* key,
+                                                 const std::string& where, const MaskShape& s) {
+  using namespace json_read;
+  if (field(band, key, where).is_null()) return std::nullopt;
+  const Json& j = object(band, key, where);
+  const std::string w = where + " " + key;
+  static const std::vector<std::string> kinds = {"future_key", "outside_window", "padded_key",
+                                                 "missing_key"};
+  BandViolation v;
+  v.batch_row = integer(j, "batch_row", w, 0, static_cast<int64_t>(s.lengths.size()) - 1);
+  v.row = integer(j, "row", w, 0, s.width - 1);
+  v.kind = kinds[choice(j, "kind", w, kinds)];
+  v.got = interval_from_json(j, "got", w, s.width);
+  v.expected = interval_from_json(j, "expected", w, s.width);
+  return v;
+}
+
+// A first-row field is there exactly when its count is positive.
+void check_first(bool present, int64_t count, const char* first_key, const char* count_key,
+                 const std::string& where) {
+  if (present != (count > 0)) {
+    fail("{}: field '{}' is {} but '{}' is {}", where, first_key, present ? "set" : "null",
+         count_key, count);
+  }
+}
+
+}  // namespace
+
+MaskReport mask_report_from_json(const Json& results, const std::string& where) {
+  using namespace json_read;
+  if (!results.is_object()) fail("{} must be an object", where);
+  MaskReport r;
+  r.model = string(results, "model", where);
+  MaskShape& s = r.shape;
+  s.width = integer(results, "width", where, 1);
+  r.request.width = s.width;
+  r.request.batch = integer(results, "batch", where, 1);
+  s.lengths = integers(results, "lengths", where, 1, s.width);
+  if (static_cast<int64_t>(s.lengths.size()) != r.request.batch) {
+    fail("{}: field 'lengths' has {} values for batch {}", where, s.lengths.size(),
+         r.request.batch);
+  }
+  // padded and attention_mask_2d say what the lengths say; has_2d_mask is the one new fact.
+  const bool padded = boolean(results, "padded", where);
+  if (padded != s.padded()) {
+    fail("{}: field 'padded' is {} but the lengths {} padding to width {}", where, padded,
+         s.padded() ? "hold" : "hold no", s.width);
+  }
+  const size_t mask_2d =
+      choice(results, "attention_mask_2d", where, {"none", "all_ones", "padded"});
+  if ((mask_2d == 2) != padded) {
+    fail("{}: field 'attention_mask_2d' is '{}' but 'padded' is {}", where,
+         string(results, "attention_mask_2d", where), padded);
+  }
+  s.has_2d_mask = mask_2d != 0;
+  // As analyse_mask: the request's lengths are given exactly when a 2-D mask is passed.
+  if (s.has_2d_mask) r.request.lengths = s.lengths;
+  r.sliding_window = integer(results, "sliding_window", where, 0);
+  const std::vector<MaskRules> all = all_mask_rules();
+  const size_t sel = choice(results, "rules", where, mask_rules_names());
+  r.request.rules = all[sel];
+
+  // Each layer's max_allowed_per_row and saturates_at_row are its band's, checked once the bands
+  // are read.
+  std::vector<std::pair<int64_t, std::optional<int64_t>>> layer_band;
+  const Json& layers = array(results, "layers", where);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Json& j = layers[i];
+    const std::string w = at(where, "layers", i);
+    MaskLayer l;
+    l.layer = integer(j, "layer", w, 0);
+    if (l.layer != static_cast<int64_t>(i)) {
+      fail("{}: field 'layer' is {}: the layers are listed in order from 0", w, l.layer);
+    }
+    l.type = enum_value(j, "type", w, {LayerType::kSliding, LayerType::kFull});
+    l.window = integer(j, "window", w, 0);
+    l.head_dim = integer(j, "head_dim", w, 1);
+    l.query_heads = integer(j, "query_heads", w, 1);
+    l.kv_heads = integer(j, "kv_heads", w, 1);
+    layer_band.emplace_back(integer(j, "max_allowed_per_row", w, 0),
+                            nullable_integer(j, "saturates_at_row", w, 0, s.width - 1));
+    const Json& paths = object(j, "paths", w);
+    const std::string pw = w + " paths";
+    for (MaskRules rules : all) {
+      const std::string key = key_name(rules);
+      l.plans.push_back(plan_from_json(object(paths, key.c_str(), pw), pw + "." + key));
+    }
+    if (paths.size() != all.size()) {
+      for (const auto& item : paths.items()) {
+        if (std::none_of(all.begin(), all.end(),
+                         [&](MaskRules rules) { return key_name(rules) == item.key(); })) {
+          fail("{}: '{}' names no attention path of this tprobe", pw, item.key());
+        }
+      }
+    }
+    const LayerMaskPlan& p = l.plans[sel];
+    const std::string under = "paths." + key_name(all[sel]);
+    check_same(choice(j, "mask", w, kMaskNames) == 1, p.explicit_mask, "mask", w, under);
+    check_same(boolean(j, "fast_path", w), p.fast_path, "fast_path", w, under);
+    check_same(string(j, "call", w), p.call, "call", w, under);
+    r.layers.push_back(std::move(l));
+  }
+
+  const Json& bands = array(results, "bands", where);
+  for (size_t i = 0; i < bands.size(); ++i) {
+    const Json& j = bands[i];
+    const std::string w = at(where, "bands", i);
+    MaskBand b;
+    const size_t ri = choice(j, "rules", w, mask_rules_names());
+    b.rules = all[ri];
+    b.type = enum_value(j, "type", w, {LayerType::kSliding, LayerType::kFull});
+    b.window = integer(j, "window", w, 0);
+    b.first_layer = integer(j, "first_layer", w, 0, static_cast<int64_t>(r.layers.size()) - 1);
+    const MaskLayer& first = r.layers[static_cast<size_t>(b.first_layer)];
+    const std::string of_first = fmt::format("layer {}", b.first_layer);
+    check_same(b.type, first.type, "type", w, of_first);
+    check_same(b.window, first.window, "window", w, of_first);
+    LayerMaskPlan& p = b.plan;
+    const LayerMaskPlan& lp = first.plans[ri];
+    p.explicit_mask = choice(j, "mask", w, kMaskNames) == 1;
+    check_same(p.explicit_mask, lp.explicit_mask, "mask", w, of_first);
+    p.fast_path = boolean(j, "fast_path", w);
+    check_same(p.fast_path, lp.fast_path, "fast_path", w, of_first);
+    p.call = lp.call;  // analyse_mask's band plan is its first layer's
+    p.reason = lp.reason;
+    p.causal = boolean(j, "causal", w);
+    p.keys_before = integer(j, "keys_before", w, -1);
+    p.masks_padded_keys = boolean(j, "masks_padded_keys", w);
+    p.computes_padded_queries = boolean(j, "computes_padded_queries", w);
+    p.unmask_empty_rows = boolean(j, "unmask_empty_rows", w);
+    p.padded_query_rows = string(j, "padded_query_treatment", w);
+    BandCheck& c = b.check;
+    c.rows_checked = integer(j, "rows_checked", w, 0);
+    c.max_allowed_per_row = integer(j, "max_allowed_per_row", w, 0, s.width);
+    c.saturates_at_row = nullable_integer(j, "saturates_at_row", w, 0, s.width - 1);
+    c.padded_query_rows = integer(j, "padded_query_rows", w, 0);
+    c.fully_masked_rows = integer(j, "fully_masked_rows", w, 0);
+    c.first_fully_masked_row = nullable_integer(j, "first_fully_masked_row", w, 0, s.width - 1);
+    check_first(c.first_fully_masked_row.has_value(), c.fully_masked_rows,
+                "first_fully_masked_row", "fully_masked_rows", w);
+    c.violating_rows = integer(j, "violating_rows", w, 0);
+    c.first_violation = violation_from_json(j, "first_violation", w, s);
+    check_first(c.first_violation.has_value(), c.violating_rows, "first_violation",
+                "violating_rows", w);
+    c.padded_rows_differing = integer(j, "padded_rows_differing", w, 0);
+    c.first_padded_difference = violation_from_json(j, "first_padded_difference", w, s);
+    check_first(c.first_padded_difference.has_value(), c.padded_rows_differing,
+                "first_padded_difference", "padded_rows_differing", w);
+    r.bands.push_back(std::move(b));
+  }
+  for (size_t i = 0; i < r.layers.size(); ++i) {
+    const MaskBand* b = find_band(r, r.request.rules, r.layers[i].type);
+    const std::string w = at(where, "layers", i);
+    const std::string band = fmt::format("the {} band under {}", to_string(r.layers[i].type),
+                                         to_string(r.request.rules));
+    check_same(layer_band[i].first, b ? b->check.max_allowed_per_row : 0, "max_allowed_per_row",
+               w, band);
+    check_same(layer_band[i].second, b ? b->check.saturates_at_row : std::nullopt,
+               "saturates_at_row", w, band);
+  }
+
+  const Json& asserts = array(results, "assertions", where);
+  for (size_t i = 0; i < asserts.size(); ++i) {
+    const Json& j = asserts[i];
+    const std::string w = at(where, "assertions", i);
+    static const std::vector<std::string> names = {"band", "window", "fast_path"};
+    MaskAssertion a;
+    a.name = names[choice(j, "name", w, names)];
+    a.passed = boolean(j, "passed", w);
+    a.message = string(j, "message", w);
+    a.layer = nullable_integer(j, "layer", w, 0, static_cast<int64_t>(r.layers.size()) - 1);
+    a.batch_row = nullable_integer(j, "batch_row", w, 0, r.request.batch - 1);
+    a.row = nullable_integer(j, "row", w, 0, s.width - 1);
+    r.assertions.push_back(std::move(a));
+  }
+  r.geometry_s = number(results, "geometry_s", where);
+  if (r.geometry_s < 0) fail("{}: field 'geometry_s' is negative: {}", where, r.geometry_s);
+  // As analyse_mask derives them.
+  r.ok = std::all_of(r.assertions.begin(), r.assertions.end(),
+                     [](const MaskAssertion& a) { return a.passed; });
+  for (const MaskAssertion& a : r.assertions) {
+    if (!a.passed) r.diagnostics.push_back({Severity::kError, "mask_" + a.name, a.message});
+  }
+  r.outcome = r.ok ? Outcome::kOk : Outcome::kNo;
+  return r;
 }
 
 std::vector<Table> mask_tables(const MaskReport& r) {

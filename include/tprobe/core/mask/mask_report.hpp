@@ -1,6 +1,7 @@
 // JSON and table views of a MaskReport (the geometry part of `tprobe mask`, docs/mask.md).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
@@ -12,6 +13,13 @@ namespace tprobe::core {
 
 // results.{model, width, ..., layers[], bands[], assertions[]}; schema in docs/mask.md.
 Json to_json(const MaskReport& report);
+// The report back from its results (those of `tprobe mask`, whose materialised and backends keys
+// are torch_api's and ignored here), every field checked, also against the fields it is derived
+// from; throws tprobe::Error naming `where` ("m.json results") and the field. What to_json does not
+// write keeps its default: the request's expectations, and per layer each plan's band parameters
+// (the bands carry them, and take their call and reason from their first layer). ok, diagnostics
+// and outcome are derived from the assertions as analyse_mask derives them.
+MaskReport mask_report_from_json(const Json& results, const std::string& where);
 std::vector<Table> mask_tables(const MaskReport& report);
 
 // "0-4,6-10" for a sorted index list.
