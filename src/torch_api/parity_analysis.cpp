@@ -70,6 +70,11 @@ ParityReport analyse_parity(const ParityOptions& options) {
 
 core::Json to_json(const ParityReport& report) { return to_json(report.result, report.options); }
 
+ParityReport parity_report_from_json(const core::Json& results, const std::string& where) {
+  ParityEvidence e = parity_evidence_from_json(results, where);
+  return judge_parity(e.options, std::move(e.result));
+}
+
 std::vector<core::Table> parity_tables(const ParityReport& report) {
   std::vector<core::Table> tables{parity_table(report.result, report.options)};
   if (report.result.backward) tables.push_back(parity_module_table(*report.result.backward));

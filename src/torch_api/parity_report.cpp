@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::model {
@@ -130,6 +133,185 @@ core::Json to_json(const ParityResult& r, const ParityOptions& o) {
   res["loss_forward_s"] = f ? core::Json(r.loss_forward_s) : none;
   res["backward"] = r.backward ? backward_json(*r.backward) : none;
   return res;
+}
+
+// ---- reading the results back ----
+
+namespace {
+
+namespace jr = core::json_read;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The spellings of ParityOptions::dtype and of VerdictRule::rule (parity.hpp).
+const std::vector<std::string> kDtypes = {"fp32", "bf16"};
+const std::vector<std::string> kVerdictRules = {"fixed_fp32", "relative_to_hf_bf16",
+                                                "fixed_bf16_fallback"};
+
+// A measured error, norm or loss: NaN when a side blew up, inf for a relative error against a
+// zero reference. JSON has neither and the file holds null, read as NaN (which one it was is
+// lost); a document still in memory holds the double itself.
+double measured(const core::Json& obj, const char* key, const std::string& where) {
+  const core::Json& v = jr::field(obj, key, where);
+  if (v.is_null()) return kNaN;
+  if (v.is_number_float() && !std::isfinite(v.get<double>())) return v.get<double>();
+  return jr::number(obj, key, where);
+}
+
+// The same, written with json_or_null: null is none (in a file, a non-finite value is too).
+std::optional<double> nullable_measured(const core::Json& obj, const char* key,
+                                        const std::string& where) {
+  if (jr::field(obj, key, where).is_null()) return std::nullopt;
+  return measured(obj, key, where);
+}
+
+double seconds(const core::Json& obj, const char* key, const std::string& where) {
+  const double s = jr::number(obj, key, where);
+  if (s < 0) fail("{}: field '{}' must be a duration in seconds >= 0, got {}", where, key, s);
+  return s;
+}
+
+double ratio(const core::Json& obj, const char* key, const std::string& where) {
+  const double r = jr::number(obj, key, where);
+  if (r < 0 || r > 1) fail("{}: field '{}' must be a ratio in 0..1, got {}", where, key, r);
+  return r;
+}
+
+LogitsError logits_error_from_json(const core::Json& j, const std::string& where) {
+  LogitsError e;
+  e.max_abs_error = measured(j, "max_abs_error", where);
+  e.rel_l2_error = measured(j, "rel_l2_error", where);
+  e.position_rel_l2_median = measured(j, "position_rel_l2_median", where);
+  e.position_rel_l2_p99 = measured(j, "position_rel_l2_p99", where);
+  e.argmax_agreement_ratio = ratio(j, "argmax_agreement_ratio", where);
+  return e;
+}
+
+BackwardParity backward_from_json(const core::Json& j, const std::string& where) {
+  BackwardParity b;
+  b.gradient_checkpointing = jr::boolean(j, "gradient_checkpointing", where);
+  b.input_grads = jr::boolean(j, "input_grads", where);
+  b.reference_prefix = jr::string(j, "reference_prefix", where);
+  b.loss = measured(j, "loss", where);
+  // The reference's losses are refused unless finite (read_scalar), so their difference is too.
+  b.reference_loss = jr::number(j, "reference_loss", where);
+  b.loss_abs_diff = measured(j, "loss_abs_diff", where);
+  b.baseline_loss_abs_diff = jr::nullable_number(j, "baseline_loss_abs_diff", where);
+  b.loss_requires_grad = jr::boolean(j, "loss_requires_grad", where);
+  const int64_t lora_tensors = jr::integer(j, "lora_tensors", where, 0);
+  b.global_rel_l2 = measured(j, "global_rel_l2", where);
+  b.worst_module = jr::string(j, "worst_module", where);
+  b.worst_module_rel_l2 = measured(j, "worst_module_rel_l2", where);
+  b.worst_tensor = jr::string(j, "worst_tensor", where);
+  b.worst_tensor_rel_l2 = measured(j, "worst_tensor_rel_l2", where);
+  b.baseline_suffix = jr::nullable_string(j, "baseline_suffix", where).value_or("");
+  b.baseline_global_rel_l2 = nullable_measured(j, "baseline_global_rel_l2", where);
+  b.baseline_worst_module_rel_l2 = nullable_measured(j, "baseline_worst_module_rel_l2", where);
+  b.verdict.rule = kVerdictRules[jr::choice(j, "verdict_rule", where, kVerdictRules)];
+  b.verdict.tolerance = jr::number(j, "tolerance_global_rel_l2", where);
+  // Twice HF's worst module, which may be inf (HF's gradient against a zero reference).
+  b.worst_module_tolerance = nullable_measured(j, "tolerance_worst_module_rel_l2", where);
+  b.worst_tensor_tolerance = jr::nullable_number(j, "tolerance_tensor_rel_l2", where);
+  b.zero_one_side = jr::strings(j, "zero_one_side", where);
+  b.zero_both = jr::strings(j, "zero_both_sides", where);
+  b.within_tolerance = jr::boolean(j, "within_tolerance", where);
+  b.forward_backward_s = seconds(j, "forward_backward_s", where);
+  const core::Json& modules = jr::array(j, "modules", where);
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const core::Json& m = modules[i];
+    const std::string mw = jr::at(where, "modules", i);
+    GradModuleError e;
+    e.module = jr::string(m, "module", mw);
+    e.a_rel_l2 = measured(m, "lora_a_rel_l2", mw);
+    e.b_rel_l2 = measured(m, "lora_b_rel_l2", mw);
+    e.a_baseline = nullable_measured(m, "baseline_lora_a_rel_l2", mw);
+    e.b_baseline = nullable_measured(m, "baseline_lora_b_rel_l2", mw);
+    b.modules.push_back(std::move(e));
+  }
+  const core::Json& tensors = jr::array(j, "tensors", where);
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const core::Json& t = tensors[i];
+    const std::string tw = jr::at(where, "tensors", i);
+    GradTensorError e;
+    e.name = jr::string(t, "name", tw);
+    e.in_tprobe = jr::boolean(t, "in_tprobe", tw);
+    // Reference gradients are not checked finite as the reference logits are.
+    e.reference_norm = measured(t, "reference_norm", tw);
+    e.tprobe_norm = measured(t, "tprobe_norm", tw);
+    e.rel_l2_error = measured(t, "rel_l2_error", tw);
+    e.baseline_rel_l2 = nullable_measured(t, "baseline_rel_l2", tw);
+    e.zero_tprobe = jr::boolean(t, "zero_tprobe", tw);
+    e.zero_reference = jr::boolean(t, "zero_reference", tw);
+    b.tensors.push_back(std::move(e));
+  }
+  // lora_tensors is the count, written for readers; it must agree with the list.
+  if (static_cast<std::size_t>(lora_tensors) != b.tensors.size()) {
+    fail("{}: field 'lora_tensors' is {}, but 'tensors' holds {}", where, lora_tensors,
+         b.tensors.size());
+  }
+  return b;
+}
+
+}  // namespace
+
+ParityEvidence parity_evidence_from_json(const core::Json& j, const std::string& where) {
+  ParityEvidence e;
+  ParityResult& r = e.result;
+  ParityOptions& o = e.options;
+  o.backward = jr::choice(j, "mode", where, {"forward", "backward"}) == 1;
+  r.batch = jr::integer(j, "batch", where, 1);
+  r.seq = jr::integer(j, "seq", where, 1);
+  r.vocab = jr::integer(j, "vocab", where, 1);
+  r.text_prefix = jr::string(j, "text_prefix", where);
+  r.tensors_loaded = jr::integer(j, "tensors_loaded", where, 0);
+  o.dtype = kDtypes[jr::choice(j, "dtype", where, kDtypes)];
+  o.adapter_dir = jr::nullable_string(j, "adapter", where).value_or("");
+  r.attn_sliding = jr::string(j, "attn_sliding", where);
+  r.attn_full = jr::string(j, "attn_full", where);
+  r.moe = jr::string(j, "moe_dispatch", where);
+  if (!jr::field(j, "row_lengths", where).is_null())
+    r.row_lengths = jr::integers(j, "row_lengths", where, 1, r.seq);
+  // The logits fields: all null when the gradients were compared instead.
+  const std::optional<int64_t> positions = jr::nullable_integer(j, "positions_compared", where, 0);
+  r.logits_compared = positions.has_value();
+  if (r.logits_compared) {
+    r.positions_compared = *positions;
+    r.max_abs_error = r.error.max_abs_error = measured(j, "max_abs_error", where);
+    r.rel_l2_error = r.error.rel_l2_error = measured(j, "rel_l2_error", where);
+    r.argmax_agreement_ratio = r.error.argmax_agreement_ratio =
+        ratio(j, "argmax_agreement_ratio", where);
+    r.error.position_rel_l2_median = measured(j, "position_rel_l2_median", where);
+    r.error.position_rel_l2_p99 = measured(j, "position_rel_l2_p99", where);
+    r.forward_s = seconds(j, "forward_s", where);
+    r.loss_forward_s = seconds(j, "loss_forward_s", where);
+  } else {
+    for (const char* key : {"max_abs_error", "rel_l2_error", "argmax_agreement_ratio",
+                            "position_rel_l2_median", "position_rel_l2_p99", "forward_s",
+                            "loss_forward_s"}) {
+      if (!jr::field(j, key, where).is_null())
+        fail("{}: field '{}' must be null, as 'positions_compared' is", where, key);
+    }
+  }
+  if (!jr::field(j, "baseline", where).is_null()) {
+    const core::Json& base = jr::object(j, "baseline", where);
+    const std::string bw = where + " baseline";
+    r.baseline_key = jr::string(base, "key", bw);
+    r.baseline = logits_error_from_json(base, bw);
+  }
+  r.loss = measured(j, "loss", where);
+  r.reference_loss = jr::nullable_number(j, "reference_loss", where);
+  r.loss_abs_diff = nullable_measured(j, "loss_abs_diff", where);
+  // run_parity sets it with every reference loss (the table prints it then): null is a NaN loss.
+  if (r.reference_loss && !r.loss_abs_diff) r.loss_abs_diff = kNaN;
+  r.verdict_rule = kVerdictRules[jr::choice(j, "verdict_rule", where, kVerdictRules)];
+  r.tolerance_rel_l2 = jr::number(j, "tolerance_rel_l2", where);
+  r.within_tolerance = jr::boolean(j, "within_tolerance", where);
+  if (!jr::field(j, "backward", where).is_null()) {
+    r.backward = backward_from_json(jr::object(j, "backward", where), where + " backward");
+    // The backward block records the two options run_parity copied into it.
+    o.gradient_checkpointing = r.backward->gradient_checkpointing;
+    o.input_grads = r.backward->input_grads;
+  }
+  return e;
 }
 
 core::Table parity_table(const ParityResult& r, const ParityOptions& o) {

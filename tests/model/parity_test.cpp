@@ -19,6 +19,8 @@
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/model/loader.hpp"
+#include "tprobe/torch_api/parity_analysis.hpp"
+#include "tprobe/torch_api/parity_report.hpp"
 #include "temp_dir.hpp"
 
 namespace tprobe::model {
@@ -33,6 +35,17 @@ const std::string kAdapter = std::string(TPROBE_FIXTURES_DIR) + "/adapters/peft-
 const std::string kPadded = kFixture + "/backward_padded.safetensors";
 const std::string kForwardRef = kFixture + "/reference.safetensors";
 
+// The evidence of a real run read back by its own code: to_json -> parity_evidence_from_json ->
+// to_json gives the same JSON, from the document in memory and from its text as the file holds
+// it (dumps compared: a NaN is unequal to itself).
+void expect_evidence_round_trip(const ParityResult& r, const ParityOptions& o) {
+  const core::Json j = to_json(r, o);
+  const ParityEvidence back = parity_evidence_from_json(j, "p.json results");
+  EXPECT_EQ(to_json(back.result, back.options).dump(), j.dump());
+  const ParityEvidence file =
+      parity_evidence_from_json(core::Json::parse(j.dump()), "p.json results");
+  EXPECT_EQ(to_json(file.result, file.options).dump(), j.dump());
+}
 
 // A tensor error with reference norm 1 and the given difference norms.
 GradTensorError tensor(const std::string& name, double diff, std::optional<double> base = {}) {
@@ -376,6 +389,7 @@ TEST_P(ParityPaddedBackward, Fp32LossAndEveryLoraGradientMatchHfPeft) {
     EXPECT_LE(b.loss_abs_diff, kFp32Tolerance * std::abs(b.reference_loss));
     EXPECT_TRUE(b.zero_one_side.empty());
     EXPECT_TRUE(b.zero_both.empty());
+    expect_evidence_round_trip(r, o);
   }
 }
 
@@ -482,6 +496,33 @@ TEST(ParityPaddedForward, LogitsAtRealPositionsMatchHf) {
   EXPECT_EQ(c.positions_compared, 48);
   EXPECT_FALSE(c.within_tolerance);
   EXPECT_GT(c.rel_l2_error, 100 * kFp32Tolerance);
+}
+
+// The cheapest real run, a forward (fp32 eager, HF's sdpa logits as the baseline, a reference
+// loss), read back from its evidence; the padded backward test above round-trips backward runs.
+TEST(ParityEvidenceRoundTrip, ARealForwardRun) {
+  ParityOptions o;
+  o.checkpoint_dir = kFixture;
+  o.reference_path = kForwardRef;
+  o.baseline_key = "logits_sdpa";
+  const ParityResult r = run_parity(o);
+  ASSERT_TRUE(r.baseline.has_value());
+  ASSERT_TRUE(r.reference_loss.has_value());
+  expect_evidence_round_trip(r, o);
+  const ParityEvidence back = parity_evidence_from_json(to_json(r, o), "p.json results");
+  EXPECT_FALSE(back.options.backward);
+  EXPECT_EQ(back.options.dtype, "fp32");
+  EXPECT_TRUE(back.result.logits_compared);
+  EXPECT_EQ(back.result.rel_l2_error, r.rel_l2_error);
+  EXPECT_EQ(back.result.error.max_abs_error, r.error.max_abs_error);
+  EXPECT_EQ(back.result.baseline_key, "logits_sdpa");
+  EXPECT_EQ(back.result.baseline->rel_l2_error, r.baseline->rel_l2_error);
+  EXPECT_EQ(back.result.within_tolerance, r.within_tolerance);
+  // The report reader judges the result again, as the run was judged.
+  const ParityReport judged = judge_parity(o, r);
+  const ParityReport read = parity_report_from_json(to_json(judged), "p.json results");
+  EXPECT_EQ(read.outcome, judged.outcome);
+  EXPECT_EQ(read.diagnostics.size(), judged.diagnostics.size());
 }
 
 }  // namespace

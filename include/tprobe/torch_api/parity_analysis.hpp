@@ -3,6 +3,7 @@
 // diagnostics and the outcome — judged from its result. docs/parity.md.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
@@ -30,6 +31,10 @@ ParityReport judge_parity(const ParityOptions& options, ParityResult result);
 ParityReport analyse_parity(const ParityOptions& options);
 
 core::Json to_json(const ParityReport& report);
+// Reads the `results` to_json wrote (parity_evidence_from_json, parity_report.hpp) and judges the
+// result again: the diagnostics and the outcome are judge_parity's. Throws tprobe::Error naming
+// `where` ("p.json results") and the field.
+ParityReport parity_report_from_json(const core::Json& results, const std::string& where);
 // The summary table, and with backward the per-module table.
 std::vector<core::Table> parity_tables(const ParityReport& report);
 
