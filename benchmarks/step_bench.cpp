@@ -12,7 +12,8 @@
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/torch_api/step_report.hpp"
-#include "tprobe/torch_api/step_runner.hpp"
+#include "tprobe/torch_api/step_spec.hpp"
+#include "tprobe/model/engine.hpp"
 
 using namespace tprobe;
 

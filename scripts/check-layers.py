@@ -11,6 +11,9 @@ docs/ARCHITECTURE.md is checked against the same table: its library table's "may
 column must list exactly the units below, and the folder table must be ordered so that a folder
 includes only folders above it.
 
+No file name repeats across libraries: a stem (the name less .cpp/.hpp/.h) belongs to one library
+(core, torch_api, model, cupti, probes, app); a header and its source share it within one.
+
 Version guards have one home: no file but src/model/torch_compat.cpp tests the libtorch version
 (TORCH_VERSION_MAJOR/MINOR or TPROBE_TORCH_AT_LEAST); the others ask it (has_sdpa(), ...).
 
@@ -182,6 +185,7 @@ def main():
     doc = doc or os.path.join(root, "docs", "ARCHITECTURE.md")
     problems = []
     seen_units = set()
+    stems = {}  # file stem -> {library: first file}
     for top in ("include/tprobe", "src", "probes"):
         for d, _, files in os.walk(os.path.join(root, top)):
             for f in sorted(files):
@@ -196,6 +200,8 @@ def main():
                     problems.append(f"{rel}: unit '{unit}' is not in the layering table")
                     continue
                 seen_units.add(unit)
+                library = "core" if unit.startswith("core/") else unit
+                stems.setdefault(os.path.splitext(f)[0], {}).setdefault(library, rel)
                 with open(path, encoding="utf-8") as fh:
                     text = fh.read()
                 guard = VERSION_GUARD.search(text)
@@ -212,6 +218,10 @@ def main():
                         problems.append(f"{rel}:{line}: includes a private header \"{inc}\"")
                     elif target not in ALLOWED[unit]:
                         problems.append(f"{rel}:{line}: {unit} may not include {target} (\"{inc}\")")
+    for stem, where in sorted(stems.items()):
+        if len(where) > 1:
+            problems.append(f"file name '{stem}' repeats across libraries: " +
+                            ", ".join(where[lib] for lib in sorted(where)))
     problems += check_doc(doc)
     missing = sorted(set(ALLOWED) - seen_units)
     for u in missing:

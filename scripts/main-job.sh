@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job: `tprobe suite` — every probe on its embedded default (no checkpoint, no GPU, no
 # network) into ${TPROBE_OUT:-out}/, the report next to the evidence files, a progress line per
-# probe. The suite's step list is in probes/suite.cpp (one line per probe).
+# probe. The suite's step list is in probes/suite_probe.cpp (one line per probe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${TPROBE_BIN:-build/cpu/src/app/tprobe}

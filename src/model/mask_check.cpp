@@ -11,6 +11,7 @@
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/attention_mask.hpp"
 #include "tprobe/model/torch_compat.hpp"
+#include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
 namespace {

@@ -1,6 +1,6 @@
 // `tprobe parity`'s computation: tprobe's forward on a Hugging Face reference's input_ids against
 // HF's logits and loss, or (backward) its loss and LoRA gradients against HF + PEFT's.
-#include "tprobe/torch_api/parity.hpp"
+#include "tprobe/torch_api/parity_request.hpp"
 
 #include <fmt/format.h>
 
@@ -14,6 +14,7 @@
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/loader.hpp"
+#include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
 

@@ -1,6 +1,6 @@
 // `tprobe profile`'s computation: the sweep through the step runner with a kernel source attached,
 // then FLOPs, MFUs, the scaling fit and the per-point trace summaries (docs/profile.md).
-#include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/profile_request.hpp"
 
 #include <fmt/format.h>
 
@@ -14,7 +14,7 @@
 #include "tprobe/core/trace/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
 #include "tprobe/model/torch_compat.hpp"
-#include "tprobe/torch_api/runtime_info.hpp"
+#include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
 

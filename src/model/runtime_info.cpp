@@ -1,5 +1,5 @@
 // Queries libtorch (and, in CUDA builds, the CUDA runtime) for the environment block.
-#include "tprobe/torch_api/runtime_info.hpp"
+#include "tprobe/model/engine.hpp"
 
 #include <torch/torch.h>
 

@@ -1,6 +1,7 @@
-// The measured LoRA step (step_runner.hpp): model build, per-point warm-up, timed repeats with
-// forward / loss / backward split, peak memory, OOM as a result, and one optional traced step.
-#include "tprobe/torch_api/step_runner.hpp"
+// The measured LoRA step (its types: torch_api/step_spec.hpp; run_steps: model/engine.hpp): model
+// build, per-point warm-up, timed repeats with forward / loss / backward split, peak memory, OOM
+// as a result, and one optional traced step.
+#include "tprobe/torch_api/step_spec.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -22,6 +23,7 @@
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/model/loader.hpp"
 #include "tprobe/model/torch_compat.hpp"
+#include "tprobe/model/engine.hpp"
 
 #if TPROBE_HAS_TORCH_CUDA
 #include <ATen/cuda/CUDAEvent.h>

@@ -14,9 +14,9 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/cupti/cupti_info.hpp"
-#include "tprobe/torch_api/mask_check.hpp"
-#include "tprobe/torch_api/profile.hpp"
-#include "tprobe/torch_api/runtime_info.hpp"
+#include "tprobe/torch_api/mask_check_request.hpp"
+#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/model/engine.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
 namespace {

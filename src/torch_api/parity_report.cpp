@@ -142,7 +142,7 @@ namespace {
 namespace jr = core::json_read;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-// The spellings of ParityOptions::dtype and of VerdictRule::rule (parity.hpp).
+// The spellings of ParityOptions::dtype and of VerdictRule::rule (parity_request.hpp).
 const std::vector<std::string> kDtypes = {"fp32", "bf16"};
 const std::vector<std::string> kVerdictRules = {"fixed_fp32", "relative_to_hf_bf16",
                                                 "fixed_bf16_fallback"};

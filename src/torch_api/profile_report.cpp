@@ -14,7 +14,7 @@
 #include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
-#include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/profile_request.hpp"
 #include "tprobe/torch_api/profile_report.hpp"
 
 namespace tprobe::model {

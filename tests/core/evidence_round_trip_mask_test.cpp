@@ -27,7 +27,7 @@ using testing_support::error_of;
 
 MaskReport read(const Json& j) { return mask_report_from_json(j, "t.json results"); }
 
-// What the probe does (probes/mask.cpp): the embedded config, the request, analyse_mask.
+// What the probe does (probes/mask_probe.cpp): the embedded config, the request, analyse_mask.
 MaskReport analysed(const std::string& model, int64_t width, std::vector<int64_t> lengths = {},
                     const std::string& rules = "hf-sdpa") {
   MaskRequest q;

@@ -2,7 +2,7 @@
 // references (missing gradients, no gradients at all, broken attention masks and labels), and
 // right-padded batches against Hugging Face + PEFT (tests/fixtures/gemma4-tiny-hf).
 #include "tprobe/core/step/knobs.hpp"
-#include "tprobe/torch_api/parity.hpp"
+#include "tprobe/torch_api/parity_request.hpp"
 
 #include <fmt/format.h>
 #include <ftw.h>
@@ -21,6 +21,7 @@
 #include "tprobe/model/loader.hpp"
 #include "tprobe/torch_api/parity_analysis.hpp"
 #include "tprobe/torch_api/parity_report.hpp"
+#include "tprobe/model/engine.hpp"
 #include "temp_dir.hpp"
 
 namespace tprobe::model {

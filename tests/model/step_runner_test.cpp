@@ -2,7 +2,7 @@
 // the CPU: points, samples, OOM parsing, bad specs, and the observer's phase/part tags.
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
-#include "tprobe/torch_api/step_runner.hpp"
+#include "tprobe/torch_api/step_spec.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -18,6 +18,7 @@
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
 #include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
 namespace {

@@ -3,7 +3,8 @@
 three ways (a narrowed cell, a folder moved below a folder that includes it, a widened
 library cell), each of which must be refused with a line naming the row; the unaltered copy passes.
 And of its version-guard rule: a copy of the tree with a libtorch version test added outside
-torch_compat.cpp must be refused with a line naming that file.
+torch_compat.cpp must be refused with a line naming that file; one with a probe file named like
+a core file must be refused with a line naming both.
 
 Usage: layers_doc_controls.py REPO_ROOT   (exit 0: every control behaved; 1 otherwise)
 """
@@ -70,9 +71,20 @@ def main():
         if p.returncode != 1 or says not in p.stdout or "version guard" not in p.stdout:
             failures.append(f"guard outside torch_compat.cpp: exit {p.returncode}, expected 1 and "
                             f"a line naming {says}:\n{p.stdout}")
+    with tempfile.TemporaryDirectory() as tree:
+        for top in ("include", "src", "probes", "docs", "scripts"):
+            shutil.copytree(os.path.join(root, top), os.path.join(tree, top))
+        os.rename(os.path.join(tree, "probes", "padding_probe.cpp"),
+                  os.path.join(tree, "probes", "padding.cpp"))
+        p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), tree],
+                           capture_output=True, text=True)
+        says = "file name 'padding' repeats across libraries: include/tprobe/core/data/padding.hpp, probes/padding.cpp"
+        if p.returncode != 1 or says not in p.stdout:
+            failures.append(f"a probe file named like a core file: exit {p.returncode}, expected 1 "
+                            f"and a line with {says!r}:\n{p.stdout}")
     for f in failures:
         print(f)
-    print(f"{len(failures)} of 5 controls misbehaved" if failures else "5 of 5 controls behaved")
+    print(f"{len(failures)} of 6 controls misbehaved" if failures else "6 of 6 controls behaved")
     return 1 if failures else 0
 
 

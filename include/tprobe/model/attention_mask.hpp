@@ -1,5 +1,5 @@
 // The engine's attention masks as tensors, and the vectorised check of any bool mask against the
-// reference band (docs/mask.md). Torch-level; probes reach it through mask_check.hpp.
+// reference band (docs/mask.md). Torch-level; probes reach it via torch_api/mask_check_request.hpp.
 #pragma once
 
 #include <torch/torch.h>
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tprobe/torch_api/mask_check.hpp"
+#include "tprobe/torch_api/mask_check_request.hpp"
 
 namespace tprobe::model {
 

@@ -12,7 +12,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/mask/mask_geometry.hpp"
-#include "tprobe/torch_api/mask_check.hpp"
+#include "tprobe/torch_api/mask_check_request.hpp"
 
 namespace tprobe::model {
 

@@ -6,7 +6,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/torch_api/mask_check.hpp"
+#include "tprobe/torch_api/mask_check_request.hpp"
 
 namespace tprobe::model {
 

@@ -5,7 +5,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/torch_api/parity.hpp"
+#include "tprobe/torch_api/parity_request.hpp"
 #include "tprobe/core/report/section.hpp"
 
 namespace tprobe::model {

@@ -12,7 +12,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/memory_fit.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
-#include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/profile_request.hpp"
 
 namespace tprobe::model {
 

@@ -1,4 +1,4 @@
-// The report's section for profile evidence (its views over a ProfileReport are in profile.hpp).
+// The report's section for profile evidence (its views over a ProfileReport: profile_request.hpp).
 #pragma once
 
 #include "tprobe/core/report/section.hpp"

@@ -7,7 +7,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/torch_api/step_runner.hpp"
+#include "tprobe/torch_api/step_spec.hpp"
 
 namespace tprobe::model {
 

@@ -8,9 +8,9 @@
 
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/core/base/interrupt.hpp"
-#include "tprobe/torch_api/mask_check.hpp"
-#include "tprobe/torch_api/parity.hpp"
-#include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/mask_check_request.hpp"
+#include "tprobe/torch_api/parity_request.hpp"
+#include "tprobe/torch_api/profile_request.hpp"
 
 namespace tprobe::model {
 
@@ -26,14 +26,15 @@ inline constexpr int kTorchApiVersion = 11;  // 2: mask; 3: parity backward; 4: 
                                             // 11: StepSpec.config (core::StepConfig)
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
-// and result in a torch-free header, implement it in tprobe_model, add a member here and one line
-// in src/model/torch_module.cpp, and bump kTorchApiVersion.
+// and result in a torch-free header here, its entry point in model/engine.hpp, implement it in
+// tprobe_model, add a member here and one line in src/model/torch_module.cpp, and bump
+// kTorchApiVersion.
 struct TorchApi {
   int version = 0;
   // The libtorch, CUDA device, SDPA backend and CUPTI fields of the environment block.
   void (*describe)(core::Environment& env) = nullptr;
   ParityResult (*run_parity)(const ParityOptions& options) = nullptr;
-  // `tprobe mask --materialise` and `--backends` (mask_check.hpp).
+  // `tprobe mask --materialise` and `--backends` (mask_check_request.hpp).
   MaskCheckResult (*run_mask_check)(const MaskCheckOptions& options) = nullptr;
   MaskBackendsResult (*run_mask_backends)(const MaskBackendsOptions& options) = nullptr;
   ProfileReport (*run_profile)(const ProfileRequest& request,

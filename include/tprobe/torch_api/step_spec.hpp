@@ -135,17 +135,5 @@ struct StepReport {
   std::vector<std::vector<PointResult>> extra;  // spec.extra_points' groups, measured
 };
 
-// Throws tprobe::Error (UsageError for bad options) when the model cannot be built; a failing
-// point (OOM included) is a result and the sweep goes on. `on_point` is called as each point
-// finishes.
-StepReport run_steps(const StepSpec& spec,
-                     const std::function<void(const PointResult&)>& on_point = {});
-
-// One large bf16 GEMM (n×n by n×n, `repeats` times after a warm-up) on the CUDA device, timed with
-// events: the peak the MFUs are measured against. Throws when there is no CUDA device.
-double measure_gemm_tflops(int64_t n = 8192, int repeats = 20);
-
-// The byte count in a CUDA OOM message ("Tried to allocate 2.00 GiB"), when present.
-std::optional<int64_t> parse_oom_bytes(const std::string& message);
 
 }  // namespace tprobe::model

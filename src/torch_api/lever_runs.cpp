@@ -1,4 +1,4 @@
-#include "tprobe/torch_api/levers.hpp"
+#include "tprobe/torch_api/lever_runs.hpp"
 
 #include <fmt/format.h>
 

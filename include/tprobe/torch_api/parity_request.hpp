@@ -51,20 +51,12 @@ struct ParityOptions {
 constexpr double kFp32Tolerance = 1e-4;
 constexpr double kBf16FallbackTolerance = 5e-2;
 constexpr double kBf16RelativeFactor = 2.0;
-double parity_tolerance(const std::string& dtype);  // the fixed ones: 1e-4 or 5e-2
 
 // Which rule a verdict used: "fixed_fp32", "relative_to_hf_bf16" or "fixed_bf16_fallback".
 struct VerdictRule {
   std::string rule;
   double tolerance = 0;  // the bound it set on the relative L2 error
 };
-// baseline_rel_l2: HF's own bf16 error against the same fp32 reference, if the reference has it.
-VerdictRule verdict_rule(const std::string& dtype, std::optional<double> baseline_rel_l2);
-
-// Reference names to try, in order, for HF's own bf16 run of attention path `attn`: the same
-// path ("eager", "sdpa"; flash-window has no HF twin and uses sdpa's), then sdpa, then eager.
-// The logits are stem + "_hf_bf16_" + path; gradients "<name>.grad_hf_bf16_" + path.
-std::vector<std::string> baseline_candidates(core::AttentionPath attn);
 
 // Error of one logits tensor against the reference.
 struct LogitsError {
@@ -120,11 +112,6 @@ struct BackwardParity {
   double forward_backward_s = 0;  // one forward + backward of the loss (synchronised)
 };
 
-// Fills the aggregate fields of `b` (modules, worst module, global error, zero lists) from its
-// tensors, then the verdict: fp32 every tensor and the global error
-// ≤ 1e-4 and |Δ loss| ≤ 1e-4·|loss|; bf16 global and worst-module error within the rule's bound
-// against HF's (relative rule) or global ≤ 5e-2 (fallback); any one-sided zero fails.
-void judge_backward(BackwardParity& b, const std::string& dtype);
 
 struct ParityResult {
   int64_t batch = 0, seq = 0, vocab = 0;
@@ -153,19 +140,5 @@ struct ParityResult {
   double loss_forward_s = 0;       // the second forward, for the loss (synchronised)
 };
 
-// Real tokens per row of a right-padded attention_mask [batch, seq] of 0/1 (any numeric dtype
-// read as double): every row must be ones then zeros, with at least one 1. `where` names the
-// file in errors. Empty when nothing is masked. Throws Error for another shape, a value other
-// than 0 or 1, a 1 after a 0 (left padding or a hole), or a row with no real token.
-std::vector<int64_t> lengths_from_attention_mask(const std::vector<double>& mask, int64_t batch,
-                                                 int64_t seq, const std::string& where);
-// The labels Hugging Face's causal-LM loss needs for tprobe's loss: labels[b][s] = input_ids[b][s]
-// at real positions, -100 at padded ones; labels[:, 0] is never a target and is not checked.
-// Throws Error naming the first position that differs (e.g. a prompt masked with -100).
-void check_labels(const std::vector<double>& labels, const std::vector<int64_t>& input_ids,
-                  const std::vector<int64_t>& lengths, int64_t batch, int64_t seq,
-                  const std::string& where);
-
-ParityResult run_parity(const ParityOptions& options);
 
 }  // namespace tprobe::model

@@ -14,7 +14,7 @@
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
 #include "tprobe/torch_api/step_report.hpp"
-#include "tprobe/torch_api/step_runner.hpp"
+#include "tprobe/torch_api/step_spec.hpp"
 
 namespace tprobe::model {
 
@@ -81,9 +81,6 @@ struct ProfileReport {
   std::vector<core::Diagnostic> diagnostics;
 };
 
-// Throws tprobe::Error/UsageError for what run_steps throws; every point failure is a result.
-ProfileReport run_profile(const ProfileRequest& request,
-                          const std::function<void(const PointResult&)>& on_point = {});
 
 
 // Views (profile_report.cpp, no libtorch).

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tprobe/core/cost/levers.hpp"
-#include "tprobe/torch_api/profile.hpp"
+#include "tprobe/torch_api/profile_request.hpp"
 #include "tprobe/torch_api/profile_analysis.hpp"
 
 namespace tprobe::model {

@@ -58,9 +58,6 @@ struct MaskCheckResult {
   double wall_s = 0;
 };
 
-// Builds the engine's mask for each layer type at the width and lengths, and verifies it on the
-// device, vectorised. Throws tprobe::Error for bad options or an unusable device.
-MaskCheckResult run_mask_check(const MaskCheckOptions& options);
 
 // ---- backend eligibility (CUDA builds) ----
 
@@ -114,9 +111,5 @@ struct MaskBackendsResult {
   std::vector<MaskBackendRow> rows;
 };
 
-// Tries every SDPA backend pinned alone, plus tprobe's windowed flash path, for each shape, K/V
-// layout and mask case. Never throws for a refusal (that is a row); `supported` is false with a
-// reason on CPU builds or without a CUDA device.
-MaskBackendsResult run_mask_backends(const MaskBackendsOptions& options);
 
 }  // namespace tprobe::model

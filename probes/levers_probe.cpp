@@ -8,7 +8,7 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/cost/levers.hpp"
-#include "tprobe/torch_api/levers.hpp"
+#include "tprobe/torch_api/lever_runs.hpp"
 
 namespace tprobe::probes {
 namespace {
