@@ -18,7 +18,7 @@ struct MaskOptions {
   std::string attn = "hf-sdpa";
   int64_t expect_window = 0;  // 0: not asserted
   std::string expect_fast_path;
-  model::MaskOptions analysis;
+  torch_api::MaskOptions analysis;
 };
 
 core::ModelConfig load_config(const std::string& model) {
@@ -35,9 +35,9 @@ core::Outcome run(MaskOptions& o, RunContext& ctx) {
   if (o.expect_window > 0) req.expect.window = o.expect_window;
   if (!o.expect_fast_path.empty())
     req.expect.fast_path = core::parse_fast_path_types(o.expect_fast_path);
-  const model::MaskAnalysis report = model::analyse_mask(config, o.analysis);
-  for (const auto& t : model::mask_tables(report)) ctx.out << t.render() << "\n";
-  ctx.evidence.results() = model::to_json(report);
+  const torch_api::MaskAnalysis report = torch_api::analyse_mask(config, o.analysis);
+  for (const auto& t : torch_api::mask_tables(report)) ctx.out << t.render() << "\n";
+  ctx.evidence.results() = torch_api::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;
 }

@@ -16,11 +16,11 @@ struct ParityOptions {
   bool gradient_checkpointing = false;  // the old spelling of --checkpointing reentrant
   bool no_input_grads = false;
   std::string dump_hidden;
-  model::ParityOptions analysis;
+  torch_api::ParityOptions analysis;
 };
 
 core::Outcome run(ParityOptions& o, RunContext& ctx) {
-  model::ParityOptions& a = o.analysis;
+  torch_api::ParityOptions& a = o.analysis;
   a.attn = *o.knobs.attn;
   a.moe = *o.knobs.moe;
   if (o.gradient_checkpointing) o.knobs.checkpointing = core::Checkpointing::kReentrant;
@@ -29,13 +29,13 @@ core::Outcome run(ParityOptions& o, RunContext& ctx) {
   ctx.evidence.options()["checkpointing"] = core::to_string(o.knobs.checkpointing);
   a.input_grads = !o.no_input_grads;
   a.dump_hidden_path = side_output_path(ctx, o.dump_hidden);
-  const model::ParityReport report = model::analyse_parity(a);
-  const model::ParityResult& r = report.result;
+  const torch_api::ParityReport report = torch_api::analyse_parity(a);
+  const torch_api::ParityResult& r = report.result;
   ctx.environment.attn_requested = core::to_string(a.attn);
   ctx.environment.attn_resolved = fmt::format("sliding: {}; full: {}", r.attn_sliding, r.attn_full);
-  const std::vector<core::Table> tables = model::parity_tables(report);
+  const std::vector<core::Table> tables = torch_api::parity_tables(report);
   for (size_t i = 0; i < tables.size(); ++i) ctx.out << (i > 0 ? "\n" : "") << tables[i].render();
-  ctx.evidence.results() = model::to_json(report);
+  ctx.evidence.results() = torch_api::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;
 }
@@ -113,7 +113,7 @@ ProbeInfo parity_probe() {
   return {"parity",
           register_parity,
           "Parity with Hugging Face",
-          model::parity_report_section,
+          torch_api::parity_report_section,
           {{"parity",
             {"parity", "--checkpoint", "{fixtures}/gemma4-tiny-hf", "--reference",
              "{fixtures}/gemma4-tiny-hf/reference.safetensors"},

@@ -116,9 +116,9 @@ core::Environment collect_environment(Needs needs) {
   core::Environment env = core::base_environment();
   if (needs == Needs::kCore) return env;
   try {
-    model::torch_api().describe(env);
+    torch_api::engine().describe(env);
     env.torch_loaded = true;
-    env.torch_module = model::torch_module_path();
+    env.torch_module = torch_api::torch_module_path();
   } catch (const Error& e) {
     if (needs == Needs::kTorch) throw;
     env.torch_not_loaded_reason = e.what();
@@ -135,7 +135,7 @@ void add_dataset_options(CLI::App* command, std::string& dataset, std::string& f
   command->add_option("--format", format, "auto, jsonl, csv or text")->capture_default_str();
 }
 
-bool torch_module_loaded() { return !model::torch_module_path().empty(); }
+bool torch_module_loaded() { return !torch_api::torch_module_path().empty(); }
 
 void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank) {
   std::vector<std::string> known = core::linear_module_names();
@@ -171,7 +171,7 @@ CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& c
   return opt;
 }
 
-CLI::Option* add_step_options(CLI::App* cmd, model::ProfileOptions& o,
+CLI::Option* add_step_options(CLI::App* cmd, torch_api::ProfileOptions& o,
                               core::WidthsUse widths) {
   cmd->add_option("--checkpoint", o.checkpoint, "Checkpoint directory (config.json + safetensors)");
   cmd->add_option("--model", o.model,
@@ -336,7 +336,7 @@ void declare_files(const Probe& probe, core::OutputGuard& guard) {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) guard.input_file("the running tprobe executable", std::string(self, static_cast<size_t>(n)));
-  for (const std::string& module : model::torch_module_candidates()) {
+  for (const std::string& module : torch_api::torch_module_candidates()) {
     guard.input_file("tprobe's torch module", module);
   }
   guard.check();

@@ -16,41 +16,41 @@
 namespace tprobe::probes {
 namespace {
 
-core::Outcome run(const model::ProfileOptions& o, RunContext& ctx) {
-  model::ProfileHooks hooks;
+core::Outcome run(const torch_api::ProfileOptions& o, RunContext& ctx) {
+  torch_api::ProfileHooks hooks;
   hooks.should_stop = [] { return core::interrupt_requested(); };
   const bool tty = ctx.out.rdbuf() == std::cout.rdbuf() && isatty(STDOUT_FILENO);
   if (tty) {
     // The live indicator: what is being measured now, replaced by the point's line when done.
-    hooks.on_start = [&](const model::StepPoint& p) {
+    hooks.on_start = [&](const torch_api::StepPoint& p) {
       ctx.out << fmt::format("measuring {}x{}{} ...", p.batch, p.width, p.padded() ? " (padded)" : "")
               << std::flush;
     };
   }
-  hooks.on_point = [&](const model::PointResult& p) {
+  hooks.on_point = [&](const torch_api::PointResult& p) {
     if (tty) ctx.out << "\r\033[K";
-    ctx.out << model::point_line(p) << std::endl;
+    ctx.out << torch_api::point_line(p) << std::endl;
   };
-  const model::ProfileAnalysis report =
-      model::analyse_profile(o, side_output_path(ctx, o.raw_trace), hooks,
+  const torch_api::ProfileAnalysis report =
+      torch_api::analyse_profile(o, side_output_path(ctx, o.raw_trace), hooks,
                              side_output_path(ctx, o.raw_memory));
 
   ctx.environment.attn_requested = o.config.attn ? core::to_string(*o.config.attn) : "default";
-  if (const std::string attn = model::resolved_attention(report); !attn.empty()) {
+  if (const std::string attn = torch_api::resolved_attention(report); !attn.empty()) {
     ctx.environment.attn_resolved = attn;
   }
   add_diagnostics(ctx.evidence, report.report.diagnostics);
-  ctx.out << model::interrupted_note(report);
-  ctx.evidence.results() = model::to_json(report);
+  ctx.out << torch_api::interrupted_note(report);
+  ctx.evidence.results() = torch_api::to_json(report);
   ctx.out << "\n";
-  for (const auto& t : model::profile_tables(report)) ctx.out << t.render() << "\n";
+  for (const auto& t : torch_api::profile_tables(report)) ctx.out << t.render() << "\n";
   return report.outcome;
 }
 
 }  // namespace
 
 void register_profile(CLI::App& app, ProbeSet& set) {
-  auto o = std::make_shared<model::ProfileOptions>();
+  auto o = std::make_shared<torch_api::ProfileOptions>();
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
@@ -117,7 +117,7 @@ ProbeInfo profile_probe() {
   return {"profile",
           register_profile,
           "Profile: time and memory per width",
-          model::profile_report_section,
+          torch_api::profile_report_section,
           // The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs
           // and the scaling fit over four widths (the fixed term testable), plus the standard
           // padded point; no kernel table on the CPU (said so in the evidence).

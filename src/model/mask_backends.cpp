@@ -16,6 +16,9 @@
 #include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
+
+// The engine works in torch_api's request and result types.
+using namespace torch_api;
 namespace {
 
 using core::median;

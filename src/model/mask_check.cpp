@@ -14,6 +14,9 @@
 #include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
+
+// The engine works in torch_api's request and result types.
+using namespace torch_api;
 namespace {
 
 double since(std::chrono::steady_clock::time_point t0) {

@@ -18,6 +18,9 @@
 
 namespace tprobe::model {
 
+// The engine works in torch_api's request and result types.
+using namespace torch_api;
+
 using torch::Tensor;
 
 namespace {

@@ -14,6 +14,9 @@
 #endif
 
 namespace tprobe::model {
+
+// The engine works in torch_api's request and result types.
+using namespace torch_api;
 #if TPROBE_HAS_TORCH_CUDA
 namespace {
 

@@ -31,6 +31,9 @@
 
 namespace tprobe::model {
 
+// The engine works in torch_api's request and result types.
+using namespace torch_api;
+
 using torch::Tensor;
 
 std::optional<int64_t> parse_oom_bytes(const std::string& message) {

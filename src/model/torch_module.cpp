@@ -14,9 +14,9 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/cupti/cupti_info.hpp"
+#include "tprobe/model/engine.hpp"
 #include "tprobe/torch_api/mask_check_request.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
-#include "tprobe/model/engine.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
 namespace {
@@ -53,30 +53,30 @@ void describe(tprobe::core::Environment& env) {
   });
 }
 
-tprobe::model::ParityResult run_parity(const tprobe::model::ParityOptions& o) {
+tprobe::torch_api::ParityResult run_parity(const tprobe::torch_api::ParityOptions& o) {
   return translated(fmt::format("parity of {} against {}", o.checkpoint_dir, o.reference_path),
                     [&] { return tprobe::model::run_parity(o); });
 }
 
-tprobe::model::MaskCheckResult run_mask_check(const tprobe::model::MaskCheckOptions& o) {
+tprobe::torch_api::MaskCheckResult run_mask_check(const tprobe::torch_api::MaskCheckOptions& o) {
   return translated(fmt::format("mask --materialise at width {}", o.width),
                     [&] { return tprobe::model::run_mask_check(o); });
 }
 
-tprobe::model::MaskBackendsResult run_mask_backends(const tprobe::model::MaskBackendsOptions& o) {
+tprobe::torch_api::MaskBackendsResult run_mask_backends(const tprobe::torch_api::MaskBackendsOptions& o) {
   return translated(fmt::format("mask --backends at width {}", o.width),
                     [&] { return tprobe::model::run_mask_backends(o); });
 }
 
-tprobe::model::ProfileReport run_profile(
-    const tprobe::model::ProfileRequest& request,
-    const std::function<void(const tprobe::model::PointResult&)>& on_point) {
+tprobe::torch_api::ProfileReport run_profile(
+    const tprobe::torch_api::ProfileRequest& request,
+    const std::function<void(const tprobe::torch_api::PointResult&)>& on_point) {
   return translated("profile", [&] { return tprobe::model::run_profile(request, on_point); });
 }
 
-const tprobe::model::TorchApi kApi = [] {
-  tprobe::model::TorchApi api;
-  api.version = tprobe::model::kTorchApiVersion;
+const tprobe::torch_api::TorchApi kApi = [] {
+  tprobe::torch_api::TorchApi api;
+  api.version = tprobe::torch_api::kTorchApiVersion;
   api.describe = &describe;
   api.run_parity = &run_parity;
   api.run_mask_check = &run_mask_check;
@@ -89,6 +89,6 @@ const tprobe::model::TorchApi kApi = [] {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const tprobe::model::TorchApi* tprobe_torch_api() {
+extern "C" __attribute__((visibility("default"))) const tprobe::torch_api::TorchApi* tprobe_torch_api() {
   return &kApi;
 }

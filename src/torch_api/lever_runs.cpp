@@ -14,7 +14,7 @@
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 ProfileRequest lever_request(const ProfileRequest& shared, const core::StepConfig& config,
                              bool padded_only) {
@@ -164,7 +164,7 @@ Measured measure(const LeversRequest& in, const core::LeverConfig& c, const Prof
   };
   if (req.spec.points.empty()) return m;
   try {
-    m.report = torch_api().run_profile(req, {});
+    m.report = engine().run_profile(req, {});
   } catch (const core::Interrupted&) {
     m.interrupted = true;
     return m;
@@ -360,7 +360,7 @@ void measure_epoch(core::EpochConfigRow& row, const EpochInput& in, const std::v
     }
   };
   try {
-    torch_api().run_profile(req, on_point);
+    engine().run_profile(req, on_point);
   } catch (const core::Interrupted&) {
     row.measure_note = "interrupted";
   } catch (const Error& e) {
@@ -667,4 +667,4 @@ core::LeversReport analyse_levers(const LeversOptions& options,
   return rep;
 }
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -8,7 +8,7 @@
 #include "tprobe/torch_api/mask_check_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 void validate(const MaskOptions& o) {
   const core::MaskRequest& r = o.request;
@@ -52,7 +52,7 @@ MaskAnalysis analyse_mask(const core::ModelConfig& config, const MaskOptions& o)
       }
       m.layers.push_back({type, sliding ? config.sliding_window : 0});
     }
-    a.materialised = torch_api().run_mask_check(m);
+    a.materialised = engine().run_mask_check(m);
     if (!a.materialised->ok) {
       a.outcome = core::Outcome::kNo;
       for (const auto& row : a.materialised->rows) {
@@ -77,7 +77,7 @@ MaskAnalysis analyse_mask(const core::ModelConfig& config, const MaskOptions& o)
       const core::MaskLayer& l = a.geometry.layers[static_cast<size_t>(band.first_layer)];
       b.shapes.push_back({core::to_string(l.type), l.window, l.query_heads, l.kv_heads, l.head_dim});
     }
-    a.backends = torch_api().run_mask_backends(b);
+    a.backends = engine().run_mask_backends(b);
     if (!a.backends->supported) {
       a.diagnostics.push_back(
           {core::Severity::kWarning, "mask_backends_not_supported", a.backends->reason});
@@ -137,4 +137,4 @@ std::vector<core::Table> mask_tables(const MaskAnalysis& a) {
   return tables;
 }
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -9,7 +9,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 namespace {
 
 std::string cell(const std::optional<double>& s) { return s ? core::format_seconds(*s) : "-"; }
@@ -233,4 +233,4 @@ std::vector<core::Table> mask_backends_tables(const MaskBackendsResult& r) {
   return out;
 }
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

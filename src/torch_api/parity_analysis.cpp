@@ -8,7 +8,7 @@
 #include "tprobe/torch_api/parity_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 void validate(const ParityOptions& o) {
   if (o.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", o.ce_chunk);
@@ -65,7 +65,7 @@ ParityReport judge_parity(const ParityOptions& options, ParityResult result) {
 
 ParityReport analyse_parity(const ParityOptions& options) {
   validate(options);  // before libtorch is loaded
-  return judge_parity(options, torch_api().run_parity(options));
+  return judge_parity(options, engine().run_parity(options));
 }
 
 core::Json to_json(const ParityReport& report) { return to_json(report.result, report.options); }
@@ -81,4 +81,4 @@ std::vector<core::Table> parity_tables(const ParityReport& report) {
   return tables;
 }
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

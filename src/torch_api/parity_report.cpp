@@ -15,7 +15,7 @@
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 namespace {
 
@@ -433,4 +433,4 @@ void parity_report_section(core::SectionBuilder& c) {
   if (auto l = number_at(r, "loss_abs_diff"))
     c.fact("loss difference", axis_number(*l), "loss_abs_diff");
 }
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -9,7 +9,7 @@
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 ProfileRequest profile_request(const ProfileOptions& o) {
   ProfileRequest req;
@@ -213,7 +213,7 @@ ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string
       return groups;
     };
   }
-  a.report = torch_api().run_profile(run, hooks.on_point);
+  a.report = engine().run_profile(run, hooks.on_point);
   // Pair what was measured with what was predicted.
   for (size_t i = 0; i < mf.budgets.size(); ++i) {
     MemoryBudget& b = mf.budgets[i];
@@ -349,4 +349,4 @@ std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
   return out;
 }
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -17,7 +17,7 @@
 #include "tprobe/torch_api/profile_request.hpp"
 #include "tprobe/torch_api/profile_report.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 namespace {
 
@@ -801,4 +801,4 @@ void profile_report_section(core::SectionBuilder& c) {
     if (kt && kt->is_object()) kernel_table_figures(c, *kt, std::string(k) + ".");
   }
 }
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 bool StepPoint::padded() const {
   for (int64_t l : lengths) {
@@ -306,4 +306,4 @@ core::Table timing_table(const StepReport& r) {
   return t;
 }
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -11,7 +11,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 namespace {
 
 constexpr const char* kModuleName = "libtprobe_torch.so";
@@ -96,7 +96,7 @@ std::string g_error;
 
 }  // namespace
 
-const TorchApi& torch_api() {
+const TorchApi& engine() {
   std::call_once(g_once, [] {
     try {
       g_loaded = load();
@@ -110,4 +110,4 @@ const TorchApi& torch_api() {
 
 std::string torch_module_path() { return g_loaded.path; }
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -9,6 +9,9 @@
 #include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
+
+// The engine works in torch_api's request and result types.
+using namespace torch_api;
 namespace {
 
 bool has_kind(const MaskTensorCheck& c, const std::string& kind) {

@@ -25,6 +25,9 @@
 #include "temp_dir.hpp"
 
 namespace tprobe::model {
+
+// The engine works in torch_api's request and result types.
+using namespace torch_api;
 namespace {
 
 using testing::TempDir;

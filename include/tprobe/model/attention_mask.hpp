@@ -28,8 +28,9 @@ enum class MaskScan { kAuto, kBytes, kTensor };
 // batch row b must allow exactly the keys [max(0, i - window + 1), min(i, len_b - 1)] (window 0:
 // from 0). A row passes iff it allows hi - lo + 1 keys, the first at lo and the last at hi, so no
 // S x S reference is built; the first few bad rows are classified.
-MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
-                                  const std::vector<int64_t>& lengths, int64_t row_block = 2048,
-                                  MaskScan scan = MaskScan::kAuto);
+torch_api::MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
+                                             const std::vector<int64_t>& lengths,
+                                             int64_t row_block = 2048,
+                                             MaskScan scan = MaskScan::kAuto);
 
 }  // namespace tprobe::model

@@ -20,6 +20,21 @@
 
 namespace tprobe::model {
 
+// The request and result types the entry points take (torch_api's).
+using torch_api::BackwardParity;
+using torch_api::MaskBackendsOptions;
+using torch_api::MaskBackendsResult;
+using torch_api::MaskCheckOptions;
+using torch_api::MaskCheckResult;
+using torch_api::ParityOptions;
+using torch_api::ParityResult;
+using torch_api::PointResult;
+using torch_api::ProfileReport;
+using torch_api::ProfileRequest;
+using torch_api::StepReport;
+using torch_api::StepSpec;
+using torch_api::VerdictRule;
+
 // ---- the environment (runtime_info.cpp) -------------------------------------------------------
 
 // Sets torch_version, torch_cuda_build, cuda_usable (with a reason when not), device facts,

@@ -12,7 +12,7 @@
 #include "tprobe/torch_api/profile_request.hpp"
 #include "tprobe/torch_api/profile_analysis.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 struct LeversRequest {
   // The points, repeats, model, LoRA targets and dtype every row shares; its knobs are replaced by
@@ -80,4 +80,4 @@ core::LeversReport analyse_levers(const LeversOptions& options,
                                   const std::function<void(const core::LeverRow&)>& on_row,
                                   const std::function<void(const std::string&)>& on_line = {});
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -14,7 +14,7 @@
 #include "tprobe/core/mask/mask_geometry.hpp"
 #include "tprobe/torch_api/mask_check_request.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 struct MaskOptions {
   core::MaskRequest request;    // width, batch, lengths, rules, expectations
@@ -56,4 +56,4 @@ MaskAnalysis mask_analysis_from_json(const core::Json& results, const std::strin
 // The geometry's tables, then the materialised check's, then the backends'.
 std::vector<core::Table> mask_tables(const MaskAnalysis& analysis);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -8,7 +8,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/torch_api/mask_check_request.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 core::Json to_json(const MaskCheckResult& result);
 // results.materialised back, every field checked; throws tprobe::Error naming `where`
@@ -24,4 +24,4 @@ MaskBackendsResult mask_backends_result_from_json(const core::Json& results,
                                                   const std::string& where);
 std::vector<core::Table> mask_backends_tables(const MaskBackendsResult& result);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 // One layer type whose mask is built and verified.
 struct MaskCheckLayer {
@@ -112,4 +112,4 @@ struct MaskBackendsResult {
 };
 
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -1,5 +1,5 @@
 // `tprobe parity`'s analysis as one call: the options checked before libtorch is loaded, the
-// engine's comparison (model::run_parity through the torch module), and the verdict — the
+// engine's comparison (torch_api::run_parity through the torch module), and the verdict — the
 // diagnostics and the outcome — judged from its result. docs/parity.md.
 #pragma once
 
@@ -10,7 +10,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/torch_api/parity_request.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 struct ParityReport {
   ParityOptions options;
@@ -38,4 +38,4 @@ ParityReport parity_report_from_json(const core::Json& results, const std::strin
 // The summary table, and with backward the per-module table.
 std::vector<core::Table> parity_tables(const ParityReport& report);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -8,7 +8,7 @@
 #include "tprobe/torch_api/parity_request.hpp"
 #include "tprobe/core/report/section.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 core::Json to_json(const ParityResult& result, const ParityOptions& options);
 
@@ -35,4 +35,4 @@ core::Table parity_module_table(const BackwardParity& backward);
 // The report's section for parity evidence (figures, facts, tables; core/report/section.hpp).
 void parity_report_section(core::SectionBuilder& c);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

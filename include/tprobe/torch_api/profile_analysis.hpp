@@ -14,7 +14,7 @@
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 struct ProfileOptions {
   std::string checkpoint;
@@ -104,4 +104,4 @@ std::string interrupted_note(const ProfileAnalysis& analysis);
 core::Json to_json(const ProfileAnalysis& analysis);
 std::vector<core::Table> profile_tables(const ProfileAnalysis& analysis);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

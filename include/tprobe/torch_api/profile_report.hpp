@@ -3,10 +3,10 @@
 
 #include "tprobe/core/report/section.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 // Time and memory per width, the phase × part attribution of the traced step, and the kernel
 // table the profile embeds (core/report/section.hpp).
 void profile_report_section(core::SectionBuilder& c);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

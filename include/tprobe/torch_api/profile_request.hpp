@@ -16,7 +16,7 @@
 #include "tprobe/torch_api/step_report.hpp"
 #include "tprobe/torch_api/step_spec.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 struct ProfileRequest {
   StepSpec spec;                      // spec.tracer is set by run_profile
@@ -87,4 +87,4 @@ struct ProfileReport {
 core::Json to_json(const ProfileReport& report, const ProfileRequest& request);
 std::vector<core::Table> profile_tables(const ProfileReport& report);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

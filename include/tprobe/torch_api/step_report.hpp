@@ -9,7 +9,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/torch_api/step_spec.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 // Summary of one series of samples (seconds).
 struct SampleStats {
@@ -30,4 +30,4 @@ core::Table timing_table(const StepReport& report);
 // part × phase; none when no point recorded its memory.
 std::vector<core::Table> memory_tables(const StepReport& report);
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

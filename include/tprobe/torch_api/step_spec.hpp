@@ -14,7 +14,7 @@
 #include "tprobe/core/trace/step_memory.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 // One shape to measure: `batch` rows of `width` tokens; `lengths` (one per row, or empty = all
 // real) are the real tokens of each row, the rest right-padding.
@@ -136,4 +136,4 @@ struct StepReport {
 };
 
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

@@ -12,7 +12,7 @@
 #include "tprobe/torch_api/parity_request.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
@@ -50,11 +50,11 @@ struct TorchApi {
 // Loads the module on first call (thread-safe) and returns its table. Looks at
 // $TPROBE_TORCH_MODULE alone when it is set; otherwise at libtprobe_torch.so beside the running
 // executable, then the build tree's copy. Throws tprobe::Error saying where it looked and what dlopen answered.
-const TorchApi& torch_api();
+const TorchApi& engine();
 
-// Where the module was loaded from ("" before the first successful torch_api()).
+// Where the module was loaded from ("" before the first successful engine()).
 std::string torch_module_path();
-// Where torch_api() looks for it, in order (the output guard protects each: docs/evidence.md).
+// Where engine() looks for it, in order (the output guard protects each: docs/evidence.md).
 std::vector<std::string> torch_module_candidates();
 
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api
