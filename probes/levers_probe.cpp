@@ -29,7 +29,7 @@ std::string row_line(const core::LeverRow& r) {
 
 core::Outcome run(const torch_api::LeversOptions& o, RunContext& ctx) {
   const core::LeversReport report = torch_api::analyse_levers(
-      o, [] { return core::interrupt_requested(); },
+      &torch_api::engine, o, [] { return core::interrupt_requested(); },
       [&](const core::LeverRow& r) { ctx.out << row_line(r) << std::endl; },
       [&](const std::string& line) { ctx.out << line << std::endl; });
   ctx.out << "\n";

@@ -35,7 +35,8 @@ core::Outcome run(MaskOptions& o, RunContext& ctx) {
   if (o.expect_window > 0) req.expect.window = o.expect_window;
   if (!o.expect_fast_path.empty())
     req.expect.fast_path = core::parse_fast_path_types(o.expect_fast_path);
-  const torch_api::MaskAnalysis report = torch_api::analyse_mask(config, o.analysis);
+  const torch_api::MaskAnalysis report =
+      torch_api::analyse_mask(&torch_api::engine, config, o.analysis);
   for (const auto& t : torch_api::mask_tables(report)) ctx.out << t.render() << "\n";
   ctx.evidence.results() = torch_api::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);

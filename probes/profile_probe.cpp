@@ -32,8 +32,8 @@ core::Outcome run(const torch_api::ProfileOptions& o, RunContext& ctx) {
     ctx.out << torch_api::point_line(p) << std::endl;
   };
   const torch_api::ProfileAnalysis report =
-      torch_api::analyse_profile(o, side_output_path(ctx, o.raw_trace), hooks,
-                             side_output_path(ctx, o.raw_memory));
+      torch_api::analyse_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
+                                 side_output_path(ctx, o.raw_memory));
 
   ctx.environment.attn_requested = o.config.attn ? core::to_string(*o.config.attn) : "default";
   if (const std::string attn = torch_api::resolved_attention(report); !attn.empty()) {

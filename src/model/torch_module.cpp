@@ -22,6 +22,7 @@
 namespace {
 
 using tprobe::Error;
+namespace api = tprobe::torch_api;
 
 std::string first_line(const std::string& s) {
   const std::string line = s.substr(0, s.find('\n'));
@@ -53,42 +54,42 @@ void describe(tprobe::core::Environment& env) {
   });
 }
 
-tprobe::torch_api::ParityResult run_parity(const tprobe::torch_api::ParityOptions& o) {
+api::ParityResult run_parity(const api::ParityOptions& o) {
   return translated(fmt::format("parity of {} against {}", o.checkpoint_dir, o.reference_path),
                     [&] { return tprobe::model::run_parity(o); });
 }
 
-tprobe::torch_api::MaskCheckResult run_mask_check(const tprobe::torch_api::MaskCheckOptions& o) {
+api::MaskCheckResult run_mask_check(const api::MaskCheckOptions& o) {
   return translated(fmt::format("mask --materialise at width {}", o.width),
                     [&] { return tprobe::model::run_mask_check(o); });
 }
 
-tprobe::torch_api::MaskBackendsResult run_mask_backends(const tprobe::torch_api::MaskBackendsOptions& o) {
+api::MaskBackendsResult run_mask_backends(const api::MaskBackendsOptions& o) {
   return translated(fmt::format("mask --backends at width {}", o.width),
                     [&] { return tprobe::model::run_mask_backends(o); });
 }
 
-tprobe::torch_api::ProfileReport run_profile(
-    const tprobe::torch_api::ProfileRequest& request,
-    const std::function<void(const tprobe::torch_api::PointResult&)>& on_point) {
+api::ProfileReport run_profile(const api::ProfileRequest& request,
+                               const std::function<void(const api::PointResult&)>& on_point) {
   return translated("profile", [&] { return tprobe::model::run_profile(request, on_point); });
 }
 
-const tprobe::torch_api::TorchApi kApi = [] {
-  tprobe::torch_api::TorchApi api;
-  api.version = tprobe::torch_api::kTorchApiVersion;
-  api.describe = &describe;
-  api.run_parity = &run_parity;
-  api.run_mask_check = &run_mask_check;
-  api.run_mask_backends = &run_mask_backends;
-  api.run_profile = &run_profile;
-  api.share_interrupt_flag = &tprobe::core::share_interrupt_flag;
-  api.share_temporaries = &tprobe::core::share_temporaries;
-  return api;
+const api::TorchApi kApi = [] {
+  api::TorchApi table;
+  table.version = api::kTorchApiVersion;
+  table.describe = &describe;
+  table.run_parity = &run_parity;
+  table.run_mask_check = &run_mask_check;
+  table.run_mask_backends = &run_mask_backends;
+  table.run_profile = &run_profile;
+  table.share_interrupt_flag = &tprobe::core::share_interrupt_flag;
+  table.share_temporaries = &tprobe::core::share_temporaries;
+  return table;
 }();
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const tprobe::torch_api::TorchApi* tprobe_torch_api() {
+extern "C" __attribute__((visibility("default"))) const tprobe::torch_api::TorchApi*
+tprobe_torch_api() {
   return &kApi;
 }

@@ -164,7 +164,7 @@ Measured measure(const LeversRequest& in, const core::LeverConfig& c, const Prof
   };
   if (req.spec.points.empty()) return m;
   try {
-    m.report = engine().run_profile(req, {});
+    m.report = in.engine().run_profile(req, {});
   } catch (const core::Interrupted&) {
     m.interrupted = true;
     return m;
@@ -315,8 +315,9 @@ core::ModelConfig model_config_of(const StepSpec& s) {
 
 // Runs the sampled micro-batches of `draw` on one configuration, one step each after the
 // request's warm-up, stopping at the planned sample size.
-void measure_epoch(core::EpochConfigRow& row, const EpochInput& in, const std::vector<int64_t>& draw,
-                   ProfileRequest req, const std::function<bool()>& user_stop,
+void measure_epoch(EngineAccess engine, core::EpochConfigRow& row, const EpochInput& in,
+                   const std::vector<int64_t>& draw, ProfileRequest req,
+                   const std::function<bool()>& user_stop,
                    const std::function<void(const std::string&)>& on_line) {
   const core::EpochReport& er = in.report;
   const auto population = static_cast<int64_t>(in.shapes.size());
@@ -483,7 +484,8 @@ core::EpochReport run_epoch(EpochInput& in, const core::LeversReport& rep, const
     const bool want = wanted_epoch(o.measure, names[k]);
     if (want && (row.status == "predicted" || row.status == "underdetermined") &&
         !(stop && stop())) {
-      measure_epoch(row, in, draw, lever_request(req.shared, knobs, false), stop, on_line);
+      measure_epoch(req.engine, row, in, draw, lever_request(req.shared, knobs, false), stop,
+                    on_line);
     } else if (want) {
       row.measure_note = row.status == "predicted" || row.status == "underdetermined"
                              ? "not measured: interrupted"
@@ -521,6 +523,7 @@ core::EpochReport run_epoch(EpochInput& in, const core::LeversReport& rep, const
 }  // namespace
 
 core::LeversReport run_levers(const LeversRequest& in) {
+  if (!in.engine) fail("run_levers: no engine to run the sweeps on");
   core::LeversReport out;
   out.baseline_name = in.baseline_name;
   out.baseline = in.baseline;
@@ -614,7 +617,7 @@ core::LeversReport run_levers(const LeversRequest& in) {
   return out;
 }
 
-core::LeversReport analyse_levers(const LeversOptions& options,
+core::LeversReport analyse_levers(EngineAccess engine, const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
                                   const std::function<void(const core::LeverRow&)>& on_row,
                                   const std::function<void(const std::string&)>& on_line) {
@@ -643,6 +646,7 @@ core::LeversReport analyse_levers(const LeversOptions& options,
   std::optional<EpochInput> epoch;
   if (!options.epoch.dataset.empty()) epoch = prepare_epoch(options.epoch, step);
   LeversRequest req;
+  req.engine = engine;
   req.shared = profile_request(step);
   req.shared.spec.should_stop = should_stop;
   req.baseline = core::hf_peft_baseline(step.config.batch);

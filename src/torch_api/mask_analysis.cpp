@@ -32,7 +32,8 @@ void validate(const MaskOptions& o) {
   }
 }
 
-MaskAnalysis analyse_mask(const core::ModelConfig& config, const MaskOptions& o) {
+MaskAnalysis analyse_mask(EngineAccess engine, const core::ModelConfig& config,
+                          const MaskOptions& o) {
   validate(o);
   MaskAnalysis a;
   a.geometry = core::analyse_mask(config, o.request);

@@ -143,8 +143,9 @@ void validate_budgets(const ProfileOptions& o) {
 
 }  // namespace
 
-ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string& raw_trace_to,
-                                const ProfileHooks& hooks, const std::string& raw_memory_to) {
+ProfileAnalysis analyse_profile(EngineAccess engine, const ProfileOptions& options,
+                                const std::string& raw_trace_to, const ProfileHooks& hooks,
+                                const std::string& raw_memory_to) {
   ProfileAnalysis a;
   validate_budgets(options);
   a.request = profile_request(options);

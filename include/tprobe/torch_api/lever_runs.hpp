@@ -11,10 +11,12 @@
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
 #include "tprobe/torch_api/profile_analysis.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::torch_api {
 
 struct LeversRequest {
+  EngineAccess engine = nullptr;  // what every sweep runs on (required)
   // The points, repeats, model, LoRA targets and dtype every row shares; its knobs are replaced by
   // each configuration's. trace is off for every row (no CUPTI step: the rows stay comparable).
   ProfileRequest shared;
@@ -75,7 +77,7 @@ StepPoint epoch_point(const core::EpochMicroBatch& shape);
 // fails before any step), then, after the levers, each configuration's epoch is predicted and
 // the configurations of options.epoch.measure are measured on sampled micro-batches (`on_line`:
 // one line per sampled micro-batch).
-core::LeversReport analyse_levers(const LeversOptions& options,
+core::LeversReport analyse_levers(EngineAccess engine, const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
                                   const std::function<void(const core::LeverRow&)>& on_row,
                                   const std::function<void(const std::string&)>& on_line = {});

@@ -13,6 +13,7 @@
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/mask/mask_geometry.hpp"
 #include "tprobe/torch_api/mask_check_request.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::torch_api {
 
@@ -43,7 +44,8 @@ struct MaskAnalysis {
 };
 
 // validate(), then the geometry, then the torch module's checks that were asked for.
-MaskAnalysis analyse_mask(const core::ModelConfig& config, const MaskOptions& options);
+MaskAnalysis analyse_mask(EngineAccess engine, const core::ModelConfig& config,
+                          const MaskOptions& options);
 
 // The evidence results: the geometry's, plus "materialised", "backends" (always, [] when not
 // run) and "backends_status".

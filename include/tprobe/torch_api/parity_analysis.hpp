@@ -9,6 +9,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/torch_api/parity_request.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::torch_api {
 
@@ -28,7 +29,7 @@ void validate(const ParityOptions& options);
 ParityReport judge_parity(const ParityOptions& options, ParityResult result);
 
 // validate(), the torch module's run_parity, judge_parity().
-ParityReport analyse_parity(const ParityOptions& options);
+ParityReport analyse_parity(EngineAccess engine, const ParityOptions& options);
 
 core::Json to_json(const ParityReport& report);
 // Reads the `results` to_json wrote (parity_evidence_from_json, parity_report.hpp) and judges the

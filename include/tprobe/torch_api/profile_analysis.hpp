@@ -13,6 +13,7 @@
 #include "tprobe/core/cost/memory_fit.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::torch_api {
 
@@ -93,8 +94,9 @@ struct ProfileAnalysis {
 // profile_request(), then the sweep; the raw trace (when asked for) is written to
 // `raw_trace_to` (the output guard's staged name of options.raw_trace), the first point's memory
 // history to `raw_memory_to` (options.raw_memory's staged name).
-ProfileAnalysis analyse_profile(const ProfileOptions& options, const std::string& raw_trace_to,
-                                const ProfileHooks& hooks, const std::string& raw_memory_to = "");
+ProfileAnalysis analyse_profile(EngineAccess engine, const ProfileOptions& options,
+                                const std::string& raw_trace_to, const ProfileHooks& hooks,
+                                const std::string& raw_memory_to = "");
 
 // "sliding: X; full: Y" of the first point that ran; "" when none did.
 std::string resolved_attention(const ProfileAnalysis& analysis);

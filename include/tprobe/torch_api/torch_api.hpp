@@ -52,6 +52,12 @@ struct TorchApi {
 // executable, then the build tree's copy. Throws tprobe::Error saying where it looked and what dlopen answered.
 const TorchApi& engine();
 
+// How an analysis reaches the engine, handed to it by its caller: the probes pass `&engine` (the
+// module above), a test its own table. A function rather than the table, so that an analysis that
+// ends up not needing the engine (`mask` without --materialise or --backends) never loads
+// libtorch.
+using EngineAccess = const TorchApi& (*)();
+
 // Where the module was loaded from ("" before the first successful engine()).
 std::string torch_module_path();
 // Where engine() looks for it, in order (the output guard protects each: docs/evidence.md).
