@@ -15,7 +15,7 @@
 #include "tprobe/torch_api/mask_analysis.hpp"
 #include "tprobe/torch_api/mask_check_report.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 namespace {
 
 using core::Json;
@@ -215,4 +215,4 @@ TEST(MaskAnalysisFromJson, BrokenResultsNameTheField) {
 }
 
 }  // namespace
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api

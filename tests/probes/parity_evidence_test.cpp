@@ -15,7 +15,7 @@
 #include "tprobe/torch_api/parity_analysis.hpp"
 #include "tprobe/torch_api/parity_report.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 namespace {
 
 using core::Json;
@@ -316,4 +316,4 @@ TEST(ParityEvidenceRoundTrip, BrokenInputNamesTheField) {
 }
 
 }  // namespace
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api
