@@ -317,19 +317,28 @@ std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors) {
   return out;
 }
 
-InspectReport analyze_inspect(const InspectInput& in) {
-  InspectReport r;
-  r.config = in.config;
-  r.prefix = in.prefix;
-  r.checkpoint = in.checkpoint;
-  r.embedded_name = in.embedded_name;
-  r.tensor_count = static_cast<int64_t>(in.tensors.size());
-  if (in.checkpoint) {
-    r.disagreements = cross_check(in.config, in.tensors, in.prefix);
-    for (const auto& w : in.checkpoint->warnings()) {
+CheckpointSource checkpoint_source(const Checkpoint& ck) {
+  CheckpointSource s;
+  s.dir = ck.dir();
+  s.sharded = ck.sharded();
+  s.text_prefix = ck.text_prefix();
+  s.tensors = ck.tensor_count();
+  for (std::size_t i = 0; i < ck.file_count(); ++i) {
+    const SafetensorsFile& f = ck.file(i);
+    s.files.push_back({f.path(), f.tensors().size(), f.file_size(), f.header_size()});
+  }
+  s.config_defaulted_fields = ck.config_info().defaulted_fields;
+  s.per_layer_config_form = ck.config_info().per_layer_config_form;
+  s.warnings = ck.warnings();
+  return s;
+}
+
+void add_inspect_diagnostics(InspectReport& r) {
+  if (r.source) {
+    for (const auto& w : r.source->warnings) {
       r.diagnostics.push_back({Severity::kWarning, "checkpoint_index", w});
     }
-    const auto& defaulted = in.checkpoint->config_info().defaulted_fields;
+    const auto& defaulted = r.source->config_defaulted_fields;
     if (!defaulted.empty()) {
       r.diagnostics.push_back(
           {Severity::kInfo, "config_defaults",
@@ -337,16 +346,7 @@ InspectReport analyze_inspect(const InspectInput& in) {
                        defaulted.size(), fmt::join(defaulted, ", "))});
     }
   }
-  r.blocks = summarize_blocks(in.tensors, in.prefix);
-  r.quantization = estimate_linear_only_4bit(in.tensors, in.prefix);
-  r.lora = plan_lora(in.config, in.tensors, in.prefix, in.targets, in.rank);
-  MemoryInputs mem = in.memory;
-  mem.weight_bytes = r.blocks.text_bytes;
-  mem.trainable_params = r.lora.trainable_params;
-  r.memory = estimate_memory(in.config, mem);
-  if (in.measured != nullptr) r.memory_check = check_memory_estimate(r.memory, *in.measured, in.measured_source);
   // Dtypes present, so an unsupported one (F8, I64, ...) is visible rather than a crash later.
-  r.dtypes = tally_dtypes(in.tensors);
   for (const auto& d : r.dtypes) {
     if (d.supported) continue;
     r.diagnostics.push_back({Severity::kWarning, "unsupported_dtype",
@@ -363,6 +363,28 @@ InspectReport analyze_inspect(const InspectInput& in) {
                                          r.disagreements.size())});
     r.outcome = Outcome::kNo;
   }
+}
+
+InspectReport analyze_inspect(const InspectInput& in) {
+  InspectReport r;
+  r.config = in.config;
+  r.prefix = in.prefix;
+  if (in.checkpoint) r.source = checkpoint_source(*in.checkpoint);
+  r.embedded_name = in.embedded_name;
+  r.tensor_count = static_cast<int64_t>(in.tensors.size());
+  if (in.checkpoint) r.disagreements = cross_check(in.config, in.tensors, in.prefix);
+  r.blocks = summarize_blocks(in.tensors, in.prefix);
+  r.quantization = estimate_linear_only_4bit(in.tensors, in.prefix);
+  r.lora = plan_lora(in.config, in.tensors, in.prefix, in.targets, in.rank);
+  MemoryInputs mem = in.memory;
+  mem.weight_bytes = r.blocks.text_bytes;
+  mem.trainable_params = r.lora.trainable_params;
+  r.memory = estimate_memory(in.config, mem);
+  if (in.measured != nullptr) {
+    r.memory_check = check_memory_estimate(r.memory, *in.measured, in.measured_source);
+  }
+  r.dtypes = tally_dtypes(in.tensors);
+  add_inspect_diagnostics(r);
   return r;
 }
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "base/math_util.hpp"
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
@@ -292,24 +294,23 @@ Json config_summary_json(const ModelConfig& c) {
           {"layers", layers}};
 }
 
-Json checkpoint_source_json(const Checkpoint& ck) {
+Json checkpoint_source_json(const CheckpointSource& s) {
   Json files = Json::array();
-  for (std::size_t i = 0; i < ck.file_count(); ++i) {
-    const SafetensorsFile& f = ck.file(i);
-    files.push_back({{"path", f.path()},
-                     {"tensors", f.tensors().size()},
-                     {"file_bytes", f.file_size()},
-                     {"header_bytes", f.header_size()}});
+  for (const auto& f : s.files) {
+    files.push_back({{"path", f.path},
+                     {"tensors", f.tensors},
+                     {"file_bytes", f.file_bytes},
+                     {"header_bytes", f.header_bytes}});
   }
   return {{"kind", "checkpoint"},
-          {"dir", ck.dir()},
-          {"sharded", ck.sharded()},
-          {"text_prefix", ck.text_prefix()},
-          {"tensors", ck.tensor_count()},
+          {"dir", s.dir},
+          {"sharded", s.sharded},
+          {"text_prefix", s.text_prefix},
+          {"tensors", s.tensors},
           {"files", files},
-          {"config_defaulted_fields", ck.config_info().defaulted_fields},
-          {"per_layer_config_form", ck.config_info().per_layer_config_form},
-          {"warnings", ck.warnings()}};
+          {"config_defaulted_fields", s.config_defaulted_fields},
+          {"per_layer_config_form", s.per_layer_config_form},
+          {"warnings", s.warnings}};
 }
 
 Json to_json(const std::vector<DtypeRow>& rows) {
@@ -340,8 +341,8 @@ Table disagreements_table(const std::vector<Disagreement>& disagreements) {
 
 Json to_json(const InspectReport& r) {
   Json j;
-  if (r.checkpoint) {
-    j["source"] = checkpoint_source_json(*r.checkpoint);
+  if (r.source) {
+    j["source"] = checkpoint_source_json(*r.source);
   } else {
     j["source"] = {{"kind", "embedded"},
                    {"name", r.embedded_name},
@@ -359,17 +360,324 @@ Json to_json(const InspectReport& r) {
   j["lora"] = to_json(r.lora);
   j["memory_estimate"] = to_json(r.memory);
   j["memory_check"] = r.memory_check ? to_json(*r.memory_check) : Json(nullptr);
-  j["cross_check"] = {{"checked", r.checkpoint != nullptr},
+  j["cross_check"] = {{"checked", r.source.has_value()},
                       {"disagreements", to_json(r.disagreements)}};
   return j;
 }
 
+// ---- reading the evidence back ----
+
+namespace {
+
+// results.config: the ModelConfig fields config_summary_json writes. Each layer's geometry is
+// folded back into the fields ModelConfig::layer() resolves it from: the first sliding layer
+// gives head_dim and num_kv_heads, the first full layer global_head_dim (and num_global_kv_heads
+// under attention_k_eq_v), and a layer unlike those is a per_layer override.
+ModelConfig config_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  ModelConfig c;
+  c.name = string(j, "name", where);
+  c.hidden_size = integer(j, "hidden_size", where, 0);
+  c.num_layers = integer(j, "num_layers", where, 0);
+  c.num_attention_heads = integer(j, "num_attention_heads", where, 0);
+  c.intermediate_size = integer(j, "intermediate_size", where, 0);
+  c.num_experts = integer(j, "num_experts", where, 0);
+  c.top_k_experts = integer(j, "top_k_experts", where, 0);
+  c.moe_intermediate_size = integer(j, "moe_intermediate_size", where, 0);
+  c.vocab_size = integer(j, "vocab_size", where, 0);
+  c.attention_k_eq_v = boolean(j, "attention_k_eq_v", where);
+  c.sliding_window = integer(j, "sliding_window", where, 0);
+  c.dtype = string(j, "dtype", where);
+  // sliding_layers and full_layers count the layers' types: recomputed on writing.
+  const Json& layers = array(j, "layers", where);
+  if (static_cast<int64_t>(layers.size()) != c.num_layers) {
+    fail("{}: field 'layers' holds {} layer(s) for num_layers {}", where, layers.size(),
+         c.num_layers);
+  }
+  std::vector<LayerGeometry> geometry;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string lw = at(where, "layers", i);
+    const auto index = static_cast<int64_t>(i);
+    integer(layers[i], "layer", lw, index, index);
+    LayerGeometry g;
+    g.type = enum_value(layers[i], "type", lw, {LayerType::kSliding, LayerType::kFull});
+    g.head_dim = integer(layers[i], "head_dim", lw, 0);
+    g.num_kv_heads = integer(layers[i], "num_kv_heads", lw, 0);
+    g.has_v_proj = boolean(layers[i], "has_v_proj", lw);
+    // ModelConfig has no field for it: it follows from the type and attention_k_eq_v.
+    const bool v_proj = !(g.type == LayerType::kFull && c.attention_k_eq_v);
+    if (g.has_v_proj != v_proj) {
+      fail("{}: field 'has_v_proj' must be {} for a {} layer when attention_k_eq_v is {}", lw,
+           v_proj, to_string(g.type), c.attention_k_eq_v);
+    }
+    c.layer_types.push_back(g.type);
+    geometry.push_back(g);
+  }
+  for (const auto& g : geometry) {
+    if (g.type != LayerType::kSliding) continue;
+    c.head_dim = g.head_dim;
+    c.num_kv_heads = g.num_kv_heads;
+    break;
+  }
+  for (const auto& g : geometry) {
+    if (g.type != LayerType::kFull) continue;
+    c.global_head_dim = g.head_dim;
+    if (c.attention_k_eq_v) c.num_global_kv_heads = g.num_kv_heads;
+    break;
+  }
+  for (std::size_t i = 0; i < geometry.size(); ++i) {
+    const LayerGeometry resolved = c.layer(static_cast<int64_t>(i));
+    if (resolved.head_dim != geometry[i].head_dim) {
+      c.per_layer[static_cast<int64_t>(i)].head_dim = geometry[i].head_dim;
+    }
+    if (resolved.num_kv_heads != geometry[i].num_kv_heads) {
+      c.per_layer[static_cast<int64_t>(i)].num_key_value_heads = geometry[i].num_kv_heads;
+    }
+  }
+  return c;
+}
+
+CheckpointSource checkpoint_source_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  CheckpointSource s;
+  s.dir = string(j, "dir", where);
+  s.sharded = boolean(j, "sharded", where);
+  s.text_prefix = string(j, "text_prefix", where);
+  s.tensors = static_cast<uint64_t>(integer(j, "tensors", where, 0));
+  const Json& files = array(j, "files", where);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string fw = at(where, "files", i);
+    CheckpointFile f;
+    f.path = string(files[i], "path", fw);
+    f.tensors = static_cast<uint64_t>(integer(files[i], "tensors", fw, 0));
+    f.file_bytes = unsigned_integer(files[i], "file_bytes", fw);
+    f.header_bytes = unsigned_integer(files[i], "header_bytes", fw);
+    s.files.push_back(std::move(f));
+  }
+  s.config_defaulted_fields = strings(j, "config_defaulted_fields", where);
+  s.per_layer_config_form = boolean(j, "per_layer_config_form", where);
+  s.warnings = strings(j, "warnings", where);
+  return s;
+}
+
+// results.blocks and the totals beside it.
+BlockSummary blocks_from_json(const Json& results, const std::string& where) {
+  using namespace json_read;
+  BlockSummary s;
+  s.total_params = integer(results, "total_params", where, 0);
+  s.total_bytes = unsigned_integer(results, "total_bytes", where);
+  s.text_params = integer(results, "text_params", where, 0);
+  s.text_bytes = unsigned_integer(results, "text_bytes", where);
+  const Json& rows = array(results, "blocks", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string rw = at(where, "blocks", i);
+    BlockRow r;
+    r.block = enum_value(rows[i], "block", rw,
+                         {Block::kExperts, Block::kAttention, Block::kDenseMlp,
+                          Block::kRouterNorms, Block::kEmbedding, Block::kLmHead, Block::kNonText,
+                          Block::kBuffers, Block::kOther});
+    r.tensors = integer(rows[i], "tensors", rw, 0);
+    r.params = integer(rows[i], "params", rw, 0);
+    r.bytes = unsigned_integer(rows[i], "bytes", rw);
+    // label, counted_in_total_params and the share ratios follow from the block and the totals.
+    // buffer_elements is not written: it is the buffers' row.
+    if (r.block == Block::kBuffers) s.buffer_elements = r.params;
+    s.rows.push_back(r);
+  }
+  return s;
+}
+
+QuantizationEstimate quantization_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  choice(j, "scheme", where, {"linear_only_4bit"});
+  // description is a constant; saved_bytes and the ratios follow from the counts.
+  QuantizationEstimate q;
+  q.bits_per_param = number(j, "bits_per_param", where);
+  q.block_size = integer(j, "block_size", where, 1);
+  q.absmax_bytes = integer(j, "absmax_bytes", where, 0);
+  q.quantized_tensors = integer(j, "quantized_tensors", where, 0);
+  q.quantized_params = integer(j, "quantized_params", where, 0);
+  q.quantized_bytes_before = unsigned_integer(j, "quantized_bytes_before", where);
+  q.quantized_bytes_after = unsigned_integer(j, "quantized_bytes_after", where);
+  q.untouched_params = integer(j, "untouched_params", where, 0);
+  q.untouched_bytes = unsigned_integer(j, "untouched_bytes", where);
+  q.untouched_expert_params = integer(j, "untouched_expert_params", where, 0);
+  q.untouched_expert_bytes = unsigned_integer(j, "untouched_expert_bytes", where);
+  q.total_params = integer(j, "total_params", where, 0);
+  q.bytes_before = unsigned_integer(j, "bytes_before", where);
+  q.bytes_after = unsigned_integer(j, "bytes_after", where);
+  return q;
+}
+
+LoraPlan lora_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  LoraPlan p;
+  p.targets = strings(j, "targets", where);
+  p.rank = integer(j, "rank", where, 1);
+  p.trainable_params = integer(j, "trainable_params", where, 0);
+  // modules is module_list's length: recomputed on writing.
+  const std::string bw = where + ".modules_by_layer_type";
+  const Json& by_type = object(j, "modules_by_layer_type", where);
+  p.sliding_modules = integer(by_type, "sliding_attention", bw, 0);
+  p.full_modules = integer(by_type, "full_attention", bw, 0);
+  const Json& per = array(j, "per_target", where);
+  for (std::size_t i = 0; i < per.size(); ++i) {
+    const std::string pw = at(where, "per_target", i);
+    LoraTargetSummary t;
+    t.target = string(per[i], "target", pw);
+    t.modules = integer(per[i], "modules", pw, 0);
+    t.sliding_modules = integer(per[i], "sliding_modules", pw, 0);
+    t.full_modules = integer(per[i], "full_modules", pw, 0);
+    t.trainable_params = integer(per[i], "trainable_params", pw, 0);
+    t.absent_layers = integers(per[i], "absent_layers", pw, 0);
+    p.per_target.push_back(std::move(t));
+  }
+  const Json& missing = array(j, "missing", where);
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    const std::string mw = at(where, "missing", i);
+    LoraMissing m;
+    m.target = string(missing[i], "target", mw);
+    m.layers = integers(missing[i], "layers", mw, 0);
+    m.layer_types = string(missing[i], "layer_types", mw);
+    m.message = string(missing[i], "message", mw);
+    p.missing.push_back(std::move(m));
+  }
+  const Json& modules = array(j, "module_list", where);
+  for (std::size_t i = 0; i < modules.size(); ++i) {
+    const std::string mw = at(where, "module_list", i);
+    LoraModule m;
+    m.name = string(modules[i], "name", mw);
+    m.target = string(modules[i], "target", mw);
+    m.layer = integer(modules[i], "layer", mw, 0);
+    m.layer_type =
+        enum_value(modules[i], "layer_type", mw, {LayerType::kSliding, LayerType::kFull});
+    m.in_features = integer(modules[i], "in_features", mw, 0);
+    m.out_features = integer(modules[i], "out_features", mw, 0);
+    m.params = integer(modules[i], "params", mw, 0);
+    p.modules.push_back(std::move(m));
+  }
+  return p;
+}
+
+// The estimate's inputs weight_bytes and trainable_params are not written: analyze_inspect takes
+// them from the text bytes and the LoRA plan, and so does this.
+MemoryEstimate memory_from_json(const Json& j, const std::string& where, const BlockSummary& blocks,
+                                const LoraPlan& lora) {
+  using namespace json_read;
+  MemoryEstimate m;
+  m.inputs.batch = integer(j, "batch", where, 1);
+  m.inputs.width = integer(j, "width", where, 1);
+  m.inputs.ce_chunk_tokens = integer(j, "ce_chunk_tokens", where, 1);
+  m.inputs.weight_bytes = blocks.text_bytes;
+  m.inputs.trainable_params = lora.trainable_params;
+  const Json& rows = array(j, "rows", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string rw = at(where, "rows", i);
+    MemoryRow r;
+    r.key = string(rows[i], "key", rw);
+    r.label = string(rows[i], "label", rw);
+    r.bytes = unsigned_integer(rows[i], "bytes", rw);
+    r.basis = string(rows[i], "basis", rw);
+    m.rows.push_back(std::move(r));
+  }
+  // Each row's bytes, written again under its key, and is_estimate, measured_by and excludes
+  // (constants) are rewritten from the rows.
+  m.total_naive_ce_bytes = unsigned_integer(j, "total_naive_ce_bytes", where);
+  m.total_chunked_ce_bytes = unsigned_integer(j, "total_chunked_ce_bytes", where);
+  return m;
+}
+
+MemoryCheck memory_check_from_json(const Json& j, const std::string& where) {
+  using namespace json_read;
+  MemoryCheck c;
+  c.done = boolean(j, "done", where);
+  // why_not is written as null once the comparison is done.
+  if (!c.done) c.why_not = string(j, "why_not", where);
+  c.source = string(j, "source", where);
+  c.device = string(j, "device", where);
+  const Json& rows = array(j, "rows", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string rw = at(where, "rows", i);
+    MemoryCheckRow r;
+    r.label = string(rows[i], "label", rw);
+    if (auto e = nullable_integer(rows[i], "estimated_bytes", rw, 0)) {
+      r.estimated = static_cast<uint64_t>(*e);
+    }
+    r.measured = nullable_integer(rows[i], "measured_bytes", rw);
+    // error_ratio follows from the two.
+    r.measured_items = string(rows[i], "measured_items", rw);
+    r.note = string(rows[i], "note", rw);
+    c.rows.push_back(std::move(r));
+  }
+  return c;
+}
+
+}  // namespace
+
+InspectReport inspect_report_from_json(const Json& results, const std::string& where) {
+  using namespace json_read;
+  if (!results.is_object()) fail("{} must be an object", where);
+  InspectReport r;
+  const std::string sw = where + ".source";
+  const Json& source = object(results, "source", where);
+  if (choice(source, "kind", sw, {"checkpoint", "embedded"}) == 0) {
+    r.source = checkpoint_source_from_json(source, sw);
+    // Not written for a checkpoint: analyze_inspect's caller passes the checkpoint's prefix and
+    // every tensor of it.
+    r.prefix = r.source->text_prefix;
+    r.tensor_count = static_cast<int64_t>(r.source->tensors);
+  } else {
+    r.embedded_name = string(source, "name", sw);
+    r.prefix = string(source, "text_prefix", sw);
+    r.tensor_count = integer(source, "tensors", sw, 0);
+  }
+  r.config = config_from_json(object(results, "config", where), where + ".config");
+  r.blocks = blocks_from_json(results, where);
+  const Json& dtypes = array(results, "dtypes", where);
+  for (std::size_t i = 0; i < dtypes.size(); ++i) {
+    const std::string rw = at(where, "dtypes", i);
+    DtypeRow d;
+    d.dtype = string(dtypes[i], "dtype", rw);
+    d.tensors = integer(dtypes[i], "tensors", rw, 0);
+    d.bytes = unsigned_integer(dtypes[i], "bytes", rw);
+    d.supported = boolean(dtypes[i], "supported", rw);
+    r.dtypes.push_back(std::move(d));
+  }
+  r.quantization =
+      quantization_from_json(object(results, "quantization", where), where + ".quantization");
+  r.lora = lora_from_json(object(results, "lora", where), where + ".lora");
+  r.memory = memory_from_json(object(results, "memory_estimate", where), where + ".memory_estimate",
+                              r.blocks, r.lora);
+  if (!field(results, "memory_check", where).is_null()) {
+    r.memory_check =
+        memory_check_from_json(object(results, "memory_check", where), where + ".memory_check");
+  }
+  const std::string cw = where + ".cross_check";
+  const Json& cross = object(results, "cross_check", where);
+  const bool checked = boolean(cross, "checked", cw);
+  if (checked != r.source.has_value()) {
+    fail("{}: field 'checked' must be {} for {} source", cw, r.source.has_value(),
+         r.source ? "a checkpoint" : "an embedded");
+  }
+  const Json& disagreements = array(cross, "disagreements", cw);
+  for (std::size_t i = 0; i < disagreements.size(); ++i) {
+    const std::string rw = at(cw, "disagreements", i);
+    r.disagreements.push_back({string(disagreements[i], "tensor", rw),
+                               string(disagreements[i], "field", rw),
+                               string(disagreements[i], "message", rw)});
+  }
+  // Not in results (the evidence keeps them beside it): rebuilt from what is, as
+  // analyze_inspect made them.
+  add_inspect_diagnostics(r);
+  return r;
+}
+
 std::vector<Table> inspect_tables(const InspectReport& r) {
   std::vector<Table> out;
-  out.emplace_back(r.checkpoint
+  out.emplace_back(r.source
                        ? fmt::format("checkpoint {} ({} tensors in {} file(s), decoder prefix '{}')",
-                                     r.checkpoint->dir(), r.checkpoint->tensor_count(),
-                                     r.checkpoint->file_count(), r.prefix)
+                                     r.source->dir, r.source->tensors, r.source->files.size(),
+                                     r.prefix)
                        : fmt::format("embedded model {} (text decoder, no files)", r.embedded_name));
   out.push_back(blocks_table(r.blocks));
   out.push_back(quantization_table(r.quantization));
@@ -378,7 +686,7 @@ std::vector<Table> inspect_tables(const InspectReport& r) {
   if (r.memory_check) out.push_back(memory_check_table(*r.memory_check));
   if (!r.disagreements.empty()) {
     out.push_back(disagreements_table(r.disagreements));
-  } else if (r.checkpoint) {
+  } else if (r.source) {
     out.emplace_back("config.json and tensor shapes agree");
   }
   return out;

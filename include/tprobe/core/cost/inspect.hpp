@@ -142,6 +142,26 @@ struct DtypeRow {
 };
 std::vector<DtypeRow> tally_dtypes(const std::vector<TensorMeta>& tensors);
 
+// What the report keeps of the checkpoint it read (results.source), as values: the report must not
+// borrow the Checkpoint, so that it can be read back from its evidence.
+struct CheckpointFile {
+  std::string path;
+  uint64_t tensors = 0;
+  uint64_t file_bytes = 0;
+  uint64_t header_bytes = 0;  // the JSON header's length
+};
+struct CheckpointSource {
+  std::string dir;
+  bool sharded = false;
+  std::string text_prefix;
+  uint64_t tensors = 0;
+  std::vector<CheckpointFile> files;
+  std::vector<std::string> config_defaulted_fields;  // ConfigJsonInfo::defaulted_fields
+  bool per_layer_config_form = false;
+  std::vector<std::string> warnings;  // the index's non-fatal observations
+};
+CheckpointSource checkpoint_source(const Checkpoint& checkpoint);
+
 // Everything `tprobe inspect` reads: a checkpoint's headers, or an embedded config's layout.
 struct InspectInput {
   ModelConfig config;
@@ -159,7 +179,7 @@ struct InspectInput {
 struct InspectReport {
   ModelConfig config;
   std::string prefix;
-  const Checkpoint* checkpoint = nullptr;  // borrowed from the input: must outlive the report
+  std::optional<CheckpointSource> source;  // none: an embedded config
   std::string embedded_name;
   int64_t tensor_count = 0;
   std::vector<Disagreement> disagreements;  // config vs tensors (checkpoints only)
@@ -175,5 +195,8 @@ struct InspectReport {
 
 // Throws UsageError for a non-positive rank or an empty target list.
 InspectReport analyze_inspect(const InspectInput& input);
+// The diagnostics and outcome, from the report's source, dtypes, LoRA plan and disagreements:
+// what analyze_inspect ends with, and what the evidence reader rebuilds them with.
+void add_inspect_diagnostics(InspectReport& report);
 
 }  // namespace tprobe::core

@@ -12,12 +12,16 @@
 namespace tprobe::core {
 
 Json to_json(const InspectReport& report);
+// The report back from its evidence `results` (what to_json wrote), so that
+// to_json(inspect_report_from_json(to_json(r))) == to_json(r); `where` names the document in
+// errors ("i.json results"). Throws tprobe::Error naming the field at fault.
+InspectReport inspect_report_from_json(const Json& results, const std::string& where);
 std::vector<Table> inspect_tables(const InspectReport& report);  // the source line, then every table
 
 // The resolved geometry of every layer, for the evidence (results.config).
 Json config_summary_json(const ModelConfig& config);
 // Where the tensors came from (results.source): files, prefix, index warnings, config defaults.
-Json checkpoint_source_json(const Checkpoint& checkpoint);
+Json checkpoint_source_json(const CheckpointSource& source);
 
 Json to_json(const std::vector<DtypeRow>& rows);
 Json to_json(const std::vector<Disagreement>& disagreements);
