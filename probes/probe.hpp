@@ -16,9 +16,9 @@
 #include "tprobe/core/report/section.hpp"
 #include "tprobe/core/step/knobs.hpp"
 
-namespace tprobe::model {
+namespace tprobe::torch_api {
 struct ProfileOptions;
-}  // namespace tprobe::model
+}  // namespace tprobe::torch_api
 
 namespace tprobe::probes {
 
