@@ -1,11 +1,52 @@
 // `tprobe scaling-fit`: fit step time against per-sequence width and say how much is quadratic.
+#include "probes/scaling_fit_probe.hpp"
+
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/data/bucket_report.hpp"
+#include "tprobe/torch_api/step_report.hpp"
 
 namespace tprobe::probes {
+
+std::vector<core::FitPoint> read_profile_points_evidence(const std::string& path,
+                                                         std::vector<std::string>* skipped) {
+  const core::Json doc = core::read_evidence_file(path, "profile");
+  const std::vector<torch_api::PointResult> points = torch_api::profile_points_from_json(
+      core::json_read::object(doc, "results", "'" + path + "'"), "'" + path + "': results");
+  std::vector<core::FitPoint> out;
+  // The reader returns results.points[] first, in file order, then the padded points, which a
+  // fit over widths never takes (a padded row's cost is not its width's).
+  for (size_t i = 0; i < points.size() && !points[i].point.padded(); ++i) {
+    const torch_api::PointResult& p = points[i];
+    const std::string where = fmt::format("results.points[{}]", i);
+    if (p.outcome != torch_api::PointOutcome::kOk) {
+      if (skipped) {
+        skipped->push_back(fmt::format("{} {} (batch {}, width {}): {}{}", path, where,
+                                       p.point.batch, p.point.width, to_string(p.outcome),
+                                       p.message.empty() ? "" : ": " + p.message));
+      }
+      continue;
+    }
+    if (p.step_s.empty()) fail("'{}': {}.samples_s is empty for an ok point", path, where);
+    for (size_t k = 0; k < p.step_s.size(); ++k) {
+      if (!core::plausible_step_seconds(p.step_s[k])) {
+        fail("'{}': {}.samples_s[{}] is not a step time in [{:g}, {:g}] s", path, where, k,
+             core::kMinStepSeconds, core::kMaxStepSeconds);
+      }
+      core::FitPoint fp;
+      fp.width = static_cast<double>(p.point.width);
+      fp.seconds = p.step_s[k];
+      fp.batch = p.point.batch;
+      fp.origin = fmt::format("{} {}.samples_s[{}]", path, where, k);
+      out.push_back(std::move(fp));
+    }
+  }
+  return out;
+}
+
 namespace {
 
 struct ScalingFitOptions {
@@ -33,7 +74,9 @@ core::Outcome run(const ScalingFitOptions& o, RunContext& ctx) {
     for (auto& p : core::read_points_csv(path)) in.points.push_back(std::move(p));
   }
   for (const auto& path : o.profiles) {
-    for (auto& p : core::read_points_profile(path, &in.skipped)) in.points.push_back(std::move(p));
+    for (auto& p : read_profile_points_evidence(path, &in.skipped)) {
+      in.points.push_back(std::move(p));
+    }
   }
   if (o.batch > 0) in.batch = o.batch;
   in.batch_option = "--batch";

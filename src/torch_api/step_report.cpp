@@ -1,11 +1,15 @@
 // JSON, line and table views of a StepReport: no libtorch here, so they compile fast.
 #include "tprobe/torch_api/step_report.hpp"
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/median.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 namespace tprobe::torch_api {
 
@@ -122,6 +126,168 @@ core::Json point_to_json(const PointResult& r) {
   }
   p["memory_message"] = r.memory_message.empty() ? core::Json(nullptr) : core::Json(r.memory_message);
   return p;
+}
+
+namespace {
+
+namespace jr = core::json_read;
+
+// A width or batch: positive and at most 2^31, so batch × width (padded_tokens) cannot overflow.
+constexpr int64_t kMaxShape = int64_t{1} << 31;
+
+// A samples series and its stats object: the stats are the series' (recomputed on writing), so
+// they are only checked for being there exactly when the series has samples.
+std::vector<double> read_series(const core::Json& j, const char* samples_key,
+                                const char* stats_key, const std::string& where) {
+  std::vector<double> v = jr::numbers(j, samples_key, where);
+  const core::Json& stats = jr::field(j, stats_key, where);
+  if (stats.is_null() != v.empty()) {
+    fail("{}: field '{}' is {} but '{}' has {} samples", where, stats_key,
+         stats.is_null() ? "null" : "set", samples_key, v.size());
+  }
+  if (!stats.is_null()) {
+    const std::string w = fmt::format("{}.{}", where, stats_key);
+    for (const char* k : {"median_s", "min_s", "max_s", "spread_ratio"}) {
+      jr::number(jr::object(j, stats_key, where), k, w);
+    }
+  }
+  return v;
+}
+
+// A field point_to_json writes as null exactly when `null_expected`.
+void expect_null_when(const core::Json& j, const char* key, const std::string& where,
+                      bool null_expected, const char* why) {
+  const bool is_null = jr::field(j, key, where).is_null();
+  if (is_null != null_expected) {
+    fail("{}: field '{}' is {} but {}", where, key, is_null ? "null" : "set", why);
+  }
+}
+
+}  // namespace
+
+PointResult point_from_json(const core::Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  PointResult r;
+  StepPoint& pt = r.point;
+  pt.batch = jr::integer(j, "batch", where, 1, kMaxShape);
+  pt.width = jr::integer(j, "width", where, 1, kMaxShape);
+  if (!jr::field(j, "lengths", where).is_null()) {
+    pt.lengths = jr::integers(j, "lengths", where, 0, pt.width);
+    // Written as null when every row is real, so an array names one length per row.
+    if (static_cast<int64_t>(pt.lengths.size()) != pt.batch) {
+      fail("{}: field 'lengths' has {} values for batch {}", where, pt.lengths.size(), pt.batch);
+    }
+  }
+  // What the shape says, written beside it for readers without the rule.
+  const bool padded = jr::boolean(j, "padded", where);
+  if (padded != pt.padded()) {
+    fail("{}: field 'padded' is {} but the lengths hold {}padding to width {}", where, padded,
+         pt.padded() ? "" : "no ", pt.width);
+  }
+  const int64_t real = jr::integer(j, "real_tokens", where, 0);
+  if (real != pt.real_tokens()) {
+    fail("{}: field 'real_tokens' is {} but the lengths add up to {}", where, real,
+         pt.real_tokens());
+  }
+  const int64_t padded_tokens = jr::integer(j, "padded_tokens", where, 0);
+  if (padded_tokens != pt.batch * pt.width) {
+    fail("{}: field 'padded_tokens' is {} but batch × width is {}", where, padded_tokens,
+         pt.batch * pt.width);
+  }
+  r.outcome = jr::enum_value(j, "outcome", where,
+                             {PointOutcome::kOk, PointOutcome::kOom, PointOutcome::kError});
+  r.message = jr::nullable_string(j, "message", where).value_or("");
+  r.oom_tried_bytes = jr::nullable_integer(j, "oom_tried_bytes", where, 0);
+  r.planned_floor_bytes = jr::number(j, "planned_floor_bytes", where);
+  r.refused_before_running = jr::boolean(j, "refused_before_running", where);
+
+  r.step_s = read_series(j, "samples_s", "step", where);
+  r.forward_s = read_series(j, "forward_samples_s", "forward", where);
+  r.loss_s = read_series(j, "loss_samples_s", "loss", where);
+  r.backward_s = read_series(j, "backward_samples_s", "backward", where);
+
+  // Both peaks are written, or neither (memory_measured false: the CPU has no caching allocator).
+  std::optional<int64_t> peak_alloc = jr::nullable_integer(j, "peak_allocated_bytes", where, 0);
+  std::optional<int64_t> peak_res = jr::nullable_integer(j, "peak_reserved_bytes", where, 0);
+  if (peak_alloc.has_value() != peak_res.has_value()) {
+    fail("{}: field 'peak_reserved_bytes' is {} but 'peak_allocated_bytes' is {}", where,
+         peak_res ? "set" : "null", peak_alloc ? "set" : "null");
+  }
+  r.memory_measured = peak_alloc.has_value();
+  r.peak_allocated_bytes = peak_alloc.value_or(0);
+  r.peak_reserved_bytes = peak_res.value_or(0);
+
+  // Only an ok point has a loss; a loss that was not finite (a diverged step) was written as null.
+  std::optional<double> loss = jr::nullable_number(j, "loss_value", where);
+  if (r.outcome == PointOutcome::kOk) {
+    r.loss_value = loss.value_or(std::numeric_limits<double>::quiet_NaN());
+  } else if (loss) {
+    fail("{}: field 'loss_value' is set but the outcome is '{}'", where, to_string(r.outcome));
+  }
+  r.loss_targets = jr::integer(j, "loss_targets", where, 0);
+  r.inert_adapters = jr::integer(j, "inert_adapters", where, 0);
+  r.attn_sliding = jr::string(j, "attn_sliding", where);
+  r.attn_full = jr::string(j, "attn_full", where);
+  r.moe = jr::string(j, "moe_dispatch", where);
+
+  r.traced = jr::boolean(j, "traced", where);
+  expect_null_when(j, "traced_step_s", where, !r.traced, "it is written for a traced point only");
+  if (r.traced) r.traced_step_s = jr::number(j, "traced_step_s", where);
+  // Written only where positive (the first traced point's priming step).
+  if (jr::optional(j, "trace_priming_step_s") != nullptr) {
+    r.trace_priming_step_s = jr::number(j, "trace_priming_step_s", where);
+    if (!(r.trace_priming_step_s > 0)) {
+      fail("{}: field 'trace_priming_step_s' must be positive or null, got {}", where,
+           r.trace_priming_step_s);
+    }
+  } else {
+    jr::field(j, "trace_priming_step_s", where);  // null, but there
+  }
+  expect_null_when(j, "trace_overhead_ratio", where, !(r.traced && !r.step_s.empty()),
+                   "it is written for a traced point with step samples only");
+  if (jr::optional(j, "trace_overhead_ratio") != nullptr) {
+    jr::number(j, "trace_overhead_ratio", where);
+  }
+  r.trace_message = jr::nullable_string(j, "trace_message", where).value_or("");
+
+  if (!jr::field(j, "memory", where).is_null()) {
+    const std::string mw = where + ".memory";
+    const core::Json& m = jr::object(j, "memory", where);
+    r.memory = core::step_memory_from_json(m, mw);
+    r.memory_step_s = jr::number(m, "step_s", mw);
+    std::optional<int64_t> allocator_peak =
+        jr::nullable_integer(m, "allocator_peak_allocated_bytes", mw, 0);
+    if (allocator_peak.has_value() != r.memory->totals_known) {
+      fail("{}: field 'allocator_peak_allocated_bytes' is {} but 'allocator_totals' is {}", mw,
+           allocator_peak ? "set" : "null", r.memory->totals_known);
+    }
+    r.memory_step_peak_allocated_bytes = allocator_peak.value_or(0);
+    expect_null_when(m, "overhead_ratio", mw, r.step_s.empty(),
+                     "it is written where the point has step samples");
+    if (jr::optional(m, "overhead_ratio") != nullptr) jr::number(m, "overhead_ratio", mw);
+  }
+  r.memory_message = jr::nullable_string(j, "memory_message", where).value_or("");
+  return r;
+}
+
+std::vector<PointResult> profile_points_from_json(const core::Json& results,
+                                                  const std::string& where) {
+  if (!results.is_object()) fail("{} must be an object", where);
+  std::vector<PointResult> out;
+  for (const char* key : {"points", "padded_points"}) {
+    const bool padded = std::string(key) == "padded_points";
+    const core::Json& pts = jr::array(results, key, where);
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const std::string w = jr::at(where, key, i);
+      PointResult p = point_from_json(pts[i], w);
+      // scaling-fit fits `points` as one curve over widths: a padded point there would bend it.
+      if (p.point.padded() != padded) {
+        fail("{}: a point {}padding is filed under '{}'", w, padded ? "without " : "with ", key);
+      }
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
 }
 
 core::Json to_json(const StepReport& r) {

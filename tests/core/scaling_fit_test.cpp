@@ -394,53 +394,8 @@ TEST_F(PointsCsv, BrokenInputsNameFileAndLine) {
 
 const std::string kFixtures = TPROBE_FIXTURES_DIR;
 
-TEST(ProfilePoints, ReadsEveryRepeatOfOkPoints) {
-  std::vector<std::string> skipped;
-  auto p = read_points_profile(kFixtures + "/profile_points.json", &skipped);
-  ASSERT_EQ(p.size(), 7u);  // 3 + 2 + 1 samples at batch 2, 1 at batch 1; the OOM point skipped
-  EXPECT_EQ(p[0].width, 2048);
-  EXPECT_EQ(p[0].batch, 2);
-  EXPECT_EQ(p[6].batch, 1);
-  ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_NE(skipped[0].find("oom: CUDA out of memory"), std::string::npos) << skipped[0];
-  std::vector<std::string> dropped;
-  select_batch(p, 2, &dropped);
-  auto m = median_per_width(p);
-  ASSERT_EQ(m.size(), 3u);
-  EXPECT_EQ(m[0].seconds, 1.777);
-  EXPECT_EQ(m[1].seconds, 0.5 * (11.570 + 11.575));
-}
-
-std::string profile_error(const std::string& results) {
-  std::string path = testing_support::temp_dir() + "/profile.json";
-  std::ofstream(path) << R"({"schema":{"name":"tprobe.profile","version":1},"results":)" << results
-                      << "}";
-  try {
-    read_points_profile(path, nullptr);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
-TEST(ProfilePoints, BrokenInputs) {
-  EXPECT_NE(profile_error("{}").find("results.points is missing"), std::string::npos);
-  EXPECT_NE(profile_error(R"({"points":[{"batch":2,"width":8,"outcome":"ok"}]})")
-                .find("results.points[0].samples_s is missing"),
-            std::string::npos);
-  EXPECT_NE(profile_error(R"({"points":[{"batch":2,"width":8,"outcome":"ok","samples_s":[1,-2]}]})")
-                .find("results.points[0].samples_s[1] is not a step time"),
-            std::string::npos);
-  EXPECT_NE(profile_error(R"({"points":[{"batch":0,"width":8,"outcome":"ok","samples_s":[1]}]})")
-                .find("batch is missing or not a positive integer"),
-            std::string::npos);
-  EXPECT_NE(profile_error(R"({"points":[{"batch":2,"width":8,"samples_s":[1]}]})").find("outcome"),
-            std::string::npos);
-  EXPECT_NE(profile_error(R"({"points":[3]})").find("results.points[0] is not an object"),
-            std::string::npos);
-  // Evidence of another probe is refused by name.
-  EXPECT_THROW(read_points_profile(kFixtures + "/padding_widths.json", nullptr), Error);
-}
+// profile evidence's points (scaling-fit --profile) are read by profile's own reader: their
+// tests are tests/probes/profile_points_test.cpp's, which link torch_api.
 
 TEST(WidthDistribution, ReadsPaddingWidthsAndBucketHistogram) {
   WidthDistribution a = read_width_distribution(kFixtures + "/padding_widths.json");

@@ -15,6 +15,7 @@
 
 #include "base/strict_json.hpp"
 #include "probes/probe.hpp"
+#include "probes/scaling_fit_probe.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/adapter/lora_adapter.hpp"
 #include "tprobe/core/adapter/target_pattern.hpp"
@@ -198,7 +199,7 @@ void evidence(const uint8_t* data, std::size_t size) {
       }
       case 2: {
         std::vector<std::string> skipped;
-        core::read_points_profile(path, &skipped);
+        probes::read_profile_points_evidence(path, &skipped);
         break;
       }
       case 3: {

@@ -351,6 +351,21 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   EXPECT_TRUE(j["points"][0]["trace_priming_step_s"].is_number());
   EXPECT_TRUE(j["points"][1]["trace_priming_step_s"].is_null());
   EXPECT_EQ(j["padded_points"][0]["real_tokens"], 36);
+
+  // Read back by profile's own reader (what scaling-fit --profile takes): each real point, written,
+  // read and written again, gives the same JSON; the unpadded points come first, then the padded.
+  for (const auto& p : r.points) {
+    const std::string first = point_to_json(p).dump();
+    EXPECT_EQ(point_to_json(point_from_json(point_to_json(p), "p.json point")).dump(), first);
+  }
+  const std::vector<PointResult> back = profile_points_from_json(j, "p.json results");
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(point_to_json(back[0]).dump(), point_to_json(r.points[0]).dump());
+  EXPECT_EQ(point_to_json(back[1]).dump(), point_to_json(r.points[1]).dump());
+  EXPECT_EQ(point_to_json(back[2]).dump(), point_to_json(r.points[2]).dump());
+  StepReport again = r;
+  again.points = back;  // the sweep put the padded point last, as the reader does
+  EXPECT_EQ(to_json(again).dump(), j.dump());
 }
 
 TEST(StepRunner, BadSpecsAreUsageErrors) {

@@ -20,6 +20,19 @@ SampleStats sample_stats(const std::vector<double>& samples);  // all 0 for an e
 
 // One point as scaling-fit reads it (batch, width, outcome, samples_s) plus everything else.
 core::Json point_to_json(const PointResult& point);
+// Its reader: every field point_to_json writes, so point_to_json(point_from_json(point_to_json(p)))
+// is point_to_json(p) (`extra` and `raw_memory` are not written, so not read). The derived fields
+// (padded, the token counts, the stats, the overhead ratios) are checked against what the read
+// fields make of them, the time stats only for being there exactly when their samples are. A
+// loss that was not finite was written as null and reads back as NaN. Throws tprobe::Error
+// naming `where` and the field.
+PointResult point_from_json(const core::Json& j, const std::string& where);
+// The measured points of profile's (or step_bench's) `results`: its `points` (unpadded, in sweep
+// order) then its `padded_points`, each point as point_from_json reads it; the fields profile
+// adds beside them (costs, kernel_trace) are not read here. A point filed under the wrong one of
+// the two arrays is an error.
+std::vector<PointResult> profile_points_from_json(const core::Json& results,
+                                                  const std::string& where);
 // {model, source, ..., points: [unpadded points], padded_points: [points with padding]}:
 // scaling-fit fits `points` (one curve over widths) and never sees a padded point.
 core::Json to_json(const StepReport& report);

@@ -1,5 +1,6 @@
-// Readers of measured step times (--point text, CSV, profile evidence) for the scaling fit; the
-// width distribution's reader is data/bucket_report's.
+// Readers of measured step times (--point text, CSV) for the scaling fit; profile evidence's
+// points are read by profile's reader (probes/scaling_fit_probe.hpp), the width distribution by
+// data/bucket_report's.
 #include "tprobe/core/io/fit_points.hpp"
 
 #include <fmt/format.h>
@@ -14,7 +15,6 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
-#include "tprobe/core/base/evidence.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -29,14 +29,6 @@ std::optional<double> parse_double(const std::string& s) {
   double v = std::strtod(s.c_str(), &end);
   if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
-}
-
-// A measured step time tprobe fits: below a nanosecond or above eleven days per step it is a
-// unit mistake or a corrupt file, and near the double limit the sums of squares overflow.
-constexpr double kMinStepSeconds = 1e-9;
-constexpr double kMaxStepSeconds = 1e6;
-bool plausible_seconds(double v) {
-  return std::isfinite(v) && v >= kMinStepSeconds && v <= kMaxStepSeconds;
 }
 
 // A positive integer no larger than 2^31 (a width or batch, not a count of everything).
@@ -64,6 +56,10 @@ std::vector<std::string> split(const std::string& line, char sep) {
 
 }  // namespace
 
+bool plausible_step_seconds(double v) {
+  return std::isfinite(v) && v >= kMinStepSeconds && v <= kMaxStepSeconds;
+}
+
 int64_t WidthDistribution::micro_batches() const {
   int64_t n = 0;
   for (const auto& w : widths) n += w.count;
@@ -82,7 +78,7 @@ FitPoint parse_point(std::string_view text, const std::string& origin) {
     fail_usage("{}: width '{}' is not a positive integer", origin,
                detail::printable(s.substr(0, colon)));
   }
-  if (!t || !plausible_seconds(*t)) {
+  if (!t || !plausible_step_seconds(*t)) {
     fail_usage("{}: seconds '{}' is not a step time in [{:g}, {:g}] s", origin,
                detail::printable(s.substr(colon + 1)), kMinStepSeconds, kMaxStepSeconds);
   }
@@ -134,7 +130,7 @@ std::vector<FitPoint> read_points_csv(const std::string& path) {
       fail("{}:{}: width '{}' is not a positive integer", path, lineno, detail::printable(f[0]));
     }
     auto s = parse_double(f[1]);
-    if (!s || !plausible_seconds(*s)) {
+    if (!s || !plausible_step_seconds(*s)) {
       fail("{}:{}: seconds '{}' is not a step time in [{:g}, {:g}] s", path, lineno,
            detail::printable(f[1]), kMinStepSeconds, kMaxStepSeconds);
     }
@@ -153,62 +149,6 @@ std::vector<FitPoint> read_points_csv(const std::string& path) {
   }
   if (in.bad()) fail("error reading points file '{}'", path);
   if (out.empty()) fail("points file '{}' has no data rows", path);
-  return out;
-}
-
-std::vector<FitPoint> read_points_profile(const std::string& path,
-                                          std::vector<std::string>* skipped) {
-  Json doc = read_evidence_file(path, "profile");
-  const Json& res = doc["results"];
-  if (!res.contains("points") || !res["points"].is_array()) {
-    fail("'{}': results.points is missing or not an array", path);
-  }
-  const Json& pts = res["points"];
-  std::vector<FitPoint> out;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    const Json& p = pts[i];
-    std::string where = fmt::format("results.points[{}]", i);
-    if (!p.is_object()) fail("'{}': {} is not an object", path, where);
-    auto int_field = [&](const char* key) {
-      if (!p.contains(key) || !p[key].is_number_integer() || p[key].get<int64_t>() < 1) {
-        fail("'{}': {}.{} is missing or not a positive integer", path, where, key);
-      }
-      return p[key].get<int64_t>();
-    };
-    int64_t batch = int_field("batch");
-    int64_t width = int_field("width");
-    if (!p.contains("outcome") || !p["outcome"].is_string()) {
-      fail("'{}': {}.outcome is missing or not a string", path, where);
-    }
-    std::string outcome = p["outcome"].get<std::string>();
-    if (outcome != "ok") {
-      if (skipped) {
-        std::string msg = p.contains("message") && p["message"].is_string()
-                              ? ": " + p["message"].get<std::string>()
-                              : "";
-        skipped->push_back(fmt::format("{} {} (batch {}, width {}): {}{}", path, where, batch,
-                                       width, outcome, msg));
-      }
-      continue;
-    }
-    if (!p.contains("samples_s") || !p["samples_s"].is_array() || p["samples_s"].empty()) {
-      fail("'{}': {}.samples_s is missing, not an array, or empty", path, where);
-    }
-    const Json& samples = p["samples_s"];
-    for (size_t k = 0; k < samples.size(); ++k) {
-      const Json& s = samples[k];
-      if (!s.is_number() || !plausible_seconds(s.get<double>())) {
-        fail("'{}': {}.samples_s[{}] is not a step time in [{:g}, {:g}] s", path, where, k,
-             kMinStepSeconds, kMaxStepSeconds);
-      }
-      FitPoint fp;
-      fp.width = static_cast<double>(width);
-      fp.seconds = s.get<double>();
-      fp.batch = batch;
-      fp.origin = fmt::format("{} {}.samples_s[{}]", path, where, k);
-      out.push_back(std::move(fp));
-    }
-  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include "base/decoded_file.hpp"
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "trace/step_trace_internal.hpp"
 
 namespace tprobe::core {
@@ -415,6 +417,99 @@ Json to_json(const StepMemory& m) {
   }
   out["timeline"] = {{"slots", std::move(slots)}, {"samples", std::move(samples)}};
   return out;
+}
+
+StepMemory step_memory_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  constexpr int64_t kMaxInt = jr::kMaxInt;
+  constexpr int32_t kMaxLayer = std::numeric_limits<int32_t>::max();
+  StepMemory m;
+  m.device = jr::string(j, "device", where);
+  m.totals_known = jr::boolean(j, "allocator_totals", where);
+  m.events = jr::integer(j, "events", where, 0);
+  m.start_allocated = jr::integer(j, "start_allocated_bytes", where, 0);
+  m.end_allocated = jr::integer(j, "end_allocated_bytes", where);
+  m.peak_allocated = jr::integer(j, "peak_allocated_bytes", where, 0);
+  m.peak_event = jr::integer(j, "peak_event", where, -1);
+  m.peak_t_ns = jr::integer(j, "peak_t_ns", where);
+  // to_json writes an unknown (-1) as null, so a number read here is never negative.
+  m.reserved_at_peak = jr::nullable_integer(j, "reserved_at_peak_bytes", where, 0).value_or(-1);
+  m.peak_reserved = jr::nullable_integer(j, "peak_reserved_bytes", where, 0).value_or(-1);
+  const std::string at_where = where + ".peak_at";
+  const Json& at = jr::object(j, "peak_at", where);
+  m.peak_phase = jr::string(at, "phase", at_where);
+  m.peak_part = jr::string(at, "part", at_where);
+  m.peak_layer_kind = jr::string(at, "layer_kind", at_where);
+  m.peak_layer = static_cast<int32_t>(jr::integer(at, "layer", at_where, -1, kMaxLayer));
+  m.total_mismatches = jr::integer(j, "total_mismatches", where, 0);
+  m.frees_of_resident = jr::integer(j, "frees_of_resident", where, 0);
+  m.untagged_bytes_at_peak = jr::integer(j, "untagged_bytes_at_peak", where, 0);
+
+  const Json& items = jr::array(j, "items", where);
+  int64_t sum = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string w = jr::at(where, "items", i);
+    MemoryItem it;
+    it.key = jr::string(items[i], "key", w);
+    it.label = jr::string(items[i], "label", w);
+    it.bytes = jr::integer(items[i], "bytes", w);
+    it.in_peak = jr::boolean(items[i], "in_peak", w);
+    it.note = jr::string(items[i], "note", w);
+    if (it.in_peak) {
+      if ((it.bytes > 0 && sum > kMaxInt - it.bytes) ||
+          (it.bytes < 0 && sum < jr::kMinInt - it.bytes)) {
+        fail("{}: field 'bytes' overflows the in-peak items' sum", w);
+      }
+      sum += it.bytes;
+    }
+    m.items.push_back(std::move(it));
+  }
+  // A derived field: what to_json writes is the sum of the in-peak items; another value is a file
+  // edited by hand or a different writer, and reading it back would silently rewrite it.
+  const int64_t written_sum = jr::integer(j, "items_sum_bytes", where);
+  if (written_sum != sum) {
+    fail("{}: field 'items_sum_bytes' is {}, but the in-peak items add up to {}", where,
+         written_sum, sum);
+  }
+
+  const Json& cells = jr::array(j, "alive_at_peak", where);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const std::string w = jr::at(where, "alive_at_peak", i);
+    MemoryCell c;
+    c.phase = jr::string(cells[i], "phase", w);
+    c.part = jr::string(cells[i], "part", w);
+    c.layer_kind = jr::string(cells[i], "layer_kind", w);
+    c.layer = static_cast<int32_t>(jr::integer(cells[i], "layer", w, -1, kMaxLayer));
+    c.bytes = jr::integer(cells[i], "bytes", w, 0);
+    c.blocks = jr::integer(cells[i], "blocks", w, 0);
+    m.alive_at_peak.push_back(std::move(c));
+  }
+
+  const std::string tl_where = where + ".timeline";
+  const Json& timeline = jr::object(j, "timeline", where);
+  const std::vector<std::string> slots = jr::strings(timeline, "slots", tl_where);
+  const auto& names = memory_slot_names();
+  if (slots.size() != names.size() || !std::equal(slots.begin(), slots.end(), names.begin())) {
+    fail("{}: field 'slots' is not this tprobe's {} memory slots (resident, the step's parts, "
+         "untagged)", tl_where, names.size());
+  }
+  const Json& samples = jr::array(timeline, "samples", tl_where);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const std::string w = jr::at(tl_where, "samples", i);
+    MemorySample s;
+    s.event = jr::integer(samples[i], "event", w, -1);
+    s.t_ns = jr::integer(samples[i], "t_ns", w);
+    s.allocated = jr::integer(samples[i], "allocated", w);
+    s.reserved = jr::nullable_integer(samples[i], "reserved", w, 0).value_or(-1);
+    const std::vector<int64_t> by = jr::integers(samples[i], "by_slot", w);
+    if (by.size() != kMemorySlots) {
+      fail("{}: field 'by_slot' has {} entries, expected {} (one per slot)", w, by.size(),
+           kMemorySlots);
+    }
+    std::copy(by.begin(), by.end(), s.by_slot.begin());
+    m.timeline.push_back(s);
+  }
+  return m;
 }
 
 }  // namespace tprobe::core

@@ -1,6 +1,6 @@
-// Readers of what the scaling fit consumes: measured steps (--point, CSV, profile evidence) and
-// micro-batch width distributions (padding or bucket evidence). Each throws tprobe::Error naming
-// the file and line (or JSON path) at fault.
+// Readers of what the scaling fit consumes: measured steps (--point, CSV; profile evidence's are
+// read by profile's own reader) and micro-batch width distributions (padding or bucket evidence).
+// Each throws tprobe::Error naming the file and line (or JSON path) at fault.
 #pragma once
 
 #include <cstdint>
@@ -42,10 +42,15 @@ struct WidthDistribution {
 // CSV: header optional; columns width,seconds[,batch]; '#' comments and blank lines skipped.
 std::vector<FitPoint> read_points_csv(const std::string& path);
 
-// profile evidence: results.points[] of {batch, width, outcome, samples_s[]}; only outcome "ok"
-// points are used. `skipped` receives one line per point that was not ("width 32768: oom").
-std::vector<FitPoint> read_points_profile(const std::string& path,
-                                          std::vector<std::string>* skipped);
+// profile evidence's points are read by profile's own reader (torch_api's
+// profile_points_from_json, which io may not include): the scaling-fit probe turns them into
+// FitPoints (probes/scaling_fit_probe.hpp, read_profile_points_evidence).
+
+// A measured step time tprobe fits: below a nanosecond or above eleven days per step it is a unit
+// mistake or a corrupt file, and near the double limit the sums of squares overflow.
+inline constexpr double kMinStepSeconds = 1e-9;
+inline constexpr double kMaxStepSeconds = 1e6;
+bool plausible_step_seconds(double seconds);
 
 // "W:S" as given to --point.
 FitPoint parse_point(std::string_view text, const std::string& origin);

@@ -119,6 +119,10 @@ struct StepMemory {
 // twice without a free).
 StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples = 400);
 Json to_json(const StepMemory& m);
+// Its reader: every field to_json writes (items_sum_bytes and the timeline's slot names checked
+// against what to_json would write), so to_json(step_memory_from_json(to_json(m))) is to_json(m).
+// Throws tprobe::Error naming `where` and the field.
+StepMemory step_memory_from_json(const Json& j, const std::string& where);
 
 // AdamW's two fp32 moments per trainable parameter (the playbook's count).
 int64_t adamw_state_bytes(int64_t parameters);
