@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -217,8 +218,13 @@ PointResult point_from_json(const core::Json& j, const std::string& where) {
   r.peak_allocated_bytes = peak_alloc.value_or(0);
   r.peak_reserved_bytes = peak_res.value_or(0);
 
-  // Only an ok point has a loss; a loss that was not finite (a diverged step) was written as null.
-  std::optional<double> loss = jr::nullable_number(j, "loss_value", where);
+  // Only an ok point has a loss; a loss that was not finite (a diverged step) is null once the
+  // evidence is written, and still the non-finite double in a document not yet written.
+  const core::Json& loss_field = jr::field(j, "loss_value", where);
+  const bool no_loss = loss_field.is_null() ||
+                       (loss_field.is_number() && !std::isfinite(loss_field.get<double>()));
+  const std::optional<double> loss =
+      no_loss ? std::nullopt : std::optional<double>(jr::number(j, "loss_value", where));
   if (r.outcome == PointOutcome::kOk) {
     r.loss_value = loss.value_or(std::numeric_limits<double>::quiet_NaN());
   } else if (loss) {

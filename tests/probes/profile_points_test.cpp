@@ -173,7 +173,7 @@ TEST(ProfilePoints, BrokenPointsNameTheField) {
   EXPECT_TRUE(names(broken([](Json& j) { j["samples_s"][1] = "x"; }), "samples_s"));
   EXPECT_TRUE(names(broken([](Json& j) { j["lengths"] = Json::array({1}); }), "field 'lengths'"));
   EXPECT_TRUE(
-      names(broken([](Json& j) { j["lengths"] = Json::array({1, 5000}); }), "field 'lengths'"));
+      names(broken([](Json& j) { j["lengths"] = Json::array({1, 5000}); }), "lengths[1]"));
   EXPECT_TRUE(names(broken([](Json& j) { j["padded"] = true; }), "field 'padded'"));
   EXPECT_TRUE(names(broken([](Json& j) { j["real_tokens"] = 3; }), "field 'real_tokens'"));
   EXPECT_TRUE(names(broken([](Json& j) { j["padded_tokens"] = 3; }), "field 'padded_tokens'"));
