@@ -19,7 +19,7 @@ using namespace tprobe;
 
 int main(int argc, char** argv) {
   CLI::App app{"tprobe_step_bench: LoRA fwd+bwd step time and peak memory"};
-  model::StepSpec spec;
+  torch_api::StepSpec spec;
   spec.model = "gemma4-26b-a4b";
   spec.device = "cuda";
   spec.lora_targets = core::linear_module_names();
@@ -46,13 +46,14 @@ int main(int argc, char** argv) {
     core::set_knob(spec.config, core::Knob::kAttn, attn);
     core::set_knob(spec.config, core::Knob::kMoe, moe);
     for (int64_t s : seqs) spec.points.push_back({batch, s, {}});
-    model::StepReport r = model::run_steps(
-        spec, [](const model::PointResult& p) { std::cout << model::point_line(p) << "\n"; });
+    torch_api::StepReport r = model::run_steps(spec, [](const torch_api::PointResult& p) {
+      std::cout << torch_api::point_line(p) << "\n";
+    });
     std::cout << fmt::format("init {:.1f} s, {} params, {} LoRA modules, {} trainable\n", r.init_s,
                              r.base_parameters, r.lora_modules, r.lora_parameters);
     if (!json_path.empty()) {
       core::Evidence ev("step_bench", args);
-      ev.results() = model::to_json(r);
+      ev.results() = torch_api::to_json(r);
       ev.write(json_path);
     }
   } catch (const std::exception& e) {
