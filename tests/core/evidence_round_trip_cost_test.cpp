@@ -19,12 +19,6 @@ namespace {
 
 using testing_support::error_of;
 
-#define EXPECT_ERROR_NAMES(statement, text)                                           \
-  do {                                                                                \
-    const std::string message_ = error_of([&] { (void)(statement); });                \
-    EXPECT_NE(message_.find(text), std::string::npos) << "message: " << message_;     \
-  } while (0)
-
 // ---- scaling-fit ----
 
 std::vector<FitPoint> curve_points(bool with_constant) {

@@ -21,12 +21,6 @@ namespace {
 using core::Json;
 using testing_support::error_of;
 
-#define EXPECT_ERROR_NAMES(statement, text)                                       \
-  do {                                                                            \
-    const std::string message_ = error_of([&] { (void)(statement); });            \
-    EXPECT_NE(message_.find(text), std::string::npos) << "message: " << message_; \
-  } while (0)
-
 MaskAnalysis read(const Json& j) { return mask_analysis_from_json(j, "t.json results"); }
 
 core::MaskReport geometry() {

@@ -24,3 +24,11 @@ std::string error_of(F&& read) {
 }
 
 }  // namespace tprobe::testing_support
+
+// Expects `statement` to throw a tprobe::Error whose message contains `text` (the field it names).
+#define EXPECT_ERROR_NAMES(statement, text)                                                 \
+  do {                                                                                      \
+    const std::string message_ =                                                            \
+        ::tprobe::testing_support::error_of([&] { (void)(statement); });                    \
+    EXPECT_NE(message_.find(text), std::string::npos) << "message: " << message_;           \
+  } while (0)
