@@ -11,7 +11,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/step/knobs.hpp"
-#include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/runs/step_report.hpp"
 #include "tprobe/torch_api/step_spec.hpp"
 #include "tprobe/model/engine.hpp"
 
@@ -47,13 +47,13 @@ int main(int argc, char** argv) {
     core::set_knob(spec.config, core::Knob::kMoe, moe);
     for (int64_t s : seqs) spec.points.push_back({batch, s, {}});
     torch_api::StepReport r = model::run_steps(spec, [](const torch_api::PointResult& p) {
-      std::cout << torch_api::point_line(p) << "\n";
+      std::cout << runs::point_line(p) << "\n";
     });
     std::cout << fmt::format("init {:.1f} s, {} params, {} LoRA modules, {} trainable\n", r.init_s,
                              r.base_parameters, r.lora_modules, r.lora_parameters);
     if (!json_path.empty()) {
       core::Evidence ev("step_bench", args);
-      ev.results() = torch_api::to_json(r);
+      ev.results() = runs::to_json(r);
       ev.write(json_path);
     }
   } catch (const std::exception& e) {

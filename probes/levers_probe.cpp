@@ -8,7 +8,7 @@
 #include "probes/probe.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/cost/levers.hpp"
-#include "tprobe/torch_api/lever_runs.hpp"
+#include "tprobe/runs/lever_runs.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -27,8 +27,8 @@ std::string row_line(const core::LeverRow& r) {
   return line;
 }
 
-core::Outcome run(const torch_api::LeversOptions& o, RunContext& ctx) {
-  const core::LeversReport report = torch_api::analyse_levers(
+core::Outcome run(const runs::LeversOptions& o, RunContext& ctx) {
+  const core::LeversReport report = runs::analyse_levers(
       &torch_api::engine, o, [] { return core::interrupt_requested(); },
       [&](const core::LeverRow& r) { ctx.out << row_line(r) << std::endl; },
       [&](const std::string& line) { ctx.out << line << std::endl; });
@@ -42,7 +42,7 @@ core::Outcome run(const torch_api::LeversOptions& o, RunContext& ctx) {
 }  // namespace
 
 void register_levers(CLI::App& app, ProbeSet& set) {
-  auto o = std::make_shared<torch_api::LeversOptions>();
+  auto o = std::make_shared<runs::LeversOptions>();
   CLI::App* cmd = app.add_subcommand(
       "levers",
       "Which levers move the LoRA step: the faithful HF + PEFT baseline, each lever alone, the "
@@ -66,7 +66,7 @@ void register_levers(CLI::App& app, ProbeSet& set) {
       ->needs(gpu_memory);
   // The epoch (docs/levers.md, "The epoch"): without --dataset nothing of it runs, so each of its
   // options needs --dataset (given alone, it would be silently ignored).
-  torch_api::EpochOptions& e = o->epoch;
+  runs::EpochOptions& e = o->epoch;
   CLI::Option* dataset = cmd->add_option(
       "--dataset", e.dataset,
       "Predict and measure the epoch over these token lengths: a JSONL/CSV/text file (.gz too) "

@@ -8,7 +8,7 @@
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/mask/mask_report.hpp"
-#include "tprobe/torch_api/mask_analysis.hpp"
+#include "tprobe/runs/mask_analysis.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -18,7 +18,7 @@ struct MaskOptions {
   std::string attn = "hf-sdpa";
   int64_t expect_window = 0;  // 0: not asserted
   std::string expect_fast_path;
-  torch_api::MaskOptions analysis;
+  runs::MaskOptions analysis;
 };
 
 core::ModelConfig load_config(const std::string& model) {
@@ -35,10 +35,10 @@ core::Outcome run(MaskOptions& o, RunContext& ctx) {
   if (o.expect_window > 0) req.expect.window = o.expect_window;
   if (!o.expect_fast_path.empty())
     req.expect.fast_path = core::parse_fast_path_types(o.expect_fast_path);
-  const torch_api::MaskAnalysis report =
-      torch_api::analyse_mask(&torch_api::engine, config, o.analysis);
-  for (const auto& t : torch_api::mask_tables(report)) ctx.out << t.render() << "\n";
-  ctx.evidence.results() = torch_api::to_json(report);
+  const runs::MaskAnalysis report =
+      runs::analyse_mask(&torch_api::engine, config, o.analysis);
+  for (const auto& t : runs::mask_tables(report)) ctx.out << t.render() << "\n";
+  ctx.evidence.results() = runs::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;
 }

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "probes/probe.hpp"
-#include "tprobe/torch_api/parity_analysis.hpp"
-#include "tprobe/torch_api/parity_report.hpp"
+#include "tprobe/runs/parity_analysis.hpp"
+#include "tprobe/runs/parity_report.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -29,13 +29,13 @@ core::Outcome run(ParityOptions& o, RunContext& ctx) {
   ctx.evidence.options()["checkpointing"] = core::to_string(o.knobs.checkpointing);
   a.input_grads = !o.no_input_grads;
   a.dump_hidden_path = side_output_path(ctx, o.dump_hidden);
-  const torch_api::ParityReport report = torch_api::analyse_parity(&torch_api::engine, a);
+  const runs::ParityReport report = runs::analyse_parity(&torch_api::engine, a);
   const torch_api::ParityResult& r = report.result;
   ctx.environment.attn_requested = core::to_string(a.attn);
   ctx.environment.attn_resolved = fmt::format("sliding: {}; full: {}", r.attn_sliding, r.attn_full);
-  const std::vector<core::Table> tables = torch_api::parity_tables(report);
+  const std::vector<core::Table> tables = runs::parity_tables(report);
   for (size_t i = 0; i < tables.size(); ++i) ctx.out << (i > 0 ? "\n" : "") << tables[i].render();
-  ctx.evidence.results() = torch_api::to_json(report);
+  ctx.evidence.results() = runs::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);
   return report.outcome;
 }
@@ -113,7 +113,7 @@ ProbeInfo parity_probe() {
   return {"parity",
           register_parity,
           "Parity with Hugging Face",
-          torch_api::parity_report_section,
+          runs::parity_report_section,
           {{"parity",
             {"parity", "--checkpoint", "{fixtures}/gemma4-tiny-hf", "--reference",
              "{fixtures}/gemma4-tiny-hf/reference.safetensors"},

@@ -16,9 +16,9 @@
 #include "tprobe/core/report/section.hpp"
 #include "tprobe/core/step/knobs.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 struct ProfileOptions;
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs
 
 namespace tprobe::probes {
 
@@ -124,7 +124,7 @@ CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& c
 // --device, --batch (the registry's knob), --widths (the default for `widths`, said in the help),
 // --lengths, --pad-fraction, --warmup, --repeats, --peak-tflops, --seed. Returns the --pad-fraction
 // option: its count() says whether it was given.
-CLI::Option* add_step_options(CLI::App* command, torch_api::ProfileOptions& options,
+CLI::Option* add_step_options(CLI::App* command, runs::ProfileOptions& options,
                               core::WidthsUse widths);
 
 // One step of the main job (`tprobe suite`): a child run of this binary writing <name>.json.

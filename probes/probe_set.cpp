@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "probes/option_checks.hpp"
-#include "tprobe/torch_api/profile_analysis.hpp"
+#include "tprobe/runs/profile_analysis.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -171,7 +171,7 @@ CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& c
   return opt;
 }
 
-CLI::Option* add_step_options(CLI::App* cmd, torch_api::ProfileOptions& o,
+CLI::Option* add_step_options(CLI::App* cmd, runs::ProfileOptions& o,
                               core::WidthsUse widths) {
   cmd->add_option("--checkpoint", o.checkpoint, "Checkpoint directory (config.json + safetensors)");
   cmd->add_option("--model", o.model,

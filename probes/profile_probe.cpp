@@ -1,6 +1,6 @@
 // `tprobe profile`: the measured LoRA step — time, memory, FLOPs/MFU, scaling fit and the CUPTI
 // phase table of tprobe's own step, per point of batch × widths (docs/profile.md).
-#include "tprobe/torch_api/profile_analysis.hpp"
+#include "tprobe/runs/profile_analysis.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -9,15 +9,16 @@
 
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
-#include "tprobe/torch_api/profile_report.hpp"
+#include "tprobe/runs/profile_report.hpp"
+#include "tprobe/runs/step_report.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 
 namespace tprobe::probes {
 namespace {
 
-core::Outcome run(const torch_api::ProfileOptions& o, RunContext& ctx) {
-  torch_api::ProfileHooks hooks;
+core::Outcome run(const runs::ProfileOptions& o, RunContext& ctx) {
+  runs::ProfileHooks hooks;
   hooks.should_stop = [] { return core::interrupt_requested(); };
   const bool tty = ctx.out.rdbuf() == std::cout.rdbuf() && isatty(STDOUT_FILENO);
   if (tty) {
@@ -29,28 +30,28 @@ core::Outcome run(const torch_api::ProfileOptions& o, RunContext& ctx) {
   }
   hooks.on_point = [&](const torch_api::PointResult& p) {
     if (tty) ctx.out << "\r\033[K";
-    ctx.out << torch_api::point_line(p) << std::endl;
+    ctx.out << runs::point_line(p) << std::endl;
   };
-  const torch_api::ProfileAnalysis report =
-      torch_api::analyse_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
+  const runs::ProfileAnalysis report =
+      runs::analyse_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
                                  side_output_path(ctx, o.raw_memory));
 
   ctx.environment.attn_requested = o.config.attn ? core::to_string(*o.config.attn) : "default";
-  if (const std::string attn = torch_api::resolved_attention(report); !attn.empty()) {
+  if (const std::string attn = runs::resolved_attention(report); !attn.empty()) {
     ctx.environment.attn_resolved = attn;
   }
   add_diagnostics(ctx.evidence, report.report.diagnostics);
-  ctx.out << torch_api::interrupted_note(report);
-  ctx.evidence.results() = torch_api::to_json(report);
+  ctx.out << runs::interrupted_note(report);
+  ctx.evidence.results() = runs::to_json(report);
   ctx.out << "\n";
-  for (const auto& t : torch_api::profile_tables(report)) ctx.out << t.render() << "\n";
+  for (const auto& t : runs::profile_tables(report)) ctx.out << t.render() << "\n";
   return report.outcome;
 }
 
 }  // namespace
 
 void register_profile(CLI::App& app, ProbeSet& set) {
-  auto o = std::make_shared<torch_api::ProfileOptions>();
+  auto o = std::make_shared<runs::ProfileOptions>();
   CLI::App* cmd = app.add_subcommand(
       "profile",
       "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
@@ -117,7 +118,7 @@ ProbeInfo profile_probe() {
   return {"profile",
           register_profile,
           "Profile: time and memory per width",
-          torch_api::profile_report_section,
+          runs::profile_report_section,
           // The measured LoRA step on the CPU (tiny shapes, random weights): times, memory, FLOPs
           // and the scaling fit over four widths (the fixed term testable), plus the standard
           // padded point; no kernel table on the CPU (said so in the evidence).

@@ -7,14 +7,14 @@
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/data/bucket_report.hpp"
-#include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/runs/step_report.hpp"
 
 namespace tprobe::probes {
 
 std::vector<core::FitPoint> read_profile_points_evidence(const std::string& path,
                                                          std::vector<std::string>* skipped) {
   const core::Json doc = core::read_evidence_file(path, "profile");
-  const std::vector<torch_api::PointResult> points = torch_api::profile_points_from_json(
+  const std::vector<torch_api::PointResult> points = runs::profile_points_from_json(
       core::json_read::object(doc, "results", "'" + path + "'"), "'" + path + "': results");
   std::vector<core::FitPoint> out;
   // The reader returns results.points[] first, in file order, then the padded points, which a

@@ -19,8 +19,8 @@
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/model/loader.hpp"
-#include "tprobe/torch_api/parity_analysis.hpp"
-#include "tprobe/torch_api/parity_report.hpp"
+#include "tprobe/runs/parity_analysis.hpp"
+#include "tprobe/runs/parity_report.hpp"
 #include "tprobe/model/engine.hpp"
 #include "temp_dir.hpp"
 
@@ -28,6 +28,7 @@ namespace tprobe::model {
 
 // The engine works in torch_api's request and result types.
 using namespace torch_api;
+using namespace runs;
 namespace {
 
 using testing::TempDir;

@@ -17,13 +17,14 @@
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/gemma4.hpp"
-#include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/runs/step_report.hpp"
 #include "tprobe/model/engine.hpp"
 
 namespace tprobe::model {
 
 // The engine works in torch_api's request and result types.
 using namespace torch_api;
+using namespace runs;
 namespace {
 
 using core::StepTracer;

@@ -12,11 +12,13 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/mask/mask_geometry.hpp"
-#include "tprobe/torch_api/mask_analysis.hpp"
-#include "tprobe/torch_api/mask_check_report.hpp"
+#include "tprobe/runs/mask_analysis.hpp"
+#include "tprobe/runs/mask_check_report.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 namespace {
+
+using namespace torch_api;  // the engine's request and result types
 
 using core::Json;
 using testing_support::error_of;
@@ -209,4 +211,4 @@ TEST(MaskAnalysisFromJson, BrokenResultsNameTheField) {
 }
 
 }  // namespace
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

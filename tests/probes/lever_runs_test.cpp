@@ -15,11 +15,13 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/cost/levers.hpp"
-#include "tprobe/torch_api/lever_runs.hpp"
+#include "tprobe/runs/lever_runs.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 namespace {
+
+using namespace torch_api;  // the engine's request and result types
 
 constexpr const char* kRefusal = "the fake engine has no naive CE";
 
@@ -146,4 +148,4 @@ TEST(LeverRuns, OnlyTheLeversAskedForAreSweptAndARunWithoutAnEngineIsRefused) {
 }
 
 }  // namespace
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

@@ -12,11 +12,13 @@
 
 #include "support/error_of.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/torch_api/parity_analysis.hpp"
-#include "tprobe/torch_api/parity_report.hpp"
+#include "tprobe/runs/parity_analysis.hpp"
+#include "tprobe/runs/parity_report.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 namespace {
+
+using namespace torch_api;  // the engine's request and result types
 
 using core::Json;
 using testing_support::error_of;
@@ -316,4 +318,4 @@ TEST(ParityEvidenceRoundTrip, BrokenInputNamesTheField) {
 }
 
 }  // namespace
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

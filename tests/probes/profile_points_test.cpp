@@ -16,10 +16,12 @@
 #include "support/error_of.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit.hpp"
-#include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/runs/step_report.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 namespace {
+
+using namespace torch_api;  // the engine's request and result types
 
 using core::Json;
 using testing_support::error_of;
@@ -270,4 +272,4 @@ TEST(ProfilePoints, ScalingFitBrokenInputs) {
 }
 
 }  // namespace
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

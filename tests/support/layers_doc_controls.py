@@ -4,7 +4,8 @@ three ways (a narrowed cell, a folder moved below a folder that includes it, a w
 library cell), each of which must be refused with a line naming the row; the unaltered copy passes.
 And of its version-guard rule: a copy of the tree with a libtorch version test added outside
 torch_compat.cpp must be refused with a line naming that file; one with a probe file named like
-a core file must be refused with a line naming both.
+a core file must be refused with a line naming both; one with a view added to torch_api (which
+holds the engine's types and loader only) must be refused with a line naming it.
 
 Usage: layers_doc_controls.py REPO_ROOT   (exit 0: every control behaved; 1 otherwise)
 """
@@ -82,9 +83,20 @@ def main():
         if p.returncode != 1 or says not in p.stdout:
             failures.append(f"a probe file named like a core file: exit {p.returncode}, expected 1 "
                             f"and a line with {says!r}:\n{p.stdout}")
+    with tempfile.TemporaryDirectory() as tree:
+        for top in ("include", "src", "probes", "docs", "scripts"):
+            shutil.copytree(os.path.join(root, top), os.path.join(tree, top))
+        shutil.copy(os.path.join(tree, "src", "runs", "step_report.cpp"),
+                    os.path.join(tree, "src", "torch_api", "step_views.cpp"))
+        p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), tree],
+                           capture_output=True, text=True)
+        says = "src/torch_api/step_views.cpp: torch_api holds the engine's types and loader only"
+        if p.returncode != 1 or says not in p.stdout:
+            failures.append(f"a view in torch_api: exit {p.returncode}, expected 1 and a line "
+                            f"with {says!r}:\n{p.stdout}")
     for f in failures:
         print(f)
-    print(f"{len(failures)} of 6 controls misbehaved" if failures else "6 of 6 controls behaved")
+    print(f"{len(failures)} of 7 controls misbehaved" if failures else "7 of 7 controls behaved")
     return 1 if failures else 0
 
 

@@ -1,8 +1,8 @@
 // The engine's entry points: what src/model defines, for the module's function table
 // (torch_module.cpp) and the model tests. Their signatures are torch-free, over torch_api's request
 // and result types; they are declared here, with the engine that defines them, and torch_api's
-// headers hold only those types, the views over them and the function table
-// (docs/ARCHITECTURE.md, "The engine's face").
+// headers hold only those types and the function table (the analyses and views over them are
+// src/runs'; docs/ARCHITECTURE.md, "libtorch on demand").
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The libtorch halves of `tprobe mask` behind a torch-free interface: the materialised check of
 // the masks tprobe's engine builds, and SDPA backend eligibility per layer shape and mask case
-// (docs/mask.md). Implemented in mask_check.cpp and mask_backends.cpp; views in mask_check_report.
+// (docs/mask.md). Implemented in mask_check.cpp and mask_backends.cpp; views in runs/mask_check_report.
 #pragma once
 
 #include <cstdint>

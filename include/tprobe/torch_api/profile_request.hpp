@@ -1,5 +1,6 @@
 // `tprobe profile`'s computation: the step sweep (step_runner), one CUPTI-traced step per point,
-// FLOPs and MFUs, the scaling fit, and the phase / part table. Torch-free interface.
+// FLOPs and MFUs, the scaling fit, and the phase / part table. Torch-free types: the engine fills
+// the sweep's fields (steps, traces, peak), runs' derive_profile_costs the rest.
 #pragma once
 
 #include <functional>
@@ -13,7 +14,6 @@
 #include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
-#include "tprobe/torch_api/step_report.hpp"
 #include "tprobe/torch_api/step_spec.hpp"
 
 namespace tprobe::torch_api {
@@ -81,10 +81,5 @@ struct ProfileReport {
   std::vector<core::Diagnostic> diagnostics;
 };
 
-
-
-// Views (profile_report.cpp, no libtorch).
-core::Json to_json(const ProfileReport& report, const ProfileRequest& request);
-std::vector<core::Table> profile_tables(const ProfileReport& report);
 
 }  // namespace tprobe::torch_api

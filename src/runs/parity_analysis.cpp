@@ -1,14 +1,19 @@
-#include "tprobe/torch_api/parity_analysis.hpp"
+#include "tprobe/runs/parity_analysis.hpp"
 
 #include <fmt/format.h>
 
 #include <utility>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/torch_api/parity_report.hpp"
+#include "tprobe/runs/parity_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
+
+using torch_api::BackwardParity;
+using torch_api::EngineAccess;
+using torch_api::ParityOptions;
+using torch_api::ParityResult;
 
 void validate(const ParityOptions& o) {
   if (o.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", o.ce_chunk);
@@ -81,4 +86,4 @@ std::vector<core::Table> parity_tables(const ParityReport& report) {
   return tables;
 }
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

@@ -1,5 +1,5 @@
 // Renders the materialised mask check and the SDPA backend trials: evidence JSON and tables.
-#include "tprobe/torch_api/mask_check_report.hpp"
+#include "tprobe/runs/mask_check_report.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,13 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
+
+using torch_api::MaskBackendRow;
+using torch_api::MaskBackendsResult;
+using torch_api::MaskCheckResult;
+using torch_api::MaskCheckRow;
+using torch_api::MaskTensorCheck;
 namespace {
 
 std::string cell(const std::optional<double>& s) { return s ? core::format_seconds(*s) : "-"; }
@@ -233,4 +239,4 @@ std::vector<core::Table> mask_backends_tables(const MaskBackendsResult& r) {
   return out;
 }
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

@@ -1,5 +1,5 @@
 // JSON and table views of a parity result: no libtorch here, so they compile fast.
-#include "tprobe/torch_api/parity_report.hpp"
+#include "tprobe/runs/parity_report.hpp"
 
 #include <fmt/format.h>
 
@@ -15,7 +15,15 @@
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
+
+using torch_api::BackwardParity;
+using torch_api::GradModuleError;
+using torch_api::GradTensorError;
+using torch_api::LogitsError;
+using torch_api::ParityOptions;
+using torch_api::ParityResult;
+using torch_api::kBf16RelativeFactor;
 
 namespace {
 
@@ -433,4 +441,4 @@ void parity_report_section(core::SectionBuilder& c) {
   if (auto l = number_at(r, "loss_abs_diff"))
     c.fact("loss difference", axis_number(*l), "loss_abs_diff");
 }
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

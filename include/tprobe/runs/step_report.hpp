@@ -9,7 +9,7 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/torch_api/step_spec.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 
 // Summary of one series of samples (seconds).
 struct SampleStats {
@@ -19,28 +19,28 @@ struct SampleStats {
 SampleStats sample_stats(const std::vector<double>& samples);  // all 0 for an empty series
 
 // One point as scaling-fit reads it (batch, width, outcome, samples_s) plus everything else.
-core::Json point_to_json(const PointResult& point);
+core::Json point_to_json(const torch_api::PointResult& point);
 // Its reader: every field point_to_json writes, so point_to_json(point_from_json(point_to_json(p)))
 // is point_to_json(p) (`extra` and `raw_memory` are not written, so not read). The derived fields
 // (padded, the token counts, the stats, the overhead ratios) are checked against what the read
 // fields make of them, the time stats only for being there exactly when their samples are. A
 // loss that was not finite was written as null and reads back as NaN. Throws tprobe::Error
 // naming `where` and the field.
-PointResult point_from_json(const core::Json& j, const std::string& where);
+torch_api::PointResult point_from_json(const core::Json& j, const std::string& where);
 // The measured points of profile's (or step_bench's) `results`: its `points` (unpadded, in sweep
 // order) then its `padded_points`, each point as point_from_json reads it; the fields profile
 // adds beside them (costs, kernel_trace) are not read here. A point filed under the wrong one of
 // the two arrays is an error.
-std::vector<PointResult> profile_points_from_json(const core::Json& results,
+std::vector<torch_api::PointResult> profile_points_from_json(const core::Json& results,
                                                   const std::string& where);
 // {model, source, ..., points: [unpadded points], padded_points: [points with padding]}:
 // scaling-fit fits `points` (one curve over widths) and never sees a padded point.
-core::Json to_json(const StepReport& report);
+core::Json to_json(const torch_api::StepReport& report);
 // "2x8192 ok: step 1.234 s (min 1.230, spread 0.4 %), fwd ..., peak 12.3 GiB"
-std::string point_line(const PointResult& point);
-core::Table timing_table(const StepReport& report);
+std::string point_line(const torch_api::PointResult& point);
+core::Table timing_table(const torch_api::StepReport& report);
 // Where each point's peak goes (the memory step's items) and the widest point's alive bytes by
 // part × phase; none when no point recorded its memory.
-std::vector<core::Table> memory_tables(const StepReport& report);
+std::vector<core::Table> memory_tables(const torch_api::StepReport& report);
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

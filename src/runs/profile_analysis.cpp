@@ -1,4 +1,4 @@
-#include "tprobe/torch_api/profile_analysis.hpp"
+#include "tprobe/runs/profile_analysis.hpp"
 
 #include <fmt/format.h>
 
@@ -7,9 +7,19 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/step/knobs.hpp"
+#include "tprobe/runs/profile_costs.hpp"
+#include "tprobe/runs/profile_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
+
+using torch_api::EngineAccess;
+using torch_api::ExtraPoints;
+using torch_api::PointOutcome;
+using torch_api::PointResult;
+using torch_api::ProfileRequest;
+using torch_api::StepReport;
+using torch_api::StepSpec;
 
 ProfileRequest profile_request(const ProfileOptions& o) {
   ProfileRequest req;
@@ -215,6 +225,7 @@ ProfileAnalysis analyse_profile(EngineAccess engine, const ProfileOptions& optio
     };
   }
   a.report = engine().run_profile(run, hooks.on_point);
+  derive_profile_costs(a.report, run);
   // Pair what was measured with what was predicted.
   for (size_t i = 0; i < mf.budgets.size(); ++i) {
     MemoryBudget& b = mf.budgets[i];
@@ -274,7 +285,7 @@ std::string interrupted_note(const ProfileAnalysis& a) {
 }
 
 core::Json to_json(const ProfileAnalysis& a) {
-  core::Json out = to_json(a.report, a.request);
+  core::Json out = runs::to_json(a.report, a.request);
   const MemoryFitReport& mf = a.memory_fit;
   if (!mf.requested) {
     out["memory_fit"] = nullptr;
@@ -305,7 +316,7 @@ core::Json to_json(const ProfileAnalysis& a) {
 }
 
 std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
-  std::vector<core::Table> out = profile_tables(a.report);
+  std::vector<core::Table> out = runs::profile_tables(a.report);
   const MemoryFitReport& mf = a.memory_fit;
   if (!mf.requested) return out;
   auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / kGiB); };
@@ -350,4 +361,4 @@ std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
   return out;
 }
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

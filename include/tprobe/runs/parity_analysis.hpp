@@ -11,25 +11,26 @@
 #include "tprobe/torch_api/parity_request.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 
 struct ParityReport {
-  ParityOptions options;
-  ParityResult result;
+  torch_api::ParityOptions options;
+  torch_api::ParityResult result;
   std::vector<core::Diagnostic> diagnostics;
   core::Outcome outcome = core::Outcome::kOk;  // kNo: outside tolerance
 };
 
 // Throws UsageError for a non-positive CE chunk, backward without an adapter, a hidden-state dump
 // with backward, and checkpointing or no input grads without backward.
-void validate(const ParityOptions& options);
+void validate(const torch_api::ParityOptions& options);
 
 // The verdict over an engine result: a one-sided zero LoRA gradient is an error, a zero on both
 // sides a warning, a comparison outside its tolerance an error and outcome kNo.
-ParityReport judge_parity(const ParityOptions& options, ParityResult result);
+ParityReport judge_parity(const torch_api::ParityOptions& options, torch_api::ParityResult result);
 
 // validate(), the torch module's run_parity, judge_parity().
-ParityReport analyse_parity(EngineAccess engine, const ParityOptions& options);
+ParityReport analyse_parity(torch_api::EngineAccess engine,
+                            const torch_api::ParityOptions& options);
 
 core::Json to_json(const ParityReport& report);
 // Reads the `results` to_json wrote (parity_evidence_from_json, parity_report.hpp) and judges the
@@ -39,4 +40,4 @@ ParityReport parity_report_from_json(const core::Json& results, const std::strin
 // The summary table, and with backward the per-module table.
 std::vector<core::Table> parity_tables(const ParityReport& report);
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

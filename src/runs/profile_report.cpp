@@ -15,9 +15,18 @@
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
-#include "tprobe/torch_api/profile_report.hpp"
+#include "tprobe/runs/profile_report.hpp"
+#include "tprobe/runs/step_report.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
+
+using torch_api::PointOutcome;
+using torch_api::PointResult;
+using torch_api::PointTrace;
+using torch_api::ProfileReport;
+using torch_api::ProfileRequest;
+using torch_api::StepReport;
+using torch_api::StepSpec;
 
 namespace {
 
@@ -801,4 +810,4 @@ void profile_report_section(core::SectionBuilder& c) {
     if (kt && kt->is_object()) kernel_table_figures(c, *kt, std::string(k) + ".");
   }
 }
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

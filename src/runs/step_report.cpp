@@ -1,5 +1,5 @@
 // JSON, line and table views of a StepReport: no libtorch here, so they compile fast.
-#include "tprobe/torch_api/step_report.hpp"
+#include "tprobe/runs/step_report.hpp"
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
@@ -12,33 +12,12 @@
 #include <cstdint>
 #include <limits>
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 
-bool StepPoint::padded() const {
-  for (int64_t l : lengths) {
-    if (l < width) return true;
-  }
-  return false;
-}
-
-int64_t StepPoint::real_tokens() const {
-  if (lengths.empty()) return batch * width;
-  int64_t n = 0;
-  for (int64_t l : lengths) n += l;
-  return n;
-}
-
-const char* to_string(PointOutcome outcome) {
-  switch (outcome) {
-    case PointOutcome::kOk:
-      return "ok";
-    case PointOutcome::kOom:
-      return "oom";
-    case PointOutcome::kError:
-      return "error";
-  }
-  return "?";
-}
+using torch_api::PointOutcome;
+using torch_api::PointResult;
+using torch_api::StepPoint;
+using torch_api::StepReport;
 
 SampleStats sample_stats(const std::vector<double>& samples) {
   SampleStats s;
@@ -478,4 +457,4 @@ core::Table timing_table(const StepReport& r) {
   return t;
 }
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

@@ -15,7 +15,7 @@
 #include "tprobe/torch_api/mask_check_request.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 
 struct MaskOptions {
   core::MaskRequest request;    // width, batch, lengths, rules, expectations
@@ -37,14 +37,14 @@ void validate(const MaskOptions& options);
 
 struct MaskAnalysis {
   core::MaskReport geometry;
-  std::optional<MaskCheckResult> materialised;  // with options.materialise
-  std::optional<MaskBackendsResult> backends;   // with options.backends
+  std::optional<torch_api::MaskCheckResult> materialised;  // with options.materialise
+  std::optional<torch_api::MaskBackendsResult> backends;   // with options.backends
   std::vector<core::Diagnostic> diagnostics;    // failed assertions, failed tensors, no backends
   core::Outcome outcome = core::Outcome::kOk;   // kNo: an assertion or a tensor check failed
 };
 
 // validate(), then the geometry, then the torch module's checks that were asked for.
-MaskAnalysis analyse_mask(EngineAccess engine, const core::ModelConfig& config,
+MaskAnalysis analyse_mask(torch_api::EngineAccess engine, const core::ModelConfig& config,
                           const MaskOptions& options);
 
 // The evidence results: the geometry's, plus "materialised", "backends" (always, [] when not
@@ -58,4 +58,4 @@ MaskAnalysis mask_analysis_from_json(const core::Json& results, const std::strin
 // The geometry's tables, then the materialised check's, then the backends'.
 std::vector<core::Table> mask_tables(const MaskAnalysis& analysis);
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

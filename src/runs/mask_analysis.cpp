@@ -1,14 +1,18 @@
-#include "tprobe/torch_api/mask_analysis.hpp"
+#include "tprobe/runs/mask_analysis.hpp"
 
 #include <fmt/format.h>
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/mask/mask_report.hpp"
-#include "tprobe/torch_api/mask_check_report.hpp"
+#include "tprobe/runs/mask_check_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
+
+using torch_api::EngineAccess;
+using torch_api::MaskBackendsOptions;
+using torch_api::MaskCheckOptions;
 
 void validate(const MaskOptions& o) {
   const core::MaskRequest& r = o.request;
@@ -138,4 +142,4 @@ std::vector<core::Table> mask_tables(const MaskAnalysis& a) {
   return tables;
 }
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

@@ -15,7 +15,7 @@
 #include "tprobe/torch_api/profile_request.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
 
 struct ProfileOptions {
   std::string checkpoint;
@@ -75,18 +75,19 @@ struct MemoryFitReport {
 // width, then the padded points of lengths and pad_fraction). Throws UsageError for a checkpoint
 // with random init, sizes past what a training setup uses, lengths that are not one per row or
 // exceed the widest width, a pad fraction outside (0, 1) and a table width that is not a width.
-ProfileRequest profile_request(const ProfileOptions& options);
+torch_api::ProfileRequest profile_request(const ProfileOptions& options);
 
 // What the probe's caller watches while the sweep runs.
 struct ProfileHooks {
   std::function<bool()> should_stop;                 // a signal: stop at the next point
-  std::function<void(const StepPoint&)> on_start;    // as each point starts
-  std::function<void(const PointResult&)> on_point;  // as each point ends
+  std::function<void(const torch_api::StepPoint&)> on_start;    // as each point starts
+  std::function<void(const torch_api::PointResult&)> on_point;  // as each point ends
 };
 
 struct ProfileAnalysis {
-  ProfileRequest request;  // raw_trace_path: the path the evidence names
-  ProfileReport report;    // its diagnostics include one per point out of memory or in error
+  torch_api::ProfileRequest request;  // raw_trace_path: the path the evidence names
+  // Its diagnostics include one per point out of memory or in error.
+  torch_api::ProfileReport report;
   MemoryFitReport memory_fit;
   core::Outcome outcome = core::Outcome::kOk;  // a measurement is never a "no"
 };
@@ -94,7 +95,7 @@ struct ProfileAnalysis {
 // profile_request(), then the sweep; the raw trace (when asked for) is written to
 // `raw_trace_to` (the output guard's staged name of options.raw_trace), the first point's memory
 // history to `raw_memory_to` (options.raw_memory's staged name).
-ProfileAnalysis analyse_profile(EngineAccess engine, const ProfileOptions& options,
+ProfileAnalysis analyse_profile(torch_api::EngineAccess engine, const ProfileOptions& options,
                                 const std::string& raw_trace_to, const ProfileHooks& hooks,
                                 const std::string& raw_memory_to = "");
 
@@ -106,4 +107,4 @@ std::string interrupted_note(const ProfileAnalysis& analysis);
 core::Json to_json(const ProfileAnalysis& analysis);
 std::vector<core::Table> profile_tables(const ProfileAnalysis& analysis);
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs

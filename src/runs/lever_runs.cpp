@@ -1,4 +1,4 @@
-#include "tprobe/torch_api/lever_runs.hpp"
+#include "tprobe/runs/lever_runs.hpp"
 
 #include <fmt/format.h>
 
@@ -12,9 +12,20 @@
 #include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
+#include "tprobe/runs/profile_costs.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::runs {
+
+using torch_api::EngineAccess;
+using torch_api::ExtraPoints;
+using torch_api::PointOutcome;
+using torch_api::PointResult;
+using torch_api::ProfileReport;
+using torch_api::ProfileRequest;
+using torch_api::StepPoint;
+using torch_api::StepReport;
+using torch_api::StepSpec;
 
 ProfileRequest lever_request(const ProfileRequest& shared, const core::StepConfig& config,
                              bool padded_only) {
@@ -177,6 +188,7 @@ Measured measure(const LeversRequest& in, const core::LeverConfig& c, const Prof
     fail_all("error", e.what());
     return m;
   }
+  derive_profile_costs(*m.report, req);  // the MFUs of the rows
   const ProfileReport& rep = *m.report;
   for (std::size_t i = 0; i < rep.steps.points.size(); ++i) {
     const PointResult& pr = rep.steps.points[i];
@@ -671,4 +683,4 @@ core::LeversReport analyse_levers(EngineAccess engine, const LeversOptions& opti
   return rep;
 }
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::runs
