@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/runs/profile_costs.hpp"
 #include "tprobe/runs/profile_report.hpp"
@@ -284,6 +285,9 @@ std::string interrupted_note(const ProfileAnalysis& a) {
                          : " (the step of " + a.report.steps.interrupted_at + ")");
 }
 
+// How each budget's edges were measured, said in the evidence.
+constexpr const char* kAllocatorCap = "the caching allocator's memory fraction set to the budget";
+
 core::Json to_json(const ProfileAnalysis& a) {
   core::Json out = runs::to_json(a.report, a.request);
   const MemoryFitReport& mf = a.memory_fit;
@@ -301,7 +305,7 @@ core::Json to_json(const ProfileAnalysis& a) {
     bj["gpu_memory_bytes"] = b.gpu_memory_bytes;
     bj["reserve_bytes"] = b.reserve_bytes;
     bj["budget_bytes"] = b.gpu_memory_bytes - b.reserve_bytes;
-    bj["allocator_cap"] = "the caching allocator's memory fraction set to the budget";
+    bj["allocator_cap"] = kAllocatorCap;
     bj["predicted"] = core::Json::array();
     for (const auto& e : b.predicted) bj["predicted"].push_back(core::to_json(e));
     bj["checks"] = core::Json::array();
@@ -313,6 +317,49 @@ core::Json to_json(const ProfileAnalysis& a) {
   }
   out["memory_fit"] = std::move(j);
   return out;
+}
+
+ProfileAnalysis profile_analysis_from_json(const core::Json& results, const std::string& where) {
+  namespace jr = core::json_read;
+  ProfileEvidence e = profile_evidence_from_json(results, where);
+  ProfileAnalysis a;
+  a.request = std::move(e.request);
+  a.report = std::move(e.report);
+  const core::Json& mf = jr::field(results, "memory_fit", where);
+  if (mf.is_null()) return a;
+  const std::string mw = where + ".memory_fit";
+  if (!mf.is_object()) fail("{} must be an object or null", mw);
+  MemoryFitReport& m = a.memory_fit;
+  m.requested = true;
+  m.fit = core::memory_fit_from_json(jr::object(mf, "fit", mw), mw + ".fit");
+  const std::string model = fmt::format("peak_{} = c0 + c1*(batch*width) + c2*(batch*width^2)",
+                                        m.fit.reserved ? "reserved" : "allocated");
+  if (jr::string(mf, "model", mw) != model) fail("{}.model: not '{}'", mw, model);
+  const core::Json& budgets = jr::array(mf, "budgets", mw);
+  for (std::size_t i = 0; i < budgets.size(); ++i) {
+    const std::string bw = jr::at(mw, "budgets", i);
+    const core::Json& x = budgets[i];
+    MemoryBudget b;
+    b.gpu_memory_bytes = jr::number(x, "gpu_memory_bytes", bw);
+    b.reserve_bytes = jr::number(x, "reserve_bytes", bw);
+    if (b.gpu_memory_bytes <= 0 || b.reserve_bytes < 0 || b.reserve_bytes >= b.gpu_memory_bytes)
+      fail("{}: the card's bytes and its reserve leave no budget", bw);
+    if (jr::number(x, "budget_bytes", bw) != b.gpu_memory_bytes - b.reserve_bytes)
+      fail("{}.budget_bytes: not gpu_memory_bytes less reserve_bytes", bw);
+    if (jr::string(x, "allocator_cap", bw) != kAllocatorCap)
+      fail("{}.allocator_cap: not '{}'", bw, kAllocatorCap);
+    const core::Json& predicted = jr::array(x, "predicted", bw);
+    for (std::size_t k = 0; k < predicted.size(); ++k)
+      b.predicted.push_back(core::memory_edge_from_json(predicted[k], jr::at(bw, "predicted", k)));
+    const core::Json& checks = jr::array(x, "checks", bw);
+    for (std::size_t k = 0; k < checks.size(); ++k)
+      b.checks.push_back(core::memory_edge_check_from_json(checks[k], jr::at(bw, "checks", k)));
+    b.problems = jr::strings(x, "problems", bw);
+    b.marginal_width = jr::integer(x, "marginal_width", bw, 0);
+    b.marginal_sequence_bytes = jr::number(x, "marginal_sequence_bytes", bw);
+    m.budgets.push_back(std::move(b));
+  }
+  return a;
 }
 
 std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {

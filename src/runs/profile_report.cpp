@@ -8,23 +8,30 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/part_diff.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/runs/profile_report.hpp"
 #include "tprobe/runs/step_report.hpp"
+#include "tprobe/torch_api/profile_request.hpp"
 
 namespace tprobe::runs {
 
+using torch_api::AttentionDelta;
+using torch_api::PointCost;
 using torch_api::PointOutcome;
 using torch_api::PointResult;
 using torch_api::PointTrace;
 using torch_api::ProfileReport;
 using torch_api::ProfileRequest;
+using torch_api::StepPoint;
 using torch_api::StepReport;
 using torch_api::StepSpec;
 
@@ -205,6 +212,217 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
                      {"ran", core::to_json(ran_here)},
                      {"at_baseline", differs.empty()},
                      {"differs", differs}};
+  return out;
+}
+
+namespace {
+
+namespace jr = core::json_read;
+
+int64_t ns_of(double seconds) { return std::llround(seconds * 1e9); }
+
+// `read` against the writer's `rewritten`, for fields written twice or derived: the first JSON path
+// where they part names the field, and what the other fields make of it.
+void check_rewritten(const core::Json& read, const core::Json& rewritten,
+                     const std::string& where) {
+  if (read == rewritten) return;
+  const core::Json patch = core::Json::diff(rewritten, read);
+  const std::string pointer = patch.empty() ? "" : patch[0].value("path", "");
+  std::string field = pointer;
+  std::replace(field.begin(), field.end(), '/', '.');
+  std::string expected = "nothing";
+  const core::Json::json_pointer at(pointer);
+  if (rewritten.contains(at)) {
+    expected = rewritten.at(at).dump(-1, ' ', true, core::Json::error_handler_t::replace);
+    if (expected.size() > 80) expected = expected.substr(0, 77) + "...";
+  }
+  fail("{}{}: not what the other fields make of it ({})", where, field, expected);
+}
+
+PointTrace trace_from_json(const core::Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object or null", where);
+  PointTrace t;
+  t.captured = jr::boolean(j, "captured", where);
+  t.records = jr::integer(j, "records", where, 0);
+  t.kernels = jr::integer(j, "kernels", where, 0);
+  t.dropped_records = jr::integer(j, "dropped_records", where, 0);
+  const std::string aw = where + ".attribution";
+  const core::Json& a = jr::object(j, "attribution", where);
+  t.counts.records = t.records;
+  t.counts.untagged = jr::integer(a, "untagged_records", aw, 0, t.records);
+  t.counts.untagged_no_context = jr::integer(a, "untagged_no_context_records", aw, 0, t.records);
+  t.counts.untagged_unlinked = jr::integer(a, "untagged_unlinked_node_records", aw, 0, t.records);
+  t.counts.linked = jr::integer(a, "linked_records", aw, 0, t.records);
+  t.kernel_sum_s = jr::number(j, "kernel_sum_s", where);
+  t.span_s = jr::number(j, "span_s", where);
+  if (t.kernel_sum_s < 0 || t.span_s < 0) fail("{}: a negative kernel_sum_s or span_s", where);
+  core::StepBreakdown& b = t.breakdown;
+  b.kernels = t.kernels;
+  b.kernel_ns = ns_of(t.kernel_sum_s);
+  b.span_ns = ns_of(t.span_s);
+  b.untagged_kernel_ns = ns_of(jr::number(j, "untagged_kernel_s", where));
+  b.rows =
+      core::part_rows_from_json(jr::field(j, "by_phase_part", where), where + ".by_phase_part");
+  // part_rows_from_json reads the kernel time of a row; the copies' time is profile's own column.
+  const core::Json& rows = jr::array(j, "by_phase_part", where);
+  for (std::size_t i = 0; i < b.rows.size(); ++i) {
+    const double copies = jr::number(rows[i], "memcpy_memset_s", jr::at(where, "by_phase_part", i));
+    if (copies < 0) fail("{}: negative memcpy_memset_s", jr::at(where, "by_phase_part", i));
+    b.rows[i].memcpy_memset_ns = ns_of(copies);
+    b.memcpy_memset_ns += b.rows[i].memcpy_memset_ns;
+  }
+  const core::Json& layers = jr::array(j, "by_layer", where);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string lw = jr::at(where, "by_layer", i);
+    core::LayerRow l;
+    l.layer = jr::integer(layers[i], "layer", lw, 0);
+    l.layer_kind = jr::string(layers[i], "layer_kind", lw);
+    const core::Json& phases = jr::object(layers[i], "kernel_s", lw);
+    for (const auto& [phase, parts] : phases.items()) {
+      if (!parts.is_object()) fail("{}.kernel_s.{} must be an object", lw, phase);
+      for (const auto& [part, seconds] : parts.items()) {
+        const double v = jr::element_number(seconds, lw + ".kernel_s." + phase + "." + part);
+        if (v < 0) fail("{}.kernel_s.{}.{}: negative", lw, phase, part);
+        l.kernel_ns[phase][part] = ns_of(v);
+      }
+    }
+    b.layers.push_back(std::move(l));
+  }
+  t.attention_share = jr::nullable_number(j, "attention_share_ratio", where);
+  t.attention_core_share = jr::nullable_number(j, "attention_core_share_ratio", where);
+  const core::Json& deltas = jr::array(j, "attention_deltas", where);
+  for (std::size_t i = 0; i < deltas.size(); ++i) {
+    const std::string dw = jr::at(where, "attention_deltas", i);
+    AttentionDelta d;
+    d.kernel = jr::string(deltas[i], "kernel", dw);
+    d.in_core = jr::choice(deltas[i], "side", dw,
+                           {"attention_core, not named attention",
+                            "named attention, outside attention_core"}) == 0;
+    d.kernels = jr::integer(deltas[i], "kernels", dw, 0);
+    const double s = jr::number(deltas[i], "kernel_s", dw);
+    if (s < 0) fail("{}.kernel_s: negative", dw);
+    d.kernel_ns = ns_of(s);
+    t.attention_deltas.push_back(std::move(d));
+  }
+  const core::Json& table = jr::field(j, "kernel_table", where);
+  if (!table.is_null())
+    t.table = core::kernel_table_from_json(table, where + ".kernel_table");
+  t.problems = jr::strings(j, "problems", where);
+  check_rewritten(j, trace_json(t, true), where);
+  return t;
+}
+
+std::optional<std::string> note_from_json(const core::Json& j, const char* key,
+                                          const std::string& where) {
+  const std::optional<std::string> v = jr::nullable_string(j, key, where);
+  if (v && v->empty()) fail("{}.{}: empty (written null when there is none)", where, key);
+  return v;
+}
+
+}  // namespace
+
+ProfileEvidence profile_evidence_from_json(const core::Json& results, const std::string& where) {
+  if (!results.is_object()) fail("{} must be an object", where);
+  ProfileEvidence out;
+  ProfileReport& rep = out.report;
+  ProfileRequest& req = out.request;
+  rep.steps = step_report_from_json(results, where);
+  // Each point's costs and trace, in the order step_report_from_json read the points.
+  for (const char* key : {"points", "padded_points"}) {
+    const core::Json& pts = jr::array(results, key, where);
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+      const std::string w = jr::at(where, key, i);
+      PointCost c;
+      c.intended_flops = jr::number(pts[i], "intended_flops", w);
+      c.performed_flops = jr::number(pts[i], "performed_flops", w);
+      if (c.intended_flops < 0 || c.performed_flops < 0) fail("{}: negative FLOPs", w);
+      c.intended_mfu = jr::nullable_number(pts[i], "intended_mfu_ratio", w);
+      c.performed_mfu = jr::nullable_number(pts[i], "performed_mfu_ratio", w);
+      rep.costs.push_back(c);
+      const core::Json& kt = jr::field(pts[i], "kernel_trace", w);
+      rep.traces.push_back(kt.is_null() ? PointTrace{} : trace_from_json(kt, w + ".kernel_trace"));
+    }
+  }
+  const std::string sw = where + ".kernel_trace_status";
+  const core::Json& status = jr::object(results, "kernel_trace_status", where);
+  rep.kernel_table_supported = jr::boolean(status, "supported", sw);
+  rep.kernel_table_reason = note_from_json(status, "reason", sw).value_or("");
+  rep.trace_source = note_from_json(status, "source", sw).value_or("");
+  req.raw_trace_path = note_from_json(status, "raw_trace_path", sw).value_or("");
+  for (std::size_t i = 0; i < rep.traces.size(); ++i) {
+    const bool written = rep.kernel_table_supported;
+    const bool has = rep.traces[i].captured || rep.traces[i].records > 0 ||
+                     !rep.traces[i].problems.empty() || rep.traces[i].table;
+    if (!written && has) fail("{}: a point has a kernel_trace but the trace is not supported", sw);
+  }
+  const std::string pw = where + ".peak";
+  const core::Json& peak = jr::object(results, "peak", where);
+  rep.peak_tflops = jr::nullable_number(peak, "tflops", pw);
+  if (rep.peak_tflops && *rep.peak_tflops <= 0) fail("{}.tflops: not positive", pw);
+  rep.peak_source = jr::string(peak, "source", pw);
+  const std::string path = jr::string(results, "flops_attention_path", where);
+  const std::optional<core::AttentionPath> flops_path = core::parse_attention_path(path);
+  if (!flops_path) fail("{}.flops_attention_path: unknown path '{}'", where, path);
+  rep.flops_path = *flops_path;
+  const core::Json& fit = jr::field(results, "scaling_fit", where);
+  if (!fit.is_null()) rep.fit = core::scaling_fit_report_from_json(fit, where + ".scaling_fit");
+  rep.fit_note = note_from_json(results, "scaling_fit_note", where).value_or("");
+  rep.sliding_dense = jr::boolean(results, "sliding_attention_dense", where);
+  const core::Json& share = jr::field(results, "share_check", where);
+  if (!share.is_null())
+    rep.share_check = core::share_check_from_json(share, where + ".share_check");
+  rep.share_check_note = note_from_json(results, "share_check_note", where).value_or("");
+  // The kernel-table point: an unpadded point at that shape, whose trace holds that table.
+  const core::Json& tp = jr::field(results, "kernel_table_point", where);
+  if (!tp.is_null()) {
+    const std::string tw = where + ".kernel_table_point";
+    if (!tp.is_object()) fail("{} must be an object or null", tw);
+    const int64_t batch = jr::integer(tp, "batch", tw, 1);
+    const int64_t width = jr::integer(tp, "width", tw, 1);
+    for (std::size_t i = 0; i < rep.steps.points.size(); ++i) {
+      const StepPoint& p = rep.steps.points[i].point;
+      if (!p.padded() && p.batch == batch && p.width == width && rep.traces[i].table) {
+        rep.table_point = i;
+        break;
+      }
+    }
+    if (!rep.table_point)
+      fail("{}: no traced unpadded point {}x{} with a kernel table", tw, batch, width);
+  }
+  // The request as the provenance records it.
+  const std::string vw = where + ".provenance";
+  const core::Json& prov = jr::object(results, "provenance", where);
+  StepSpec& s = req.spec;
+  s.config = core::step_config_from_json(jr::object(prov, "config_requested", vw),
+                                         vw + ".config_requested");
+  rep.config = core::step_config_from_json(jr::object(prov, "config", vw), vw + ".config");
+  s.input_requires_grad = jr::boolean(prov, "input_requires_grad", vw);
+  const std::optional<int64_t> chunk = jr::nullable_integer(prov, "ce_chunk", vw, 1);
+  if (chunk) s.ce_chunk = *chunk;
+  const std::string lw = vw + ".lora";
+  const core::Json& lora = jr::object(prov, "lora", vw);
+  s.lora_targets = jr::strings(lora, "targets", lw);
+  s.lora_rank = jr::integer(lora, "rank", lw, 0);
+  s.lora_alpha = jr::number(lora, "alpha", lw);
+  s.dtype = jr::string(prov, "dtype", vw);
+  s.seed = jr::unsigned_integer(prov, "seed", vw);
+  s.warmup = jr::integer(prov, "warmup", vw, 0);
+  s.repeats = jr::integer(prov, "repeats", vw, 1);
+  // The device the sweep ran on: "cpu" or "cuda:N" as the steps record it.
+  const std::string& device = rep.steps.device_resolved;
+  s.device = device.rfind("cuda", 0) == 0 ? "cuda" : "cpu";
+  s.model = rep.steps.model;
+  for (const PointResult& p : rep.steps.points) s.points.push_back(p.point);
+  const std::string mw = where + ".memory_status";
+  const core::Json& memory = jr::object(results, "memory_status", where);
+  s.record_memory = jr::boolean(memory, "memory_step", mw);
+  req.raw_memory_path = note_from_json(memory, "raw_memory_path", mw).value_or("");
+  req.trace = rep.kernel_table_supported || !rep.kernel_table_reason.empty();
+  // Written twice or derived: the provenance's per-knob words, the resolved attention, the
+  // baseline and the embedded kernel table, checked by writing them again.
+  const core::Json again = runs::to_json(rep, req);
+  for (const char* key : {"provenance", "baseline", "kernel_table", "kernel_table_point"})
+    check_rewritten(jr::field(results, key, where), again[key], where + "." + key);
   return out;
 }
 

@@ -275,6 +275,32 @@ std::vector<PointResult> profile_points_from_json(const core::Json& results,
   return out;
 }
 
+StepReport step_report_from_json(const core::Json& results, const std::string& where) {
+  if (!results.is_object()) fail("{} must be an object", where);
+  StepReport r;
+  r.model = jr::string(results, "model", where);
+  r.source = jr::string(results, "source", where);
+  r.config_digest = jr::string(results, "config_digest", where);
+  r.device_resolved = jr::string(results, "device", where);
+  r.dtype = jr::string(results, "dtype", where);
+  r.clock = jr::string(results, "clock", where);
+  r.init_s = jr::number(results, "init_s", where);
+  if (r.init_s < 0) fail("{}.init_s: negative", where);
+  r.base_parameters = jr::integer(results, "base_parameters", where, 0);
+  r.lora_modules = jr::integer(results, "lora_modules", where, 0);
+  r.lora_parameters = jr::integer(results, "lora_parameters", where, 0);
+  r.weights_allocated_bytes = jr::integer(results, "weights_allocated_bytes", where, 0);
+  r.interrupted = jr::boolean(results, "interrupted", where);
+  const std::optional<std::string> at = jr::nullable_string(results, "interrupted_at", where);
+  if (at) {
+    if (at->empty()) fail("{}.interrupted_at: empty (written null when there is none)", where);
+    if (!r.interrupted) fail("{}.interrupted_at: set but interrupted is false", where);
+    r.interrupted_at = *at;
+  }
+  r.points = profile_points_from_json(results, where);
+  return r;
+}
+
 core::Json to_json(const StepReport& r) {
   core::Json out;
   out["model"] = r.model;

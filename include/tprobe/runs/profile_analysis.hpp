@@ -105,6 +105,12 @@ std::string resolved_attention(const ProfileAnalysis& analysis);
 std::string interrupted_note(const ProfileAnalysis& analysis);
 
 core::Json to_json(const ProfileAnalysis& analysis);
+// The probe's results back: the request and the report as profile_evidence_from_json reads them,
+// and the memory fit (null: not asked for; its fit, each budget's predicted edges, their checks
+// and problems, the budget and the model's spelling checked against the other fields). So
+// to_json(profile_analysis_from_json(r)) is r for every document to_json wrote; the outcome of a
+// measurement is kOk. Throws tprobe::Error naming `where` ("p.json results") and the field.
+ProfileAnalysis profile_analysis_from_json(const core::Json& results, const std::string& where);
 std::vector<core::Table> profile_tables(const ProfileAnalysis& analysis);
 
 }  // namespace tprobe::runs

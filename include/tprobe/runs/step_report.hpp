@@ -33,6 +33,12 @@ torch_api::PointResult point_from_json(const core::Json& j, const std::string& w
 // the two arrays is an error.
 std::vector<torch_api::PointResult> profile_points_from_json(const core::Json& results,
                                                   const std::string& where);
+// The whole StepReport of those results: its own fields (model, source, config_digest, device,
+// dtype, clock, init_s, the parameter counts, the weights' bytes, interrupted and where) and the
+// points as profile_points_from_json reads them; `config` (the built model's facts, which the
+// evidence names by config_digest) and `extra` are not written, so not read. to_json of it is
+// to_json(report) for a report whose points are in sweep order, unpadded first.
+torch_api::StepReport step_report_from_json(const core::Json& results, const std::string& where);
 // {model, source, ..., points: [unpadded points], padded_points: [points with padding]}:
 // scaling-fit fits `points` (one curve over widths) and never sees a padded point.
 core::Json to_json(const torch_api::StepReport& report);

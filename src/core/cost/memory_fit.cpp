@@ -12,6 +12,7 @@
 
 #include "base/checked_math.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/scaling_fit.hpp"
 
@@ -648,6 +649,134 @@ Json to_json(const MemoryEdgeCheck& c) {
               {"predicted", to_json(c.predicted)},
               {"edge", to_json(c.edge)},
               {"next", to_json(c.next)}};
+}
+
+namespace {
+
+namespace jr = json_read;
+
+bool peak_is_reserved(const Json& j, const std::string& where) {
+  return jr::choice(j, "peak", where, {"allocated", "reserved"}) == 1;
+}
+
+}  // namespace
+
+MemoryFitPoint memory_fit_point_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  MemoryFitPoint p;
+  p.batch = jr::integer(j, "batch", where, 1, kMaxMemoryFitBatch);
+  p.width = jr::integer(j, "width", where, 1, kMaxMemoryFitWidth);
+  p.peak_allocated_bytes = jr::integer(j, "peak_allocated_bytes", where, 0);
+  p.peak_reserved_bytes = jr::integer(j, "peak_reserved_bytes", where, 0);
+  p.oom = jr::boolean(j, "oom", where);
+  return p;
+}
+
+MemoryFit memory_fit_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  MemoryFit f;
+  f.ok = jr::boolean(j, "ok", where);
+  const std::optional<std::string> why = jr::nullable_string(j, "why_not", where);
+  if (f.ok == why.has_value()) fail("{}: why_not must be null exactly when ok", where);
+  if (why) f.why_not = *why;
+  f.reserved = peak_is_reserved(j, where);
+  f.points = jr::integer(j, "points", where, 0);
+  f.distinct_points = jr::integer(j, "distinct_points", where, 0, f.points);
+  f.excluded_oom = jr::integer(j, "excluded_oom", where, 0);
+  f.max_fitted_tokens = jr::integer(j, "max_fitted_tokens", where, 0);
+  f.max_fitted_token_width = jr::integer(j, "max_fitted_token_width", where, 0);
+  auto when_ok = [&](const char* key) -> double {
+    const std::optional<double> v = jr::nullable_number(j, key, where);
+    if (v.has_value() != f.ok) fail("{}.{} must be a number exactly when ok", where, key);
+    return v.value_or(0.0);
+  };
+  f.c0 = when_ok("c0_bytes");
+  f.c1 = when_ok("c1_bytes_per_token");
+  f.c2 = when_ok("c2_bytes_per_token_width");
+  f.max_abs_residual_bytes = when_ok("max_abs_residual_bytes");
+  f.rms_residual_bytes = when_ok("rms_residual_bytes");
+  const std::optional<int64_t> dof = jr::nullable_integer(j, "dof", where, 0);
+  const std::optional<bool> exact = jr::nullable_boolean(j, "exact", where);
+  if (dof.has_value() != f.ok || exact.has_value() != f.ok)
+    fail("{}: dof and exact must be set exactly when ok", where);
+  f.dof = dof.value_or(0);
+  f.exact = exact.value_or(false);
+  f.residual_std_bytes = jr::nullable_number(j, "residual_std_bytes", where);
+  if (f.residual_std_bytes && !(f.ok && f.dof > 0))
+    fail("{}: residual_std_bytes is set only for a fit with residual degrees of freedom", where);
+  const Json& rows = jr::array(j, "fitted", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string w = jr::at(where, "fitted", i);
+    f.fitted_points.push_back(memory_fit_point_from_json(rows[i], w));
+    f.fitted_indices.push_back(jr::integer(rows[i], "index", w, 0));
+    if (!f.ok) continue;
+    const double residual = jr::number(rows[i], "residual_bytes", w);
+    const double measured =
+        static_cast<double>(fitted_peak(f.fitted_points.back(), f.reserved));
+    if (jr::number(rows[i], "predicted_bytes", w) != measured - residual)
+      fail("{}: predicted_bytes is not the measured peak less residual_bytes", w);
+    f.residuals_bytes.push_back(residual);
+  }
+  if (f.ok && static_cast<int64_t>(f.fitted_points.size()) != f.points)
+    fail("{}: {} fitted rows but points is {}", where, f.fitted_points.size(), f.points);
+  const Json& ooms = jr::array(j, "oom_points", where);
+  for (std::size_t i = 0; i < ooms.size(); ++i)
+    f.oom_points.push_back(memory_fit_point_from_json(ooms[i], jr::at(where, "oom_points", i)));
+  const Json& test = jr::field(j, "c2_test", where);
+  if (test.is_null() == f.ok) fail("{}: c2_test must be an object exactly when ok", where);
+  if (f.ok) {
+    const std::string w = where + ".c2_test";
+    if (!test.is_object()) fail("{} must be an object", w);
+    QuadraticTermTest& t = f.c2_test;
+    t.testable = jr::boolean(test, "testable", w);
+    const std::optional<std::string> tw = jr::nullable_string(test, "why_not", w);
+    if (t.testable == tw.has_value()) fail("{}: why_not must be null exactly when testable", w);
+    if (tw) t.why_not = *tw;
+    t.dof = jr::integer(test, "dof", w);
+    t.alpha = jr::number(test, "alpha", w);
+    t.c2_std_error = jr::nullable_number(test, "c2_std_error", w);
+    t.f = jr::nullable_number(test, "f", w);
+    t.p_value = jr::nullable_number(test, "p_value", w);
+    if (t.p_value && (*t.p_value < 0 || *t.p_value > 1)) fail("{}.p_value: not in [0, 1]", w);
+    const std::optional<bool> significant = jr::nullable_boolean(test, "significant", w);
+    if (significant.has_value() != t.testable)
+      fail("{}: significant must be set exactly when testable", w);
+    t.significant = significant.value_or(false);
+    t.verdict = jr::string(test, "verdict", w);
+  }
+  return f;
+}
+
+MemoryEdge memory_edge_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  MemoryEdge e;
+  e.axis = jr::choice(j, "axis", where, {"width", "batch"}) == 0 ? "width" : "batch";
+  e.batch = jr::integer(j, "batch", where, 0, kMaxMemoryFitBatch);
+  e.width = jr::integer(j, "width", where, 0, kMaxMemoryFitWidth);
+  e.step = jr::integer(j, "step", where, 0);
+  e.reserved = peak_is_reserved(j, where);
+  e.predicted_peak_bytes = jr::number(j, "predicted_peak_bytes", where);
+  e.next_predicted_peak_bytes = jr::nullable_number(j, "next_predicted_peak_bytes", where);
+  e.budget_bytes = jr::number(j, "budget_bytes", where);
+  e.fits_nothing = jr::boolean(j, "fits_nothing", where);
+  e.capped = jr::boolean(j, "capped", where);
+  e.extrapolated = jr::boolean(j, "extrapolated", where);
+  e.note = jr::string(j, "note", where);
+  return e;
+}
+
+MemoryEdgeCheck memory_edge_check_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  MemoryEdgeCheck c;
+  c.verdict = jr::string(j, "verdict", where);
+  c.message = jr::string(j, "message", where);
+  c.budget_bytes = jr::number(j, "budget_bytes", where);
+  c.edge_error_bytes = jr::nullable_number(j, "edge_error_bytes", where);
+  c.next_error_bytes = jr::nullable_number(j, "next_error_bytes", where);
+  c.predicted = memory_edge_from_json(jr::object(j, "predicted", where), where + ".predicted");
+  c.edge = memory_fit_point_from_json(jr::object(j, "edge", where), where + ".edge");
+  c.next = memory_fit_point_from_json(jr::object(j, "next", where), where + ".next");
+  return c;
 }
 
 }  // namespace tprobe::core

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 
 namespace tprobe::core {
 
@@ -108,6 +109,43 @@ Json to_json(const ShareCheck& c) {
                            {"terms", std::move(terms)}});
   }
   return out;
+}
+
+ShareCheck share_check_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  ShareCheck c;
+  c.determined = jr::boolean(j, "determined", where);
+  const std::optional<std::string> refusal = jr::nullable_string(j, "refusal", where);
+  if (refusal) {
+    if (refusal->empty()) fail("{}.refusal: empty (written null when there is none)", where);
+    c.refusal = *refusal;
+  }
+  c.model = jr::enum_value(j, "model", where,
+                           {FitModel::kA, FitModel::kAB, FitModel::kAC, FitModel::kABC});
+  c.threshold = jr::number(j, "threshold_ratio", where);
+  if (c.threshold < 0) fail("{}.threshold_ratio: negative", where);
+  c.quadratic_parts = jr::strings(j, "quadratic_parts", where);
+  const Json& rows = jr::array(j, "rows", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string w = jr::at(where, "rows", i);
+    const Json& x = rows[i];
+    ShareCheckRow r;
+    r.width = jr::number(x, "width", w);
+    r.fit_quadratic_share = jr::number(x, "fit_quadratic_share_ratio", w);
+    r.parts_quadratic_share = jr::number(x, "parts_quadratic_share_ratio", w);
+    r.difference = jr::number(x, "difference_ratio", w);
+    if (jr::boolean(x, "within_threshold", w) != (std::fabs(r.difference) <= c.threshold))
+      fail("{}.within_threshold: not what difference_ratio and the threshold say", w);
+    const Json& terms = jr::array(x, "terms", w);
+    for (std::size_t k = 0; k < terms.size(); ++k) {
+      const std::string tw = jr::at(w, "terms", k);
+      r.terms.push_back({jr::string(terms[k], "term", tw), jr::number(terms[k], "share_ratio", tw)});
+    }
+    r.explained = true;  // not written: check_quadratic_shares sets it on every row it writes
+    c.rows.push_back(std::move(r));
+  }
+  return c;
 }
 
 }  // namespace tprobe::core

@@ -147,5 +147,14 @@ Json to_json(const MemoryFitPoint& point);
 Json to_json(const MemoryFit& fit);
 Json to_json(const MemoryEdge& edge);
 Json to_json(const MemoryEdgeCheck& check);
+// Their readers: every field the writers above write, each checked (counts not negative, shapes
+// within the accepted range, the derived fields — a fitted point's predicted bytes, the residual
+// statistics' presence — against what the read fields make of them), so that
+// to_json(x_from_json(to_json(x))) is to_json(x). An F written null (infinite) reads back as
+// none. Throw tprobe::Error naming `where` and the field.
+MemoryFitPoint memory_fit_point_from_json(const Json& j, const std::string& where);
+MemoryFit memory_fit_from_json(const Json& j, const std::string& where);
+MemoryEdge memory_edge_from_json(const Json& j, const std::string& where);
+MemoryEdgeCheck memory_edge_check_from_json(const Json& j, const std::string& where);
 
 }  // namespace tprobe::core

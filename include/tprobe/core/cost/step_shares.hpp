@@ -60,5 +60,9 @@ struct ShareCheck {
 
 ShareCheck check_quadratic_shares(const ShareCheckInput& in);
 Json to_json(const ShareCheck& c);
+// Its reader: every field to_json writes (a row's within_threshold checked against its difference
+// and the threshold), so that to_json(share_check_from_json(to_json(c))) is to_json(c). Throws
+// tprobe::Error naming `where` and the field.
+ShareCheck share_check_from_json(const Json& j, const std::string& where);
 
 }  // namespace tprobe::core
