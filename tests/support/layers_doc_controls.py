@@ -28,6 +28,12 @@ def run(root, doc_text):
         os.unlink(path)
 
 
+def copy_tree(root, tree):
+    """The folders check-layers.py reads, copied from root into tree."""
+    for top in ("include", "src", "probes", "docs", "scripts"):
+        shutil.copytree(os.path.join(root, top), os.path.join(tree, top))
+
+
 def main():
     root = os.path.abspath(sys.argv[1])
     with open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8") as fh:
@@ -61,8 +67,7 @@ def main():
         if rc != 1 or says not in out:
             failures.append(f"{name}: exit {rc}, expected 1 and a line with {says!r}:\n{out}")
     with tempfile.TemporaryDirectory() as tree:
-        for top in ("include", "src", "probes", "docs", "scripts"):
-            shutil.copytree(os.path.join(root, top), os.path.join(tree, top))
+        copy_tree(root, tree)
         victim = os.path.join(tree, "src", "model", "attention_paths.cpp")
         with open(victim, "a", encoding="utf-8") as fh:
             fh.write("\n#if TPROBE_TORCH_AT_LEAST(2, 0)\n#endif\n")
@@ -73,8 +78,7 @@ def main():
             failures.append(f"guard outside torch_compat.cpp: exit {p.returncode}, expected 1 and "
                             f"a line naming {says}:\n{p.stdout}")
     with tempfile.TemporaryDirectory() as tree:
-        for top in ("include", "src", "probes", "docs", "scripts"):
-            shutil.copytree(os.path.join(root, top), os.path.join(tree, top))
+        copy_tree(root, tree)
         os.rename(os.path.join(tree, "probes", "padding_probe.cpp"),
                   os.path.join(tree, "probes", "padding.cpp"))
         p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), tree],
@@ -84,8 +88,7 @@ def main():
             failures.append(f"a probe file named like a core file: exit {p.returncode}, expected 1 "
                             f"and a line with {says!r}:\n{p.stdout}")
     with tempfile.TemporaryDirectory() as tree:
-        for top in ("include", "src", "probes", "docs", "scripts"):
-            shutil.copytree(os.path.join(root, top), os.path.join(tree, top))
+        copy_tree(root, tree)
         shutil.copy(os.path.join(tree, "src", "runs", "step_report.cpp"),
                     os.path.join(tree, "src", "torch_api", "step_views.cpp"))
         p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), tree],
