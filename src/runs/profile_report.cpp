@@ -15,7 +15,6 @@
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
-#include "tprobe/core/trace/part_diff.hpp"
 #include "tprobe/core/trace/trace_parts.hpp"
 #include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/runs/profile_report.hpp"
@@ -221,24 +220,6 @@ namespace jr = core::json_read;
 
 int64_t ns_of(double seconds) { return std::llround(seconds * 1e9); }
 
-// `read` against the writer's `rewritten`, for fields written twice or derived: the first JSON path
-// where they part names the field, and what the other fields make of it.
-void check_rewritten(const core::Json& read, const core::Json& rewritten,
-                     const std::string& where) {
-  if (read == rewritten) return;
-  const core::Json patch = core::Json::diff(rewritten, read);
-  const std::string pointer = patch.empty() ? "" : patch[0].value("path", "");
-  std::string field = pointer;
-  std::replace(field.begin(), field.end(), '/', '.');
-  std::string expected = "nothing";
-  const core::Json::json_pointer at(pointer);
-  if (rewritten.contains(at)) {
-    expected = rewritten.at(at).dump(-1, ' ', true, core::Json::error_handler_t::replace);
-    if (expected.size() > 80) expected = expected.substr(0, 77) + "...";
-  }
-  fail("{}{}: not what the other fields make of it ({})", where, field, expected);
-}
-
 PointTrace trace_from_json(const core::Json& j, const std::string& where) {
   if (!j.is_object()) fail("{} must be an object or null", where);
   PointTrace t;
@@ -256,38 +237,22 @@ PointTrace trace_from_json(const core::Json& j, const std::string& where) {
   t.kernel_sum_s = jr::number(j, "kernel_sum_s", where);
   t.span_s = jr::number(j, "span_s", where);
   if (t.kernel_sum_s < 0 || t.span_s < 0) fail("{}: a negative kernel_sum_s or span_s", where);
-  core::StepBreakdown& b = t.breakdown;
-  b.kernels = t.kernels;
-  b.kernel_ns = ns_of(t.kernel_sum_s);
-  b.span_ns = ns_of(t.span_s);
-  b.untagged_kernel_ns = ns_of(jr::number(j, "untagged_kernel_s", where));
-  b.rows =
-      core::part_rows_from_json(jr::field(j, "by_phase_part", where), where + ".by_phase_part");
-  // part_rows_from_json reads the kernel time of a row; the copies' time is profile's own column.
+  // The phase × part rows and per-layer times are the step breakdown's, under profile's names;
+  // the copies' total is not written, so it is their rows' sum (as break_down makes it).
   const core::Json& rows = jr::array(j, "by_phase_part", where);
-  for (std::size_t i = 0; i < b.rows.size(); ++i) {
-    const double copies = jr::number(rows[i], "memcpy_memset_s", jr::at(where, "by_phase_part", i));
-    if (copies < 0) fail("{}: negative memcpy_memset_s", jr::at(where, "by_phase_part", i));
-    b.rows[i].memcpy_memset_ns = ns_of(copies);
-    b.memcpy_memset_ns += b.rows[i].memcpy_memset_ns;
-  }
-  const core::Json& layers = jr::array(j, "by_layer", where);
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const std::string lw = jr::at(where, "by_layer", i);
-    core::LayerRow l;
-    l.layer = jr::integer(layers[i], "layer", lw, 0);
-    l.layer_kind = jr::string(layers[i], "layer_kind", lw);
-    const core::Json& phases = jr::object(layers[i], "kernel_s", lw);
-    for (const auto& [phase, parts] : phases.items()) {
-      if (!parts.is_object()) fail("{}.kernel_s.{} must be an object", lw, phase);
-      for (const auto& [part, seconds] : parts.items()) {
-        const double v = jr::element_number(seconds, lw + ".kernel_s." + phase + "." + part);
-        if (v < 0) fail("{}.kernel_s.{}.{}: negative", lw, phase, part);
-        l.kernel_ns[phase][part] = ns_of(v);
-      }
-    }
-    b.layers.push_back(std::move(l));
-  }
+  int64_t copies_ns = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    copies_ns += ns_of(jr::number(rows[i], "memcpy_memset_s", jr::at(where, "by_phase_part", i)));
+  const core::Json breakdown = {
+      {"kernels", t.kernels},
+      {"kernel_s", jr::field(j, "kernel_sum_s", where)},
+      {"memcpy_memset_s", static_cast<double>(copies_ns) * 1e-9},
+      {"span_s", jr::field(j, "span_s", where)},
+      {"untagged_kernel_s", jr::field(j, "untagged_kernel_s", where)},
+      {"untagged_kernel_share_ratio", jr::field(j, "untagged_kernel_share_ratio", where)},
+      {"rows", rows},
+      {"layers", jr::field(j, "by_layer", where)}};
+  t.breakdown = core::step_breakdown_from_json(breakdown, where, /*check_derived=*/false);
   t.attention_share = jr::nullable_number(j, "attention_share_ratio", where);
   t.attention_core_share = jr::nullable_number(j, "attention_core_share_ratio", where);
   const core::Json& deltas = jr::array(j, "attention_deltas", where);
@@ -308,7 +273,7 @@ PointTrace trace_from_json(const core::Json& j, const std::string& where) {
   if (!table.is_null())
     t.table = core::kernel_table_from_json(table, where + ".kernel_table");
   t.problems = jr::strings(j, "problems", where);
-  check_rewritten(j, trace_json(t, true), where);
+  jr::check_rewritten(j, trace_json(t, true), where);
   return t;
 }
 
@@ -422,7 +387,7 @@ ProfileEvidence profile_evidence_from_json(const core::Json& results, const std:
   // baseline and the embedded kernel table, checked by writing them again.
   const core::Json again = runs::to_json(rep, req);
   for (const char* key : {"provenance", "baseline", "kernel_table", "kernel_table_point"})
-    check_rewritten(jr::field(results, key, where), again[key], where + "." + key);
+    jr::check_rewritten(jr::field(results, key, where), again[key], where + "." + key);
   return out;
 }
 

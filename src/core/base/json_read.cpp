@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/strict_json.hpp"
@@ -153,6 +154,21 @@ std::size_t choice(const Json& obj, const char* key, const std::string& where,
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   fail("{}: field '{}' must be one of {}, got \"{}\"", where, key, list,
        detail::printable(v, 40));
+}
+
+void check_rewritten(const Json& read, const Json& rewritten, const std::string& where) {
+  if (read == rewritten) return;
+  const Json patch = Json::diff(rewritten, read);
+  const std::string pointer = patch.empty() ? "" : patch[0].value("path", "");
+  std::string field = pointer;
+  std::replace(field.begin(), field.end(), '/', '.');
+  std::string expected = "nothing";
+  const Json::json_pointer at(pointer);
+  if (rewritten.contains(at)) {
+    expected = rewritten.at(at).dump(-1, ' ', true, Json::error_handler_t::replace);
+    if (expected.size() > 80) expected = expected.substr(0, 77) + "...";
+  }
+  fail("{}{}: not what the other fields make of it ({})", where, field, expected);
 }
 
 }  // namespace tprobe::core::json_read

@@ -14,9 +14,13 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/base/json_read.hpp"
+#include "tprobe/core/trace/critical_path.hpp"
+#include "tprobe/core/trace/kernel_sequences.hpp"
 #include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_memory_report.hpp"
+#include "tprobe/core/trace/trace_series.hpp"
 #include "tprobe/core/trace/trace_stats_report.hpp"
+#include "tprobe/core/trace/user_ranges.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -516,6 +520,67 @@ namespace {
 
 namespace jr = json_read;
 
+// The summary's own facts as trace_summary_json writes them; the derived ones (a step's duration,
+// the trap's sums and ratios and its sentence) are checked by writing them again.
+void summary_facts_from_json(const Json& j, const std::string& where, TraceSummary& s) {
+  s.source = jr::string(j, "source", where);
+  s.gzip = jr::boolean(j, "gzip", where);
+  s.uncompressed_bytes = jr::integer(j, "uncompressed_bytes", where, 0);
+  s.events = jr::integer(j, "events", where, 0);
+  const Json& cats = jr::object(j, "categories", where);
+  for (const auto& [name, count] : cats.items())
+    s.categories[name] = jr::element_integer(count, where + ".categories." + name, 0, s.events);
+  s.schema_version = jr::string(j, "schema_version", where);
+  s.base_time_ns = jr::integer(j, "base_time_ns", where);
+  s.rank = jr::integer(j, "rank", where, -1);
+  s.world_size = jr::integer(j, "world_size", where, -1);
+  const Json& devices = jr::array(j, "device_properties", where);
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const std::string w = jr::at(where, "device_properties", i);
+    DeviceProperties p;
+    p.id = static_cast<int32_t>(jr::integer(devices[i], "id", w, 0, INT32_MAX));
+    p.name = jr::string(devices[i], "name", w);
+    p.compute_major = static_cast<int32_t>(jr::integer(devices[i], "compute_major", w, 0, 99));
+    p.compute_minor = static_cast<int32_t>(jr::integer(devices[i], "compute_minor", w, 0, 99));
+    p.total_memory_bytes = jr::integer(devices[i], "total_memory_bytes", w, 0);
+    p.multiprocessors =
+        static_cast<int32_t>(jr::integer(devices[i], "multiprocessors", w, 0, INT32_MAX));
+    s.devices.push_back(std::move(p));
+  }
+  const Json& steps = jr::array(j, "profiler_steps", where);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::string w = jr::at(where, "profiler_steps", i);
+    TraceStepRange r;
+    r.step = jr::integer(steps[i], "step", w, 0);
+    r.start_ns = jr::integer(steps[i], "start_ns", w);
+    r.end_ns = jr::integer(steps[i], "end_ns", w, r.start_ns);
+    s.steps.push_back(r);
+  }
+  const std::string hw = where + ".health";
+  const Json& h = jr::object(j, "health", where);
+  s.health.zero_duration = jr::integer(h, "zero_duration", hw, 0);
+  s.health.negative_duration = jr::integer(h, "negative_duration", hw, 0);
+  s.health.stream_overlaps = jr::integer(h, "stream_overlaps", hw, 0);
+  s.health.stream_overlap_ns = jr::integer(h, "stream_overlap_ns", hw, 0);
+  s.health.out_of_range = jr::integer(h, "out_of_range", hw, 0);
+  s.health.past_trace_end = jr::integer(h, "past_trace_end", hw, 0);
+  s.health.unmatched_begin = jr::integer(h, "unmatched_begin", hw, 0);
+  s.health.skipped_events = jr::integer(h, "skipped_events", hw, 0);
+  s.health.bad_launch_durations = jr::integer(h, "bad_launch_durations", hw, 0);
+  s.health.messages = jr::strings(h, "messages", hw);
+  const std::string tw = where + ".key_averages_trap";
+  const Json& t = jr::object(j, "key_averages_trap", where);
+  DoubleCount& d = s.double_count;
+  d.device_rows_ns = jr::integer(t, "device_rows_ns", tw, 0);
+  d.host_attributed_ns = jr::integer(t, "host_attributed_ns", tw, 0);
+  d.annotation_ns = jr::integer(t, "gpu_user_annotation_ns", tw, 0);
+  d.annotations = jr::integer(t, "gpu_user_annotations", tw, 0);
+  d.annotation_names = jr::strings(t, "gpu_user_annotation_names", tw);
+  d.linked_rows = jr::integer(t, "linked_rows", tw, 0);
+  d.unlinked_rows = jr::integer(t, "unlinked_rows", tw, 0);
+  d.flows = jr::integer(t, "ac2g_flows", tw, 0);
+}
+
 // A source as source_json wrote it: path, kind, kernel table, and a trace's phase × part rows.
 KernelSource source_from_json(const Json& j, const std::string& where) {
   KernelSource s;
@@ -543,7 +608,33 @@ KernelSource source_from_json(const Json& j, const std::string& where) {
   return s;
 }
 
+// A trace source's whole: the summary, its attribution and its memory, as source_json wrote them
+// (a source written before they were kept has no "trace" and stays summary-less).
+void trace_from_json(const Json& j, const std::string& where, KernelSource& s) {
+  if (s.kind != "trace" || !jr::optional(j, "trace")) return;
+  s.trace = trace_summary_from_json(jr::object(j, "trace", where), where + ".trace");
+  s.trace.parts = trace_parts_from_json(j, where);
+  s.trace.memory = trace_memory_from_json(jr::object(j, "memory", where), where + ".memory");
+  s.has_trace = true;
+}
+
 }  // namespace
+
+TraceSummary trace_summary_from_json(const Json& j, const std::string& where) {
+  if (!j.is_object()) fail("{} must be an object", where);
+  TraceSummary s;
+  summary_facts_from_json(j, where, s);
+  s.stats = trace_stats_from_json(j, where);
+  s.user_ranges =
+      user_ranges_from_json(jr::object(j, "user_ranges", where), where + ".user_ranges");
+  s.kernel_sequences = kernel_sequences_from_json(jr::object(j, "kernel_sequences", where),
+                                                  where + ".kernel_sequences");
+  s.series = trace_series_from_json(jr::object(j, "time_series", where), where + ".time_series");
+  s.critical_path =
+      critical_path_from_json(jr::object(j, "critical_path", where), where + ".critical_path");
+  jr::check_rewritten(j, to_json(s), where);
+  return s;
+}
 
 KernelsReport kernels_report_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) fail("{} must be an object", where);
@@ -556,12 +647,16 @@ KernelsReport kernels_report_from_json(const Json& j, const std::string& where) 
     Json flat = j;
     for (const auto& [key, value] : src.items()) flat[key] = value;
     r.sources.push_back(source_from_json(flat, where));
+    trace_from_json(flat, where, r.sources.back());
     return r;
   }
   if (mode == 1) {
     r.mode = KernelsReport::Mode::kDiff;
-    r.sources.push_back(source_from_json(jr::object(j, "a", where), where + ".a"));
-    r.sources.push_back(source_from_json(jr::object(j, "b", where), where + ".b"));
+    for (const char* side : {"a", "b"}) {
+      const Json& x = jr::object(j, side, where);
+      r.sources.push_back(source_from_json(x, where + "." + side));
+      trace_from_json(x, where + "." + side, r.sources.back());
+    }
     r.diff = kernel_diff_from_json(jr::object(j, "diff", where), where + ".diff");
     r.part_diff = part_diff_from_json(jr::object(j, "part_diff", where), where + ".part_diff");
     return r;
@@ -597,6 +692,7 @@ KernelsReport kernels_report_from_json(const Json& j, const std::string& where) 
     if (jr::integer(per[i], "rank", w) != r.ranks[i].rank)
       fail("{}: rank is not rank_summary[{}]'s", w, i);
     r.sources.push_back(source_from_json(per[i], w));
+    trace_from_json(per[i], w, r.sources.back());
   }
   return r;
 }

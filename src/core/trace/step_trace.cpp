@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <tuple>
 #include <utility>
 
 #include "base/decoded_file.hpp"
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 
 namespace tprobe::core {
 
@@ -456,6 +458,55 @@ Json to_json(const StepBreakdown& b) {
         {{"layer", l.layer}, {"layer_kind", l.layer_kind}, {"kernel_s", std::move(phases)}});
   }
   return out;
+}
+
+StepBreakdown step_breakdown_from_json(const Json& j, const std::string& where,
+                                      bool check_derived) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  auto ns = [](const Json& obj, const char* key, const std::string& w) {
+    const double s = jr::number(obj, key, w);
+    if (s < 0) fail("{}.{}: negative", w, key);
+    return static_cast<int64_t>(std::llround(s * 1e9));
+  };
+  StepBreakdown b;
+  b.kernels = jr::integer(j, "kernels", where, 0);
+  b.kernel_ns = ns(j, "kernel_s", where);
+  b.memcpy_memset_ns = ns(j, "memcpy_memset_s", where);
+  b.span_ns = ns(j, "span_s", where);
+  b.untagged_kernel_ns = ns(j, "untagged_kernel_s", where);
+  const Json& rows = jr::array(j, "rows", where);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const std::string w = jr::at(where, "rows", i);
+    PartRow r;
+    r.phase = jr::string(rows[i], "phase", w);
+    r.layer_kind = jr::string(rows[i], "layer_kind", w);
+    r.part = jr::string(rows[i], "part", w);
+    r.kernels = jr::integer(rows[i], "kernels", w, 0);
+    r.kernel_ns = ns(rows[i], "kernel_s", w);
+    r.memcpy_memset_ns = ns(rows[i], "memcpy_memset_s", w);
+    b.rows.push_back(std::move(r));
+  }
+  const Json& layers = jr::array(j, "layers", where);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string w = jr::at(where, "layers", i);
+    LayerRow l;
+    l.layer = static_cast<int32_t>(jr::integer(layers[i], "layer", w, 0, INT32_MAX));
+    l.layer_kind = jr::string(layers[i], "layer_kind", w);
+    const Json& phases = jr::object(layers[i], "kernel_s", w);
+    for (const auto& [phase, parts] : phases.items()) {
+      const std::string pw = w + ".kernel_s." + phase;
+      if (!parts.is_object()) fail("{} must be an object", pw);
+      for (const auto& [part, seconds] : parts.items()) {
+        const double v = jr::element_number(seconds, pw + "." + part);
+        if (v < 0) fail("{}.{}: negative", pw, part);
+        l.kernel_ns[phase][part] = static_cast<int64_t>(std::llround(v * 1e9));
+      }
+    }
+    b.layers.push_back(std::move(l));
+  }
+  if (check_derived) jr::check_rewritten(j, to_json(b), where);
+  return b;
 }
 
 bool grows_quadratically(std::string_view part, std::string_view layer_kind, bool sliding_dense) {

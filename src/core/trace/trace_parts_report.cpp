@@ -13,6 +13,7 @@
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 
 namespace tprobe::core {
 
@@ -104,6 +105,77 @@ Json to_json(const TraceParts& p) {
   out["attribution"]["untagged_kernel_s"] = b["untagged_kernel_s"];
   out["attribution"]["untagged_kernel_share_ratio"] = b["untagged_kernel_share_ratio"];
   return out;
+}
+
+TraceParts trace_parts_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  TraceParts p;
+  const std::string sw = where + ".parts";
+  const Json& st = jr::object(j, "parts", where);
+  p.module_events = jr::boolean(st, "module_events", sw);
+  p.attribution_off = jr::boolean(st, "attribution_off", sw);
+  p.python_events = jr::integer(st, "python_events", sw, 0);
+  p.module_event_count = jr::integer(st, "module_event_count", sw, 0, p.python_events);
+  p.fwdbwd_links = jr::integer(st, "fwdbwd_links", sw, 0);
+  p.fwdbwd_unpaired = jr::integer(st, "fwdbwd_unpaired", sw, 0);
+  p.backward_ops_linked = jr::integer(st, "backward_ops_linked", sw, 0);
+  p.decoder_layers = jr::strings(st, "decoder_layers", sw);
+  p.model = jr::nullable_string(st, "model", sw).value_or("");
+  p.layer_kinds_known = jr::boolean(st, "layer_kinds_known", sw);
+  p.notes = jr::strings(st, "notes", sw);
+  const std::string aw = where + ".attribution";
+  const Json& a = jr::object(j, "attribution", where);
+  TracePartsCounts& c = p.counts;
+  c.rows = jr::integer(a, "rows", aw, 0);
+  c.attributed = jr::integer(a, "attributed_rows", aw, 0, c.rows);
+  c.linked = jr::integer(a, "linked_rows", aw, 0, c.attributed);
+  c.linked_enclosing = jr::integer(a, "linked_enclosing_rows", aw, 0, c.linked);
+  c.linked_evaluate = jr::integer(a, "linked_evaluate_rows", aw, 0, c.linked);
+  c.linked_accumulate = jr::integer(a, "linked_accumulate_rows", aw, 0, c.linked);
+  c.untagged = jr::integer(a, "untagged_rows", aw, 0, c.rows);
+  c.untagged_no_launch = jr::integer(a, "untagged_no_launch_rows", aw, 0, c.untagged);
+  c.untagged_no_module = jr::integer(a, "untagged_no_module_rows", aw, 0, c.untagged);
+  c.untagged_unlinked = jr::integer(a, "untagged_unlinked_rows", aw, 0, c.untagged);
+  c.untagged_no_part = jr::integer(a, "untagged_no_part_rows", aw, 0, c.untagged);
+  c.outside_model = jr::integer(a, "outside_model_rows", aw, 0, c.attributed);
+  if (p.module_events) {
+    const Json& outside = jr::array(j, "outside_model", where);
+    for (std::size_t i = 0; i < outside.size(); ++i) {
+      const std::string w = jr::at(where, "outside_model", i);
+      OutsideModelRow o;
+      o.op = jr::string(outside[i], "op", w);
+      o.phase = jr::string(outside[i], "phase", w);
+      o.rows = jr::integer(outside[i], "rows", w, 0);
+      o.kernels = jr::integer(outside[i], "kernels", w, 0, o.rows);
+      const double k = jr::number(outside[i], "kernel_s", w);
+      const double m = jr::number(outside[i], "memcpy_memset_s", w);
+      if (k < 0 || m < 0) fail("{}: a negative time", w);
+      o.kernel_ns = std::llround(k * 1e9);
+      o.memcpy_memset_ns = std::llround(m * 1e9);
+      p.outside_model.push_back(std::move(o));
+    }
+    const double outside_s = jr::number(a, "outside_model_kernel_s", aw);
+    if (outside_s < 0) fail("{}.outside_model_kernel_s: negative", aw);
+    p.outside_model_kernel_ns = std::llround(outside_s * 1e9);
+    // The breakdown's own fields, under the names this document gives them.
+    const Json breakdown = {{"kernels", jr::field(a, "kernels", aw)},
+                            {"kernel_s", jr::field(a, "kernel_s", aw)},
+                            {"memcpy_memset_s", jr::field(a, "memcpy_memset_s", aw)},
+                            {"span_s", jr::field(a, "span_s", aw)},
+                            {"untagged_kernel_s", jr::field(a, "untagged_kernel_s", aw)},
+                            {"untagged_kernel_share_ratio",
+                             jr::field(a, "untagged_kernel_share_ratio", aw)},
+                            {"rows", jr::field(j, "by_phase_part", where)},
+                            {"layers", jr::field(j, "by_layer", where)}};
+    p.breakdown = step_breakdown_from_json(breakdown, where, /*check_derived=*/false);
+  }
+  // The parts' keys share their object with others (kernels writes them beside the summary).
+  const Json rewritten = to_json(p);
+  Json read = Json::object();
+  for (const auto& [key, value] : rewritten.items()) read[key] = jr::field(j, key.c_str(), where);
+  jr::check_rewritten(read, rewritten, where);
+  return p;
 }
 
 Table phase_part_matrix(const StepBreakdown& b, const std::string& title,

@@ -150,6 +150,132 @@ std::vector<StreamRow> streams_from_json(const Json& streams, const std::string&
   return out;
 }
 
+namespace {
+
+Distribution distribution_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  Distribution d;
+  d.count = jr::integer(j, "count", where, 0);
+  d.sum_ns = jr::integer(j, "sum_ns", where);
+  d.mean_ns = jr::number(j, "mean_ns", where);
+  d.min_ns = jr::integer(j, "min_ns", where);
+  d.p50_ns = jr::integer(j, "p50_ns", where, d.min_ns);
+  d.p90_ns = jr::integer(j, "p90_ns", where, d.p50_ns);
+  d.p99_ns = jr::integer(j, "p99_ns", where, d.p90_ns);
+  d.max_ns = jr::integer(j, "max_ns", where, d.p99_ns);
+  return d;
+}
+
+}  // namespace
+
+TraceStats trace_stats_from_json(const Json& j, const std::string& where) {
+  namespace jr = json_read;
+  if (!j.is_object()) fail("{} must be an object", where);
+  TraceStats st;
+  st.streams = streams_from_json(jr::field(j, "streams", where), where + ".streams");
+  const Json& idle = jr::array(j, "idle_split", where);
+  for (std::size_t i = 0; i < idle.size(); ++i) {
+    const std::string w = jr::at(where, "idle_split", i);
+    const Json& x = idle[i];
+    IdleSplit s;
+    s.device = static_cast<int32_t>(jr::integer(x, "device", w, 0, INT32_MAX));
+    s.idle_ns = jr::integer(x, "idle_ns", w, 0);
+    s.gaps = jr::integer(x, "gaps", w, 0);
+    s.host_wait_ns = jr::integer(x, "host_wait_ns", w, 0, s.idle_ns);
+    s.kernel_wait_ns = jr::integer(x, "kernel_wait_ns", w, 0, s.idle_ns);
+    s.unlaunched_ns = jr::integer(x, "unlaunched_ns", w, 0, s.idle_ns);
+    s.host_wait_gaps = jr::integer(x, "host_wait_gaps", w, 0, s.gaps);
+    if (s.host_wait_ns + s.kernel_wait_ns + s.unlaunched_ns != s.idle_ns)
+      fail("{}: host_wait_ns + kernel_wait_ns + unlaunched_ns is not idle_ns", w);
+    if (jr::number(x, "host_wait_ratio", w) != ratio(s.host_wait_ns, s.idle_ns) ||
+        jr::number(x, "kernel_wait_ratio", w) != ratio(s.kernel_wait_ns, s.idle_ns))
+      fail("{}: a wait ratio is not its time over idle_ns", w);
+    st.idle.push_back(s);
+  }
+  const std::string lw = where + ".launches";
+  const Json& launches = jr::object(j, "launches", where);
+  LaunchStats& l = st.launch;
+  l.kernels = jr::integer(launches, "kernels", lw, 0);
+  l.with_launch = jr::integer(launches, "with_launch", lw, 0, l.kernels);
+  l.launch_duration_unknown =
+      jr::integer(launches, "launch_duration_unknown", lw, 0, l.with_launch);
+  l.launch_call =
+      distribution_from_json(jr::object(launches, "launch_call", lw), lw + ".launch_call");
+  l.launch_delay =
+      distribution_from_json(jr::object(launches, "launch_delay", lw), lw + ".launch_delay");
+  l.negative_delay = jr::integer(launches, "negative_delay", lw, 0, l.with_launch);
+  l.shorter_than_launch = jr::integer(launches, "shorter_than_launch", lw, 0, l.with_launch);
+  l.shorter_than_launch_ns = jr::integer(launches, "shorter_than_launch_ns", lw, 0);
+  const Json& per = jr::array(launches, "per_kernel", lw);
+  for (std::size_t i = 0; i < per.size(); ++i) {
+    const std::string w = jr::at(lw, "per_kernel", i);
+    LaunchKernelRow k;
+    k.name = jr::string(per[i], "name", w);
+    k.launches = jr::integer(per[i], "launches", w, 0);
+    k.launch_ns = jr::integer(per[i], "launch_ns", w, 0);
+    k.delay_ns = jr::integer(per[i], "delay_ns", w);
+    k.shorter_than_launch = jr::integer(per[i], "shorter_than_launch", w, 0, k.launches);
+    k.device_ns = jr::integer(per[i], "device_ns", w, 0);
+    l.per_kernel.push_back(std::move(k));
+  }
+  const Json& queues = jr::array(j, "queue_length", where);
+  for (std::size_t i = 0; i < queues.size(); ++i) {
+    const std::string w = jr::at(where, "queue_length", i);
+    const Json& x = queues[i];
+    QueueRow q;
+    q.device = static_cast<int32_t>(jr::integer(x, "device", w, 0, INT32_MAX));
+    q.stream = jr::integer(x, "stream", w);
+    q.rows = jr::integer(x, "rows", w, 0);
+    q.unlaunched_rows = jr::integer(x, "unlaunched_rows", w, 0);
+    q.window_start_ns = jr::integer(x, "window_start_ns", w);
+    q.window_end_ns = jr::integer(x, "window_end_ns", w, q.window_start_ns);
+    q.max_length = jr::integer(x, "max_length", w, 0, q.rows);
+    q.mean_length = jr::number(x, "mean_length", w);
+    q.time_at_length_ns = jr::integers(x, "time_at_length_ns", w, 0);
+    int64_t total = 0;
+    for (int64_t t : q.time_at_length_ns) {
+      if (__builtin_add_overflow(total, t, &total)) fail("{}.time_at_length_ns: too large", w);
+    }
+    if (!q.time_at_length_ns.empty() && total != q.window_end_ns - q.window_start_ns)
+      fail("{}.time_at_length_ns: does not sum to the window", w);
+    st.queues.push_back(std::move(q));
+  }
+  const Json& copies = jr::array(j, "copies", where);
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    const std::string w = jr::at(where, "copies", i);
+    const Json& x = copies[i];
+    CopyRow c;
+    c.name = jr::string(x, "name", w);
+    c.kind = jr::enum_value(x, "kind", w, {ActivityKind::kMemcpy, ActivityKind::kMemset});
+    c.count = jr::integer(x, "count", w, 0);
+    c.rows_with_bytes = jr::integer(x, "rows_with_bytes", w, 0, c.count);
+    c.bytes = jr::integer(x, "bytes", w, 0);
+    c.total_ns = jr::integer(x, "total_ns", w, 0);
+    c.bytes_per_s = jr::number(x, "bytes_per_s", w);
+    st.copies.push_back(std::move(c));
+  }
+  const std::string hw = where + ".host_ops";
+  const Json& host = jr::object(j, "host_ops", where);
+  HostOpCensus& h = st.host_ops;
+  h.ops = jr::integer(host, "ops", hw, 0);
+  h.top_level_ops = jr::integer(host, "top_level_ops", hw, 0, h.ops);
+  h.rows_in_op = jr::integer(host, "rows_in_op", hw, 0);
+  h.rows_outside_op = jr::integer(host, "rows_outside_op", hw, 0);
+  const Json& ops = jr::array(host, "by_name", hw);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string w = jr::at(hw, "by_name", i);
+    HostOpRow o;
+    o.name = jr::string(ops[i], "name", w);
+    o.calls = jr::integer(ops[i], "calls", w, 0);
+    o.top_level_calls = jr::integer(ops[i], "top_level_calls", w, 0, o.calls);
+    o.device_rows = jr::integer(ops[i], "device_rows", w, 0);
+    o.device_ns = jr::integer(ops[i], "device_ns", w, 0);
+    h.by_name.push_back(std::move(o));
+  }
+  return st;
+}
+
 void trace_stream_figures(SectionBuilder& c, const std::string& base) {
   const Json* j = c.find(base);
   if (j == nullptr) return;  // evidence written before per-stream time was kept

@@ -57,6 +57,11 @@ std::size_t choice(const Json& obj, const char* key, const std::string& where,
 // Seeds and hashes: an integer in 0..2^64-1 (integer() stops at INT64_MAX).
 uint64_t element_unsigned(const Json& v, const std::string& where);
 uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& where);
+// Fields written twice or derived, checked by writing them again from what was read: `read` (as
+// the file holds it) must equal `rewritten` (the writer's output from the fields read). Else the
+// error names the first JSON path where they part ("where.rows.2.share_ratio") and what the other
+// fields make of it.
+void check_rewritten(const Json& read, const Json& rewritten, const std::string& where);
 // An enum spelled by its to_string(): the one of `values` whose spelling the field holds.
 template <typename E>
 E enum_value(const Json& obj, const char* key, const std::string& where,

@@ -73,10 +73,17 @@ KernelsReport analyze_kernels(const KernelsRequest& request);
 Json to_json(const KernelsReport& report);
 // The report back from `kernels` evidence results (`where`: "k.json results"). Every source comes
 // back with its path, kind, kernel table and phase × part rows (by_phase_part, parts_steps); a
-// source read from a trace does not get its trace summary back (has_trace stays false), so
-// to_json of the report read equals the results read only where no source was a trace.
+// source read from a trace comes back whole (has_trace): its summary by trace_summary_from_json,
+// its attribution by trace_parts_from_json and its [memory] events by trace_memory_from_json. So
+// to_json of the report read is the results read, in every mode.
 KernelsReport kernels_report_from_json(const Json& results, const std::string& where);
 Json to_json(const TraceSummary& summary);
+// Its reader: the summary's own facts (devices, profiler steps, categories, health, the
+// key_averages trap), the launch-bound statistics, user ranges, kernel sequences, time series and
+// critical path, each by its own reader; the derived fields checked by writing them again. The
+// attribution and the memory are written beside the summary, not in it, and read by their own
+// readers. Throws tprobe::Error naming `where` and the field.
+TraceSummary trace_summary_from_json(const Json& j, const std::string& where);
 std::vector<Table> kernels_tables(const KernelsReport& report, int top = 25);
 
 }  // namespace tprobe::core

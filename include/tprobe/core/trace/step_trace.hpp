@@ -181,6 +181,12 @@ struct StepBreakdown {
 };
 StepBreakdown break_down(const std::vector<KernelRecord>& attributed);
 Json to_json(const StepBreakdown& b);
+// Its reader: every field, times back to nanoseconds, the shares checked by writing them again
+// (unless `check_derived` is false: a caller that holds the breakdown under other names checks
+// its own document whole), so that to_json(step_breakdown_from_json(to_json(b))) is to_json(b).
+// Throws tprobe::Error naming `where` and the field.
+StepBreakdown step_breakdown_from_json(const Json& j, const std::string& where,
+                                       bool check_derived = true);
 
 // Whether a part's device time grows with w² on an attention path: the attention core of full
 // layers always; that of sliding layers when the path computes them dense.

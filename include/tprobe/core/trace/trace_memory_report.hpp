@@ -14,6 +14,11 @@ namespace tprobe::core {
 
 // results.memory.
 Json to_json(const TraceMemory& memory);
+// Its reader: every field to_json writes, bounds-checked; the derived ones (availability, the
+// hint, shares, tagged bytes, the timeline's point count) checked by writing them again, so that
+// to_json(trace_memory_from_json(to_json(m))) is to_json(m). The attribution's being off is read
+// from the hint, the one place it shows. Throws tprobe::Error naming `where` and the field.
+TraceMemory trace_memory_from_json(const Json& j, const std::string& where);
 
 // Per device: first/peak/last allocated and reserved with the peak's time and step; the bytes
 // alive at each device's peak by phase × part, per decoder layer, and by op outside the model's

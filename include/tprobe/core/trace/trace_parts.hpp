@@ -87,6 +87,11 @@ std::string trace_parts_why_none(const TraceParts& parts);
 
 // results.by_phase_part, .by_layer, .attribution and .parts (status) of a trace.
 Json to_json(const TraceParts& parts);
+// Its reader: every field to_json writes (the rows and layers by step_breakdown_from_json), counts
+// within what holds them, the hint, the shares and the kernel totals checked by writing them
+// again, so that to_json(trace_parts_from_json(to_json(p))) is to_json(p). Throws tprobe::Error
+// naming `where` and the field.
+TraceParts trace_parts_from_json(const Json& j, const std::string& where);
 // The phase × part matrix, the time outside the model's modules by launching op and the per-layer
 // table (or the one-line hint without module events); `title_prefix` heads every title
 // ("rank 1: " in a per-rank directory).

@@ -14,6 +14,10 @@ namespace tprobe::core {
 Json to_json(const TraceStats& stats);
 // results.trace.streams read back (bounds-checked; `where` names the document in errors).
 std::vector<StreamRow> streams_from_json(const Json& streams, const std::string& where);
+// The whole of to_json(stats) read back: every field, counts not negative nor above what holds
+// them, an idle split's parts summing to its idle time and its ratios their times over it, a
+// queue's time at each length summing to its window. Throws tprobe::Error naming `where`.
+TraceStats trace_stats_from_json(const Json& j, const std::string& where);
 
 // Idle split, launch statistics, launch cost by kernel, queue length, copy bandwidth, host ops.
 // `top` rows at most in the per-kernel and per-op tables (<= 0: all).
