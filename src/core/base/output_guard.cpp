@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "base/strict_json.hpp"
@@ -65,31 +68,67 @@ bool same_inode(const std::string& a, const std::string& b) {
          sa.st_ino == sb.st_ino;
 }
 
-// Whether `target` (an existing file with more than one link) is also a file somewhere under the
-// folder `root`: a hard link into an input folder names that input. Bounded: at most 100,000
-// entries, 16 levels (a larger input tree is not searched past that, and says nothing).
-bool linked_under(const std::string& root, const struct stat& target, int depth, long& budget) {
-  if (depth > 16) return false;
+// What an input folder holds, by identity: every file reached from it (device + inode, through
+// every link), every folder a link inside it points to (resolved), and the path of every link in
+// it. A Hugging Face cache snapshot is a folder of links into `blobs/`: the blob is the input as
+// much as the link is. Bounded: at most 100,000 entries and 16 levels per input (a larger tree is
+// not searched past that; the prefix check still protects its own folder).
+struct Reached {
+  std::string role, path;  // the input that reaches it
+  std::string entry;       // the path inside the input that reaches it
+};
+
+struct Protected {
+  std::map<std::pair<dev_t, ino_t>, Reached> files;
+  std::vector<std::pair<std::string, Reached>> folders;  // resolved folder (no trailing '/')
+  std::set<std::pair<dev_t, ino_t>> walked;             // folders already walked (link cycles)
+  long budget = 100000;
+};
+
+void walk_input(const std::string& root, const std::string& role, const std::string& input,
+                int depth, Protected& p) {
+  if (depth > 16) return;
+  struct stat rs {};
+  if (::stat(root.c_str(), &rs) != 0 || !p.walked.insert({rs.st_dev, rs.st_ino}).second) return;
   DIR* d = ::opendir(root.c_str());
-  if (d == nullptr) return false;
-  bool found = false;
-  while (!found && budget > 0) {
+  if (d == nullptr) return;
+  std::vector<std::string> subfolders;
+  while (p.budget > 0) {
     const dirent* e = ::readdir(d);
     if (e == nullptr) break;
     const std::string n = e->d_name;
     if (n == "." || n == "..") continue;
-    --budget;
+    --p.budget;
     const std::string full = root + "/" + n;
-    struct stat st {};
-    if (::lstat(full.c_str(), &st) != 0) continue;
+    struct stat ls {}, st {};
+    if (::lstat(full.c_str(), &ls) != 0) continue;
+    if (::stat(full.c_str(), &st) != 0) continue;  // a dangling link reaches nothing
     if (S_ISDIR(st.st_mode)) {
-      found = linked_under(full, target, depth + 1, budget);
-    } else if (st.st_dev == target.st_dev && st.st_ino == target.st_ino) {
-      found = true;
+      if (S_ISLNK(ls.st_mode)) {
+        std::string target;
+        if (real(full, target)) p.folders.push_back({target, {role, input, full}});
+      }
+      subfolders.push_back(full);
+    } else {
+      p.files.emplace(std::make_pair(st.st_dev, st.st_ino), Reached{role, input, full});
     }
   }
   ::closedir(d);
-  return found;
+  for (const std::string& sub : subfolders) walk_input(sub, role, input, depth + 1, p);
+}
+
+// "d/link" -> realpath("d") + "/link": the path itself, its last component not followed (the
+// link an output would replace, where resolve() names the file it points to).
+std::string resolve_link_itself(const std::string& path) {
+  const auto [dir, base] = split(path);
+  if (base.empty() || base == "." || base == "..") return OutputGuard::resolve(path);
+  const std::string folder = OutputGuard::resolve(dir);
+  return folder == "/" ? "/" + base : folder + "/" + base;
+}
+
+bool under(const std::string& path, const std::string& folder) {
+  const std::string f = folder == "/" ? "/" : folder + "/";
+  return path.compare(0, f.size(), f) == 0;
 }
 
 bool is_dir(const std::string& path) {
@@ -161,45 +200,71 @@ void OutputGuard::reserved(const std::string& role, const std::string& path) {
 }
 
 void OutputGuard::check() const {
+  // Every input by identity, walked once: the files it reaches and the folders its links name.
+  Protected prot;
+  for (const Entry& x : entries_) {
+    if (x.kind != Entry::Kind::kInput && x.kind != Entry::Kind::kInputFile) continue;
+    struct stat st {};
+    if (::stat(x.path.c_str(), &st) != 0) continue;
+    if (x.kind == Entry::Kind::kInput && S_ISDIR(st.st_mode)) {
+      prot.folders.push_back({x.resolved, {x.role, x.path, x.path}});
+      walk_input(x.resolved, x.role, x.path, 0, prot);
+    } else {
+      prot.files.emplace(std::make_pair(st.st_dev, st.st_ino), Reached{x.role, x.path, x.path});
+    }
+  }
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     const Entry& o = entries_[i];
     if (o.kind != Entry::Kind::kOutput && o.kind != Entry::Kind::kReserved) continue;
-    // Against every input, and every output declared before it.
-    for (std::size_t j = 0; j < entries_.size(); ++j) {
+    // Against every output declared before it.
+    for (std::size_t j = 0; j < i; ++j) {
       const Entry& x = entries_[j];
-      if (i == j) continue;
-      const bool x_output = x.kind == Entry::Kind::kOutput || x.kind == Entry::Kind::kReserved;
-      if (x_output && j > i) continue;
-      const bool same = o.resolved == x.resolved || same_inode(o.path, x.path);
-      if (x_output) {
-        if (same) {
-          fail_usage("{} and {} name the same file {}: give each output its own path", x.role,
-                     o.role, shown(o.path));
-        }
-        continue;
+      if (x.kind != Entry::Kind::kOutput && x.kind != Entry::Kind::kReserved) continue;
+      if (o.resolved == x.resolved || same_inode(o.path, x.path)) {
+        fail_usage("{} and {} name the same file {}: give each output its own path", x.role,
+                   o.role, shown(o.path));
       }
-      if (same) {
+    }
+    // Against every input: the path itself (a link is replaced, not written through), the file
+    // it reaches, and every file and linked folder an input folder reaches.
+    const std::string itself = resolve_link_itself(o.path);
+    for (const Entry& x : entries_) {
+      if (x.kind != Entry::Kind::kInput && x.kind != Entry::Kind::kInputFile) continue;
+      if (o.resolved == x.resolved || itself == x.resolved ||
+          itself == resolve_link_itself(x.path)) {
         fail_usage("{} {} is the input {} {}: an output never replaces an input; give it its own "
                    "path",
                    o.role, shown(o.path), x.role, shown(x.path));
       }
-      if (x.kind == Entry::Kind::kInput && is_dir(x.path)) {
-        const std::string folder = x.resolved == "/" ? "/" : x.resolved + "/";
-        if (o.resolved.compare(0, folder.size(), folder) == 0) {
-          fail_usage("{} {} lies inside the input folder {} {}: an output never replaces an "
-                     "input; write it elsewhere",
-                     o.role, shown(o.path), x.role, shown(x.path));
-        }
-        struct stat st {};
-        long budget = 100000;
-        if (::stat(o.path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink > 1 &&
-            linked_under(x.resolved, st, 0, budget)) {
-          fail_usage("{} {} is a hard link to a file inside the input folder {} {}: an output "
-                     "never replaces an input; give it its own path",
-                     o.role, shown(o.path), x.role, shown(x.path));
-        }
-      }
     }
+    for (const auto& [folder, by] : prot.folders) {
+      if (!under(itself, folder) && !under(o.resolved, folder)) continue;
+      if (by.entry == by.path) {
+        fail_usage("{} {} lies inside the input folder {} {}: an output never replaces an "
+                   "input; write it elsewhere",
+                   o.role, shown(o.path), by.role, shown(by.path));
+      }
+      fail_usage("{} {} lies inside {}, which the input folder {} {} links to from {}: an output "
+                 "never replaces an input; write it elsewhere",
+                 o.role, shown(o.path), shown(folder), by.role, shown(by.path), shown(by.entry));
+    }
+    struct stat st {}, ls {};
+    if (::stat(o.path.c_str(), &st) != 0) continue;  // a new file (or a dangling link)
+    const auto hit = prot.files.find({st.st_dev, st.st_ino});
+    if (hit == prot.files.end()) continue;
+    const Reached& by = hit->second;
+    const bool link = ::lstat(o.path.c_str(), &ls) == 0 && S_ISLNK(ls.st_mode);
+    if (by.entry == by.path) {
+      fail_usage("{} {} is {} the input {} {}: an output never replaces an input; give it its own "
+                 "path",
+                 o.role, shown(o.path), link ? "a link to" : "a hard link to", by.role,
+                 shown(by.path));
+    }
+    fail_usage("{} {} is {} {}, a file of the input folder {} {}: an output never replaces an "
+               "input; give it its own path",
+               o.role, shown(o.path),
+               link ? "a link to the same file as" : st.st_nlink > 1 ? "a hard link to" : "the file behind",
+               shown(by.entry), by.role, shown(by.path));
   }
   for (const Entry& o : entries_) {
     if (o.kind != Entry::Kind::kOutput && o.kind != Entry::Kind::kReserved) continue;
