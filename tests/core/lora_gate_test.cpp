@@ -810,6 +810,15 @@ TEST(LoraGate, ModulesToSaveAndBiasFieldsAreTyped) {
   EXPECT_NE(with_config(R"(, "modules_to_save": "lm_head")").find("'modules_to_save' must be a list"),
             std::string::npos);
   EXPECT_NE(with_config(R"(, "modules_to_save": [""])").find("modules_to_save"), std::string::npos);
+  // At most 64 names of at most 256 bytes (the gate's matching stays linear in the tensor names).
+  auto names = [](int n, std::size_t bytes) {
+    Json list = Json::array();
+    for (int i = 0; i < n; ++i) list.push_back(std::string(bytes - 3, 'm') + fmt::format("{:03}", i));
+    return ", \"modules_to_save\": " + list.dump();
+  };
+  EXPECT_NE(with_config(names(65, 8)).find("lists 65 modules (limit 64)"), std::string::npos);
+  EXPECT_NE(with_config(names(1, 257)).find("a name of 257 bytes (limit 256)"), std::string::npos);
+  EXPECT_EQ(with_config(names(64, 256)), "");
   // Negative controls: PEFT's own values.
   EXPECT_EQ(with_config(R"(, "bias": "lora_only", "modules_to_save": null)"), "");
   EXPECT_EQ(with_config(R"(, "bias": null, "modules_to_save": ["lm_head"])"), "");
