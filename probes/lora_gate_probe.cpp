@@ -22,8 +22,8 @@ core::Outcome run(const LoraGateOptions& o, RunContext& ctx) {
   const core::LoraAdapter adapter = core::read_lora_adapter(o.adapter);
   std::optional<core::GateBase> base;
   if (!o.checkpoint.empty()) {
-    core::Checkpoint ck = core::Checkpoint::open(o.checkpoint);
-    base = core::GateBase{ck.config(), ck.tensors(), ck.text_prefix(), "--checkpoint " + ck.dir()};
+    // Refused (exit 1) when the checkpoint disagrees with its config, as parity refuses it.
+    base = core::gate_base_from_checkpoint(core::Checkpoint::open(o.checkpoint));
   } else if (!o.model.empty()) {
     base = core::gate_base_from_model(o.model);
   } else {

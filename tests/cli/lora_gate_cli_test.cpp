@@ -4,6 +4,8 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -119,6 +121,31 @@ TEST(LoraGateCli, PeftSavedAdapters) {
   }
   ::closedir(d);
   if (seen == 0) GTEST_SKIP() << "no PEFT-saved adapters under " << kAdapters << " yet (peft-*)";
+}
+
+
+// issue 46: --checkpoint is checked against its own config.json as inspect and parity check it; a
+// checkpoint that disagrees is refused as parity refuses it (exit 1, one line, no evidence). The
+// fixture itself agrees (AfterOneOptimizerStepIsReal is the negative control).
+TEST(LoraGateCli, ACheckpointThatDisagreesWithItsConfigIsRefused) {
+  const std::string ck = make_temp_dir();
+  json c = json::parse(read_text(kBase + "/config.json"));
+  c["intermediate_size"] = c["intermediate_size"].get<int>() + 32;
+  write_text(ck + "/config.json", c.dump());
+  write_text(ck + "/model.safetensors", read_text(kBase + "/model.safetensors"));
+  const std::string out = make_temp_dir();
+  RunResult r = run_tprobe({"lora-gate", kAdapters + "/after-step", "--checkpoint", ck, "--json",
+                            out + "/g.json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find(ck + ": checkpoint disagrees with its config.json: "
+                            "model.layers.0.mlp.gate_proj.weight: shape [96, 64] but the config "
+                            "expects [128, 64] (and "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(file_exists(out + "/g.json"));
+  // inspect finds the same disagreement and exits 3: there it is the evidence.
+  EXPECT_EQ(run_tprobe({"inspect", "--checkpoint", ck}).exit_code, 3);
 }
 
 }  // namespace

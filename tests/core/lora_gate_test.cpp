@@ -3,6 +3,7 @@
 #include "tprobe/core/adapter/lora_gate.hpp"
 #include "tprobe/core/gemma4/lora_targets.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "tprobe/core/adapter/lora_gate_report.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/rng.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
 namespace tprobe::core {
@@ -559,6 +561,267 @@ TEST(LoraGate, RandomCorruptionIsAcceptedOrAnError) {
     spit(dir + "/adapter_model.safetensors", weights);
   }
   EXPECT_GT(refused, cases / 4);
+}
+
+
+// ---- issue 46 ----
+
+// lora-gate --checkpoint runs the config-vs-checkpoint check inspect and parity run
+// (core::cross_check), and refuses a checkpoint that disagrees with its config as parity does.
+TEST(LoraGate, ACheckpointThatDisagreesWithItsConfigIsRefused) {
+  const std::string hf = std::string(TPROBE_FIXTURES_DIR) + "/gemma4-tiny-hf";
+  // The fixture agrees with its config: the base is taken (negative control).
+  const GateBase good = gate_base_from_checkpoint(Checkpoint::open(hf));
+  EXPECT_EQ(good.source, "--checkpoint " + hf);
+  EXPECT_FALSE(good.tensors.empty());
+  // The same weights under a config whose intermediate_size is 32 wider.
+  const std::string dir = testing_support::temp_dir();
+  Json c = Json::parse(slurp(hf + "/config.json"));
+  c["intermediate_size"] = c["intermediate_size"].get<int>() + 32;
+  spit(dir + "/config.json", c.dump());
+  spit(dir + "/model.safetensors", slurp(hf + "/model.safetensors"));
+  const Checkpoint ck = Checkpoint::open(dir);
+  const std::vector<Disagreement> d = cross_check(ck.config(), ck.tensors(), ck.text_prefix());
+  ASSERT_GT(d.size(), 1u);
+  const std::string e = error_of([&] { gate_base_from_checkpoint(ck); });
+  EXPECT_EQ(e, dir + ": checkpoint disagrees with its config.json: " + d.front().tensor + ": " +
+                   d.front().message +
+                   fmt::format(" (and {} more; tprobe inspect --checkpoint lists them)",
+                               d.size() - 1));
+  EXPECT_NE(e.find("shape [96, 64] but the config expects [128, 64]"), std::string::npos) << e;
+  // Another class: a head_dim that disagrees with the q_norm length.
+  c = Json::parse(slurp(hf + "/config.json"));
+  c["head_dim"] = 8;
+  spit(dir + "/config.json", c.dump());
+  EXPECT_NE(error_of([&] { gate_base_from_checkpoint(Checkpoint::open(dir)); })
+                .find("checkpoint disagrees with its config.json"),
+            std::string::npos);
+}
+
+LoraGateReport gate_with(const std::string& extra, const std::vector<Stored>& tensors,
+                         const std::optional<GateBase>& base = tiny()) {
+  return gate(make_adapter("{\"peft_type\": \"LORA\", \"r\": 2, \"target_modules\": " +
+                               std::string(kSeven) + extra + "}",
+                           tensors),
+              base);
+}
+
+std::size_t count_state(const LoraGateReport& r, ModuleState s) {
+  return static_cast<std::size_t>(std::count_if(r.modules.begin(), r.modules.end(),
+                                                 [&](const GateModule& m) { return m.state == s; }));
+}
+
+// An alpha that scales the update below 2^-126 (float32's smallest normal) leaves the adapter
+// inert in effect, whatever its tensors hold: the scaling itself (1e-320, 1e-300), or the bound
+// scaling * |B| * |A| on every element of the update (tiny B under a small alpha).
+TEST(LoraGate, AnAlphaThatScalesTheUpdateBelowFloat32IsInert) {
+  const auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  for (const char* alpha : {"1e-320", "1e-300", "4.9e-324", "2e-38"}) {
+    const LoraGateReport r = gate_with(std::string(", \"lora_alpha\": ") + alpha, tensors);
+    EXPECT_EQ(r.verdict, GateVerdict::kInert) << alpha << ": " << r.verdict_message;
+    EXPECT_EQ(count_state(r, ModuleState::kNegligible), r.modules.size()) << alpha;
+    EXPECT_TRUE(has_code(r, "inert_adapter")) << alpha;
+    EXPECT_EQ(r.outcome, Outcome::kNo) << alpha;
+    EXPECT_NE(r.verdict_message.find("below 2^-126"), std::string::npos) << r.verdict_message;
+  }
+  // Negative controls: normal alphas (16; 8 by PEFT's default when absent; 2^-125 over r = 2 is
+  // exactly 2^-126) are real.
+  for (const char* extra : {", \"lora_alpha\": 16", "", ", \"lora_alpha\": 2.350988701644575e-38"}) {
+    const LoraGateReport r = gate_with(extra, tensors);
+    EXPECT_EQ(r.verdict, GateVerdict::kReal) << extra << ": " << r.verdict_message;
+    EXPECT_TRUE(r.passed()) << extra;
+  }
+  const LoraGateReport r16 = gate_with(", \"lora_alpha\": 16", tensors);
+  EXPECT_DOUBLE_EQ(r16.modules[0].scaling, 8.0);
+  EXPECT_DOUBLE_EQ(gate_with("", tensors).modules[0].scaling, 4.0);  // 8 / 2
+  // The bound: B = 1e-20 everywhere with alpha 1e-30 (scaling 5e-31, above 2^-126): every element
+  // of the update is at most 5e-31 * |B| * |A| < 1e-48. The same B under alpha 16 is real.
+  const auto tiny_b = adapter_tensors(tiny(), Form{}, [](const LoraModule&) { return 1e-20f; });
+  const LoraGateReport bound = gate_with(", \"lora_alpha\": 1e-30", tiny_b);
+  EXPECT_EQ(bound.verdict, GateVerdict::kInert) << bound.verdict_message;
+  EXPECT_NE(bound.verdict_message.find("at most scaling * |B| * |A|"), std::string::npos)
+      << bound.verdict_message;
+  for (const auto& m : bound.modules) {
+    ASSERT_TRUE(m.update_bound.has_value());
+    EXPECT_DOUBLE_EQ(*m.update_bound, m.scaling * *m.b_norm * *m.a_norm);
+    EXPECT_LT(*m.update_bound, 0x1p-126);
+  }
+  EXPECT_EQ(gate_with(", \"lora_alpha\": 16", tiny_b).verdict, GateVerdict::kReal);
+}
+
+// alpha_pattern, rank_pattern and use_rslora give each module its own scaling (PEFT: the first
+// matching key), and the floor applies per module: some negligible modules make a partial adapter.
+TEST(LoraGate, NegligibleScalingIsPerModuleUnderThePatterns) {
+  const auto tensors = adapter_tensors(tiny(), Form{}, all_ones);
+  const LoraGateReport q = gate_with(R"(, "lora_alpha": 4, "alpha_pattern": {"q_proj": 1e-300})",
+                                     tensors);
+  EXPECT_EQ(q.verdict, GateVerdict::kPartial) << q.verdict_message;
+  EXPECT_NE(q.verdict_message.find("6 negligible (q_proj on layers 0, 1, 2, 3, 4, 5)"),
+            std::string::npos)
+      << q.verdict_message;
+  for (const auto& m : q.modules) {
+    EXPECT_EQ(m.state, m.target == "q_proj" ? ModuleState::kNegligible : ModuleState::kLearned);
+    if (m.target == "q_proj") {
+      EXPECT_NE(m.message.find("alpha_pattern 'q_proj'"), std::string::npos) << m.message;
+    }
+  }
+  EXPECT_TRUE(gate_with(R"(, "lora_alpha": 4, "alpha_pattern": {"q_proj": 16})", tensors).passed());
+  // r = 2, alpha 2^-125: the scaling is 2^-126 (on the floor). q_proj's tensors have rank 4 by
+  // rank_pattern: 2^-127, negligible; with use_rslora 2^-125 / sqrt(4) = 2^-126 again, and the
+  // others 2^-125 / sqrt(2): real.
+  Form four;
+  four.rank = 4;
+  std::vector<Stored> mixed = adapter_tensors(
+      tiny(), Form{}, all_ones, {"k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
+  for (Stored& t : adapter_tensors(tiny(), four, all_ones, {"q_proj"})) mixed.push_back(t);
+  const std::string base = R"(, "lora_alpha": 2.350988701644575e-38, "rank_pattern": {"q_proj": 4})";
+  const LoraGateReport plain = gate_with(base, mixed);
+  EXPECT_EQ(plain.verdict, GateVerdict::kPartial) << plain.verdict_message;
+  EXPECT_EQ(count_state(plain, ModuleState::kNegligible), 6u);
+  const LoraGateReport rs = gate_with(base + R"(, "use_rslora": true)", mixed);
+  EXPECT_EQ(rs.verdict, GateVerdict::kReal) << rs.verdict_message;
+}
+
+Stored saved(const std::string& name, std::vector<int64_t> shape, float value) {
+  return filled(name, DType::kF32, std::move(shape), value);
+}
+
+// modules_to_save: every listed module must have its whole-module copy in the adapter (PEFT's saved
+// name "<module>.weight", or "<module>.modules_to_save.<adapter>.weight" from a state dict),
+// finite; an all-zero copy is named.
+TEST(LoraGate, ModulesToSaveMustBeSavedAndFinite) {
+  const auto lora = adapter_tensors(tiny(), Form{}, all_ones);
+  const int64_t vocab = tiny().config.vocab_size, hidden = tiny().config.hidden_size;
+  auto with = [&](const std::vector<Stored>& extra, const std::string& config) {
+    std::vector<Stored> t = lora;
+    t.insert(t.end(), extra.begin(), extra.end());
+    return gate_with(config, t);
+  };
+  const std::string both = R"(, "modules_to_save": ["lm_head", "embed_tokens"])";
+  for (const char* form : {"base_model.model.", "base_model.model.modules_to_save.default."}) {
+    const std::string f = form;
+    const std::string lm = f == "base_model.model." ? "base_model.model.lm_head.weight"
+                                                   : "base_model.model.lm_head.modules_to_save."
+                                                     "default.weight";
+    const LoraGateReport r =
+        with({saved(lm, {vocab, hidden}, 0.25f),
+              saved("base_model.model.model.language_model.embed_tokens.weight", {vocab, hidden},
+                    0.5f)},
+             both);
+    EXPECT_TRUE(r.passed()) << lm << ": " << r.verdict_message;
+    ASSERT_EQ(r.modules_to_save.size(), 2u);
+    for (const auto& m : r.modules_to_save) {
+      EXPECT_EQ(m.tensors.size(), 1u) << m.name;
+      EXPECT_TRUE(m.problem.empty()) << m.problem;
+    }
+    EXPECT_FALSE(has_code(r, "other_tensors")) << lm;  // accounted for
+  }
+  // One listed module absent: exit 3, named; the LoRA verdict itself stays real.
+  const LoraGateReport missing =
+      with({saved("base_model.model.lm_head.weight", {vocab, hidden}, 0.25f)}, both);
+  EXPECT_EQ(missing.verdict, GateVerdict::kReal);
+  EXPECT_FALSE(missing.passed());
+  EXPECT_EQ(missing.outcome, Outcome::kNo);
+  EXPECT_TRUE(has_code(missing, "modules_to_save_missing"));
+  EXPECT_NE(missing.modules_to_save[0].problem.find("'embed_tokens'"), std::string::npos)
+      << missing.modules_to_save[0].problem;
+  // A NaN in the copy: exit 3. All zero: a warning, the gate passes.
+  const LoraGateReport nan = with(
+      {saved("base_model.model.lm_head.weight", {vocab, hidden},
+             std::numeric_limits<float>::quiet_NaN())},
+      R"(, "modules_to_save": ["lm_head"])");
+  EXPECT_FALSE(nan.passed());
+  EXPECT_TRUE(has_code(nan, "modules_to_save_non_finite"));
+  const LoraGateReport zero = with({saved("base_model.model.lm_head.weight", {vocab, hidden}, 0)},
+                                   R"(, "modules_to_save": ["lm_head"])");
+  EXPECT_TRUE(zero.passed());
+  EXPECT_TRUE(has_code(zero, "modules_to_save_zero"));
+  // Without modules_to_save the same tensor is another tensor, warned about, not gated.
+  const LoraGateReport plain = with({saved("base_model.model.lm_head.weight", {vocab, hidden}, 1)}, "");
+  EXPECT_TRUE(plain.passed());
+  EXPECT_TRUE(plain.modules_to_save.empty());
+  EXPECT_TRUE(has_code(plain, "other_tensors"));
+  // Evidence reads back.
+  const Json j = to_json(missing);
+  const LoraGateReport back = lora_gate_report_from_json(j, "g.json results");
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_FALSE(back.passed());
+  EXPECT_EQ(j["adapter_config"]["modules_to_save"], Json::array({"embed_tokens", "lm_head"}));
+}
+
+// bias "all" / "lora_only": the base's bias tensors PEFT trains must be in the adapter. Gemma-4's
+// linears have none, so the gate says there is nothing to train.
+TEST(LoraGate, BiasAllOrLoraOnlyIsCheckedAgainstTheBase) {
+  const auto lora = adapter_tensors(tiny(), Form{}, all_ones);
+  for (const char* mode : {"all", "lora_only"}) {
+    const std::string extra = std::string(", \"bias\": \"") + mode + "\"";
+    const LoraGateReport r = gate_with(extra, lora);
+    EXPECT_TRUE(r.passed()) << mode;
+    EXPECT_TRUE(r.bias.checked);
+    EXPECT_TRUE(r.bias.expected.empty());
+    EXPECT_TRUE(has_code(r, "bias_nothing_to_train")) << mode;
+    EXPECT_NE(r.bias.note.find("has no bias tensors"), std::string::npos) << r.bias.note;
+    // Without a base: not checked, said so.
+    const LoraGateReport nb = gate_with(extra, lora, std::nullopt);
+    EXPECT_FALSE(nb.bias.checked);
+    EXPECT_TRUE(has_code(nb, "bias_unchecked")) << mode;
+  }
+  // bias "none" (the default): no bias diagnostic at all.
+  const LoraGateReport none = gate_with(R"(, "bias": "none")", lora);
+  EXPECT_FALSE(has_code(none, "bias_nothing_to_train"));
+  EXPECT_FALSE(has_code(none, "bias_unchecked"));
+  // A base that has a bias on layer 0's q_proj (hand-made; Gemma-4 has none): lora_only needs it
+  // in the adapter, under PEFT's wrapped name or the plain one.
+  GateBase with_bias = tiny();
+  with_bias.tensors.push_back(
+      {with_bias.prefix + "layers.0.self_attn.q_proj.bias", DType::kF32, {64}});
+  const LoraGateReport absent = gate_with(R"(, "bias": "lora_only")", lora, with_bias);
+  EXPECT_FALSE(absent.passed());
+  EXPECT_TRUE(has_code(absent, "bias_missing"));
+  ASSERT_EQ(absent.bias.missing.size(), 1u);
+  EXPECT_EQ(absent.bias.missing[0], "layers.0.self_attn.q_proj.bias");
+  for (const char* name : {"base_model.model.model.language_model.layers.0.self_attn.q_proj."
+                           "base_layer.bias",
+                           "base_model.model.model.layers.0.self_attn.q_proj.bias"}) {
+    std::vector<Stored> t = lora;
+    t.push_back(saved(name, {64}, 0.1f));
+    const LoraGateReport held = gate_with(R"(, "bias": "lora_only")", t, with_bias);
+    EXPECT_TRUE(held.passed()) << name << ": " << held.bias.note;
+    EXPECT_EQ(held.bias.found.size(), 1u);
+    const Json j = to_json(held);
+    EXPECT_EQ(to_json(lora_gate_report_from_json(j, "g.json results")), j);
+  }
+  // A bias tensor on Gemma-4 itself is one no base parameter takes: named in the note.
+  std::vector<Stored> t = lora;
+  t.push_back(saved("base_model.model.model.language_model.layers.0.self_attn.q_proj.bias", {64}, 1));
+  const LoraGateReport extra = gate_with(R"(, "bias": "all")", t);
+  EXPECT_NE(extra.bias.note.find("anyway"), std::string::npos) << extra.bias.note;
+}
+
+TEST(LoraGate, ModulesToSaveAndBiasFieldsAreTyped) {
+  const std::string good =
+      make_adapter(config_text(kSeven), adapter_tensors(tiny(), Form{}, all_ones));
+  auto with_config = [&](const std::string& extra) {
+    spit(good + "/adapter_config.json", config_text(kSeven, 2, extra));
+    return error_of([&] { read_lora_adapter(good); });
+  };
+  EXPECT_NE(with_config(R"(, "bias": "some")").find("field 'bias' is 'some'"), std::string::npos);
+  EXPECT_NE(with_config(R"(, "bias": 1)").find("'bias' must be a string"), std::string::npos);
+  EXPECT_NE(with_config(R"(, "modules_to_save": "lm_head")").find("'modules_to_save' must be a list"),
+            std::string::npos);
+  EXPECT_NE(with_config(R"(, "modules_to_save": [""])").find("modules_to_save"), std::string::npos);
+  // At most 64 names of at most 256 bytes (the gate's matching stays linear in the tensor names).
+  auto names = [](int n, std::size_t bytes) {
+    Json list = Json::array();
+    for (int i = 0; i < n; ++i) list.push_back(std::string(bytes - 3, 'm') + fmt::format("{:03}", i));
+    return ", \"modules_to_save\": " + list.dump();
+  };
+  EXPECT_NE(with_config(names(65, 8)).find("lists 65 modules (limit 64)"), std::string::npos);
+  EXPECT_NE(with_config(names(1, 257)).find("a name of 257 bytes (limit 256)"), std::string::npos);
+  EXPECT_EQ(with_config(names(64, 256)), "");
+  // Negative controls: PEFT's own values.
+  EXPECT_EQ(with_config(R"(, "bias": "lora_only", "modules_to_save": null)"), "");
+  EXPECT_EQ(with_config(R"(, "bias": null, "modules_to_save": ["lm_head"])"), "");
 }
 
 }  // namespace

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "tprobe/config.hpp"
+#include "tprobe/core/data/padding_report.hpp"
 #include "tprobe/core/report/section.hpp"
 
 namespace tprobe::core {
@@ -87,6 +90,77 @@ TEST(ReportSection, ABuilderThatThrowsLeavesANote) {
   EXPECT_NE(r.sections[0].notes[0].find("could not draw this section: unforeseen"),
             std::string::npos)
       << r.sections[0].notes[0];
+}
+
+
+// The padding figure draws a histogram of up to 64 bins as it is, one row per bin with the widths
+// counted in the bin that holds them; a 65th bin merges consecutive bins (issue 46: the figure is
+// bounded; tests/scale/report_scale_test.cpp times 10^6 bins).
+std::vector<std::string> bar_labels(const std::string& svg) {
+  std::vector<std::string> out;
+  const std::string open = "class=\"bar-label\"";
+  for (std::size_t at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const std::size_t start = svg.find('>', at) + 1;
+    out.push_back(svg.substr(start, svg.find('<', start) - start));
+  }
+  return out;
+}
+
+Report padding_figure(int bins, const Json& widths) {
+  Json hist = Json::array();
+  for (int i = 0; i < bins; ++i) {
+    hist.push_back({{"lo", 1 << i % 20}, {"hi", 2 << i % 20}, {"records", i + 1}});
+  }
+  return build_report({evidence("padding", {{"histogram", hist}, {"micro_batch_widths", widths}})},
+                      {{"padding", "Padding", padding_report_section}});
+}
+
+TEST(ReportSection, PaddingHistogramUpTo64BinsIsDrawnBinByBin) {
+  // Bins [1,2) [2,4) [4,8) [8,16) [16,32); widths 3 and 3 in [2,4), 31 in [16,32), 40 in none.
+  const Report r = padding_figure(5, Json::array({3, 3, 31, 40}));
+  ASSERT_EQ(r.sections[0].figures.size(), 1u);
+  const ReportFigure& f = r.sections[0].figures[0];
+  EXPECT_EQ(bar_labels(f.svg),
+            (std::vector<std::string>{"1 – 1", "2 – 3", "4 – 7", "8 – 15", "16 – 31"}));
+  EXPECT_NE(f.svg.find("2 – 3 (records by real length): 2<"), std::string::npos);
+  EXPECT_NE(f.svg.find("2 – 3 (micro-batches by padded width): 2<"), std::string::npos);
+  EXPECT_NE(f.svg.find("16 – 31 (micro-batches by padded width): 1<"), std::string::npos);
+  EXPECT_NE(f.svg.find("4 – 7 (micro-batches by padded width): 0<"), std::string::npos);
+  EXPECT_EQ(f.caption.find("The file has"), std::string::npos) << f.caption;
+  EXPECT_EQ(bar_labels(padding_figure(64, Json::array()).sections[0].figures[0].svg).size(), 64u);
+  // 65 bins: 33 rows of 2 consecutive bins (the last holds one), and the caption says so.
+  const Report merged = padding_figure(65, Json::array({3}));
+  const ReportFigure& m = merged.sections[0].figures[0];
+  const std::vector<std::string> labels = bar_labels(m.svg);
+  ASSERT_EQ(labels.size(), 33u);
+  EXPECT_EQ(labels[0], "1 – 3");  // bins 0 and 1: [1, 4), records 1 + 2
+  EXPECT_NE(m.svg.find("1 – 3 (records by real length): 3<"), std::string::npos);
+  EXPECT_NE(m.svg.find("1 – 3 (micro-batches by padded width): 1<"), std::string::npos);
+  EXPECT_NE(m.caption.find("The file has 65 bins; they are drawn as 33 bars of 2 consecutive"),
+            std::string::npos)
+      << m.caption;
+}
+
+
+// A generic table shows every scalar key as a column, up to 64, and says how many it left out.
+TEST(ReportSection, GenericTableColumnsAreCappedAndNamed) {
+  auto table_of = [](int keys) {
+    Json rows = Json::array();
+    for (int i = 0; i < keys; ++i) rows.push_back({{"k" + std::to_string(i), i}, {"name", "x"}});
+    const Report r = build_report({evidence("t", {{"rows", rows}})},
+                                  {{"t", "T", [](SectionBuilder& c) {
+                                      c.table(c.generic_table("tab", "Rows", *c.array_at("rows"),
+                                                              "rows"));
+                                    }}});
+    return r.sections[0].tables.at(0);
+  };
+  const ReportTable few = table_of(3);  // negative control: all columns, title unchanged
+  EXPECT_EQ(few.header, (std::vector<std::string>{"k0", "name", "k1", "k2"}));
+  EXPECT_EQ(few.title, "Rows");
+  const ReportTable many = table_of(100);
+  EXPECT_EQ(many.header.size(), 64u);
+  EXPECT_EQ(many.header[1], "name");
+  EXPECT_EQ(many.title, "Rows (first 60 of 100) (first 64 of 101 columns)");
 }
 
 }  // namespace

@@ -266,6 +266,41 @@ AdapterConfig parse_adapter_config(const std::string& text, const std::string& p
   // tensors (LoraAdapter::other_tensors).
   c.use_dora = flag("use_dora");
   c.base_model_name_or_path = str("base_model_name_or_path", false);
+  // modules_to_save: whole modules saved beside the LoRA pairs (the gate checks they are there).
+  auto saved = doc.find("modules_to_save");
+  if (saved != doc.end() && !saved->is_null()) {
+    if (!saved->is_array()) {
+      fail("{}: field 'modules_to_save' must be a list of module names, got {}", path,
+           saved->type_name());
+    }
+    if (saved->size() > kMaxModulesToSave) {
+      fail("{}: field 'modules_to_save' lists {} modules (limit {})", path, saved->size(),
+           kMaxModulesToSave);
+    }
+    for (const auto& m : *saved) {
+      if (!m.is_string() || m.get<std::string>().empty()) {
+        fail("{}: field 'modules_to_save' must list non-empty strings, got {}", path,
+             detail::printable(m.dump()));
+      }
+      if (m.get<std::string>().size() > kMaxModuleToSaveBytes) {
+        fail("{}: field 'modules_to_save' lists a name of {} bytes (limit {}): {}", path,
+             m.get<std::string>().size(), kMaxModuleToSaveBytes,
+             detail::printable(m.get<std::string>()));
+      }
+      c.modules_to_save.push_back(m.get<std::string>());
+    }
+    std::sort(c.modules_to_save.begin(), c.modules_to_save.end());
+    c.modules_to_save.erase(std::unique(c.modules_to_save.begin(), c.modules_to_save.end()),
+                            c.modules_to_save.end());
+  }
+  const std::string bias = str("bias", false);
+  if (!bias.empty()) {
+    if (bias != "none" && bias != "all" && bias != "lora_only") {
+      fail("{}: field 'bias' is '{}': PEFT's values are \"none\", \"all\" and \"lora_only\"", path,
+           detail::printable(bias));
+    }
+    c.bias = bias;
+  }
   return c;
 }
 
@@ -445,6 +480,44 @@ LoraAdapter read_lora_adapter(const std::string& dir_in) {
   return adapter;
 }
 
+std::vector<ModuleScaling> module_scalings(const AdapterConfig& c,
+                                           const std::vector<AdapterModule>& modules,
+                                           const std::string& where) {
+  std::vector<TargetPattern> rank_keys, alpha_keys;
+  for (const auto& [key, rank] : c.rank_patterns) {
+    rank_keys.emplace_back(module_pattern(key), where);
+  }
+  for (const auto& [key, alpha] : c.alpha_patterns) {
+    alpha_keys.emplace_back(module_pattern(key), where);
+  }
+  const double alpha = c.lora_alpha > 0 ? c.lora_alpha : kPeftDefaultLoraAlpha;
+  std::vector<ModuleScaling> out;
+  out.reserve(modules.size());
+  for (const AdapterModule& m : modules) {
+    ModuleScaling s;
+    s.rank = c.r;
+    s.alpha = alpha;
+    for (std::size_t k = 0; k < rank_keys.size(); ++k) {
+      if (rank_keys[k].full_match(m.module)) {
+        s.rank = c.rank_patterns[k].second;
+        s.rank_key = c.rank_patterns[k].first;
+        break;
+      }
+    }
+    for (std::size_t k = 0; k < alpha_keys.size(); ++k) {
+      if (alpha_keys[k].full_match(m.module)) {
+        s.alpha = c.alpha_patterns[k].second;
+        s.alpha_key = c.alpha_patterns[k].first;
+        break;
+      }
+    }
+    const double r = static_cast<double>(s.rank);
+    s.scaling = s.alpha / (c.use_rslora ? std::sqrt(r) : r);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 void check_config_against_tensors(const LoraAdapter& adapter, const std::string& config_path) {
   const AdapterConfig& c = adapter.config;
   if (c.lora_alpha != 0.0 && !(std::isfinite(c.lora_alpha) && c.lora_alpha > 0)) {
@@ -452,30 +525,23 @@ void check_config_against_tensors(const LoraAdapter& adapter, const std::string&
   }
   std::optional<TargetPattern> re;
   if (!c.target_regex.empty()) re.emplace(c.target_regex, config_path);
-  std::vector<TargetPattern> rank_keys;
-  for (const auto& [key, rank] : c.rank_patterns) {
-    rank_keys.emplace_back(module_pattern(key), config_path);
-  }
-  for (const AdapterModule& m : adapter.modules) {
+  const std::vector<ModuleScaling> scalings =
+      module_scalings(c, adapter.modules, config_path);
+  for (std::size_t i = 0; i < adapter.modules.size(); ++i) {
+    const AdapterModule& m = adapter.modules[i];
     // Rank: lora_A is [r, in], lora_B is [out, r], r the config's or the first rank_pattern key
     // matching the module's name.
-    int64_t expected = c.r;
-    const std::string* by_key = nullptr;
-    for (std::size_t k = 0; k < rank_keys.size() && by_key == nullptr; ++k) {
-      if (rank_keys[k].full_match(m.module)) {
-        expected = c.rank_patterns[k].second;
-        by_key = &c.rank_patterns[k].first;
-      }
-    }
+    const int64_t expected = scalings[i].rank;
+    const std::string& by_key = scalings[i].rank_key;
     for (const bool is_a : {true, false}) {
       const std::optional<TensorStats>& t = is_a ? m.a : m.b;
       if (!t || t->shape.size() != 2) continue;
       const int64_t rank = is_a ? t->shape[0] : t->shape[1];
       if (rank == expected) continue;
-      if (by_key != nullptr) {
+      if (!by_key.empty()) {
         fail("{}: tensor '{}' has rank {} ([{}]), but {} says r = {} for it (rank_pattern '{}')",
              t->file, t->name, rank, fmt::join(t->shape, ", "), config_path, expected,
-             detail::printable(*by_key));
+             detail::printable(by_key));
       }
       fail("{}: tensor '{}' has rank {} ([{}]), but {} says r = {}", t->file, t->name, rank,
            fmt::join(t->shape, ", "), config_path, c.r);

@@ -44,6 +44,8 @@ Json to_json(const LoraGateReport& r) {
   cfg["layers_to_transform"] = r.config.layers_to_transform;
   cfg["exclude_modules"] = r.config.exclude_modules;
   cfg["base_model_name_or_path"] = r.config.base_model_name_or_path;
+  cfg["modules_to_save"] = r.config.modules_to_save;
+  cfg["bias"] = r.config.bias;
   out["adapter_config"] = std::move(cfg);
   out["naming_forms"] = r.naming_forms;
   out["dtypes"] = r.dtypes;
@@ -97,6 +99,8 @@ Json to_json(const LoraGateReport& r) {
     row["b_shape"] = m.b_shape;
     row["a_norm"] = optional_number(m.a_norm);
     row["b_norm"] = optional_number(m.b_norm);
+    row["scaling"] = m.scaling;
+    row["update_bound"] = optional_number(m.update_bound);
     row["in_text_decoder"] = m.in_text_decoder;
     row["expected"] = m.expected;
     row["state"] = to_string(m.state);
@@ -111,6 +115,20 @@ Json to_json(const LoraGateReport& r) {
         {{"name", t.name}, {"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"norm", t.norm}});
   }
   out["other_tensors"] = std::move(other_tensors);
+  Json saved = Json::array();
+  for (const auto& m : r.modules_to_save) {
+    saved.push_back({{"module", m.name},
+                     {"tensors", m.tensors},
+                     {"non_finite", m.non_finite},
+                     {"nonzero", m.nonzero},
+                     {"norm", m.norm},
+                     {"problem", m.problem.empty() ? Json(nullptr) : Json(m.problem)}});
+  }
+  out["modules_to_save"] = std::move(saved);
+  out["bias"] = {{"mode", r.bias.mode},         {"checked", r.bias.checked},
+                 {"ok", r.bias.ok()},           {"expected", r.bias.expected},
+                 {"missing", r.bias.missing},   {"found", r.bias.found},
+                 {"note", r.bias.note}};
   return out;
 }
 
@@ -135,6 +153,8 @@ LoraGateReport lora_gate_report_from_json(const Json& results, const std::string
   r.config.layers_to_transform = integers(cfg, "layers_to_transform", cw, 0);
   r.config.exclude_modules = strings(cfg, "exclude_modules", cw);
   r.config.base_model_name_or_path = string(cfg, "base_model_name_or_path", cw);
+  r.config.modules_to_save = strings(cfg, "modules_to_save", cw);
+  r.config.bias = string(cfg, "bias", cw);
 
   r.naming_forms = strings(results, "naming_forms", where);
   r.dtypes = strings(results, "dtypes", where);
@@ -188,12 +208,14 @@ LoraGateReport lora_gate_report_from_json(const Json& results, const std::string
     m.b_shape = integers(j, "b_shape", mw, 0);
     m.a_norm = nullable_number(j, "a_norm", mw);
     m.b_norm = nullable_number(j, "b_norm", mw);
+    m.scaling = number(j, "scaling", mw);
+    m.update_bound = nullable_number(j, "update_bound", mw);
     m.in_text_decoder = boolean(j, "in_text_decoder", mw);
     m.expected = boolean(j, "expected", mw);
     m.state = enum_value(j, "state", mw,
                          {ModuleState::kLearned, ModuleState::kInert, ModuleState::kDeadA,
-                          ModuleState::kNonFinite, ModuleState::kIncomplete,
-                          ModuleState::kBadShape});
+                          ModuleState::kNegligible, ModuleState::kNonFinite,
+                          ModuleState::kIncomplete, ModuleState::kBadShape});
     m.message = string(j, "message", mw);
     r.modules.push_back(std::move(m));
   }
@@ -216,6 +238,30 @@ LoraGateReport lora_gate_report_from_json(const Json& results, const std::string
     t.shape = integers(other[i], "shape", ow, 0);
     t.norm = number(other[i], "norm", ow);
     r.other_tensors.push_back(std::move(t));
+  }
+  const Json& saved = array(results, "modules_to_save", where);
+  for (std::size_t i = 0; i < saved.size(); ++i) {
+    const std::string sw = at(where, "modules_to_save", i);
+    SavedModule m;
+    m.name = string(saved[i], "module", sw);
+    m.tensors = strings(saved[i], "tensors", sw);
+    m.non_finite = integer(saved[i], "non_finite", sw, 0);
+    m.nonzero = integer(saved[i], "nonzero", sw, 0);
+    m.norm = number(saved[i], "norm", sw);
+    m.problem = nullable_string(saved[i], "problem", sw).value_or("");
+    r.modules_to_save.push_back(std::move(m));
+  }
+  const Json& bias = object(results, "bias", where);
+  const std::string bw = where + " bias";
+  r.bias.mode = string(bias, "mode", bw);
+  r.bias.checked = boolean(bias, "checked", bw);
+  r.bias.expected = strings(bias, "expected", bw);
+  r.bias.missing = strings(bias, "missing", bw);
+  r.bias.found = strings(bias, "found", bw);
+  r.bias.note = string(bias, "note", bw);
+  // ok is written beside the list it is derived from: a file where they disagree was edited.
+  if (boolean(bias, "ok", bw) != r.bias.ok()) {
+    fail("{}: field 'ok' disagrees with its missing list", bw);
   }
   r.outcome = r.passed() ? Outcome::kOk : Outcome::kNo;
   return r;
@@ -241,7 +287,23 @@ std::vector<Table> lora_gate_tables(const LoraGateReport& r) {
   } else {
     summary.row({"module count", "not checked: " + r.count.why_unchecked});
   }
+  if (!r.config.modules_to_save.empty()) {
+    std::vector<std::string> cells;
+    for (const auto& m : r.modules_to_save) {
+      cells.push_back(fmt::format("{} ({})", m.name,
+                                  !m.problem.empty()  ? "PROBLEM"
+                                  : m.nonzero == 0    ? "all zero"
+                                                      : fmt::format("{} tensor(s), |W| {}",
+                                                                    m.tensors.size(),
+                                                                    norm_cell(m.norm))));
+    }
+    summary.row({"modules_to_save", fmt::format("{}", fmt::join(cells, ", "))});
+  }
+  if (r.bias.mode != "none") summary.row({"bias", r.bias.note});
   summary.note(r.verdict_message);
+  for (const auto& m : r.modules_to_save) {
+    if (!m.problem.empty()) summary.note(m.problem);
+  }
   for (const auto& n : r.count.absent_notes) summary.note(n);
   for (std::size_t i = 0; i < r.count.missing.size() && i < 10; ++i) {
     summary.note("missing: " + r.count.missing[i]);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "base/string_util.hpp"
 #include "tprobe/core/base/table.hpp"
@@ -14,6 +15,11 @@
 namespace tprobe::core {
 
 using detail::ends_with;
+
+namespace {
+// A generic table shows at most this many columns (a hand-made file can have any number of keys).
+constexpr std::size_t kMaxGenericColumns = 64;
+}  // namespace
 
 const Json* find_path(const Json& j, const std::string& dotted) {
   const Json* cur = &j;
@@ -178,12 +184,17 @@ ReportTable SectionBuilder::generic_table(const std::string& id, const std::stri
   t.title = title;
   t.source = source();
   t.fields = {field_name(field) + "[]"};
+  // The columns: every scalar key in first-seen order, found through a set (a linear search of
+  // the list was quadratic in a hand-made file's distinct keys), at most kMaxGenericColumns.
   std::vector<std::string> keys;
+  std::set<std::string, std::less<>> seen;
+  std::size_t distinct = 0;
   for (const auto& r : rows) {
     if (!r.is_object()) continue;
     for (const auto& [k, v] : r.items()) {
-      if (v.is_structured()) continue;
-      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      if (v.is_structured() || !seen.insert(k).second) continue;
+      ++distinct;
+      if (keys.size() < kMaxGenericColumns) keys.push_back(k);
     }
   }
   t.header = keys;
@@ -194,6 +205,9 @@ ReportTable SectionBuilder::generic_table(const std::string& id, const std::stri
     t.rows.push_back(std::move(cells));
   }
   if (rows.size() > max_rows) t.title += fmt::format(" (first {} of {})", max_rows, rows.size());
+  if (distinct > keys.size()) {
+    t.title += fmt::format(" (first {} of {} columns)", keys.size(), distinct);
+  }
   return t;
 }
 

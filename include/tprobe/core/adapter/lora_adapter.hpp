@@ -3,6 +3,7 @@
 // tensor paired into its module and normed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +35,12 @@ struct AdapterConfig {
   std::vector<std::pair<std::string, int64_t>> rank_patterns;
   std::vector<std::pair<std::string, double>> alpha_patterns;
   bool use_rslora = false;                   // alpha / sqrt(r) scaling
+  // Whole modules PEFT saves beside the LoRA pairs (e.g. lm_head, embed_tokens): names matched as
+  // target_modules' list form is (the name, or a ".<name>" suffix of the module's path).
+  std::vector<std::string> modules_to_save;
+  // "none", "all" (every bias of the model is trained and saved) or "lora_only" (the biases of
+  // the adapted modules).
+  std::string bias = "none";
   bool use_dora = false;                     // weight-decomposed LoRA (magnitude vectors)
   std::string base_model_name_or_path;
 };
@@ -72,6 +79,27 @@ struct LoraAdapter {
       other_tensors;  // tensors that are not lora_A/lora_B (DoRA magnitudes, ...)
 };
 
+// modules_to_save: at most this many entries, each at most this many bytes (PEFT's lists name a
+// handful of modules: lm_head, embed_tokens, score); more is refused (exit 1), so the gate's
+// matching stays linear in the adapter's tensor names.
+inline constexpr std::size_t kMaxModulesToSave = 64;
+inline constexpr std::size_t kMaxModuleToSaveBytes = 256;
+
+// PEFT's LoraConfig default for lora_alpha, used for the scale when the config has none.
+inline constexpr double kPeftDefaultLoraAlpha = 8.0;
+
+// What PEFT multiplies one module's update lora_B·lora_A by: the rank and alpha rank_pattern /
+// alpha_pattern give the module (the first key matching its name after an optional
+// "<prefix>."), else r and lora_alpha (kPeftDefaultLoraAlpha when absent), and the scaling
+// alpha / rank, or alpha / sqrt(rank) with use_rslora.
+struct ModuleScaling {
+  int64_t rank = 0;
+  double alpha = 0.0;
+  double scaling = 0.0;
+  std::string rank_key;   // the rank_pattern key that gave the rank; "" for r
+  std::string alpha_key;  // the alpha_pattern key that gave the alpha; "" for lora_alpha
+};
+
 // Parses adapter_config.json text; `path` is used in messages. Throws tprobe::Error naming the
 // field for a missing/ill-typed r, lora_alpha, target_modules, use_rslora, use_dora or a
 // peft_type other than LORA.
@@ -86,6 +114,12 @@ TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const st
 // A pickled adapter_model.bin is refused with a message saying how to re-save it.
 // Then the config is checked against the tensors (check_config_against_tensors).
 LoraAdapter read_lora_adapter(const std::string& dir);
+
+// One ModuleScaling per entry of `modules`, in order (the pattern keys compiled once; `where`
+// names the config in a refused key's message).
+std::vector<ModuleScaling> module_scalings(const AdapterConfig& config,
+                                           const std::vector<AdapterModule>& modules,
+                                           const std::string& where);
 
 // The adapter's own config against its tensors, shared by lora-gate and parity --adapter
 // (model/loader.cpp): every lora_A is [r, in] and lora_B [out, r] with the config's r, or the
