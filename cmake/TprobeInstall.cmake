@@ -3,6 +3,9 @@
 #   P/bin/tprobe
 #   P/bin/libtprobe_torch.so          beside the binary: where it looks for the module first
 #   P/share/tprobe/fixtures/...       what `tprobe suite` reads (its steps' `needs`), nothing more
+#   P/share/man/man1/tprobe.1.gz      the manual page         } written by the binary itself
+#   P/share/bash-completion/completions/tprobe                 } (`tprobe --generate`, after
+#   P/share/zsh/vendor-completions/_tprobe                     }  each link: src/app/CMakeLists.txt)
 # The paths are fixed, not GNUInstallDirs': the suite finds its fixtures at
 # <bindir>/../share/tprobe/fixtures and the binary its module in <bindir> (probes/suite_plan.hpp,
 # src/torch_api/torch_api.cpp).
@@ -25,3 +28,7 @@ foreach(f IN LISTS tprobe_suite_fixtures)
   install(FILES "${PROJECT_SOURCE_DIR}/tests/fixtures/${f}"
           DESTINATION "share/tprobe/fixtures/${dir}")
 endforeach()
+
+install(FILES "${TPROBE_GENERATED_DOCS_DIR}/tprobe.1.gz" DESTINATION share/man/man1)
+install(FILES "${TPROBE_GENERATED_DOCS_DIR}/tprobe" DESTINATION share/bash-completion/completions)
+install(FILES "${TPROBE_GENERATED_DOCS_DIR}/_tprobe" DESTINATION share/zsh/vendor-completions)

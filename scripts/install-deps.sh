@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs tprobe's build dependencies from Debian 12 packages (idempotent; skips apt when present).
-# --test adds what the test suite needs beyond the build: chromium, for the report's browser test
-# (that test skips itself, saying so, when chromium is absent); clang and python3 for
-# scripts/clang-check.sh, CI's second compiler.
+# Without arguments (README command 1): what the `release` build of tprobe and its torch module
+# needs. --test (README command 2) adds what the test suite needs beyond that: libgtest-dev;
+# chromium, for the report's browser test (that test skips itself, saying so, when chromium is
+# absent); clang and python3 for scripts/clang-check.sh, CI's second compiler; file, which cpack's
+# dpkg-shlibdeps step needs (the Debian package test, tests/install/package_deb.cmake).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build git libtorch-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-      libgtest-dev zlib1g-dev)
-if [ "${1:-}" = "--test" ]; then pkgs+=(chromium clang python3); fi
+      zlib1g-dev)
+if [ "${1:-}" = "--test" ]; then pkgs+=(libgtest-dev chromium clang python3 file); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

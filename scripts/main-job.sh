@@ -4,7 +4,7 @@
 # probe. The suite's step list is in probes/suite_probe.cpp (one line per probe).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=${TPROBE_BIN:-build/cpu/src/app/tprobe}
+bin=${TPROBE_BIN:-build/release/src/app/tprobe}
 out=${TPROBE_OUT:-out}
 # The suite's own evidence goes inside --out, whose folder must exist before the output guard
 # checks it (docs/suite.md): make it first.

@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 
+#include "cli_docs.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -65,6 +66,19 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tprobe::probes::ProbeSet probes;
   tprobe::probes::register_all(app, probes);
+  // Hidden (group ""): `tprobe --generate man|bash|zsh` prints the manual page or a completion
+  // made from the subcommands registered above (cli_docs.hpp); the build runs it for the install.
+  // Its callback runs before CLI11 asks for a subcommand, as --version's does; another kind is a
+  // usage error (generate_doc throws before anything is printed).
+  app.add_option_function<std::string>(
+         "--generate",
+         [&app](const std::string& kind) {
+           std::cout << tprobe::app::generate_doc(app, kind, std::string("tprobe ") +
+                                                                  TPROBE_VERSION);
+           throw CLI::Success();
+         },
+         "Print the manual page or a shell completion")
+      ->group("");
   // The subcommand is the first word (tprobe itself has only --help and --version).
   std::string who = "tprobe";
   if (argc > 1 && argv[1][0] != '-') {
