@@ -552,12 +552,11 @@ class TraceSax {
           break;
       }
     } else if (c == Ctx::kArgs) {
-      // Ids a row is placed or linked by: a string there ("device": "1") was left out without a
-      // word, the row put on its pid's device or left unlinked.
+      // The ids a row is placed by: a string there ("device": "1") was left out without a word,
+      // the row put on its pid's device or stream -1. (A string correlation or External id links
+      // nothing, as any id that is not an integer: counted as unlinked, docs/kernels.md.)
       if (key_ == Key::kDevice) string_for_number("args.device", v);
       if (key_ == Key::kStream) string_for_number("args.stream", v);
-      if (key_ == Key::kExternalId) string_for_number("args.External id", v);
-      if (key_ == Key::kCorrelation) string_for_number("args.correlation", v);
       if (key_ == Key::kBytes) ev_.bad_bytes = "\"" + std::string(v.substr(0, 40)) + "\"";
       if (mem_field(key_) >= 0)
         bad_mem_field(mem_field(key_), "\"" + std::string(v.substr(0, 40)) + "\"");
