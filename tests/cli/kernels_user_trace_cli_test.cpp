@@ -129,9 +129,16 @@ TEST(KernelsCli, RangesFixtureShowsStreamsRangesSequencesAndSeries) {
   int64_t ranges_sum =
       u["outside"]["kernel_ns"].get<int64_t>() + u["outside"]["memcpy_memset_ns"].get<int64_t>();
   std::map<std::string, json> by_path;
+  std::vector<std::string> paths;  // a tree: each row's parent (an earlier row) and its own name
   for (const json& row : u["rows"]) {
     ranges_sum += row["kernel_ns"].get<int64_t>() + row["memcpy_memset_ns"].get<int64_t>();
-    by_path[row["path"]] = row;
+    const int64_t parent = row["parent"].get<int64_t>();
+    ASSERT_LT(parent, static_cast<int64_t>(paths.size()));
+    paths.push_back(parent < 0 ? row["name"].get<std::string>()
+                               : paths[static_cast<std::size_t>(parent)] + " > " +
+                                     row["name"].get<std::string>());
+    EXPECT_FALSE(row.contains("path"));
+    by_path[paths.back()] = row;
   }
   EXPECT_EQ(ranges_sum, streams_sum);  // every row once
   EXPECT_EQ(ranges_sum, u["total_ns"].get<int64_t>());

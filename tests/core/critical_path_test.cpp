@@ -518,7 +518,8 @@ TEST(CriticalPath, BrokenCudaSyncEventsAreLeftOutCountedOrRefused) {
        "traceEvents[4] ('cuda_sync' event 'Stream Sync') is on device 1099511627776"},
       {[](Json& e) { e["args"]["stream"] = 7.5; },
        "traceEvents[4] field 'args.stream' has value 7.5"},
-      {[](Json& e) { e["ts"] = "x"; }, "traceEvents[4] field 'ts' has value x"},
+      {[](Json& e) { e["ts"] = "x"; }, "traceEvents[4] field 'ts' is the string \"x\""},
+      {[](Json& e) { e["ts"] = "12"; }, "traceEvents[4] field 'ts' is the string \"12\""},
   };
   for (const auto& [damage, says] : refused) {
     try {

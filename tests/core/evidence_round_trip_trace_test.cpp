@@ -117,6 +117,33 @@ TEST(TraceFromJson, DamagedPiecesNameTheField) {
                      "alive_at_peak.untagged_share_ratio");
   EXPECT_ERROR_NAMES(read([](Json& j) { j["memory"]["devices"][0]["frees"] = -2; }),
                      "k.json results.memory devices[0]");
+  // Issue 46's shapes: the user-range tree and the capped time series.
+  EXPECT_ERROR_NAMES(read([](Json& j) { j["trace"]["time_series"]["max_streams"] = 3; }),
+                     "max_streams");
+  EXPECT_ERROR_NAMES(
+      read([](Json& j) { j["trace"]["time_series"]["other_devices"]["devices"] = -1; }),
+      "other_devices");
+  EXPECT_ERROR_NAMES(
+      read([](Json& j) {
+        j["trace"]["time_series"]["devices"][0]["queue_length_other_streams"] = {{"streams", 2}};
+      }),
+      "queue_length_other_streams");
+}
+
+// The ranges fixture's user ranges are a tree in its evidence: parents read back, a parent that
+// is not an earlier row refused naming the row.
+TEST(TraceFromJson, UserRangeTreeReadsBackAndABadParentIsNamed) {
+  const KernelsReport r = kernels_of({kTraces + "/hf-sdpa-ranges-nonreentrant-2x256.json.gz"});
+  const Json good = to_json(r);
+  const Json& rows = good["trace"]["user_ranges"]["rows"];
+  ASSERT_GT(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["parent"], -1);
+  EXPECT_EQ(rows[1]["parent"], 0);
+  EXPECT_EQ(to_json(kernels_report_from_json(good, "k.json results")), good);
+  Json bad = good;
+  bad["trace"]["user_ranges"]["rows"][1]["parent"] = 1;  // itself
+  EXPECT_ERROR_NAMES(kernels_report_from_json(bad, "k.json results"),
+                     "user_ranges rows[1]: field 'parent'");
 }
 
 }  // namespace

@@ -120,9 +120,13 @@ TEST(UserRanges, NestedRangesBorrowedRowsAndTheOutsideByHand) {
   EXPECT_EQ(u.ranges, 3);
   EXPECT_EQ(u.main_tid, 1);
   ASSERT_EQ(u.rows.size(), 3u);
-  EXPECT_EQ(u.rows[0].path, "train_step");
-  EXPECT_EQ(u.rows[1].path, "train_step > forward");
-  EXPECT_EQ(u.rows[2].path, "train_step > backward");
+  EXPECT_EQ(u.rows[0].parent, -1);
+  EXPECT_EQ(u.rows[1].parent, 0);
+  EXPECT_EQ(u.rows[2].parent, 0);
+  EXPECT_EQ(u.rows[1].name, "forward");
+  EXPECT_EQ(user_range_path(u, 0), "train_step");
+  EXPECT_EQ(user_range_path(u, 1), "train_step > forward");
+  EXPECT_EQ(user_range_path(u, 2), "train_step > backward");
   EXPECT_EQ(u.rows[0].kernel_ns, 3000);
   EXPECT_EQ(u.rows[0].inclusive_ns, 3000 + 3000 + 4000);
   EXPECT_EQ(u.rows[1].kernel_ns, 3000);
@@ -144,7 +148,72 @@ TEST(UserRanges, NestedRangesBorrowedRowsAndTheOutsideByHand) {
   bad = j;
   bad["kineto_same"] = 9;  // more than checked
   EXPECT_THROW(user_ranges_from_json(bad, "e.json"), Error);
+  // The tree is checked: a parent after its row, a depth its parent does not give.
+  bad = j;
+  bad["rows"][1]["parent"] = 2;
+  EXPECT_THROW(user_ranges_from_json(bad, "e.json"), Error);
+  bad = j;
+  bad["rows"][2]["depth"] = 2;
+  EXPECT_THROW(user_ranges_from_json(bad, "e.json"), Error);
+  bad = j;
+  bad["rows"][0]["path"] = "train_step";  // the old per-row path is not what is read
+  bad["rows"][0].erase("parent");
+  EXPECT_THROW(user_ranges_from_json(bad, "e.json"), Error);
   EXPECT_FALSE(user_range_tables(u).empty());
+}
+
+// Deeply nested ranges (issue 46: each row carried its whole path, 10,000 nested ranges wrote
+// 395 MB): every row holds its parent and its own name, the evidence grows linearly with the
+// depth, the table shows at most kMaxShownRanges rows with a capped indent, and a path for display
+// elides its outermost names.
+TEST(UserRanges, DeepNestingIsATreeAndItsViewsAreCapped) {
+  auto nested = [](int n) {
+    Trace t;
+    for (int i = 0; i < n; ++i) t.range(1, "r" + std::to_string(i), i, 4.0 * n - i, i + 1);
+    t.row(1, n + 0.25, 7, 5.0 * n, 1, "k");  // launched in the innermost range
+    // Launched after r101..r(n-1) closed: r100 [100, 4n - 100] is the innermost holding it, 300
+    // levels up from the last range started (the climb the jump pointers shorten).
+    if (n > 100) t.row(1, 4.0 * n - 100.5, 7, 5.0 * n + 2, 2, "late");
+    return t.read().user_ranges;
+  };
+  const UserRanges u = nested(400);
+  ASSERT_EQ(u.rows.size(), 400u);
+  for (std::size_t i = 0; i < u.rows.size(); ++i) {
+    EXPECT_EQ(u.rows[i].parent, static_cast<int64_t>(i) - 1);
+    EXPECT_EQ(u.rows[i].depth, static_cast<int32_t>(i));
+    EXPECT_EQ(u.rows[i].name, "r" + std::to_string(i));
+    EXPECT_EQ(u.rows[i].inclusive_ns, i <= 100 ? 3000 : 1000) << i;
+  }
+  EXPECT_EQ(u.rows[399].kernel_ns, 1000);
+  EXPECT_EQ(u.rows[100].kernel_ns, 2000);
+  EXPECT_EQ(u.rows[101].kernel_ns, 0);
+  EXPECT_EQ(u.rows[99].kernel_ns, 0);
+  EXPECT_EQ(user_range_path(u, 399, 3), "\u2026 > r397 > r398 > r399");
+  EXPECT_EQ(user_range_path(u, 2, 3), "r0 > r1 > r2");
+  const Json j = to_json(u);
+  EXPECT_EQ(to_json(user_ranges_from_json(j, "e.json")), j);
+  // Linear: 4x the depth is about 4x the bytes (a path per row made it 16x).
+  const std::size_t small = to_json(nested(100)).dump().size();
+  EXPECT_LT(double(j.dump().size()), 5.0 * double(small)) << small << " " << j.dump().size();
+  const std::vector<Table> tables = user_range_tables(u);
+  ASSERT_EQ(tables.size(), 1u);
+  const std::string text = tables[0].render();
+  // kMaxShownRanges rows + the outside row, each line short: the indent is capped.
+  std::size_t lines = 0, longest = 0;
+  for (std::size_t at = 0, next; at < text.size(); at = next + 1) {
+    next = text.find('\n', at);
+    if (next == std::string::npos) next = text.size();
+    ++lines;
+    longest = std::max(longest, next - at);
+  }
+  EXPECT_LT(lines, kMaxShownRanges + 20) << text.substr(0, 2000);
+  EXPECT_LT(longest, 400u) << text.substr(0, 2000);
+  EXPECT_NE(text.find("[depth 59] r59"), std::string::npos) << text.substr(0, 2000);
+  EXPECT_NE(text.find("60 of the 400 range paths shown"), std::string::npos);
+  // The negative control: a shallow tree is shown whole, without the note.
+  const std::string shallow = user_range_tables(nested(5))[0].render();
+  EXPECT_EQ(shallow.find("range paths shown"), std::string::npos);
+  EXPECT_NE(shallow.find("        r4"), std::string::npos) << shallow;
 }
 
 // The negative control: without the loop's ranges nothing is borrowed and every row is outside.
@@ -172,8 +241,8 @@ TEST(UserRanges, BrokenRangeEventsAreLeftOutCountedOrRefused) {
   const UserRanges& u = s.user_ranges;
   ASSERT_TRUE(u.available);
   ASSERT_EQ(u.rows.size(), 2u);  // forward and backward, now at the top
-  EXPECT_EQ(u.rows[0].path, "forward");
-  EXPECT_EQ(u.rows[1].path, "backward");
+  EXPECT_EQ(user_range_path(u, 0), "forward");
+  EXPECT_EQ(user_range_path(u, 1), "backward");
   EXPECT_EQ(u.kineto_checked, 0);
   EXPECT_EQ(u.outside_kernel_ns + u.rows[0].inclusive_ns + u.rows[1].inclusive_ns, u.total_ns);
 
@@ -280,6 +349,71 @@ TEST(TraceSeries, BucketMaximaMeansAndSpreadBytesByHand) {
   bad["devices"][0]["buckets"] = 401;
   EXPECT_THROW(trace_series_from_json(bad, "e.json"), Error);
   EXPECT_FALSE(trace_series_tables(ts).empty());
+}
+
+// Past the caps (issue 46: one series per stream, 100,000 streams wrote 1.86 GB): 20 streams on
+// device 0, stream s's row s + 1 µs long, all queued at 0: the 16 longest streams keep a series,
+// streams 0..3 are one summed series (4 rows queued at once: length 4) with their 10 µs; 18 copy
+// kinds, kind k moving k + 1 bytes: 16 kept, 2 summed; 20 devices: the 16 busiest keep series.
+TEST(TraceSeries, StreamsCopyKindsAndDevicesPastTheCapsAreFoldedAndSaidSo) {
+  Json events = Json::array();
+  int64_t corr = 0;
+  auto row = [&](int64_t device, int64_t stream, double dur, const std::string& name,
+                 const char* cat, int64_t bytes) {
+    const int64_t c = ++corr;
+    events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"},
+                      {"pid", 1}, {"tid", 1}, {"ts", 0}, {"dur", 0.5},
+                      {"args", {{"correlation", c}}}});
+    Json args = {{"correlation", c}, {"device", device}, {"stream", stream}};
+    if (bytes >= 0) args["bytes"] = bytes;
+    events.push_back({{"ph", "X"}, {"cat", cat}, {"name", name}, {"pid", 0}, {"tid", stream},
+                      {"ts", 10}, {"dur", dur}, {"args", args}});
+  };
+  for (int s = 0; s < 20; ++s) row(0, s, s + 1, "k", "kernel", -1);
+  for (int k = 0; k < 18; ++k)
+    row(0, 100, 0.001, "Memcpy kind " + std::to_string(100 + k), "gpu_memcpy", k + 1);
+  for (int d = 1; d < 20; ++d) row(d, 7, d < 5 ? 0.001 : 100 + d, "k", "kernel", -1);
+  const TraceSeries ts =
+      read_trace_buffer(Json{{"traceEvents", events}}.dump(), "hand").summary.series;
+  ASSERT_EQ(ts.devices.size(), 16u);
+  EXPECT_EQ(ts.other_devices, 4);  // devices 1..4, 1 ns each
+  EXPECT_EQ(ts.other_devices_ns, 4);
+  const DeviceSeries& d = ts.devices[0];
+  EXPECT_EQ(d.device, 0);
+  ASSERT_EQ(d.queues.size(), 16u);  // streams 4..19 and the copy stream 100 (18 ns) fold too
+  EXPECT_EQ(d.queues.front().stream, 4);
+  EXPECT_EQ(d.queues.back().stream, 19);
+  EXPECT_EQ(d.queues.back().device_ns, 20000);
+  EXPECT_EQ(d.other_streams, 5);  // 0..3 and 100
+  EXPECT_EQ(d.other_queue.device_ns, 10000 + 18);
+  EXPECT_EQ(d.other_queue.max_length[0], 4 + 18);  // every folded row queued from 0
+  ASSERT_EQ(d.copies.size(), 16u);
+  EXPECT_EQ(d.copies.front().name, "Memcpy kind 102");  // kinds 100, 101 move the fewest bytes
+  EXPECT_EQ(d.other_copies, 2);
+  EXPECT_EQ(d.other_copy.name, "other");
+  EXPECT_EQ(d.other_copy.rows, 2);
+  double folded = 0;
+  for (double b : d.other_copy.bytes) folded += b;
+  EXPECT_NEAR(folded, 1.0 + 2.0, 1e-9);
+  // The evidence says so, and reads back equal; a cap it does not hold is refused.
+  const Json j = to_json(ts);
+  EXPECT_EQ(j["other_devices"]["devices"], 4);
+  EXPECT_EQ(j["devices"][0]["queue_length_other_streams"]["streams"], 5);
+  EXPECT_EQ(j["devices"][0]["copy_bandwidth_other_kinds"]["kinds"], 2);
+  EXPECT_TRUE(j["devices"][1]["queue_length_other_streams"].is_null());
+  EXPECT_EQ(to_json(trace_series_from_json(j, "e.json")), j);
+  Json bad = j;
+  bad["max_streams"] = 17;
+  EXPECT_THROW(trace_series_from_json(bad, "e.json"), Error);
+  bad = j;
+  bad["devices"][0]["queue_length"].push_back(j["devices"][0]["queue_length"][0]);
+  EXPECT_THROW(trace_series_from_json(bad, "e.json"), Error);
+  bad = j;
+  bad["devices"][0]["queue_length_other_streams"]["streams"] = 0;
+  EXPECT_THROW(trace_series_from_json(bad, "e.json"), Error);
+  const std::string text = trace_series_tables(ts)[0].render();
+  EXPECT_NE(text.find("queue length, 5 other streams (summed)"), std::string::npos) << text;
+  EXPECT_NE(text.find("4 other device(s)"), std::string::npos) << text;
 }
 
 TEST(KernelLabel, TensorIteratorLaunchersByTheirOperation) {

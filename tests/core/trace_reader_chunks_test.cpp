@@ -75,7 +75,7 @@ std::string varied_trace() {
          "\"grid\": [1, 2, 3]}},\n"
          "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"first\", \"name\": "
          "\"sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n\", \"pid\": 0, \"tid\": 7, \"ts\": 1e2, "
-         "\"ts\": 140, \"dur\": \"5.25\", \"args\": {\"device\": 0, \"stream\": 7}},\n"
+         "\"ts\": 140, \"dur\": 5.25, \"args\": {\"device\": 0, \"stream\": 7}},\n"
          "{\"ph\": \"X\", \"cat\": \"gpu_memset\", \"name\": \"Memset (Device)\", \"pid\": 0, "
          "\"tid\": 7, \"ts\": 150, \"dur\": 0.001, \"args\": {\"device\": 0, \"stream\": 7}},\n"
          "{\"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"ProfilerStep#7\", "

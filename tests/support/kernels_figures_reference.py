@@ -448,10 +448,14 @@ def main():
         same(f"user_ranges.{k}", u[k], p[k])
     for k in ("rows", "kernel_ns", "memcpy_memset_ns"):
         same(f"user_ranges.outside.{k}", u["outside"][k], p["outside"][k])
-    if sorted(r["path"] for r in u["rows"]) != sorted(p["paths"]):
-        diffs.append(f"user_ranges paths: tprobe {[r['path'] for r in u['rows']]}, "
+    # tprobe writes a tree (each row's parent, an earlier row, and its own name): its paths
+    rows = [dict(r) for r in u["rows"]]
+    for r in rows:
+        r["path"] = r["name"] if r["parent"] < 0 else rows[r["parent"]]["path"] + " > " + r["name"]
+    if sorted(r["path"] for r in rows) != sorted(p["paths"]):
+        diffs.append(f"user_ranges paths: tprobe {[r['path'] for r in rows]}, "
                      f"python {sorted(p['paths'])}")
-    for r in u["rows"]:
+    for r in rows:
         q = p["paths"].get(r["path"])
         if q:
             for k in q:

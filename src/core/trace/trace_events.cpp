@@ -546,16 +546,17 @@ class TraceSax {
           ev_.has_id = true;
           break;
         case Key::kTs:
-        case Key::kDur: {
-          int64_t ns = 0;
-          if (!decimal_us_to_ns(v, ns)) bad_number(key_, v);
-          time_field(key_, ns);
-          break;
-        }
+        case Key::kDur:
+          string_for_number(key_ == Key::kTs ? "ts" : "dur", v);
         default:
           break;
       }
     } else if (c == Ctx::kArgs) {
+      // The ids a row is placed by: a string there ("device": "1") was left out without a word,
+      // the row put on its pid's device or stream -1. (A string correlation or External id links
+      // nothing, as any id that is not an integer: counted as unlinked, docs/kernels.md.)
+      if (key_ == Key::kDevice) string_for_number("args.device", v);
+      if (key_ == Key::kStream) string_for_number("args.stream", v);
       if (key_ == Key::kBytes) ev_.bad_bytes = "\"" + std::string(v.substr(0, 40)) + "\"";
       if (mem_field(key_) >= 0)
         bad_mem_field(mem_field(key_), "\"" + std::string(v.substr(0, 40)) + "\"");
@@ -576,6 +577,13 @@ class TraceSax {
       if (ok && key_ == Key::kRank) s_.rank = n;
       if (ok && key_ == Key::kWorldSize) s_.world_size = n;
     }
+  }
+
+  // A string where the trace format has a number (`"ts": "12"`): refused, one line naming the
+  // event and the field (before issue 46 a quoted time was read as the number).
+  [[noreturn]] void string_for_number(const char* field, std::string_view raw) const {
+    fail("{}: traceEvents[{}] field '{}' is the string \"{}\": a trace writes it as a JSON number",
+         source_, ev_.index, field, detail::printable(raw, 40));
   }
 
   static int64_t hash_id(std::string_view s) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -735,11 +736,22 @@ std::vector<RankTrace> read_trace_directory(const std::string& dir,
     t.result = read_trace_file(f, options, parts);
     out.push_back(std::move(t));
   }
+  // Two files claiming one rank are two runs' traces, or one copied: refused, never renumbered
+  // (issue 46). Without a rank in every file, the ranks are the file-name order.
   bool all_ranked = true;
-  std::set<int64_t> ranks;
+  std::map<int64_t, const std::string*> ranks;
   for (const RankTrace& t : out) {
-    if (t.result.summary.rank < 0 || !ranks.insert(t.result.summary.rank).second)
+    const int64_t rank = t.result.summary.rank;
+    if (rank < 0) {
       all_ranked = false;
+      continue;
+    }
+    auto [it, fresh] = ranks.emplace(rank, &t.path);
+    if (!fresh) {
+      fail("trace directory '{}': '{}' and '{}' both claim rank {} (distributedInfo.rank): one "
+           "folder must hold one run's ranks, each once",
+           dir, *it->second, t.path, rank);
+    }
   }
   for (std::size_t i = 0; i < out.size(); ++i) {
     out[i].rank = all_ranked ? out[i].result.summary.rank : static_cast<int64_t>(i);

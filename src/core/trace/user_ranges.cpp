@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <unordered_map>
 
@@ -20,10 +21,16 @@ namespace {
 
 // Intervals of one thread (or one stream) nested by time: the innermost one holding a time, ends
 // inclusive. Sorted by start, longest first among equal starts; a parent is the nearest earlier
-// interval that still holds the child's end.
+// interval that still holds the child's end, so ends never decrease up a chain of parents. A query
+// climbs that chain to the first interval ending at or after the time, by skew-binary jump
+// pointers (each interval's `jump` an ancestor, O(log depth) steps a query): climbing parent by
+// parent was O(depth) a query, quadratic on 10,000 nested ranges with rows launched after the
+// inner ones closed (issue 46).
 class Nest {
  public:
-  void add(int64_t start, int64_t end, std::size_t item) { ivs_.push_back({start, end, item, -1}); }
+  void add(int64_t start, int64_t end, std::size_t item) {
+    ivs_.push_back({start, end, item, -1, 0, -1});
+  }
   void build() {
     std::stable_sort(ivs_.begin(), ivs_.end(), [](const Iv& a, const Iv& b) {
       return a.start != b.start ? a.start < b.start : a.end > b.end;
@@ -33,17 +40,30 @@ class Nest {
     for (std::size_t i = 0; i < ivs_.size(); ++i) {
       while (!stack.empty() && ivs_[static_cast<std::size_t>(stack.back())].end < ivs_[i].end)
         stack.pop_back();
-      ivs_[i].parent = stack.empty() ? -1 : stack.back();
+      Iv& v = ivs_[i];
+      v.parent = stack.empty() ? -1 : stack.back();
+      if (v.parent < 0) {
+        v.depth = 0;
+        v.jump = -1;
+      } else {
+        const Iv& p = ivs_[static_cast<std::size_t>(v.parent)];
+        v.depth = p.depth + 1;
+        const Iv* pj = p.jump >= 0 ? &ivs_[static_cast<std::size_t>(p.jump)] : nullptr;
+        const Iv* pjj = pj && pj->jump >= 0 ? &ivs_[static_cast<std::size_t>(pj->jump)] : nullptr;
+        v.jump = pj && pjj && p.depth - pj->depth == pj->depth - pjj->depth ? pj->jump : v.parent;
+      }
       stack.push_back(static_cast<int32_t>(i));
-      starts_[i] = ivs_[i].start;
+      starts_[i] = v.start;
     }
   }
   // The caller's item of the innermost interval holding t; -1 when none does.
   int64_t innermost(int64_t t) const {
     auto it = std::upper_bound(starts_.begin(), starts_.end(), t);
     int32_t i = static_cast<int32_t>(it - starts_.begin()) - 1;
-    while (i >= 0 && ivs_[static_cast<std::size_t>(i)].end < t)
-      i = ivs_[static_cast<std::size_t>(i)].parent;
+    while (i >= 0 && ivs_[static_cast<std::size_t>(i)].end < t) {
+      const Iv& v = ivs_[static_cast<std::size_t>(i)];
+      i = v.jump >= 0 && ivs_[static_cast<std::size_t>(v.jump)].end < t ? v.jump : v.parent;
+    }
     return i >= 0 ? static_cast<int64_t>(ivs_[static_cast<std::size_t>(i)].item) : -1;
   }
   // Items in the order build() sorted them, and each one's parent item (-1: none).
@@ -59,6 +79,7 @@ class Nest {
     int64_t start, end;
     std::size_t item;
     int32_t parent;
+    int32_t depth = 0, jump = -1;
   };
   std::vector<Iv> ivs_;
   std::vector<int64_t> starts_;
@@ -209,7 +230,10 @@ UserRanges analyze_user_ranges(const UserRangesInput& in) {
     p.row.inclusive_ns += p.row.kernel_ns + p.row.memcpy_memset_ns;
     if (p.parent >= 0) paths[static_cast<std::size_t>(p.parent)].row.inclusive_ns += p.row.inclusive_ns;
   }
+  // Depth-first: each path's row after its parent's, the parent given by its row index.
+  std::vector<int64_t> row_of(paths.size(), -1);
   std::vector<int64_t> stack(roots.rbegin(), roots.rend());
+  out.rows.reserve(paths.size());
   while (!stack.empty()) {
     const int64_t id = stack.back();
     stack.pop_back();
@@ -217,17 +241,10 @@ UserRanges analyze_user_ranges(const UserRangesInput& in) {
     UserRangeRow row = p.row;
     row.name = names[p.name_id];
     row.depth = p.depth;
-    // the names from the outermost range in (depths are small)
-    std::vector<uint32_t> chain;
-    for (int64_t q = id; q >= 0; q = paths[static_cast<std::size_t>(q)].parent)
-      chain.push_back(paths[static_cast<std::size_t>(q)].name_id);
-    row.path.clear();
-    for (std::size_t k = chain.size(); k-- > 0;) {
-      if (!row.path.empty()) row.path += " > ";
-      row.path += names[chain[k]];
-    }
+    row.parent = p.parent >= 0 ? row_of[static_cast<std::size_t>(p.parent)] : -1;
     row.share_ratio =
         out.total_ns > 0 ? double(row.kernel_ns + row.memcpy_memset_ns) / double(out.total_ns) : 0.0;
+    row_of[static_cast<std::size_t>(id)] = static_cast<int64_t>(out.rows.size());
     out.rows.push_back(std::move(row));
     const auto& c = children[static_cast<std::size_t>(id)];
     for (auto it = c.rbegin(); it != c.rend(); ++it) stack.push_back(*it);
@@ -239,12 +256,65 @@ UserRanges analyze_user_ranges(const UserRangesInput& in) {
 
 namespace {
 std::string secs(int64_t ns) { return format_seconds(double(ns) * 1e-9); }
+
+// The rows a table or figure shows (user_ranges.hpp, kMaxShownRanges): the `cap` paths with the
+// most inclusive time (ties: the earlier row) and every path holding one, in row order. Linear
+// but for the sort: each ancestor is marked once.
+std::vector<std::size_t> shown_rows(const UserRanges& u, std::size_t cap) {
+  const std::size_t n = u.rows.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  if (n <= cap) return order;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return u.rows[a].inclusive_ns > u.rows[b].inclusive_ns;
+  });
+  std::vector<bool> shown(n, false);
+  std::size_t count = 0;
+  for (std::size_t k = 0; k < n && count < cap; ++k) {
+    for (int64_t i = static_cast<int64_t>(order[k]); i >= 0 && !shown[static_cast<std::size_t>(i)];
+         i = u.rows[static_cast<std::size_t>(i)].parent) {
+      shown[static_cast<std::size_t>(i)] = true;
+      ++count;
+    }
+  }
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < n; ++i)
+    if (shown[i]) out.push_back(i);
+  return out;
+}
+
+// A row's name indented by its depth, the indent capped (a 10,000-deep chain would print 20,000
+// spaces per row): past depth 8, "[depth N] " says how deep.
+std::string indented(const UserRangeRow& r) {
+  constexpr int32_t kMaxIndent = 8;
+  std::string out(static_cast<std::size_t>(2 * std::min(r.depth, kMaxIndent)), ' ');
+  if (r.depth > kMaxIndent) out += fmt::format("[depth {}] ", r.depth);
+  return out + r.name;
+}
 }  // namespace
+
+std::string user_range_path(const UserRanges& u, std::size_t i, std::size_t max_names) {
+  std::vector<const std::string*> names;
+  bool elided = false;
+  for (int64_t k = static_cast<int64_t>(i); k >= 0; k = u.rows[static_cast<std::size_t>(k)].parent) {
+    if (names.size() == std::max<std::size_t>(max_names, 1)) {
+      elided = true;
+      break;
+    }
+    names.push_back(&u.rows[static_cast<std::size_t>(k)].name);
+  }
+  std::string out = elided ? "\u2026 > " : "";
+  for (std::size_t k = names.size(); k-- > 0;) {
+    out += *names[k];
+    if (k > 0) out += " > ";
+  }
+  return out;
+}
 
 Json to_json(const UserRanges& u) {
   Json rows = Json::array();
   for (const UserRangeRow& r : u.rows) {
-    rows.push_back({{"path", r.path},
+    rows.push_back({{"parent", r.parent},
                     {"name", r.name},
                     {"depth", r.depth},
                     {"instances", r.instances},
@@ -283,9 +353,14 @@ UserRanges user_ranges_from_json(const Json& j, const std::string& where) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string w = jr::at(where, "rows", i);
     UserRangeRow r;
-    r.path = jr::string(rows[i], "path", w);
+    // A tree in depth-first order: the parent is an earlier row, one level up.
+    r.parent = jr::integer(rows[i], "parent", w, -1, static_cast<int64_t>(i) - 1);
     r.name = jr::string(rows[i], "name", w);
-    r.depth = static_cast<int32_t>(jr::integer(rows[i], "depth", w, 0, 1 << 20));
+    r.depth = static_cast<int32_t>(jr::integer(rows[i], "depth", w, 0, INT32_MAX));
+    const int32_t want =
+        r.parent < 0 ? 0 : u.rows[static_cast<std::size_t>(r.parent)].depth + 1;
+    if (r.depth != want)
+      fail("{}: field 'depth' is {}, but its parent row makes it {}", w, r.depth, want);
     r.instances = jr::integer(rows[i], "instances", w, 0);
     r.host_ns = jr::integer(rows[i], "host_ns", w, 0);
     r.rows = jr::integer(rows[i], "rows", w, 0);
@@ -325,8 +400,10 @@ void user_range_figures(SectionBuilder& c, const std::string& base) {
   bars.title = "Device time by the user's own ranges";
   bars.value_label = "ms";
   bars.series = {"rows in the range itself", "with the ranges inside it"};
-  for (const UserRangeRow& r : u.rows) {
-    bars.items.push_back({std::string(static_cast<std::size_t>(2 * r.depth), ' ') + r.name,
+  const std::vector<std::size_t> shown = shown_rows(u, kMaxShownRanges);
+  for (std::size_t i : shown) {
+    const UserRangeRow& r = u.rows[i];
+    bars.items.push_back({indented(r),
                           {double(r.kernel_ns + r.memcpy_memset_ns) * 1e-6,
                            double(r.inclusive_ns) * 1e-6},
                           false, format_percent(r.share_ratio)});
@@ -341,7 +418,12 @@ void user_range_figures(SectionBuilder& c, const std::string& base) {
             base + ".rows[].inclusive_ns", base + ".outside"},
            "Each device row in the innermost record_function range holding its launch (rows "
            "launched by autograd's thread in the training loop's range at that time); shares are "
-           "of the trace's device time.");
+           "of the trace's device time." +
+               (shown.size() < u.rows.size()
+                    ? fmt::format(" {} of the {} range paths drawn: the {} with the most time "
+                                  "inside them and the ranges holding those.",
+                                  shown.size(), u.rows.size(), kMaxShownRanges)
+                    : std::string()));
   if (u.kineto_checked > 0) {
     c.fact("user ranges: Kineto's device annotations agree",
            fmt::format("{} of {} rows", format_count(u.kineto_same), format_count(u.kineto_checked)),
@@ -361,8 +443,10 @@ std::vector<Table> user_range_tables(const UserRanges& u) {
       .column("of total")
       .column("with inner ranges")
       .column("borrowed rows");
-  for (const UserRangeRow& r : u.rows) {
-    t.row({std::string(static_cast<std::size_t>(2 * r.depth), ' ') + r.name,
+  const std::vector<std::size_t> shown = shown_rows(u, kMaxShownRanges);
+  for (std::size_t i : shown) {
+    const UserRangeRow& r = u.rows[i];
+    t.row({indented(r),
            format_count(r.instances), secs(r.host_ns), format_count(r.rows),
            secs(r.kernel_ns + r.memcpy_memset_ns), format_percent(r.share_ratio),
            secs(r.inclusive_ns), r.borrowed_rows ? format_count(r.borrowed_rows) : ""});
@@ -376,6 +460,13 @@ std::vector<Table> user_range_tables(const UserRanges& u) {
       "range of the training loop's thread{} at that time; the rows add up to the table's {}",
       format_count(u.ranges), u.main_tid >= 0 ? fmt::format(" (tid {})", u.main_tid) : "",
       secs(u.total_ns)));
+  if (shown.size() < u.rows.size()) {
+    t.note(fmt::format("{} of the {} range paths shown: the {} with the most device time inside "
+                       "them and the ranges holding those; every path is in "
+                       "results.trace.user_ranges.rows (a tree: each row's parent and name)",
+                       format_count(static_cast<int64_t>(shown.size())),
+                       format_count(static_cast<int64_t>(u.rows.size())), kMaxShownRanges));
+  }
   if (u.kineto_checked > 0) {
     t.note(fmt::format(
         "Kineto's own device-side annotations agree on {} of the {} rows placed on their own "

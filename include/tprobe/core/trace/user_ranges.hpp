@@ -14,11 +14,13 @@
 
 namespace tprobe::core {
 
-// One range path: the names from the outermost range in ("train_step > forward").
+// One range path (the names from the outermost range in: "train_step > forward"), stored as a
+// tree: its parent row and its own name, never the whole path (10,000 nested ranges would write
+// 10,000 paths of up to 10,000 names each, issue 46).
 struct UserRangeRow {
-  std::string path;
-  std::string name;  // the innermost name
-  int32_t depth = 0;      // 0: outermost
+  int64_t parent = -1;    // the row of the path holding it (an earlier row); -1: outermost
+  std::string name;       // its own (innermost) name
+  int32_t depth = 0;      // 0: outermost; the parent's depth + 1
   int64_t instances = 0;  // host ranges with this path (over the whole trace)
   int64_t host_ns = 0;    // their summed host duration
   int64_t rows = 0;       // selected device rows whose innermost range it is
@@ -46,7 +48,13 @@ struct UserRanges {
 Json to_json(const UserRanges& u);  // results.trace.user_ranges
 // Read back (bounds-checked; `where` names the document in errors).
 UserRanges user_ranges_from_json(const Json& j, const std::string& where);
+// The table shows at most kMaxShownRanges paths: the ones with the most inclusive time, and every
+// path holding one of them (so the tree stays whole), in depth-first order; a note counts the rest.
+constexpr std::size_t kMaxShownRanges = 60;
 std::vector<Table> user_range_tables(const UserRanges& u);
+// Row i's path for display ("train_step > forward"), built when printed: at most `max_names`
+// names, the outermost ones elided ("… > ") past that.
+std::string user_range_path(const UserRanges& u, std::size_t i, std::size_t max_names = 8);
 
 class SectionBuilder;
 // The report's figure and table of results.<base> (a `kernels` evidence's "trace.user_ranges").
