@@ -10,6 +10,7 @@
 #include <map>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/cost/step_plan.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/core/step/knobs.hpp"
@@ -431,6 +432,27 @@ ParityResult run_parity(const ParityOptions& o) {
     fail("{}: input_ids outside [0, {})", o.reference_path, vocab);
   }
   const std::vector<int64_t> lengths = reference_lengths(ref, ids);
+  {
+    // The certain bytes first (core/cost/step_plan.hpp): a reference the machine cannot hold is
+    // refused in tprobe's words before the model is loaded, never the allocator's text.
+    core::StepPlanRequest q;
+    q.batch = ids.size(0);
+    q.width = ids.size(1);
+    q.lengths = lengths;
+    q.attn = o.attn;
+    q.cuda = o.device == "cuda";
+    q.ce_chunk = o.ce_chunk;
+    q.dtype_bytes = static_cast<int64_t>(c10::elementSize(mo.dtype));
+    q.mask_per_row = !lengths.empty();
+    core::MemoryLimit limit = core::host_memory_limit();
+    if (q.cuda) {
+      limit.bytes = cuda_total_memory_bytes();
+      limit.what = "the device's memory";
+    }
+    const core::ParityPlan plan =
+        core::plan_parity(ckpt.config(), q, o.backward, !o.dump_hidden_path.empty());
+    if (std::string why = core::parity_refusal(plan, limit); !why.empty()) fail("{}", why);
+  }
   Gemma4Model model = load_model(ckpt, mo);
   ParityResult r;
   r.batch = ids.size(0);

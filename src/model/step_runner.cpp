@@ -15,6 +15,7 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/step_plan.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/step/knobs.hpp"
@@ -51,6 +52,20 @@ std::optional<int64_t> parse_oom_bytes(const std::string& message) {
                        : unit == "GiB" ? 1073741824.0
                                        : 1099511627776.0;
   return static_cast<int64_t>(v * scale);
+}
+
+std::optional<std::string> allocator_refusal(const std::string& message) {
+  const bool cpu = message.find("DefaultCPUAllocator") != std::string::npos ||
+                   message.find("not enough memory") != std::string::npos;
+  const bool gpu = message.find("CUDA out of memory") != std::string::npos ||
+                   message.find("OutOfMemory") != std::string::npos;
+  if (!cpu && !gpu) return std::nullopt;
+  const char* which = cpu ? "CPU" : "CUDA";
+  if (std::optional<int64_t> bytes = parse_oom_bytes(message)) {
+    return fmt::format("out of memory: the {} allocator refused {} ({} bytes asked)", which,
+                       core::format_bytes(static_cast<double>(*bytes)), *bytes);
+  }
+  return fmt::format("out of memory: the {} allocator refused an allocation", which);
 }
 
 double measure_gemm_tflops(int64_t n, int repeats) {
@@ -337,12 +352,37 @@ StepReport run_steps(const StepSpec& request,
 
   StepReport report;
   auto t0 = std::chrono::steady_clock::now();
+  // What a point may use at most (core/cost/step_plan.hpp): the model whose weights, adapters
+  // and adapter gradients exceed it is refused before any of it is allocated; a point whose
+  // certain tensors exceed it is refused before it runs, an `oom` with the sizes; one below it
+  // runs, and a real OOM stays a measured one.
+  core::MemoryLimit memory_limit;
+  if (cuda) {
+    memory_limit.bytes = cuda_total_memory_bytes();
+    memory_limit.what = "the device's memory";
+  } else {
+    memory_limit = core::host_memory_limit();
+  }
+  std::optional<core::Checkpoint> checkpoint;
+  if (!spec.checkpoint_dir.empty()) checkpoint.emplace(core::Checkpoint::open(spec.checkpoint_dir));
+  {
+    core::ModelPlanRequest q;
+    q.dtype_bytes = static_cast<int64_t>(c10::elementSize(mo.dtype));
+    q.lora_targets = spec.lora_targets;
+    q.lora_rank = spec.lora_rank;
+    q.lora_dtype_bytes = knobs.lora_dtype == core::LoraDtype::kFp32 ? 4 : q.dtype_bytes;
+    const core::ModelPlan planned = core::plan_model(
+        checkpoint ? checkpoint->config() : core::embedded_model(spec.model), q);
+    if (std::string why = core::model_refusal(planned, spec.lora_rank, memory_limit); !why.empty()) {
+      fail("{}", why);
+    }
+  }
   std::optional<Gemma4Model> built;
-  if (spec.checkpoint_dir.empty()) {
+  if (!checkpoint) {
     built.emplace(Gemma4Model::random(core::embedded_model(spec.model), mo, spec.seed));
     report.source = "random init";
   } else {
-    built.emplace(load_model(core::Checkpoint::open(spec.checkpoint_dir), mo));
+    built.emplace(load_model(*checkpoint, mo));
     report.source = spec.checkpoint_dir;
   }
   Gemma4Model& m = *built;
@@ -372,16 +412,8 @@ StepReport run_steps(const StepSpec& request,
   const int64_t weights_bytes = storage_bytes(m.parameters());
   const int64_t lora_bytes = storage_bytes(m.lora_parameters());
   std::string cut_at;  // set by measure() when a signal cut its step short
-  // What a point may use at most (core/cost/step_plan.hpp): a point whose certain tensors exceed
-  // it is refused before it runs, an `oom` with the sizes; one below it runs, and a real OOM stays
-  // a measured one.
-  core::MemoryLimit memory_limit;
-  if (cuda) {
-    memory_limit.bytes = cuda_total_memory_bytes();
-    memory_limit.what = "the device's memory";
-  } else {
-    memory_limit = core::host_memory_limit();
-  }
+  // The weights, the adapters and the adapters' gradients (each backward makes them).
+  const int64_t resident_bytes = weights_bytes + 2 * lora_bytes;
   const auto dtype_bytes = static_cast<int64_t>(c10::elementSize(mo.dtype));
   // One point: warm-up, timed repeats, and (not for the extra points) the traced and memory steps.
   auto measure = [&](const StepPoint& point, int64_t warmup, int64_t repeats,
@@ -400,9 +432,8 @@ StepReport run_steps(const StepSpec& request,
     plan_request.dtype_bytes = dtype_bytes;
     plan_request.mask_per_row = knobs.attention_mask == core::AttentionMask::kOnes;
     const core::StepPlan plan = core::plan_step(m.config(), plan_request);
-    r.planned_floor_bytes =
-        static_cast<double>(weights_bytes + lora_bytes) + plan.activation_floor_bytes;
-    if (std::string why = core::plan_refusal(plan, weights_bytes + lora_bytes, memory_limit);
+    r.planned_floor_bytes = static_cast<double>(resident_bytes) + plan.activation_floor_bytes;
+    if (std::string why = core::plan_refusal(plan, resident_bytes, memory_limit);
         !why.empty()) {
       r.outcome = PointOutcome::kOom;
       r.refused_before_running = true;
@@ -536,8 +567,11 @@ StepReport run_steps(const StepSpec& request,
           return r;
         }
         r.outcome = is_oom(what) ? PointOutcome::kOom : PointOutcome::kError;
-        if (r.outcome == PointOutcome::kOom) r.oom_tried_bytes = parse_oom_bytes(what);
         r.message = what.substr(0, 600);
+        if (r.outcome == PointOutcome::kOom) {
+          r.oom_tried_bytes = parse_oom_bytes(what);
+          if (std::optional<std::string> words = allocator_refusal(what)) r.message = *words;
+        }
         r.step_s.clear();
         r.forward_s.clear();
         r.loss_s.clear();

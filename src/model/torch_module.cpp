@@ -36,10 +36,18 @@ auto translated(const std::string& what, Fn&& fn) -> decltype(fn()) {
   } catch (const Error&) {
     throw;  // already a message for the user (Interrupted included)
   } catch (const c10::OutOfMemoryError& e) {
-    throw Error(fmt::format("{}: out of memory: {}", what, first_line(e.what_without_backtrace())));
+    const std::string text = e.what_without_backtrace();
+    throw Error(fmt::format("{}: {}", what,
+                            tprobe::model::allocator_refusal(text).value_or(
+                                "out of memory: " + first_line(text))));
   } catch (const c10::Error& e) {
-    throw Error(fmt::format("{}: libtorch refused it: {}", what,
-                            first_line(e.what_without_backtrace())));
+    // The CPU allocator's refusal is a plain c10::Error ("[enforce fail at alloc_cpu.cpp:75] ...
+    // DefaultCPUAllocator: not enough memory"): said in tprobe's words, with the bytes asked.
+    const std::string text = e.what_without_backtrace();
+    if (std::optional<std::string> words = tprobe::model::allocator_refusal(text)) {
+      throw Error(fmt::format("{}: {}", what, *words));
+    }
+    throw Error(fmt::format("{}: libtorch refused it: {}", what, first_line(text)));
   } catch (const std::bad_alloc&) {
     throw Error(fmt::format("{}: out of memory", what));
   } catch (const std::exception& e) {

@@ -98,8 +98,8 @@ TEST(StepPlan, ARefusalNamesEverySizeAndTheLimitAndNothingIsRefusedBelowIt) {
   const StepPlan p = plan_step(tiny(), q);
   MemoryLimit limit{int64_t{24} << 30, "the test's limit"};
   EXPECT_EQ(plan_refusal(p, 5 * 1024 * 1024, limit),
-            "not run: it needs at least 32.00 TiB (5.00 MiB of weights and adapters, 1.50 GiB of 6 "
-            "layer inputs, and the eager attention's fp32 probabilities of a sliding layer [2, 4, "
+            "not run: it needs at least 32.00 TiB (5.00 MiB of weights, adapters and their "
+            "gradients, 1.50 GiB of 6 layer inputs, and the eager attention's fp32 probabilities of a sliding layer [2, 4, "
             "1048576, 1048576] fp32 = 32.00 TiB), above the test's limit (24.00 GiB)");
   EXPECT_EQ(plan_refusal(p, 0, MemoryLimit{}), "") << "an unknown limit refuses nothing";
   q.width = 16;

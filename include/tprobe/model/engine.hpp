@@ -56,6 +56,12 @@ double measure_gemm_tflops(int64_t n = 8192, int repeats = 20);
 // The byte count in a CUDA OOM message ("Tried to allocate 2.00 GiB"), when present.
 std::optional<int64_t> parse_oom_bytes(const std::string& message);
 
+// An allocator's refusal in tprobe's words, with the bytes asked when the message gives them
+// ("out of memory: the CPU allocator refused 40.00 GiB (42949672960 bytes asked)"), for a
+// libtorch message from the CPU allocator ("DefaultCPUAllocator: not enough memory") or the CUDA
+// one ("CUDA out of memory"); nullopt for any other message.
+std::optional<std::string> allocator_refusal(const std::string& message);
+
 // Throws tprobe::Error/UsageError for what run_steps throws; every point failure is a result.
 ProfileReport run_profile(const ProfileRequest& request,
                           const std::function<void(const PointResult&)>& on_point = {});

@@ -233,9 +233,14 @@ void count_decoder_layers(const ModelConfig& c, const FlopsRequest& req,
         for (const LinearModule& m : lin) {
           auto it = lora.find(m.target);
           if (it == lora.end()) continue;
-          const int64_t in_out = m.in_features + m.out_features;
+          // Checked: a wrapped count printed as a small plausible one (issue 46, item 7).
+          const int64_t in_out =
+              detail::add_or_refuse(m.in_features, m.out_features, "LoRA features (in + out)");
           it->second.modules += 1;
-          it->second.trainable_params += req.lora_rank * in_out;
+          it->second.trainable_params = detail::add_or_refuse(
+              it->second.trainable_params,
+              detail::mul_or_refuse(req.lora_rank, in_out, "LoRA parameters (rank x features)"),
+              "LoRA parameters");
           f += 2.0 * static_cast<double>(req.lora_rank) * static_cast<double>(in_out);
         }
         acc.add("lora", type, f * real, f * padded, 2);
@@ -283,6 +288,11 @@ FlopsReport count_flops(const ModelConfig& c, const FlopsRequest& req) {
   count_tokens_and_pairs(c, req, rep.request.lengths, rep);
   count_decoder_layers(c, req, targets, rep);
   count_model_rows(c, rep);
+  // The views sum the targets' counts unchecked: that sum fits (checked once here).
+  int64_t lora_params = 0;
+  for (const LoraModules& m : rep.lora) {
+    lora_params = detail::add_or_refuse(lora_params, m.trainable_params, "LoRA parameters");
+  }
   rep.intended_total = rep.sum(false, "", "");
   rep.performed_total = rep.sum(true, "", "");
   return rep;

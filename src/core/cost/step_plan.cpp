@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -147,12 +149,72 @@ MemoryLimit host_memory_limit() {
     take_lower(limit, leading_count(max), "the cgroup's memory.max");
   } catch (const Error&) {
   }
-  struct rlimit rl {};
-  if (::getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-      rl.rlim_cur <= static_cast<rlim_t>(std::numeric_limits<int64_t>::max())) {
-    take_lower(limit, static_cast<int64_t>(rl.rlim_cur), "the process's RLIMIT_AS");
+  // What the kernel can give now without swapping out (a point past it would be killed or swap).
+  try {
+    const std::string meminfo = read_input_file("/proc/meminfo", "memory info", 1 << 16);
+    const std::size_t at = meminfo.find("MemAvailable:");
+    if (at != std::string::npos) {
+      std::size_t i = at + 13;
+      while (i < meminfo.size() && meminfo[i] == ' ') ++i;
+      const int64_t kib = leading_count(meminfo.substr(i, 24));
+      if (kib > 0 && kib <= std::numeric_limits<int64_t>::max() / 1024) {
+        take_lower(limit, kib * 1024, "the host's available memory (MemAvailable)");
+      }
+    }
+  } catch (const Error&) {
+  }
+  for (const auto& [resource, what] :
+       {std::pair{RLIMIT_AS, "the process's RLIMIT_AS"},
+        std::pair{RLIMIT_DATA, "the process's RLIMIT_DATA"}}) {
+    struct rlimit rl {};
+    if (::getrlimit(resource, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur <= static_cast<rlim_t>(std::numeric_limits<int64_t>::max())) {
+      take_lower(limit, static_cast<int64_t>(rl.rlim_cur), what);
+    }
+  }
+  if (const char* v = std::getenv("TPROBE_FAULT_MEMORY_LIMIT"); v != nullptr) {
+    take_lower(limit, leading_count(v), "the injected limit (TPROBE_FAULT_MEMORY_LIMIT)");
   }
   return limit;
+}
+
+ModelPlan plan_model(const ModelConfig& c, const ModelPlanRequest& q) {
+  ModelPlan plan;
+  double elements = 0;
+  for (const TextTensor& t : text_tensor_layout(c, "")) {
+    if (t.role == TensorRole::kLmHead) continue;  // the engine ties the head to the embedding
+    elements += product(t.meta.shape);
+  }
+  plan.weights_bytes = elements * static_cast<double>(q.dtype_bytes);
+  if (q.lora_targets.empty()) return plan;
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    for (const LinearModule& m : layer_linear_modules(c, i)) {
+      if (std::find(q.lora_targets.begin(), q.lora_targets.end(), m.target) ==
+          q.lora_targets.end()) {
+        continue;
+      }
+      plan.lora_modules += 1;
+      plan.lora_parameters += static_cast<double>(q.lora_rank) *
+                              (static_cast<double>(m.in_features) + static_cast<double>(m.out_features));
+    }
+  }
+  plan.adapter_bytes = plan.lora_parameters * static_cast<double>(q.lora_dtype_bytes);
+  plan.adapter_grad_bytes = plan.adapter_bytes;
+  return plan;
+}
+
+std::string model_refusal(const ModelPlan& plan, int64_t lora_rank, const MemoryLimit& limit) {
+  if (limit.bytes <= 0 || plan.total_bytes() <= static_cast<double>(limit.bytes)) return "";
+  std::string adapters;
+  if (plan.lora_modules > 0) {
+    adapters = fmt::format(", {} of LoRA adapters ({} modules at rank {}) and {} of their gradients",
+                           format_bytes(plan.adapter_bytes), plan.lora_modules, lora_rank,
+                           format_bytes(plan.adapter_grad_bytes));
+  }
+  return fmt::format("the model needs at least {} before its first step ({} of weights{}), above {} "
+                     "({}); nothing was allocated",
+                     format_bytes(plan.total_bytes()), format_bytes(plan.weights_bytes), adapters,
+                     limit.what, format_bytes(static_cast<double>(limit.bytes)));
 }
 
 std::string plan_refusal(const StepPlan& plan, int64_t weights_bytes, const MemoryLimit& limit) {
@@ -164,11 +226,56 @@ std::string plan_refusal(const StepPlan& plan, int64_t weights_bytes, const Memo
                       : plan.largest.element_bytes == 2 ? "bf16"
                                                         : "bool";
   return fmt::format(
-      "not run: it needs at least {} ({} of weights and adapters, {} of {} layer inputs, and {} "
+      "not run: it needs at least {} ({} of weights, adapters and their gradients, {} of {} layer "
+      "inputs, and {} "
       "[{}] {} = {}), above {} ({})",
       format_bytes(total), format_bytes(static_cast<double>(weights_bytes)),
       format_bytes(plan.layer_inputs_bytes), plan.layers, plan.largest.what,
       fmt::join(plan.largest.shape, ", "), dtype, format_bytes(plan.largest.bytes), limit.what,
+      format_bytes(static_cast<double>(limit.bytes)));
+}
+
+double ParityPlan::total_bytes() const {
+  return model.total_bytes() + logits_bytes + hidden_dump_bytes +
+         (step.layers > 0 ? step.activation_floor_bytes : step.largest.bytes);
+}
+
+ParityPlan plan_parity(const ModelConfig& c, const StepPlanRequest& q, bool backward,
+                       bool dump_hidden) {
+  ParityPlan plan;
+  ModelPlanRequest m;
+  m.dtype_bytes = q.dtype_bytes;
+  plan.model = plan_model(c, m);
+  plan.step = plan_step(c, q);
+  if (!backward) plan.step.layers = 0;  // no_grad: the layers' inputs are not kept
+  const double positions = static_cast<double>(std::max<int64_t>(q.batch, 1)) *
+                           static_cast<double>(std::max<int64_t>(q.width, 1));
+  const double logits = positions * static_cast<double>(c.vocab_size);
+  plan.logits_bytes = logits * static_cast<double>(q.dtype_bytes + (backward ? 0 : 16));
+  if (dump_hidden) {
+    plan.hidden_dump_bytes =
+        static_cast<double>(c.num_layers + 1) * positions * static_cast<double>(c.hidden_size) * 4;
+  }
+  return plan;
+}
+
+std::string parity_refusal(const ParityPlan& plan, const MemoryLimit& limit) {
+  if (limit.bytes <= 0 || plan.total_bytes() <= static_cast<double>(limit.bytes)) return "";
+  std::string dump;
+  if (plan.hidden_dump_bytes > 0) {
+    dump = fmt::format(", {} of hidden states to dump", format_bytes(plan.hidden_dump_bytes));
+  }
+  std::string layers;
+  if (plan.step.layers > 0) {
+    layers = fmt::format(", {} of {} layer inputs", format_bytes(plan.step.layer_inputs_bytes),
+                         plan.step.layers);
+  }
+  return fmt::format(
+      "parity needs at least {} ({} of weights, {} of logits{}{}, and {} [{}] = {}), above {} "
+      "({}); nothing was loaded",
+      format_bytes(plan.total_bytes()), format_bytes(plan.model.weights_bytes),
+      format_bytes(plan.logits_bytes), dump, layers, plan.step.largest.what,
+      fmt::join(plan.step.largest.shape, ", "), format_bytes(plan.step.largest.bytes), limit.what,
       format_bytes(static_cast<double>(limit.bytes)));
 }
 

@@ -11,6 +11,7 @@
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
+#include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 
 namespace tprobe::core {
@@ -61,6 +62,31 @@ class Fields {
   int64_t positive(const std::string& key) const {
     int64_t v = integer(key);
     if (v <= 0) refuse(key, fmt::format("must be positive, got {}", v));
+    return v;
+  }
+  // A positive size no larger than tprobe's limit for it (ConfigLimits, docs/inspect.md#limits).
+  int64_t bounded(const std::string& key, int64_t fallback, int64_t max) const {
+    return within(key, positive(key, fallback), max);
+  }
+  int64_t bounded(const std::string& key, int64_t max) const {
+    return within(key, positive(key), max);
+  }
+  int64_t within(const std::string& key, int64_t v, int64_t max) const {
+    if (v > max) {
+      fail("{}: field '{}' is {}, above tprobe's limit of {} (docs/inspect.md#limits)", source_,
+           path(key), v, max);
+    }
+    return v;
+  }
+  // Rotary position embedding turns pairs of lanes (the two halves of each head: rotate_half,
+  // and a frequency table of head_dim / 2 entries), so an odd head dim cannot run.
+  int64_t head_dim(const std::string& key, int64_t v) const {
+    within(key, v, ConfigLimits::kHeadDim);
+    if (v % 2 != 0) {
+      fail("{}: field '{}' is {}: tprobe's attention needs an even head dim (rotary position "
+           "embedding rotates the two halves of each head)",
+           source_, path(key), v);
+    }
     return v;
   }
   // null means "not set" (HF's None).
@@ -147,17 +173,19 @@ void check_model_type(const Fields& f, const std::string& want1, const std::stri
 void read_dimensions(const Fields& f, const Fields& top, const std::string& prefix,
                      ConfigJsonInfo& info, ModelConfig& c) {
   // Defaults are Gemma4TextConfig's (docs/gemma4-model.md#config).
-  c.hidden_size = f.positive("hidden_size", 2304);
-  c.num_layers = f.positive("num_hidden_layers", 30);
-  c.intermediate_size = f.positive("intermediate_size", 9216);
-  c.num_attention_heads = f.positive("num_attention_heads", 8);
-  c.num_kv_heads = f.positive("num_key_value_heads", 4);
-  c.head_dim = f.positive("head_dim", 256);
+  // Every size is bounded here, where each file is parsed, so that no probe loops or allocates
+  // by an absurd one (ConfigLimits).
+  c.hidden_size = f.bounded("hidden_size", 2304, ConfigLimits::kHidden);
+  c.num_layers = f.bounded("num_hidden_layers", 30, ConfigLimits::kLayers);
+  c.intermediate_size = f.bounded("intermediate_size", 9216, ConfigLimits::kIntermediate);
+  c.num_attention_heads = f.bounded("num_attention_heads", 8, ConfigLimits::kHeads);
+  c.num_kv_heads = f.bounded("num_key_value_heads", 4, ConfigLimits::kHeads);
+  c.head_dim = f.head_dim("head_dim", f.positive("head_dim", 256));
   c.attention_k_eq_v = f.boolean("attention_k_eq_v", false);
-  c.sliding_window = f.positive("sliding_window", 512);
+  c.sliding_window = f.bounded("sliding_window", 512, ConfigLimits::kSlidingWindow);
   c.rms_norm_eps = f.number("rms_norm_eps", 1e-6);
   if (!(c.rms_norm_eps > 0.0)) f.refuse("rms_norm_eps", "must be positive");
-  c.vocab_size = f.positive("vocab_size", 262144);
+  c.vocab_size = f.bounded("vocab_size", 262144, ConfigLimits::kVocab);
   c.pad_token_id = f.integer("pad_token_id", 0);
   c.attention_bias = f.boolean("attention_bias", false);
 
@@ -259,9 +287,10 @@ void read_moe(const Fields& f, ModelConfig& c) {
       f.refuse("moe_intermediate_size",
                "enable_moe_block is true, so a positive moe_intermediate_size is required");
     }
-    c.num_experts = *num_experts;
-    c.top_k_experts = *top_k;
-    c.moe_intermediate_size = *moe_width;
+    c.num_experts = f.within("num_experts", *num_experts, ConfigLimits::kExperts);
+    c.top_k_experts = f.within("top_k_experts", *top_k, ConfigLimits::kTopK);
+    c.moe_intermediate_size =
+        f.within("moe_intermediate_size", *moe_width, ConfigLimits::kIntermediate);
   }
 
 }
@@ -356,9 +385,11 @@ void read_layer_geometry(const Fields& f, const std::string& source, ConfigJsonI
   info.per_layer_config_form = plc != nullptr;
   if (plc) {
     // HF >= 5.15 moved global_head_dim into per_layer_config; an explicit flat field still counts.
-    c.global_head_dim = f.has("global_head_dim") ? f.positive("global_head_dim") : 0;
-    c.num_global_kv_heads =
-        f.present("num_global_key_value_heads") ? f.positive("num_global_key_value_heads") : 0;
+    c.global_head_dim =
+        f.has("global_head_dim") ? f.head_dim("global_head_dim", f.positive("global_head_dim")) : 0;
+    c.num_global_kv_heads = f.present("num_global_key_value_heads")
+                                ? f.bounded("num_global_key_value_heads", ConfigLimits::kHeads)
+                                : 0;
     std::set<int64_t> seen;
     for (const auto& [key, value] : plc->items()) {
       std::string where = f.path("per_layer_config") + "[\"" + key + "\"]";
@@ -385,9 +416,9 @@ void read_layer_geometry(const Fields& f, const std::string& source, ConfigJsonI
       for (const auto& [k, v] : value.items()) {
         (void)v;
         if (k == "head_dim") {
-          o.head_dim = e.positive(k);
+          o.head_dim = e.head_dim(k, e.positive(k));
         } else if (k == "num_key_value_heads") {
-          o.num_key_value_heads = e.positive(k);
+          o.num_key_value_heads = e.bounded(k, ConfigLimits::kHeads);
         } else {
           e.refuse(k,
                    "per-layer overrides of this field are not supported (only head_dim and "
@@ -397,12 +428,36 @@ void read_layer_geometry(const Fields& f, const std::string& source, ConfigJsonI
       c.per_layer[idx] = o;
     }
   } else {
-    c.global_head_dim = f.positive("global_head_dim", 512);
+    c.global_head_dim = f.head_dim("global_head_dim", f.positive("global_head_dim", 512));
     auto g = f.optional_integer("num_global_key_value_heads");
     if (g && *g <= 0) f.refuse("num_global_key_value_heads", "must be positive or null");
+    if (g) f.within("num_global_key_value_heads", *g, ConfigLimits::kHeads);
     c.num_global_kv_heads = g.value_or(0);
   }
 
+}
+
+// Every count and byte figure a probe derives from the config (parameters, their bytes at up to
+// 8 bytes each) must fit in 64 bits: within the limits one size each is realistic, but all at
+// once (16,384 experts of width 2^20 on 1,024 layers of hidden 131,072) is not, and a wrapped
+// count would print as a small plausible number.
+void check_parameter_bytes(const ModelConfig& c, const std::string& source) {
+  uint64_t params = 0;
+  uint64_t bytes = 0;
+  for (const TextTensor& t : text_tensor_layout(c, "")) {
+    uint64_t n = 1;
+    bool fits = true;
+    for (int64_t d : t.meta.shape) fits = fits && !__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n);
+    fits = fits && !__builtin_add_overflow(params, n, &params) &&
+           !__builtin_mul_overflow(params, uint64_t{8}, &bytes);
+    if (!fits) {
+      fail("{}: the model's parameter bytes do not fit in 64 bits (num_hidden_layers {}, "
+           "hidden_size {}, num_experts {}, moe_intermediate_size {}, vocab_size {}); the sizes "
+           "are not realistic",
+           source, c.num_layers, c.hidden_size, c.num_experts, c.moe_intermediate_size,
+           c.vocab_size);
+    }
+  }
 }
 
 }  // namespace
@@ -450,6 +505,7 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source) {
            source, i, to_string(g.type), g.num_kv_heads, c.num_attention_heads);
     }
   }
+  check_parameter_bytes(c, source);
   return out;
 }
 

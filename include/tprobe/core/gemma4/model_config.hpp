@@ -33,6 +33,33 @@ struct LayerGeometry {
   bool has_v_proj = true;  // false on key=value full layers: V comes from the raw k_proj output
 };
 
+// The largest value tprobe accepts for each size a config.json gives (docs/inspect.md#limits).
+// Past them a number is a typo or an attack, not a model: every loop and allocation a config
+// sizes stays bounded. Each is the largest public decoder's value with a wide margin (the
+// figures are the published configs' as of 2025: Llama-3.1-405B, DeepSeek-V3, Qwen3-235B-A22B,
+// Kimi-K2, Gemma-3/4, GPT-OSS):
+struct ConfigLimits {
+  // num_hidden_layers: the largest have 126 (Llama-3.1-405B), 94 (Qwen3-235B), 62 (Gemma-3-27B).
+  static constexpr int64_t kLayers = 1024;
+  // hidden_size: 16,384 (Llama-3.1-405B), 7,168 (DeepSeek-V3).
+  static constexpr int64_t kHidden = 131072;
+  // intermediate_size and moe_intermediate_size: 53,248 (Llama-3.1-405B's dense MLP).
+  static constexpr int64_t kIntermediate = 1048576;
+  // num_attention_heads and every kv-head count: 128 (Llama-3.1-405B, DeepSeek-V3).
+  static constexpr int64_t kHeads = 1024;
+  // head_dim, global_head_dim and per-layer head_dim: 512 (Gemma-4's full layers), 256 usually.
+  static constexpr int64_t kHeadDim = 4096;
+  // num_experts: 384 (Kimi-K2), 256 (DeepSeek-V3), 128 (Gemma-4-26B-A4B, Qwen3).
+  static constexpr int64_t kExperts = 16384;
+  // top_k_experts: 8 (DeepSeek-V3, Kimi-K2, Gemma-4-26B-A4B); also at most num_experts.
+  static constexpr int64_t kTopK = 1024;
+  // vocab_size: 262,144 (Gemma-3/4), 256,000 (Gemma-2), 201,088 (GPT-OSS).
+  static constexpr int64_t kVocab = 4194304;
+  // sliding_window: 4,096 (Mistral), 1,024 (Gemma-4); the limit is the widest sequence tprobe
+  // takes (2^31 - 1 tokens), beyond which a window means nothing.
+  static constexpr int64_t kSlidingWindow = 2147483647;
+};
+
 struct ModelConfig {
   std::string name;  // embedded name or the config.json path it came from
 
