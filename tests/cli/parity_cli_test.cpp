@@ -24,7 +24,8 @@ std::string altered_reference(const std::string& dir, float scale) {
   keep.reserve(ref.tensors().size());  // data pointers must stay put
   std::vector<core::TensorToWrite> out;
   for (const auto& t : ref.tensors()) {
-    auto bytes = ref.data(t.name);
+    const std::vector<std::byte> owned = ref.read(t.name);
+    const core::ByteSpan bytes{owned.data(), owned.size()};
     keep.emplace_back(reinterpret_cast<const char*>(bytes.data),
                       reinterpret_cast<const char*>(bytes.data) + bytes.size);
     core::TensorToWrite w{t, keep.back().data()};
