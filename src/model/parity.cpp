@@ -107,9 +107,11 @@ void check_token_ids(const std::string& path, const Tensor& ids, int64_t vocab) 
   const int64_t first = flat.nonzero()[0][0].item<int64_t>();
   const int64_t seq = ids.size(1);
   const Tensor values = ids.contiguous().reshape({-1});
-  const std::string value = ids.is_floating_point()
-                                ? fmt::format("{}", values[first].item<double>())
-                                : fmt::format("{}", values[first].item<int64_t>());
+  // In the file's precision: F32's 2.7 is "2.7", not the double 2.700000047683716.
+  const std::string value =
+      !ids.is_floating_point()           ? fmt::format("{}", values[first].item<int64_t>())
+      : ids.scalar_type() == torch::kDouble ? fmt::format("{}", values[first].item<double>())
+                                          : fmt::format("{}", values[first].item<float>());
   const int64_t count = flat.sum().item<int64_t>();
   fail("{}: input_ids[{}][{}] is {}: a token id must be a whole number in [0, {}) (the "
        "checkpoint's vocab_size){}",
