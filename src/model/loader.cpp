@@ -59,13 +59,12 @@ Tensor read_tensor(const core::SafetensorsFile& file, const std::string& name,
                    c10::optional<torch::Dtype> dtype, const torch::Device& device) {
   const core::TensorInfo& info = file.tensor(name);
   const std::string where = fmt::format("{}: tensor '{}'", file.path(), name);
-  core::ByteSpan bytes = file.data(name);
-  // from_blob over the read-only mapping; clone() copies before anything could write.
-  Tensor view = torch::from_blob(const_cast<std::byte*>(bytes.data), info.shape,
-                                 torch::TensorOptions().dtype(to_torch(info.dtype, where)));
-  Tensor out =
-      view.to(device, dtype.value_or(view.scalar_type()), /*non_blocking=*/false, /*copy=*/true);
-  return out;
+  // Read into a CPU tensor of the file's dtype (pread: a file that shrinks or changes meanwhile is
+  // an Error, never a SIGBUS), then moved to the device and dtype asked for. On the CPU in the
+  // file's dtype, to() returns this tensor itself: one host copy, never two.
+  Tensor host = torch::empty(info.shape, torch::TensorOptions().dtype(to_torch(info.dtype, where)));
+  file.read_into(name, host.data_ptr(), static_cast<std::size_t>(host.nbytes()));
+  return host.to(device, dtype.value_or(host.scalar_type()));
 }
 
 Gemma4Model load_model(const core::Checkpoint& ckpt, const ModelOptions& options) {

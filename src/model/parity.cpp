@@ -91,6 +91,35 @@ void check_finite(const core::SafetensorsFile& ref, const std::string& key, cons
        ref.path(), key, n, first);
 }
 
+// Every token id a whole number in [0, vocab), or the Error naming the first that is not: its
+// [row][position] and value. Float ids (a reference saved as F32) are accepted when whole; a
+// fractional, non-finite, negative or too large one is refused, never truncated or wrapped.
+void check_token_ids(const std::string& path, const Tensor& ids, int64_t vocab) {
+  Tensor bad;
+  if (ids.is_floating_point()) {
+    const Tensor d = ids.to(torch::kDouble);
+    bad = torch::logical_not(torch::isfinite(d)) | (d != torch::floor(d)) | (d < 0) |
+          (d >= static_cast<double>(vocab));
+  } else {
+    bad = (ids < 0) | (ids >= vocab);
+  }
+  const Tensor flat = bad.contiguous().reshape({-1});
+  if (!flat.any().item<bool>()) return;
+  const int64_t first = flat.nonzero()[0][0].item<int64_t>();
+  const int64_t seq = ids.size(1);
+  const Tensor values = ids.contiguous().reshape({-1});
+  // In the file's precision: F32's 2.7 is "2.7", not the double 2.700000047683716.
+  const std::string value =
+      !ids.is_floating_point()           ? fmt::format("{}", values[first].item<int64_t>())
+      : ids.scalar_type() == torch::kDouble ? fmt::format("{}", values[first].item<double>())
+                                          : fmt::format("{}", values[first].item<float>());
+  const int64_t count = flat.sum().item<int64_t>();
+  fail("{}: input_ids[{}][{}] is {}: a token id must be a whole number in [0, {}) (the "
+       "checkpoint's vocab_size){}",
+       path, first / seq, first % seq, value, vocab,
+       count > 1 ? fmt::format(" ({} ids are not)", count) : std::string());
+}
+
 // The module of a LoRA tensor name and whether it is A: "layers.0.self_attn.q_proj".
 std::pair<std::string, bool> module_of(const std::string& name) {
   for (const char* part : {".lora_A.", ".lora_B."}) {
@@ -421,16 +450,17 @@ ParityResult run_parity(const ParityOptions& o) {
 
   // The reference's inputs first: a broken one is refused before the model is loaded.
   core::SafetensorsFile ref = core::SafetensorsFile::open(o.reference_path);
-  Tensor ids = read_tensor(ref, "input_ids", torch::kLong, torch::kCPU);
-  if (ids.dim() != 2)
-    fail("{}: input_ids must be [batch, seq], has {} dims", o.reference_path, ids.dim());
-  if (ids.size(0) < 1 || ids.size(1) < 2)
+  // In the file's own dtype: a float id is checked before it becomes an integer (a cast would
+  // truncate 1.5 to 1 and take NaN to anything).
+  const Tensor raw_ids = read_tensor(ref, "input_ids", c10::nullopt, torch::kCPU);
+  if (raw_ids.dim() != 2)
+    fail("{}: input_ids must be [batch, seq], has {} dims", o.reference_path, raw_ids.dim());
+  if (raw_ids.size(0) < 1 || raw_ids.size(1) < 2)
     fail("{}: input_ids is [{}, {}]; parity needs at least one row of two tokens", o.reference_path,
-         ids.size(0), ids.size(1));
+         raw_ids.size(0), raw_ids.size(1));
   const int64_t vocab = ckpt.config().vocab_size;
-  if (ids.min().item<int64_t>() < 0 || ids.max().item<int64_t>() >= vocab) {
-    fail("{}: input_ids outside [0, {})", o.reference_path, vocab);
-  }
+  check_token_ids(o.reference_path, raw_ids, vocab);
+  Tensor ids = raw_ids.to(torch::kLong);
   const std::vector<int64_t> lengths = reference_lengths(ref, ids);
   {
     // The certain bytes first (core/cost/step_plan.hpp): a reference the machine cannot hold is

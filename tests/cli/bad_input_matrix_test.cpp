@@ -49,7 +49,8 @@ void write_reference_with(const std::string& from, const std::string& to,
   std::vector<int64_t> ids;
   std::vector<int64_t> ids_shape;
   for (const auto& t : ref.tensors()) {
-    core::ByteSpan b = ref.data(t.name);
+    const std::vector<std::byte> owned = ref.read(t.name);
+    const core::ByteSpan b{owned.data(), owned.size()};
     if (t.dtype == core::DType::kI64) {
       ids.resize(b.size / 8);
       std::memcpy(ids.data(), b.data, b.size);

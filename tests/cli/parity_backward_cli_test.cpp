@@ -41,7 +41,8 @@ void rewrite(const std::string& from, const std::string& to, const Rename& renam
   for (const auto& t : file.tensors()) {
     const std::string name = rename(t.name);
     if (name.empty()) continue;
-    auto bytes = file.data(t.name);
+    const std::vector<std::byte> owned = file.read(t.name);
+    const core::ByteSpan bytes{owned.data(), owned.size()};
     keep.emplace_back(reinterpret_cast<const char*>(bytes.data),
                       reinterpret_cast<const char*>(bytes.data) + bytes.size);
     if (edit && t.dtype == core::DType::kF32) {

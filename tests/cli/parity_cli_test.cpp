@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <filesystem>
+#include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "run_tprobe.hpp"
@@ -24,7 +26,8 @@ std::string altered_reference(const std::string& dir, float scale) {
   keep.reserve(ref.tensors().size());  // data pointers must stay put
   std::vector<core::TensorToWrite> out;
   for (const auto& t : ref.tensors()) {
-    auto bytes = ref.data(t.name);
+    const std::vector<std::byte> owned = ref.read(t.name);
+    const core::ByteSpan bytes{owned.data(), owned.size()};
     keep.emplace_back(reinterpret_cast<const char*>(bytes.data),
                       reinterpret_cast<const char*>(bytes.data) + bytes.size);
     core::TensorToWrite w{t, keep.back().data()};
@@ -37,6 +40,42 @@ std::string altered_reference(const std::string& dir, float scale) {
     out.push_back(w);
   }
   std::string path = dir + "/ref.safetensors";
+  core::write_safetensors(path, out);
+  return path;
+}
+
+// A copy of the reference whose input_ids are stored in `dtype` (F32 or I64), the values passed
+// through `edit` (flat, row-major) first.
+std::string reference_with_ids(const std::string& path, core::DType dtype,
+                               const std::function<void(std::vector<double>&)>& edit) {
+  auto ref = core::SafetensorsFile::open(kReference);
+  std::vector<std::vector<std::byte>> keep;
+  keep.reserve(ref.tensors().size() + 1);  // data pointers must stay put
+  std::vector<core::TensorToWrite> out;
+  for (const auto& t : ref.tensors()) {
+    keep.push_back(ref.read(t.name));
+    core::TensorToWrite w{t, keep.back().data()};
+    if (t.name == "input_ids") {
+      EXPECT_EQ(t.dtype, core::DType::kI64);
+      std::vector<int64_t> ids(keep.back().size() / 8);
+      std::memcpy(ids.data(), keep.back().data(), keep.back().size());
+      std::vector<double> v(ids.begin(), ids.end());
+      edit(v);
+      keep.emplace_back(v.size() * static_cast<std::size_t>(core::dtype_size(dtype)));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (dtype == core::DType::kF32) {
+          const float f = static_cast<float>(v[i]);
+          std::memcpy(keep.back().data() + 4 * i, &f, 4);
+        } else {
+          const auto n = static_cast<int64_t>(v[i]);
+          std::memcpy(keep.back().data() + 8 * i, &n, 8);
+        }
+      }
+      w.meta.dtype = dtype;
+      w.data = keep.back().data();
+    }
+    out.push_back(w);
+  }
   core::write_safetensors(path, out);
   return path;
 }
@@ -133,6 +172,64 @@ TEST(ParityCli, BadInputsGiveTheirExitCodes) {
                                 "--logits-key", "no_such_tensor"});
   EXPECT_EQ(nokey.exit_code, 1);
   EXPECT_NE(nokey.err.find("no_such_tensor"), std::string::npos) << nokey.err;
+}
+
+// Issue 46: F32 input_ids were cast to int64, so 1.5 and 2.7 became tokens 1 and 2. A token id
+// that is not a whole number in [0, vocab) is refused in one line naming the file, the first
+// offending [row][position] and its value (exit 1, no evidence); whole-number F32 ids, the same
+// tokens as the int64 reference, still run and agree (negative control).
+TEST(ParityCli, InputIdsThatAreNotWholeTokenIdsAreRefusedNamingTheFirst) {
+  const std::string dir = make_temp_dir();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const int64_t seq = 24, vocab = 512;
+  struct Case {
+    core::DType dtype;
+    std::vector<std::pair<int64_t, double>> set;  // flat index -> value
+    std::string first;                            // "[row][pos] is value"
+  };
+  const std::vector<Case> cases = {
+      {core::DType::kF32, {{seq + 5, 1.5}, {seq + 7, 2.7}}, "[1][5] is 1.5"},
+      {core::DType::kF32, {{3, 2.7}}, "[0][3] is 2.7"},
+      {core::DType::kF32, {{seq + 1, -1.0}}, "[1][1] is -1"},
+      {core::DType::kF32, {{2, static_cast<double>(vocab)}}, "[0][2] is 512"},
+      {core::DType::kF32, {{seq, nan}, {seq + 9, 0.5}}, "[1][0] is nan"},
+      {core::DType::kF32, {{seq - 1, -inf}}, "[0][23] is -inf"},
+      {core::DType::kI64, {{seq + 2, static_cast<double>(vocab)}}, "[1][2] is 512"},
+      {core::DType::kI64, {{0, -3.0}}, "[0][0] is -3"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const std::string ref = reference_with_ids(dir + "/ref" + std::to_string(i) + ".safetensors",
+                                               c.dtype, [&](std::vector<double>& v) {
+                                                 ASSERT_EQ(v.size(), 2u * seq);
+                                                 for (const auto& [k, x] : c.set) v[k] = x;
+                                               });
+    const std::string out = dir + "/p" + std::to_string(i) + ".json";
+    RunResult r = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", ref, "--attn",
+                              "eager", "--json", out});
+    EXPECT_EQ(r.exit_code, 1) << c.first << "\n" << r.out << r.err;
+    EXPECT_NE(r.err.find(ref + ": input_ids" + c.first + ": a token id must be a whole number in "
+                                                           "[0, 512)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+    EXPECT_FALSE(file_exists(out));
+  }
+  // Negative control: the same tokens as F32 whole numbers run, and give the int64 reference's
+  // figures exactly.
+  const std::string f32 =
+      reference_with_ids(dir + "/f32.safetensors", core::DType::kF32, [](std::vector<double>&) {});
+  RunResult a = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", f32, "--attn",
+                            "eager", "--json", dir + "/f32.json"});
+  RunResult b = run_tprobe({"parity", "--checkpoint", kFixture, "--reference", kReference,
+                            "--attn", "eager", "--json", dir + "/i64.json"});
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  const json ja = json::parse(read_text(dir + "/f32.json"))["results"];
+  const json jb = json::parse(read_text(dir + "/i64.json"))["results"];
+  EXPECT_EQ(ja["rel_l2_error"], jb["rel_l2_error"]);
+  EXPECT_EQ(ja["loss"], jb["loss"]);
 }
 
 }  // namespace

@@ -172,5 +172,77 @@ TEST(ReliabilityCli, TwoOutputsNamingOneFileAreRefused) {
   EXPECT_FALSE(file_exists(dir + "/p.json"));
 }
 
+// Issue 46: nlohmann's lexer ends its input at a NUL byte, so "DOCUMENT\0ANOTHER" passed the
+// trailing-text check of every JSON reader and the second document was ignored. Through the CLI,
+// each JSON input (a checkpoint's config.json and its index, a --config file, an adapter's
+// adapter_config.json, an evidence file) with a NUL after its document is refused in one line
+// naming the file (exit 1); the same file ending in whitespace still reads (negative control).
+// `report`, which notes an unreadable evidence file and goes on, notes it.
+TEST(ReliabilityCli, NulByteAfterAJsonDocumentIsRefusedByEveryReader) {
+  namespace fs = std::filesystem;
+  const std::string fixtures = TPROBE_FIXTURES_DIR;
+  const std::string dir = make_temp_dir();
+  const std::string ck = dir + "/ck", ad = dir + "/ad", sh = dir + "/sh", ev = dir + "/ev";
+  for (const std::string& d : {ck, ad, sh, ev}) fs::create_directories(d);
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    fs::copy_file(fixtures + "/gemma4-tiny-hf/" + f, ck + "/" + f);
+  }
+  for (const char* f : {"adapter_config.json", "adapter_model.safetensors"}) {
+    fs::copy_file(fixtures + "/adapters/after-step/" + f, ad + "/" + f);
+  }
+  testing_support::SyntheticOptions opt;
+  opt.shards = 2;
+  testing_support::write_synthetic_checkpoint(sh, core::embedded_model("gemma4-tiny"), opt);
+  fs::copy_file(fixtures + "/profile_points.json", ev + "/profile.json");
+  struct Case {
+    std::string file;
+    std::vector<std::string> args;
+    std::string source;  // how the reader names the file ("" : the path itself)
+  };
+  const std::vector<Case> cases = {
+      {ck + "/config.json", {"inspect", "--checkpoint", ck}, ""},
+      {ck + "/config.json", {"flops", "--config", ck + "/config.json"}, ""},
+      {ck + "/config.json", {"mask", ck + "/config.json"}, ""},
+      {sh + "/model.safetensors.index.json", {"inspect", "--checkpoint", sh}, ""},
+      {ad + "/adapter_config.json", {"lora-gate", ad}, ""},
+      {ev + "/profile.json",
+       {"scaling-fit", "--profile", ev + "/profile.json", "--batch", "2"},
+       "evidence file '" + ev + "/profile.json'"},
+  };
+  const std::string nul(1, '\0');
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args[0] + " reading " + c.file);
+    const std::string doc = read_text(c.file);
+    for (const std::string& bad : {doc + nul + doc, doc + nul, doc + "\n" + nul + "{}\n"}) {
+      write_text(c.file, bad);
+      RunResult r = run_tprobe(c.args);
+      expect_refused(r, 1,
+                     (c.source.empty() ? c.file : c.source) + ": not valid JSON at byte " +
+                         std::to_string(bad.find('\0') + 1),
+                     dir + "/never-written.json");
+      EXPECT_NE(r.err.find("NUL byte"), std::string::npos) << r.err;
+    }
+    write_text(c.file, doc + " \n\n");
+    RunResult r = run_tprobe(c.args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    write_text(c.file, doc);
+  }
+  // `report` notes an evidence file it cannot read and draws the others: the NUL is that note.
+  ASSERT_EQ(run_tprobe({"flops", "--model", "gemma4-tiny", "--json", ev + "/flops.json"}).exit_code,
+            0);
+  const std::string doc = read_text(ev + "/flops.json");
+  for (const std::string& text : {doc + nul + doc, doc + "\n"}) {
+    write_text(ev + "/flops.json", text);
+    RunResult r = run_tprobe({"report", ev + "/flops.json", ev + "/profile.json", "--html",
+                              dir + "/r.html", "--markdown", dir + "/r.md"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::string md = read_text(dir + "/r.md");
+    const bool noted = md.find("flops.json: not read") != std::string::npos &&
+                       md.find("NUL byte") != std::string::npos;
+    EXPECT_EQ(noted, text.find('\0') != std::string::npos) << md;
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace tprobe::testing

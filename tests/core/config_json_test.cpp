@@ -319,5 +319,44 @@ TEST(ConfigJson, FileErrorsNameTheFile) {
   }
 }
 
+// Issue 46: a NUL byte after config.json's document hid a second document from the end-of-input
+// check. Refused naming the file; the same file with a trailing newline, or with a NUL written
+// as the \u0000 escape inside a string, still reads.
+TEST(ConfigJson, NulByteAfterTheDocumentIsRefused) {
+  std::string dir = testing_support::temp_dir();
+  std::string path = dir + "/config.json";
+  const std::string doc = to_config_json(embedded_model("gemma4-tiny"),
+                                         ConfigJsonForm::kMultimodalFlat)
+                              .dump(1);
+  auto write = [&](const std::string& text) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+  };
+  for (const std::string& bad :
+       {doc + std::string(1, '\0') + doc, doc + std::string(1, '\0'),
+        doc + "\n" + std::string(1, '\0') + "{\"text_config\": {}}"}) {
+    write(bad);
+    try {
+      read_config_json(path);
+      ADD_FAILURE() << "accepted a NUL byte at " << bad.find('\0');
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind(path + ": not valid JSON at byte " + std::to_string(bad.find('\0') + 1),
+                          0),
+                0u)
+          << msg;
+      EXPECT_NE(msg.find("NUL byte"), std::string::npos) << msg;
+    }
+  }
+  write(doc + "\n");
+  EXPECT_EQ(read_config_json(path).config.hidden_size, embedded_model("gemma4-tiny").hidden_size);
+  Json with_escape = Json::parse(doc);
+  with_escape["_name_or_path"] = std::string("a\0b", 3);  // dumped as "a\u0000b"
+  const std::string escaped = with_escape.dump(1);
+  ASSERT_NE(escaped.find("\\u0000"), std::string::npos);
+  ASSERT_EQ(escaped.find('\0'), std::string::npos);
+  write(escaped + " \n");
+  EXPECT_EQ(read_config_json(path).config.hidden_size, embedded_model("gemma4-tiny").hidden_size);
+}
+
 }  // namespace
 }  // namespace tprobe::core

@@ -218,6 +218,24 @@ TEST(Lengths, BrokenJsonlNamesFileAndLine) {
                LengthFormat::kJsonl);
   expect_error("j14.jsonl", "{\"length\": 18446744073709551615}\n", "1:", "above the maximum");
   expect_error("j15.jsonl", "{\"length\": null}\n", "1:", "null");
+  // Issue 46: a NUL byte ended nlohmann's input, so the record after it was never read.
+  const std::string nul(1, '\0');
+  expect_error("j16.jsonl", "{\"length\": 3}\n{\"length\": 4}" + nul + "{\"length\": 5}\n", "2:",
+               "a NUL byte at column 14");
+  expect_error("j17.jsonl", "{\"length\": 3, \"source\": \"a" + nul + "b\"}\n", "1:",
+               "a NUL byte at column 27");
+  expect_error("j18.jsonl", "{\"length\": 3}" + nul + "\n", "1:", "a NUL byte");
+}
+
+// The negative control of j16-j18: a NUL written as JSON writes it (\u0000, in a source name)
+// and trailing whitespace are still read.
+TEST(Lengths, EscapedNulAndTrailingSpaceInAJsonlLineAreRead) {
+  const std::string path =
+      write_file("ok-nul.jsonl", "{\"length\": 3, \"source\": \"a\\u0000b\"} \t\r\n{\"length\": 4}\n");
+  LengthDataset d = read_lengths(path);
+  ASSERT_EQ(d.lengths.size(), 2u);
+  EXPECT_EQ(d.lengths[0], 3);
+  EXPECT_EQ(d.lengths[1], 4);
 }
 
 TEST(Lengths, BrokenCsvNamesFileAndLine) {

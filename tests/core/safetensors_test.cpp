@@ -2,6 +2,7 @@
 #include "tprobe/core/io/safetensors.hpp"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,10 +79,10 @@ TEST(Safetensors, HandWrittenHeaderParses) {
   EXPECT_EQ(f.tensor("s").numel(), 1);
   EXPECT_EQ(f.tensor("s").dtype, DType::kI64);
   EXPECT_EQ(f.metadata().at("format"), "pt");
-  EXPECT_EQ(f.data("b").size, 8u);
+  EXPECT_EQ(f.read("b").size(), 8u);
   EXPECT_EQ(f.find("zzz"), nullptr);
   try {
-    f.data("zzz");
+    f.read("zzz");
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("zzz"), std::string::npos);
@@ -114,7 +115,8 @@ TEST(Safetensors, WriteReadRoundTripAllDtypes) {
     const TensorInfo& info = f.tensor(t.meta.name);
     EXPECT_EQ(info.dtype, t.meta.dtype);
     EXPECT_EQ(info.shape, t.meta.shape);
-    ByteSpan span = f.data(t.meta.name);
+    const std::vector<std::byte> bytes = f.read(t.meta.name);
+    const ByteSpan span{bytes.data(), bytes.size()};
     ASSERT_EQ(span.size, t.meta.nbytes());
     // Natural alignment of every tensor in the file.
     EXPECT_EQ((f.data_start() + info.begin) % static_cast<uint64_t>(dtype_size(info.dtype)), 0u)
@@ -125,9 +127,9 @@ TEST(Safetensors, WriteReadRoundTripAllDtypes) {
       for (size_t i = 0; i < span.size; ++i) ASSERT_EQ(span.data[i], std::byte{0});
     }
   }
-  // Moving keeps the mapping valid.
+  // Moving keeps the file open for reads.
   SafetensorsFile moved = std::move(f);
-  EXPECT_EQ(std::memcmp(moved.data("f32").data, f32.data(), 24), 0);
+  EXPECT_EQ(std::memcmp(moved.read("f32").data(), f32.data(), 24), 0);
 }
 
 TEST(Safetensors, SparseZeroTensorsTakeNoDiskBlocks) {
@@ -353,6 +355,130 @@ TEST(Safetensors, ASmallAllocationThatFailsInAStreamingReadNamesHowFarItRead) {
     EXPECT_EQ(e.code(), ExitCode::kError);
   }
   EXPECT_EQ(detail::reading("t.json", [] { return uint64_t{0}; }, [] { return 7; }), 7);
+}
+
+// Issue 46: tensor bytes are read with pread, never through a mapping (a mapped file that shrinks
+// kills the process with SIGBUS). A file that shrinks, grows or is rewritten in place after open()
+// is the one-line Error "<path> changed while it was read"; an untouched file reads the bytes it
+// was written with, through every read entry point.
+class SafetensorsChanged : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing_support::temp_dir();
+    path_ = dir_ + "/w.safetensors";
+    a_.resize(1024);
+    b_.resize(512);
+    for (std::size_t i = 0; i < a_.size(); ++i) a_[i] = 0.25f * static_cast<float>(i);
+    for (std::size_t i = 0; i < b_.size(); ++i) b_[i] = static_cast<uint16_t>(i * 3 + 1);
+    write_safetensors(path_, {{{"a", DType::kF32, {32, 32}}, a_.data()},
+                              {{"b", DType::kBF16, {512}}, b_.data()}});
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // The Error of `read`, checked to be the one line "<path> changed while it was read...".
+  template <typename Read>
+  std::string changed_error(Read&& read) {
+    try {
+      read();
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind(path_ + " changed while it was read", 0), 0u) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      return msg;
+    }
+    ADD_FAILURE() << "no error reading " << path_;
+    return "";
+  }
+
+  std::string dir_, path_;
+  std::vector<float> a_;
+  std::vector<uint16_t> b_;
+};
+
+TEST_F(SafetensorsChanged, UntouchedFileReadsItsBytesThroughEveryEntryPoint) {
+  SafetensorsFile f = SafetensorsFile::open(path_);
+  const std::vector<std::byte> a = f.read("a");
+  ASSERT_EQ(a.size(), a_.size() * 4);
+  EXPECT_EQ(std::memcmp(a.data(), a_.data(), a.size()), 0);
+  std::vector<uint16_t> b(b_.size());
+  f.read_into("b", b.data(), b.size() * 2);
+  EXPECT_EQ(b, b_);
+  // One read over both tensors (a staging buffer's) is the two tensors' bytes in file order.
+  const TensorInfo& first = f.tensors()[0].begin < f.tensors()[1].begin ? f.tensors()[0]
+                                                                         : f.tensors()[1];
+  const TensorInfo& second = &first == &f.tensors()[0] ? f.tensors()[1] : f.tensors()[0];
+  std::vector<std::byte> both(f.file_size() - f.data_start());
+  f.read_data(0, both.data(), both.size());
+  const std::vector<std::byte> x = f.read(first.name), y = f.read(second.name);
+  EXPECT_EQ(std::memcmp(both.data(), x.data(), x.size()), 0);
+  EXPECT_EQ(std::memcmp(both.data() + x.size(), y.data(), y.size()), 0);
+  // Read twice, the same bytes.
+  EXPECT_EQ(f.read("a"), a);
+  // Wrong sizes and spans outside the data section are errors, not reads.
+  EXPECT_THROW(f.read_into("b", b.data(), 2), Error);
+  EXPECT_THROW(f.read_data(both.size() - 4, both.data(), 8), Error);
+  EXPECT_THROW(f.read_data(UINT64_MAX, both.data(), 8), Error);
+}
+
+TEST_F(SafetensorsChanged, TruncatedAfterOpenIsAnErrorBeforeAndInsideTheTensor) {
+  SafetensorsFile f = SafetensorsFile::open(path_);
+  const TensorInfo& last =
+      f.tensors()[0].end > f.tensors()[1].end ? f.tensors()[0] : f.tensors()[1];
+  const TensorInfo& early = &last == &f.tensors()[0] ? f.tensors()[1] : f.tensors()[0];
+  // Cut the file in the middle of the last tensor.
+  ASSERT_EQ(::truncate(path_.c_str(),
+                       static_cast<off_t>(f.data_start() + (last.begin + last.end) / 2)),
+            0);
+  // The read runs into the end of the file.
+  std::string msg = changed_error([&] { f.read(last.name); });
+  EXPECT_NE(msg.find("it ends at byte"), std::string::npos) << msg;
+  // A tensor wholly before the cut reads fully, but the file is not the one opened.
+  msg = changed_error([&] { f.read(early.name); });
+  EXPECT_NE(msg.find("bytes now"), std::string::npos) << msg;
+  // Into a caller's buffer alike; and to nothing at all.
+  std::vector<std::byte> buf(last.end - last.begin);
+  changed_error([&] { f.read_into(last.name, buf.data(), buf.size()); });
+  ASSERT_EQ(::truncate(path_.c_str(), 0), 0);
+  changed_error([&] { f.read_data(0, buf.data(), 1); });
+}
+
+TEST_F(SafetensorsChanged, TruncatedThroughAnOpenDescriptorIsAnError) {
+  SafetensorsFile f = SafetensorsFile::open(path_);
+  const int fd = ::open(path_.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(f.data_start())), 0);  // every tensor gone
+  ::close(fd);
+  changed_error([&] { f.read("a"); });
+  changed_error([&] { f.read("b"); });
+}
+
+TEST_F(SafetensorsChanged, GrownOrRewrittenInPlaceIsAnError) {
+  {
+    SafetensorsFile f = SafetensorsFile::open(path_);
+    std::ofstream(path_, std::ios::app | std::ios::binary) << "more";
+    changed_error([&] { f.read("a"); });
+  }
+  write_safetensors(path_, {{{"a", DType::kF32, {32, 32}}, a_.data()},
+                            {{"b", DType::kBF16, {512}}, b_.data()}});
+  SafetensorsFile f = SafetensorsFile::open(path_);
+  // Same size, other bytes, and (set explicitly, so the test does not hang on the clock's
+  // granularity) another modification time: a rewrite in place.
+  const int fd = ::open(path_.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const char zeros[16] = {};
+  ASSERT_EQ(::pwrite(fd, zeros, sizeof zeros, static_cast<off_t>(f.data_start())), 16);
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd, &st), 0);
+  struct timespec times[2] = {st.st_atim, st.st_mtim};
+  times[1].tv_sec += 7;
+  ASSERT_EQ(::futimens(fd, times), 0);
+  ::close(fd);
+  const std::string msg = changed_error([&] { f.read("a"); });
+  EXPECT_NE(msg.find("modification time"), std::string::npos) << msg;
+  // Negative control: the file as it is now, opened afresh, reads (the zeros included).
+  SafetensorsFile again = SafetensorsFile::open(path_);
+  const std::vector<std::byte> a = again.read("a");
+  EXPECT_EQ(a.size(), a_.size() * 4);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "tprobe/core/base/error.hpp"
@@ -109,6 +110,34 @@ TEST(StrictJson, SyntaxErrorsSayWhatAndWhereInTprobesWords) {
     EXPECT_EQ(msg.find("syntax error"), std::string::npos) << msg;
     EXPECT_EQ(msg.find("last read"), std::string::npos) << msg;
   }
+}
+
+// Issue 46: nlohmann's lexer takes a NUL byte for the end of its input, so "DOC\0ANOTHER" passed
+// the end-of-document check and the second document was never read. A raw NUL anywhere is
+// refused, naming its byte; an escaped \u0000 in a string and trailing whitespace still parse.
+TEST(StrictJson, RefusesANulByteAnywhere) {
+  const std::string nul(1, '\0');
+  for (const std::string& bad :
+       {"{\"a\": 1}" + nul + "{\"a\": 2}", "{\"a\": 1}" + nul, "{\"a\": 1}\n" + nul + "\n",
+        nul + "{\"a\": 1}", "{\"a\":" + nul + " 1}", "{\"a\": \"x" + nul + "y\"}",
+        "[1, 2]" + nul + "garbage", nul}) {
+    const std::string msg = message_of(bad);
+    EXPECT_EQ(msg.rfind("doc.json: not valid JSON at byte " +
+                            std::to_string(bad.find('\0') + 1),
+                        0),
+              0u)
+        << msg;
+    EXPECT_NE(msg.find("a NUL byte"), std::string::npos) << msg;
+    for (char c : msg) EXPECT_TRUE(c >= 0x20 && c < 0x7f) << "raw byte in: " << msg;
+  }
+  // Negative controls: the escape is JSON's way to write a NUL, and whitespace may end a file.
+  Json doc = parse_json_strict("{\"a\": \"x\\u0000y\"}", "d");
+  EXPECT_EQ(doc["a"].get<std::string>(), std::string("x\0y", 3));
+  for (const char* tail : {"\n", " \t\r\n", "\r\n\r\n", ""}) {
+    EXPECT_EQ(message_of(std::string("{\"a\": 1}") + tail), "") << "tail of " << std::strlen(tail);
+  }
+  // Any other text after the document is still refused as before.
+  EXPECT_NE(message_of("{\"a\": 1}\n{\"a\": 2}").find("more text follows"), std::string::npos);
 }
 
 TEST(StrictJson, PrintableEscapesAndCuts) {

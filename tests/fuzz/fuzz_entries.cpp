@@ -96,12 +96,12 @@ void safetensors(const uint8_t* data, std::size_t size) {
   expect_error_or_ok([&] {
     core::SafetensorsFile f = core::SafetensorsFile::open(path);
     for (const auto& t : f.tensors()) {
-      core::ByteSpan span = f.data(t.name);
-      if (span.size != t.end - t.begin) broken("data span size differs from the offsets");
+      const std::vector<std::byte> bytes = f.read(t.name);
+      if (bytes.size() != t.end - t.begin) broken("data size differs from the offsets");
       volatile uint8_t sink = 0;
-      if (span.size > 0) {
-        sink = sink + std::to_integer<uint8_t>(span.data[0]) +
-               std::to_integer<uint8_t>(span.data[span.size - 1]);
+      if (!bytes.empty()) {
+        sink = sink + std::to_integer<uint8_t>(bytes.front()) +
+               std::to_integer<uint8_t>(bytes.back());
       }
     }
   });

@@ -89,8 +89,7 @@ void shard(const std::string& dir) {
     std::vector<std::vector<std::byte>> keep;
     keep.reserve(tensors.size());
     for (std::size_t i = 0; i < tensors.size(); ++i) {
-      core::ByteSpan bytes = file.data(tensors[i].name);
-      keep.emplace_back(bytes.data, bytes.data + bytes.size);
+      keep.push_back(file.read(tensors[i].name));
       const std::size_t part = i < tensors.size() / 2 ? 0 : 1;
       parts[part].push_back({tensors[i], keep.back().data()});
     }

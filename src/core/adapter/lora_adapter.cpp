@@ -17,6 +17,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "base/out_of_memory.hpp"
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -304,19 +305,24 @@ AdapterConfig parse_adapter_config(const std::string& text, const std::string& p
   return c;
 }
 
-TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const std::string& file) {
-  TensorStats s;
-  s.name = info.name;
-  s.file = file;
-  s.dtype = info.dtype;
-  s.shape = info.shape;
-  const int64_t n = info.numel();
-  const int64_t size = dtype_size(info.dtype);
-  if (static_cast<uint64_t>(n) * static_cast<uint64_t>(size) != bytes.size) {
-    fail("{}: tensor '{}': {} bytes for {} elements of {}", file, info.name, bytes.size, n,
-         to_string(info.dtype));
+namespace {
+
+void check_lora_dtype(const TensorInfo& info, const std::string& file) {
+  switch (info.dtype) {
+    case DType::kF32:
+    case DType::kF64:
+    case DType::kF16:
+    case DType::kBF16:
+      return;
+    default:
+      fail("{}: tensor '{}' has dtype {}: a LoRA tensor must be F32, F16, BF16 or F64", file,
+           info.name, to_string(info.dtype));
   }
-  double sum = 0.0;
+}
+
+// Adds `n` elements of `dtype` at `p` to `s`'s counts and to `sum` (the squares), in order: the
+// same sum whether a tensor comes in one piece or in several.
+void accumulate(DType dtype, const std::byte* p, int64_t n, TensorStats& s, double& sum) {
   auto add = [&](double v) {
     if (!std::isfinite(v)) {
       ++s.non_finite;
@@ -325,8 +331,7 @@ TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const st
     if (v != 0.0) ++s.nonzero;
     sum += v * v;
   };
-  const std::byte* p = bytes.data;
-  switch (info.dtype) {
+  switch (dtype) {
     case DType::kF32:
       for (int64_t i = 0; i < n; ++i) {
         float f;
@@ -346,13 +351,63 @@ TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const st
       for (int64_t i = 0; i < n; ++i) {
         uint16_t h;
         std::memcpy(&h, p + i * 2, 2);
-        add(info.dtype == DType::kF16 ? half_to_float(h) : bf16_to_float(h));
+        add(dtype == DType::kF16 ? half_to_float(h) : bf16_to_float(h));
       }
       break;
     default:
-      fail("{}: tensor '{}' has dtype {}: a LoRA tensor must be F32, F16, BF16 or F64", file,
-           info.name, to_string(info.dtype));
+      fail("internal: accumulate() on dtype {}", to_string(dtype));
   }
+}
+
+TensorStats stats_head(const TensorInfo& info, const std::string& file) {
+  TensorStats s;
+  s.name = info.name;
+  s.file = file;
+  s.dtype = info.dtype;
+  s.shape = info.shape;
+  return s;
+}
+
+// The bytes of an adapter tensor are read in pieces of this size (a multiple of every element
+// size), so that memory stays bounded whatever the tensor's size.
+constexpr std::size_t kStatsReadBytes = std::size_t{8} << 20;
+
+// tensor_stats of `info` read from `f` piece by piece into `buf` (pread: a file that shrinks
+// meanwhile is "changed while it was read", never a SIGBUS).
+TensorStats read_tensor_stats(const SafetensorsFile& f, const TensorInfo& info,
+                              std::vector<std::byte>& buf) {
+  check_lora_dtype(info, f.path());
+  TensorStats s = stats_head(info, f.path());
+  const uint64_t total = info.end - info.begin;
+  const auto elem = static_cast<uint64_t>(dtype_size(info.dtype));
+  if (total > 0 && buf.empty()) {
+    const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(total, kStatsReadBytes));
+    detail::allocating(f.path() + ": tensor '" + info.name + "'", n, [&] { buf.resize(n); });
+  }
+  double sum = 0.0;
+  for (uint64_t done = 0; done < total;) {
+    const uint64_t piece = std::min<uint64_t>(total - done, buf.size() / elem * elem);
+    f.read_data(info.begin + done, buf.data(), static_cast<std::size_t>(piece));
+    accumulate(info.dtype, buf.data(), static_cast<int64_t>(piece / elem), s, sum);
+    done += piece;
+  }
+  s.norm = std::sqrt(sum);
+  return s;
+}
+
+}  // namespace
+
+TensorStats tensor_stats(const TensorInfo& info, const ByteSpan& bytes, const std::string& file) {
+  TensorStats s = stats_head(info, file);
+  const int64_t n = info.numel();
+  const int64_t size = dtype_size(info.dtype);
+  if (static_cast<uint64_t>(n) * static_cast<uint64_t>(size) != bytes.size) {
+    fail("{}: tensor '{}': {} bytes for {} elements of {}", file, info.name, bytes.size, n,
+         to_string(info.dtype));
+  }
+  check_lora_dtype(info, file);
+  double sum = 0.0;
+  accumulate(info.dtype, bytes.data, n, s, sum);
   s.norm = std::sqrt(sum);
   return s;
 }
@@ -433,10 +488,11 @@ LoraAdapter read_lora_adapter(const std::string& dir_in) {
 
   std::map<std::pair<std::string, std::string>, AdapterModule> modules;
   std::set<std::string> forms;
+  std::vector<std::byte> buf;  // the read buffer, reused from tensor to tensor
   for (const auto& f : files) {
     adapter.files.push_back(f->path());
     for (const auto& t : f->tensors()) {
-      TensorStats stats = tensor_stats(t, f->data(t.name), f->path());
+      TensorStats stats = read_tensor_stats(*f, t, buf);
       ParsedName p = parse_name(t.name);
       if (!p.lora) {
         adapter.other_tensors.push_back(std::move(stats));

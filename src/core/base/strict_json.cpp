@@ -126,6 +126,14 @@ class StrictDomBuilder {
 }  // namespace
 
 Json parse_json_strict(std::string_view text, const std::string& source) {
+  // nlohmann's lexer takes a NUL byte for the end of the input, so a document followed by a NUL
+  // and anything at all (a second document) would pass its end-of-input check (issue 46). JSON
+  // text never holds a raw NUL (in a string it is written \u0000), so one anywhere is refused.
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    fail("{}: not valid JSON {}: a NUL byte, which JSON text never holds (a string writes it "
+         "\\u0000)",
+         source, place_near(text, nul));
+  }
   StrictDomBuilder builder;
   builder.text = text;
   bool ok = false;
@@ -191,14 +199,7 @@ std::string what_is_wrong(std::string_view text, std::size_t at,
 
 }  // namespace
 
-std::string json_syntax_error(std::string_view text, std::size_t position,
-                              const nlohmann::detail::exception& e) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    return "at byte 0: the text is empty (no JSON value)";
-  }
-  // The parser counts the end of the text as a byte read: past the end, the text ended early.
-  const bool ended = position > text.size();
-  const std::size_t at = ended ? text.size() - 1 : (position == 0 ? 0 : position - 1);
+std::string place_near(std::string_view text, std::size_t at) {
   std::size_t line = 1, line_start = 0;
   for (std::size_t i = 0; i < at; ++i) {
     if (text[i] == '\n') {
@@ -211,9 +212,20 @@ std::string json_syntax_error(std::string_view text, std::size_t position,
                : fmt::format("at byte {}", at + 1);
   const std::size_t from = at >= line_start + 30 ? at - 30 : line_start;
   const std::string near = printable(text.substr(from, at + 1 - from), 40);
+  return fmt::format("{} near '{}'", place, near);
+}
+
+std::string json_syntax_error(std::string_view text, std::size_t position,
+                              const nlohmann::detail::exception& e) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return "at byte 0: the text is empty (no JSON value)";
+  }
+  // The parser counts the end of the text as a byte read: past the end, the text ended early.
+  const bool ended = position > text.size();
+  const std::size_t at = ended ? text.size() - 1 : (position == 0 ? 0 : position - 1);
   const std::string what =
       ended ? "the text ends inside the JSON document (cut short?)" : what_is_wrong(text, at, e);
-  return fmt::format("{} near '{}': {}", place, near, what);
+  return fmt::format("{}: {}", place_near(text, at), what);
 }
 
 std::string printable(std::string_view text, std::size_t max_chars) {

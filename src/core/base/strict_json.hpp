@@ -15,7 +15,9 @@ namespace tprobe::core::detail {
 inline constexpr std::size_t kMaxJsonDepth = 256;
 
 // Parses `text` into an insertion-ordered Json. On a syntax error, a key repeated within one
-// object, or nesting deeper than kMaxJsonDepth throws tprobe::Error "<source>: <what>".
+// object, nesting deeper than kMaxJsonDepth, a NUL byte anywhere in `text` (nlohmann would end
+// the document there and ignore what follows) or any text but whitespace after the document
+// throws tprobe::Error "<source>: <what>".
 // Linear time: objects are filled by appending (ordered_json's own insert searches the object
 // linearly, which made a 200,000-tensor safetensors header take minutes), and duplicates are
 // found with a hash set once an object grows past a few keys.
@@ -28,6 +30,10 @@ Json parse_json_strict(std::string_view text, const std::string& source);
 // counts the end of the text as one more), `e` its exception (its id and text classify the error).
 std::string json_syntax_error(std::string_view text, std::size_t position,
                               const nlohmann::detail::exception& e);
+
+// "at byte N (line L, column C) near '...'" for byte `at` (0-based) of `text`: the place
+// json_syntax_error names.
+std::string place_near(std::string_view text, std::size_t at);
 
 // json_error_text (tprobe/core/base/evidence.hpp) is public: the probe driver turns nlohmann's
 // exceptions into messages with it.

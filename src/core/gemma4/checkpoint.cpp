@@ -159,6 +159,8 @@ const TensorInfo& Checkpoint::tensor(std::string_view name) const {
   return *t;
 }
 
-ByteSpan Checkpoint::data(std::string_view name) const { return file_of(name).data(name); }
+std::vector<std::byte> Checkpoint::read(std::string_view name) const {
+  return file_of(name).read(name);
+}
 
 }  // namespace tprobe::core

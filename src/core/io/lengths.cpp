@@ -309,6 +309,14 @@ void parse_jsonl_line(const std::string& text, Builder& out, const std::string& 
     out.add(fast_length, fast_source, line);
     return;
   }
+  // nlohmann's lexer ends its input at a NUL byte, which would hide whatever follows it on the
+  // line (a second record); the fast path above never accepts one (issue 46).
+  if (const std::size_t nul = text.find('\0'); nul != std::string::npos) {
+    fail_at(path, line,
+            fmt::format("a NUL byte at column {}: a JSONL line is JSON text, which never holds "
+                        "one",
+                        nul + 1));
+  }
   JsonRecordSax sax;
   sax.text = text;
   bool ok = nlohmann::json::sax_parse(text.begin(), text.end(), &sax);

@@ -1,9 +1,8 @@
-// safetensors header validation, read-only mmap access, and the atomic writer.
+// safetensors header validation, checked pread access to the data, and the atomic writer.
 #include "tprobe/core/io/safetensors.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -252,24 +251,26 @@ std::size_t json_object_end(std::string_view text) {
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  int fd = open_input(path);  // a FIFO is opened without waiting, then refused below
+  SafetensorsFile file;  // owns the descriptor from here: closed if open() throws
+  file.path_ = path;
+  file.fd_ = open_input(path);  // a FIFO is opened without waiting, then refused below
+  const int fd = file.fd_;
   if (fd < 0) fail("{}: cannot open: {}", path, std::strerror(errno));
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0) fail("{}: cannot stat: {}", path, std::strerror(errno));
   if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path);
 
-  SafetensorsFile file;
-  file.path_ = path;
   file.file_size_ = static_cast<uint64_t>(st.st_size);
+  file.mtime_sec_ = static_cast<int64_t>(st.st_mtim.tv_sec);
+  file.mtime_nsec_ = static_cast<int64_t>(st.st_mtim.tv_nsec);
   if (file.file_size_ < 8) {
     fail("{}: truncated: {} bytes, shorter than the 8-byte header length", path, file.file_size_);
   }
   unsigned char prefix[8];
-  if (!pread_all(fd, prefix, 8, 0)) fail("{}: cannot read the header length", path);
+  if (!pread_all(fd, prefix, 8, 0)) {
+    file.check_unchanged();  // a file cut short since the fstat above says so
+    fail("{}: cannot read the header length", path);
+  }
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | prefix[i];  // little-endian u64
   if (n > kMaxSafetensorsHeaderBytes) {
@@ -285,7 +286,13 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   std::string text = detail::allocating(path, n, [&] {
     return std::string(static_cast<std::size_t>(n), '\0');
   });
-  if (!pread_all(fd, text.data(), text.size(), 8)) fail("{}: cannot read the header", path);
+  if (!pread_all(fd, text.data(), text.size(), 8)) {
+    file.check_unchanged();
+    fail("{}: cannot read the header", path);
+  }
+  // The header is read as the size above promised: a file rewritten meanwhile is not validated
+  // against a size it no longer has.
+  file.check_unchanged();
   // A length that runs past the header's JSON object into the data would otherwise be reported
   // as a JSON error on data bytes: say what is wrong, the length.
   const std::size_t object_end = json_object_end(text);
@@ -300,12 +307,6 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   file.tensors_ = std::move(header.tensors);
   for (std::size_t i = 0; i < file.tensors_.size(); ++i) file.index_[file.tensors_[i].name] = i;
 
-  // Map the whole file read-only: address space only, no page is read until data() is used.
-  void* p =
-      ::mmap(nullptr, static_cast<std::size_t>(file.file_size_), PROT_READ, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) fail("{}: cannot memory-map: {}", path, std::strerror(errno));
-  file.mapping_ = p;
-  file.mapping_size_ = static_cast<std::size_t>(file.file_size_);
   return file;
 }
 
@@ -313,23 +314,23 @@ SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept { *this = std
 
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
   if (this != &other) {
-    if (mapping_) ::munmap(mapping_, mapping_size_);
+    if (fd_ >= 0) ::close(fd_);
     path_ = std::move(other.path_);
     file_size_ = other.file_size_;
     header_size_ = other.header_size_;
     metadata_ = std::move(other.metadata_);
     tensors_ = std::move(other.tensors_);
     index_ = std::move(other.index_);
-    mapping_ = other.mapping_;
-    mapping_size_ = other.mapping_size_;
-    other.mapping_ = nullptr;
-    other.mapping_size_ = 0;
+    fd_ = other.fd_;
+    mtime_sec_ = other.mtime_sec_;
+    mtime_nsec_ = other.mtime_nsec_;
+    other.fd_ = -1;
   }
   return *this;
 }
 
 SafetensorsFile::~SafetensorsFile() {
-  if (mapping_) ::munmap(mapping_, mapping_size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 const TensorInfo* SafetensorsFile::find(std::string_view name) const {
@@ -343,11 +344,66 @@ const TensorInfo& SafetensorsFile::tensor(std::string_view name) const {
   return *t;
 }
 
-ByteSpan SafetensorsFile::data(std::string_view name) const {
+void SafetensorsFile::check_unchanged() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) fail("{}: cannot stat: {}", path_, std::strerror(errno));
+  if (static_cast<uint64_t>(st.st_size) != file_size_) {
+    fail("{} changed while it was read: it is {} bytes now, {} when it was opened", path_,
+         static_cast<uint64_t>(st.st_size), file_size_);
+  }
+  if (static_cast<int64_t>(st.st_mtim.tv_sec) != mtime_sec_ ||
+      static_cast<int64_t>(st.st_mtim.tv_nsec) != mtime_nsec_) {
+    fail("{} changed while it was read: its modification time is not the one it had when it was "
+         "opened",
+         path_);
+  }
+}
+
+void SafetensorsFile::read_data(uint64_t offset, void* dst, std::size_t size) const {
+  if (fd_ < 0) fail("{}: the file is not open", path_);
+  const uint64_t data_size = file_size_ - data_start();
+  if (offset > data_size || size > data_size - offset) {
+    fail("{}: bytes [{}, {}) are outside the data section ({} bytes)", path_, offset,
+         offset + static_cast<uint64_t>(size), data_size);
+  }
+  auto* p = static_cast<char*>(dst);
+  uint64_t at = data_start() + offset;
+  std::size_t left = size;
+  while (left > 0) {
+    const ssize_t n = ::pread(fd_, p, left, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("{}: cannot read bytes at offset {}: {}", path_, at, std::strerror(errno));
+    if (n == 0) {
+      fail("{} changed while it was read: it ends at byte {}, before the {} bytes the header "
+           "promised",
+           path_, at, file_size_);
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+    at += static_cast<uint64_t>(n);
+  }
+  // After the read, not only before: bytes read from a file rewritten in place (same size) would
+  // otherwise pass as the tensor's.
+  check_unchanged();
+}
+
+void SafetensorsFile::read_into(std::string_view name, void* dst, std::size_t size) const {
   const TensorInfo& t = tensor(name);
-  if (!mapping_) fail("{}: file is not mapped", path_);
-  const auto* base = static_cast<const std::byte*>(mapping_);
-  return {base + data_start() + t.begin, static_cast<std::size_t>(t.end - t.begin)};
+  if (static_cast<uint64_t>(size) != t.end - t.begin) {
+    fail("internal: reading tensor '{}' of {} ({} bytes) into {} bytes", name, path_,
+         t.end - t.begin, size);
+  }
+  read_data(t.begin, dst, size);
+}
+
+std::vector<std::byte> SafetensorsFile::read(std::string_view name) const {
+  const TensorInfo& t = tensor(name);
+  const uint64_t n = t.end - t.begin;
+  std::vector<std::byte> out = detail::allocating(
+      fmt::format("{}: tensor '{}'", path_, name), n,
+      [&] { return std::vector<std::byte>(static_cast<std::size_t>(n)); });
+  read_data(t.begin, out.data(), out.size());
+  return out;
 }
 
 void write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,

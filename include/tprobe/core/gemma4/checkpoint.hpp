@@ -21,8 +21,9 @@ class Checkpoint {
  public:
   // Opens `dir`: reads config.json, then the index (if present; every listed shard, every
   // weight_map entry checked against its shard, no tensor in two shards, no shard tensor missing
-  // from the weight_map) or else the single model.safetensors. Headers only; data is mapped
-  // lazily by the OS. Throws tprobe::Error naming the file and tensor at fault.
+  // from the weight_map) or else the single model.safetensors. Headers only; tensor bytes are
+  // read when asked for (SafetensorsFile::read). Throws tprobe::Error naming the file and tensor
+  // at fault.
   static Checkpoint open(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
@@ -45,7 +46,8 @@ class Checkpoint {
   // The file holding `name`; throws naming the checkpoint and the tensor when absent.
   const SafetensorsFile& file_of(std::string_view name) const;
   const TensorInfo& tensor(std::string_view name) const;
-  ByteSpan data(std::string_view name) const;
+  // The tensor's bytes, read from its file (SafetensorsFile::read).
+  std::vector<std::byte> read(std::string_view name) const;
 
   // Non-fatal observations (e.g. the index's total_size disagrees with the shards).
   const std::vector<std::string>& warnings() const { return warnings_; }

@@ -1,5 +1,6 @@
-// safetensors files: a header reader that checks every offset against the file, a read-only
-// memory-mapped data accessor, and a small atomic writer (tiny test checkpoints, LoRA adapters).
+// safetensors files: a header reader that checks every offset against the file, a data reader
+// (pread into owned or caller-provided memory, never a mapping), and a small atomic writer (tiny
+// test checkpoints, LoRA adapters).
 #pragma once
 
 #include <cstddef>
@@ -57,7 +58,7 @@ struct TensorInfo : TensorMeta {
   uint64_t end = 0;
 };
 
-// Read-only view of a tensor's bytes inside the mapping.
+// Read-only view of bytes someone else owns (a tensor's bytes read into a buffer).
 struct ByteSpan {
   const std::byte* data = nullptr;
   std::size_t size = 0;
@@ -66,8 +67,12 @@ struct ByteSpan {
 // Headers larger than this are refused (the reference implementation uses the same limit).
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100ull * 1024 * 1024;
 
-// One .safetensors file. open() reads and validates only the header (a few pread calls);
-// the data section is memory-mapped read-only, and pages are touched only when data() is read.
+// One .safetensors file. open() reads and validates only the header (a few pread calls) and
+// keeps the file open; tensor bytes are read with pread only when asked for, into memory the
+// caller owns (read_into, read_data) or gets (read). The file is never memory-mapped: a mapped
+// file that shrinks kills the process with SIGBUS (issue 46). Every read is checked: a short read
+// (the file ended early), or a size or modification time after the read other than what open()
+// saw, is the Error "<path> changed while it was read: <what>", and a read error names the file.
 // Validation: file at least 8 bytes; header length <= 100 MB and within the file; header is a
 // JSON object; each entry has a known dtype, a non-negative shape and data_offsets [begin, end]
 // with end - begin == numel * dtype size; names unique; no offset beyond the data section;
@@ -94,14 +99,20 @@ class SafetensorsFile {
   const TensorInfo* find(std::string_view name) const;    // nullptr when absent
   const TensorInfo& tensor(std::string_view name) const;  // throws naming file and tensor
 
-  // The tensor's bytes in the read-only mapping (valid while this object lives). The data start
-  // is only as aligned as the file makes it: files written by write_safetensors place tensors
-  // in descending element size after an 8-aligned header, so every tensor is naturally aligned.
-  ByteSpan data(std::string_view name) const;
+  // The tensor's bytes, read into a new buffer (allocation failure: "out of memory reading ...").
+  std::vector<std::byte> read(std::string_view name) const;
+  // The tensor's bytes into `dst`, which holds `size` bytes; `size` must be the tensor's byte size
+  // (an internal Error otherwise). No alignment is asked of `dst`.
+  void read_into(std::string_view name, void* dst, std::size_t size) const;
+  // `size` bytes of the data section from `offset` (relative to data_start(), as a tensor's
+  // begin is) into `dst`: one tensor, part of one, or several adjacent ones in a single read
+  // (a staging buffer's). The span must lie inside the data section (an Error otherwise).
+  void read_data(uint64_t offset, void* dst, std::size_t size) const;
 
  private:
   SafetensorsFile() = default;
-  void map_data();
+  // The file as open() saw it, or the Error "changed while it was read".
+  void check_unchanged() const;
 
   std::string path_;
   uint64_t file_size_ = 0;
@@ -109,8 +120,9 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
   std::vector<TensorInfo> tensors_;
   std::map<std::string, std::size_t, std::less<>> index_;
-  void* mapping_ = nullptr;
-  std::size_t mapping_size_ = 0;
+  int fd_ = -1;
+  int64_t mtime_sec_ = 0;  // st_mtim at open()
+  int64_t mtime_nsec_ = 0;
 };
 
 // Parses and validates a header (the JSON text between the length prefix and the data section)
