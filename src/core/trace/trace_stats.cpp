@@ -2,6 +2,7 @@
 // bandwidth, host-op census (definitions in trace_stats.hpp and docs/kernels.md).
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "trace/trace_stats_internal.hpp"
@@ -335,6 +336,80 @@ void host_op_census(const std::vector<StatRow>& rows, const std::vector<StatLaun
   });
 }
 
+// Keeps the kMaxStreamRows streams and kMaxDeviceRows devices with the most device time; folds
+// the rest into the other_* sums.
+void fold(TraceStats& out) {
+  std::map<int32_t, int64_t> device_ns;
+  for (const StreamRow& s : out.streams) device_ns[s.device] += s.sum_ns;
+  if (static_cast<int64_t>(out.streams.size()) > TraceStats::kMaxStreamRows) {
+    std::vector<StreamRow> ranked = out.streams;
+    std::stable_sort(ranked.begin(), ranked.end(), [](const StreamRow& a, const StreamRow& b) {
+      return a.sum_ns > b.sum_ns;  // stable: ties keep ascending (device, stream)
+    });
+    std::set<std::pair<int32_t, int64_t>> kept;
+    for (int64_t i = 0; i < TraceStats::kMaxStreamRows; ++i)
+      kept.insert({ranked[i].device, ranked[i].stream});
+    std::vector<StreamRow> streams;
+    OtherStreams& o = out.other_streams;
+    for (const StreamRow& s : out.streams) {
+      if (kept.count({s.device, s.stream})) {
+        streams.push_back(s);
+        continue;
+      }
+      ++o.streams;
+      o.rows += s.rows;
+      o.kernels += s.kernels;
+      o.memcpys += s.memcpys;
+      o.memsets += s.memsets;
+      o.kernel_ns += s.kernel_ns;
+      o.memcpy_ns += s.memcpy_ns;
+      o.memset_ns += s.memset_ns;
+      o.sum_ns += s.sum_ns;
+      o.busy_ns += s.busy_ns;
+    }
+    out.streams = std::move(streams);
+    std::vector<QueueRow> queues;
+    OtherQueues& q = out.other_queues;
+    for (QueueRow& r : out.queues) {
+      if (kept.count({r.device, r.stream})) {
+        queues.push_back(std::move(r));
+        continue;
+      }
+      ++q.queues;
+      q.rows += r.rows;
+      q.unlaunched_rows += r.unlaunched_rows;
+      q.max_length = std::max(q.max_length, r.max_length);
+    }
+    out.queues = std::move(queues);
+  }
+  if (static_cast<int64_t>(out.idle.size()) > TraceStats::kMaxDeviceRows) {
+    std::vector<std::pair<int64_t, int32_t>> ranked;  // (-device time, device)
+    for (const IdleSplit& s : out.idle) {
+      auto it = device_ns.find(s.device);
+      ranked.push_back({it == device_ns.end() ? 0 : -it->second, s.device});
+    }
+    std::sort(ranked.begin(), ranked.end());
+    std::set<int32_t> kept;
+    for (int64_t i = 0; i < TraceStats::kMaxDeviceRows; ++i) kept.insert(ranked[i].second);
+    std::vector<IdleSplit> idle;
+    OtherIdle& o = out.other_idle;
+    for (const IdleSplit& s : out.idle) {
+      if (kept.count(s.device)) {
+        idle.push_back(s);
+        continue;
+      }
+      ++o.devices;
+      o.idle_ns += s.idle_ns;
+      o.gaps += s.gaps;
+      o.host_wait_ns += s.host_wait_ns;
+      o.kernel_wait_ns += s.kernel_wait_ns;
+      o.unlaunched_ns += s.unlaunched_ns;
+      o.host_wait_gaps += s.host_wait_gaps;
+    }
+    out.idle = std::move(idle);
+  }
+}
+
 }  // namespace
 
 TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
@@ -349,6 +424,7 @@ TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
   queue_lengths(rows, launches, out);
   copies(rows, row_names, out);
   host_op_census(rows, launches, ops, op_names, out);
+  fold(out);
   return out;
 }
 
