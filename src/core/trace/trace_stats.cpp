@@ -1,6 +1,7 @@
 // The launch-bound statistics of a trace: idle split, launch statistics, queue length, copy
 // bandwidth, host-op census (definitions in trace_stats.hpp and docs/kernels.md).
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -118,14 +119,18 @@ void streams(const std::vector<StatRow>& rows, TraceStats& out) {
     std::sort(e.begin(), e.end(), [](const Edge& a, const Edge& b) {
       return a.t != b.t ? a.t < b.t : a.delta < b.delta;
     });
-    std::map<int64_t, int64_t> open;  // stream -> rows open
+    // stream -> rows open; a stream leaves when none is open, so each step walks the busy
+    // streams only (not every stream seen: quadratic on a trace of thousands of streams).
+    std::map<int64_t, int64_t> open;
     int64_t busy_streams = 0;
     int64_t device_sum = 0, span_start = e.front().t, span_end = e.back().t;
     for (std::size_t i = 0; i < e.size(); ++i) {
-      int64_t& n = open[e[i].stream];
+      auto it = open.try_emplace(e[i].stream, 0).first;
+      int64_t& n = it->second;
       const bool was = n > 0;
       n += e[i].delta;
       busy_streams += (n > 0) - was;
+      if (n == 0) open.erase(it);
       if (i + 1 == e.size() || e[i + 1].t == e[i].t) continue;
       const int64_t dt = e[i + 1].t - e[i].t;
       for (const auto& [stream, k] : open) {
@@ -135,11 +140,12 @@ void streams(const std::vector<StatRow>& rows, TraceStats& out) {
         if (busy_streams > 1) s.concurrent_ns += dt;
       }
     }
-    for (auto& [key, s] : by) {
-      if (key.first == device) device_sum += s.sum_ns;
-    }
-    for (auto& [key, s] : by) {
-      if (key.first != device) continue;
+    // This device's streams only (not every stream of every device: quadratic on thousands).
+    const auto first = by.lower_bound({device, std::numeric_limits<int64_t>::min()});
+    const auto last = by.upper_bound({device, std::numeric_limits<int64_t>::max()});
+    for (auto it = first; it != last; ++it) device_sum += it->second.sum_ns;
+    for (auto it = first; it != last; ++it) {
+      StreamRow& s = it->second;
       s.sum_share_ratio = device_sum > 0 ? double(s.sum_ns) / double(device_sum) : 0.0;
       const int64_t span = span_end - span_start;
       s.busy_span_ratio = span > 0 ? double(s.busy_ns) / double(span) : 0.0;
