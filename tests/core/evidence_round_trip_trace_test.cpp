@@ -38,6 +38,22 @@ const std::vector<std::string>& fixtures() {
   return names;
 }
 
+// The negative control of the row caps (issue 46): an ordinary trace folds nothing.
+TEST(TraceFromJson, AnOrdinaryTraceKeepsEveryStreamAndDeviceRow) {
+  const KernelsReport r = kernels_of({kTraces + "/hf-sdpa-2x256.json.gz"});
+  ASSERT_TRUE(r.sources[0].has_trace);
+  const Json j = to_json(r);
+  const Json& t = j["trace"];
+  EXPECT_FALSE(t["streams"].empty());
+  EXPECT_FALSE(t.contains("other_streams"));
+  EXPECT_FALSE(t.contains("other_queue_length"));
+  EXPECT_FALSE(t.contains("other_idle_split"));
+  EXPECT_FALSE(j["kernel_table"].contains("other_devices"));
+  EXPECT_FALSE(j["kernel_table"]["devices"].empty());
+  const std::string dump = j.dump();
+  EXPECT_EQ(dump.find("\"other_streams\""), std::string::npos);
+}
+
 TEST(TraceFromJson, EverySingleTraceRoundTripsWhole) {
   bool saw_memory = false, saw_parts = false;
   for (const std::string& name : fixtures()) {

@@ -3,7 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
@@ -45,6 +47,28 @@ TEST(Evidence, WriteThenReadBack) {
   Json doc = read_evidence_file(dir + "/b.json", "bucket");
   EXPECT_EQ(doc["results"]["sweep"][0]["bucket"], 2);
   EXPECT_THROW(read_evidence_file(dir + "/b.json", "padding"), Error);
+}
+
+// Indented up to 1 MiB of compact JSON, compact past it; both read back whole.
+TEST(Evidence, LargeEvidenceIsWrittenCompactAndReadsBack) {
+  std::string dir = testing_support::temp_dir();
+  auto written = [&](const std::string& name, int64_t n) {
+    Evidence ev("bucket", {"tprobe"});
+    Json rows = Json::array();
+    for (int64_t i = 0; i < n; ++i) rows.push_back({{"bucket", i}, {"tokens", 3 * i}});
+    ev.results()["sweep"] = rows;
+    ev.write(dir + "/" + name);
+    std::ifstream in(dir + "/" + name, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const Json doc = read_evidence_file(dir + "/" + name, "bucket");
+    EXPECT_EQ(doc["results"]["sweep"], rows) << name;
+    return text;
+  };
+  const std::string small = written("small.json", 1000);  // ~30 KB compact: indented
+  EXPECT_NE(small.find("\n  \"results\""), std::string::npos);
+  const std::string big = written("big.json", 60000);  // ~2 MB compact: compact
+  EXPECT_EQ(std::count(big.begin(), big.end(), '\n'), 1);
+  EXPECT_GT(big.size(), std::size_t{1} << 20);
 }
 
 TEST(Evidence, ReaderRejectsBrokenFiles) {

@@ -12,6 +12,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/trace/kernel_category.hpp"
+#include "tprobe/core/trace/kernel_table_report.hpp"
 #include "tprobe/core/trace/trace_reader.hpp"
 #include "tprobe/core/trace/trace_stats_report.hpp"
 
@@ -414,6 +415,78 @@ TEST(TraceSeries, StreamsCopyKindsAndDevicesPastTheCapsAreFoldedAndSaidSo) {
   const std::string text = trace_series_tables(ts)[0].render();
   EXPECT_NE(text.find("queue length, 5 other streams (summed)"), std::string::npos) << text;
   EXPECT_NE(text.find("4 other device(s)"), std::string::npos) << text;
+}
+
+// The per-stream and per-device rows past the same caps (issue 46: 3,000 streams wrote 2.8 MB of
+// rows for a 0.86 MB trace): 20 streams on device 0, stream s's row s + 1 µs long, and 19 more
+// devices, device d's row 100 + d µs long for d >= 5, 1 ns for d < 5. Streams: the 16 longest
+// are kept (devices 5..19's streams and device 0's stream 19), 19 + 4 folded; devices: the 16
+// busiest (device 0 and 5..19), devices 1..4 folded.
+TEST(TraceStats, StreamAndDeviceRowsPastTheCapsAreFoldedAndSaidSo) {
+  Json events = Json::array();
+  int64_t corr = 0;
+  auto row = [&](int64_t device, int64_t stream, double dur) {
+    const int64_t c = ++corr;
+    events.push_back({{"ph", "X"}, {"cat", "cuda_runtime"}, {"name", "cudaLaunchKernel"},
+                      {"pid", 1}, {"tid", 1}, {"ts", 0}, {"dur", 0.5},
+                      {"args", {{"correlation", c}}}});
+    events.push_back({{"ph", "X"}, {"cat", "kernel"}, {"name", "k"}, {"pid", device},
+                      {"tid", stream}, {"ts", 10}, {"dur", dur},
+                      {"args", {{"correlation", c}, {"device", device}, {"stream", stream}}}});
+  };
+  for (int s = 0; s < 20; ++s) row(0, s, s + 1);
+  for (int d = 1; d < 20; ++d) row(d, 7, d < 5 ? 0.001 : 100 + d);
+  const TraceResult res = read_trace_buffer(Json{{"traceEvents", events}}.dump(), "hand");
+  const TraceStats& st = res.summary.stats;
+  ASSERT_EQ(st.streams.size(), 16u);
+  EXPECT_EQ(st.streams.front().device, 0);
+  EXPECT_EQ(st.streams.front().stream, 19);  // 20 µs, the 16th longest
+  EXPECT_EQ(st.streams[1].device, 5);
+  EXPECT_EQ(st.streams.back().device, 19);
+  EXPECT_EQ(st.other_streams.streams, 19 + 4);  // device 0's streams 0..18, devices 1..4
+  EXPECT_EQ(st.other_streams.rows, 23);
+  EXPECT_EQ(st.other_streams.sum_ns, 190000 + 4);  // 1 + ... + 19 µs and 4 x 1 ns
+  EXPECT_EQ(st.queues.size(), 16u);
+  EXPECT_EQ(st.other_queues.queues, 23);
+  EXPECT_EQ(st.other_queues.rows, 23);
+  ASSERT_EQ(st.idle.size(), 16u);
+  EXPECT_EQ(st.idle.front().device, 0);
+  EXPECT_EQ(st.idle[1].device, 5);
+  EXPECT_EQ(st.other_idle.devices, 4);
+  const KernelTable& t = res.table;
+  ASSERT_EQ(t.devices.size(), 16u);
+  EXPECT_EQ(t.devices[1].device, 5);
+  EXPECT_EQ(t.other_devices, 4);
+  EXPECT_EQ(t.other_device.totals.events, 4);
+  EXPECT_EQ(t.other_device.totals.sum_ns, 4);
+  // The totals still count every device.
+  EXPECT_EQ(t.totals.events, 39);
+  // The evidence says so and reads back equal.
+  const Json j = to_json(st);
+  EXPECT_EQ(j["other_streams"]["streams"], 23);
+  EXPECT_EQ(j["other_queue_length"]["queues"], 23);
+  EXPECT_EQ(j["other_idle_split"]["devices"], 4);
+  EXPECT_EQ(to_json(trace_stats_from_json(j, "e.json")), j);
+  const Json tj = to_json(t);
+  EXPECT_EQ(tj["other_devices"]["devices"], 4);
+  EXPECT_EQ(to_json(kernel_table_from_json(tj, "e.json")), tj);
+  Json bad = j;
+  bad["other_streams"]["streams"] = 0;
+  EXPECT_THROW(trace_stats_from_json(bad, "e.json"), Error);
+  bad = j;
+  bad["other_idle_split"]["idle_ns"] = -1;
+  EXPECT_THROW(trace_stats_from_json(bad, "e.json"), Error);
+  bad = tj;
+  bad["other_devices"]["devices"] = 0;
+  EXPECT_THROW(kernel_table_from_json(bad, "e.json"), Error);
+  // The printed tables name what was folded.
+  std::string text;
+  for (const Table& x : trace_stats_tables(st, 0)) text += x.render();
+  EXPECT_NE(text.find("23 more streams folded"), std::string::npos) << text;
+  EXPECT_NE(text.find("4 more devices folded"), std::string::npos) << text;
+  text.clear();
+  for (const Table& x : kernel_table_tables(t, 0)) text += x.render();
+  EXPECT_NE(text.find("4 more are folded"), std::string::npos) << text;
 }
 
 TEST(KernelLabel, TensorIteratorLaunchersByTheirOperation) {

@@ -207,6 +207,37 @@ KernelTable KernelTableBuilder::finish() {
     t.devices.push_back(row);
   }
   t.totals.span_ns = t.totals.end_ns - t.totals.start_ns;
+  if (static_cast<int64_t>(t.devices.size()) > KernelTable::kMaxDeviceRows) {
+    std::vector<std::pair<int64_t, int32_t>> ranked;  // (-device time, device)
+    for (const DeviceRow& d : t.devices) ranked.push_back({-d.totals.sum_ns, d.device});
+    std::sort(ranked.begin(), ranked.end());
+    std::set<int32_t> kept;
+    for (int64_t i = 0; i < KernelTable::kMaxDeviceRows; ++i) kept.insert(ranked[i].second);
+    std::vector<DeviceRow> rows;
+    DeviceRow& o = t.other_device;
+    o.device = -1;
+    for (const DeviceRow& d : t.devices) {
+      if (kept.count(d.device)) {
+        rows.push_back(d);
+        continue;
+      }
+      BusyTotals& ot = o.totals;
+      const bool first_folded = t.other_devices == 0;
+      ot.start_ns = first_folded ? d.totals.start_ns : std::min(ot.start_ns, d.totals.start_ns);
+      ot.end_ns = first_folded ? d.totals.end_ns : std::max(ot.end_ns, d.totals.end_ns);
+      ++t.other_devices;
+      ot.events += d.totals.events;
+      ot.sum_ns += d.totals.sum_ns;
+      ot.union_busy_ns += d.totals.union_busy_ns;
+      ot.span_ns += d.totals.span_ns;
+      ot.idle_ns += d.totals.idle_ns;
+      o.communication_ns += d.communication_ns;
+      o.compute_union_ns += d.compute_union_ns;
+      o.communication_union_ns += d.communication_union_ns;
+      o.overlap_ns += d.overlap_ns;
+    }
+    t.devices = std::move(rows);
+  }
   for (auto& [step, ivs] : by_step) t.steps.push_back(StepRow{step, busy_totals(ivs)});
 
   // Per-name rows.

@@ -110,6 +110,16 @@ Json to_json(const KernelTable& t) {
     devices.push_back(row);
   }
   out["devices"] = devices;
+  if (t.other_devices > 0) {
+    const DeviceRow& d = t.other_device;
+    Json row = totals_json(d.totals);
+    row["devices"] = t.other_devices;
+    row["communication_ns"] = d.communication_ns;
+    row["compute_union_ns"] = d.compute_union_ns;
+    row["communication_union_ns"] = d.communication_union_ns;
+    row["overlap_ns"] = d.overlap_ns;
+    out["other_devices"] = row;
+  }
   Json props = Json::array();
   for (const DeviceProperties& p : t.device_properties) {
     props.push_back({{"id", p.id},
@@ -203,6 +213,19 @@ KernelTable kernel_table_from_json(const Json& j, const std::string& where) {
     row.communication_union_ns = int_field(d, "communication_union_ns", w);
     row.overlap_ns = int_field(d, "overlap_ns", w);
     t.devices.push_back(row);
+  }
+  if (j.contains("other_devices")) {
+    const Json& d = j["other_devices"];
+    const std::string w = where + " other_devices";
+    DeviceRow& row = t.other_device;
+    row.device = -1;
+    t.other_devices = int_field(d, "devices", w);
+    if (t.other_devices < 1) fail("{}: field 'devices' must be at least 1", w);
+    row.totals = totals_from(d, w);
+    row.communication_ns = int_field(d, "communication_ns", w);
+    row.compute_union_ns = int_field(d, "compute_union_ns", w);
+    row.communication_union_ns = int_field(d, "communication_union_ns", w);
+    row.overlap_ns = int_field(d, "overlap_ns", w);
   }
   for (const Json& p : array_field(j, "device_properties", where)) {
     const std::string w = where + " device_properties[]";
@@ -330,6 +353,13 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
   totals.note(
       "left out: host rows (cpu_op, cuda_runtime, python_function, …), flows and "
       "gpu_user_annotation ranges: they are not device time");
+  if (t.other_devices > 0) {
+    totals.note(fmt::format(
+        "evidence: kernel_table.devices keeps the {} devices with the most device time; {} more "
+        "are folded into kernel_table.other_devices ({} rows, sum {})",
+        KernelTable::kMaxDeviceRows, format_count(t.other_devices),
+        format_count(t.other_device.totals.events), ms(t.other_device.totals.sum_ns)));
+  }
   out.push_back(totals);
 
   Table cats("By category (share of the sum of kernel time)");

@@ -306,7 +306,9 @@ std::vector<RankRow> rank_rows(const std::vector<RankTrace>& ranks) {
     row.rank = t.rank;
     row.path = t.path;
     row.totals = t.result.table.totals;
-    for (const DeviceRow& d : t.result.table.devices) {
+    std::vector<DeviceRow> devices = t.result.table.devices;
+    if (t.result.table.other_devices > 0) devices.push_back(t.result.table.other_device);
+    for (const DeviceRow& d : devices) {
       row.communication_ns += d.communication_ns;
       row.communication_union_ns += d.communication_union_ns;
       row.compute_union_ns += d.compute_union_ns;

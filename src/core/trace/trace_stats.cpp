@@ -1,7 +1,9 @@
 // The launch-bound statistics of a trace: idle split, launch statistics, queue length, copy
 // bandwidth, host-op census (definitions in trace_stats.hpp and docs/kernels.md).
 #include <algorithm>
+#include <limits>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "trace/trace_stats_internal.hpp"
@@ -117,14 +119,18 @@ void streams(const std::vector<StatRow>& rows, TraceStats& out) {
     std::sort(e.begin(), e.end(), [](const Edge& a, const Edge& b) {
       return a.t != b.t ? a.t < b.t : a.delta < b.delta;
     });
-    std::map<int64_t, int64_t> open;  // stream -> rows open
+    // stream -> rows open; a stream leaves when none is open, so each step walks the busy
+    // streams only (not every stream seen: quadratic on a trace of thousands of streams).
+    std::map<int64_t, int64_t> open;
     int64_t busy_streams = 0;
     int64_t device_sum = 0, span_start = e.front().t, span_end = e.back().t;
     for (std::size_t i = 0; i < e.size(); ++i) {
-      int64_t& n = open[e[i].stream];
+      auto it = open.try_emplace(e[i].stream, 0).first;
+      int64_t& n = it->second;
       const bool was = n > 0;
       n += e[i].delta;
       busy_streams += (n > 0) - was;
+      if (n == 0) open.erase(it);
       if (i + 1 == e.size() || e[i + 1].t == e[i].t) continue;
       const int64_t dt = e[i + 1].t - e[i].t;
       for (const auto& [stream, k] : open) {
@@ -134,11 +140,12 @@ void streams(const std::vector<StatRow>& rows, TraceStats& out) {
         if (busy_streams > 1) s.concurrent_ns += dt;
       }
     }
-    for (auto& [key, s] : by) {
-      if (key.first == device) device_sum += s.sum_ns;
-    }
-    for (auto& [key, s] : by) {
-      if (key.first != device) continue;
+    // This device's streams only (not every stream of every device: quadratic on thousands).
+    const auto first = by.lower_bound({device, std::numeric_limits<int64_t>::min()});
+    const auto last = by.upper_bound({device, std::numeric_limits<int64_t>::max()});
+    for (auto it = first; it != last; ++it) device_sum += it->second.sum_ns;
+    for (auto it = first; it != last; ++it) {
+      StreamRow& s = it->second;
       s.sum_share_ratio = device_sum > 0 ? double(s.sum_ns) / double(device_sum) : 0.0;
       const int64_t span = span_end - span_start;
       s.busy_span_ratio = span > 0 ? double(s.busy_ns) / double(span) : 0.0;
@@ -335,6 +342,80 @@ void host_op_census(const std::vector<StatRow>& rows, const std::vector<StatLaun
   });
 }
 
+// Keeps the kMaxStreamRows streams and kMaxDeviceRows devices with the most device time; folds
+// the rest into the other_* sums.
+void fold(TraceStats& out) {
+  std::map<int32_t, int64_t> device_ns;
+  for (const StreamRow& s : out.streams) device_ns[s.device] += s.sum_ns;
+  if (static_cast<int64_t>(out.streams.size()) > TraceStats::kMaxStreamRows) {
+    std::vector<StreamRow> ranked = out.streams;
+    std::stable_sort(ranked.begin(), ranked.end(), [](const StreamRow& a, const StreamRow& b) {
+      return a.sum_ns > b.sum_ns;  // stable: ties keep ascending (device, stream)
+    });
+    std::set<std::pair<int32_t, int64_t>> kept;
+    for (int64_t i = 0; i < TraceStats::kMaxStreamRows; ++i)
+      kept.insert({ranked[i].device, ranked[i].stream});
+    std::vector<StreamRow> streams;
+    OtherStreams& o = out.other_streams;
+    for (const StreamRow& s : out.streams) {
+      if (kept.count({s.device, s.stream})) {
+        streams.push_back(s);
+        continue;
+      }
+      ++o.streams;
+      o.rows += s.rows;
+      o.kernels += s.kernels;
+      o.memcpys += s.memcpys;
+      o.memsets += s.memsets;
+      o.kernel_ns += s.kernel_ns;
+      o.memcpy_ns += s.memcpy_ns;
+      o.memset_ns += s.memset_ns;
+      o.sum_ns += s.sum_ns;
+      o.busy_ns += s.busy_ns;
+    }
+    out.streams = std::move(streams);
+    std::vector<QueueRow> queues;
+    OtherQueues& q = out.other_queues;
+    for (QueueRow& r : out.queues) {
+      if (kept.count({r.device, r.stream})) {
+        queues.push_back(std::move(r));
+        continue;
+      }
+      ++q.queues;
+      q.rows += r.rows;
+      q.unlaunched_rows += r.unlaunched_rows;
+      q.max_length = std::max(q.max_length, r.max_length);
+    }
+    out.queues = std::move(queues);
+  }
+  if (static_cast<int64_t>(out.idle.size()) > TraceStats::kMaxDeviceRows) {
+    std::vector<std::pair<int64_t, int32_t>> ranked;  // (-device time, device)
+    for (const IdleSplit& s : out.idle) {
+      auto it = device_ns.find(s.device);
+      ranked.push_back({it == device_ns.end() ? 0 : -it->second, s.device});
+    }
+    std::sort(ranked.begin(), ranked.end());
+    std::set<int32_t> kept;
+    for (int64_t i = 0; i < TraceStats::kMaxDeviceRows; ++i) kept.insert(ranked[i].second);
+    std::vector<IdleSplit> idle;
+    OtherIdle& o = out.other_idle;
+    for (const IdleSplit& s : out.idle) {
+      if (kept.count(s.device)) {
+        idle.push_back(s);
+        continue;
+      }
+      ++o.devices;
+      o.idle_ns += s.idle_ns;
+      o.gaps += s.gaps;
+      o.host_wait_ns += s.host_wait_ns;
+      o.kernel_wait_ns += s.kernel_wait_ns;
+      o.unlaunched_ns += s.unlaunched_ns;
+      o.host_wait_gaps += s.host_wait_gaps;
+    }
+    out.idle = std::move(idle);
+  }
+}
+
 }  // namespace
 
 TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
@@ -349,6 +430,7 @@ TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
   queue_lengths(rows, launches, out);
   copies(rows, row_names, out);
   host_op_census(rows, launches, ops, op_names, out);
+  fold(out);
   return out;
 }
 

@@ -23,6 +23,76 @@ Json distribution_json(const Distribution& d) {
               {"p99_ns", d.p99_ns}, {"max_ns", d.max_ns}};
 }
 
+Json other_json(const TraceStats& st) {
+  Json out = Json::object();
+  if (const OtherStreams& o = st.other_streams; o.streams > 0) {
+    out["other_streams"] = {{"streams", o.streams},     {"rows", o.rows},
+                            {"kernels", o.kernels},     {"memcpys", o.memcpys},
+                            {"memsets", o.memsets},     {"kernel_ns", o.kernel_ns},
+                            {"memcpy_ns", o.memcpy_ns}, {"memset_ns", o.memset_ns},
+                            {"sum_ns", o.sum_ns},       {"busy_ns", o.busy_ns}};
+  }
+  if (const OtherIdle& o = st.other_idle; o.devices > 0) {
+    out["other_idle_split"] = {{"devices", o.devices},
+                               {"idle_ns", o.idle_ns},
+                               {"gaps", o.gaps},
+                               {"host_wait_ns", o.host_wait_ns},
+                               {"kernel_wait_ns", o.kernel_wait_ns},
+                               {"unlaunched_ns", o.unlaunched_ns},
+                               {"host_wait_gaps", o.host_wait_gaps}};
+  }
+  if (const OtherQueues& o = st.other_queues; o.queues > 0) {
+    out["other_queue_length"] = {{"queues", o.queues},
+                                 {"rows", o.rows},
+                                 {"unlaunched_rows", o.unlaunched_rows},
+                                 {"max_length", o.max_length}};
+  }
+  return out;
+}
+
+// The other_* objects, each present only when something was folded.
+void other_from_json(const Json& j, const std::string& where, TraceStats& st) {
+  namespace jr = json_read;
+  if (j.contains("other_streams")) {
+    const std::string w = where + ".other_streams";
+    const Json& x = jr::object(j, "other_streams", where);
+    OtherStreams& o = st.other_streams;
+    o.streams = jr::integer(x, "streams", w, 1);
+    o.rows = jr::integer(x, "rows", w, 0);
+    o.kernels = jr::integer(x, "kernels", w, 0, o.rows);
+    o.memcpys = jr::integer(x, "memcpys", w, 0, o.rows);
+    o.memsets = jr::integer(x, "memsets", w, 0, o.rows);
+    o.kernel_ns = jr::integer(x, "kernel_ns", w, 0);
+    o.memcpy_ns = jr::integer(x, "memcpy_ns", w, 0);
+    o.memset_ns = jr::integer(x, "memset_ns", w, 0);
+    o.sum_ns = jr::integer(x, "sum_ns", w, 0);
+    o.busy_ns = jr::integer(x, "busy_ns", w, 0);
+  }
+  if (j.contains("other_idle_split")) {
+    const std::string w = where + ".other_idle_split";
+    const Json& x = jr::object(j, "other_idle_split", where);
+    OtherIdle& o = st.other_idle;
+    o.devices = jr::integer(x, "devices", w, 1);
+    o.idle_ns = jr::integer(x, "idle_ns", w, 0);
+    o.gaps = jr::integer(x, "gaps", w, 0);
+    o.host_wait_ns = jr::integer(x, "host_wait_ns", w, 0, o.idle_ns);
+    o.kernel_wait_ns = jr::integer(x, "kernel_wait_ns", w, 0, o.idle_ns);
+    o.unlaunched_ns = jr::integer(x, "unlaunched_ns", w, 0, o.idle_ns);
+    o.host_wait_gaps = jr::integer(x, "host_wait_gaps", w, 0, o.gaps);
+    if (o.host_wait_ns + o.kernel_wait_ns + o.unlaunched_ns != o.idle_ns)
+      fail("{}: host_wait_ns + kernel_wait_ns + unlaunched_ns is not idle_ns", w);
+  }
+  if (j.contains("other_queue_length")) {
+    const std::string w = where + ".other_queue_length";
+    const Json& x = jr::object(j, "other_queue_length", where);
+    OtherQueues& o = st.other_queues;
+    o.queues = jr::integer(x, "queues", w, 1);
+    o.rows = jr::integer(x, "rows", w, 0);
+    o.unlaunched_rows = jr::integer(x, "unlaunched_rows", w, 0);
+    o.max_length = jr::integer(x, "max_length", w, 0, o.rows);
+  }
+}
+
 }  // namespace
 
 Json to_json(const TraceStats& st) {
@@ -98,7 +168,7 @@ Json to_json(const TraceStats& st) {
                    {"device_rows", o.device_rows},
                    {"device_ns", o.device_ns}});
   }
-  return Json{
+  Json out{
       {"streams", streams},
       {"idle_split", idle},
       {"launches",
@@ -119,6 +189,8 @@ Json to_json(const TraceStats& st) {
         {"rows_in_op", h.rows_in_op},
         {"rows_outside_op", h.rows_outside_op},
         {"by_name", ops}}}};
+  out.update(other_json(st));
+  return out;
 }
 
 std::vector<StreamRow> streams_from_json(const Json& streams, const std::string& where) {
@@ -273,6 +345,7 @@ TraceStats trace_stats_from_json(const Json& j, const std::string& where) {
     o.device_ns = jr::integer(ops[i], "device_ns", w, 0);
     h.by_name.push_back(std::move(o));
   }
+  other_from_json(j, where, st);
   return st;
 }
 
@@ -287,6 +360,13 @@ void trace_stream_figures(SectionBuilder& c, const std::string& base) {
     return;
   }
   if (streams.empty()) return;
+  std::string folded;
+  const std::string parent = base.substr(0, base.rfind('.'));
+  if (const Json* o = c.find(parent + ".other_streams"); o != nullptr && o->is_object() &&
+                                                        o->contains("streams")) {
+    folded = fmt::format(" {} more streams with less device time are folded (not drawn).",
+                         o->at("streams").dump());
+  }
   BarChart bars;
   bars.title = "Device time per stream";
   bars.value_label = "ms";
@@ -309,7 +389,8 @@ void trace_stream_figures(SectionBuilder& c, const std::string& base) {
   c.figure("streams", bars.title, render_svg(bars),
            {base + "[].kernel_ns", base + "[].memcpy_ns", base + "[].memset_ns",
             base + "[].sum_share_ratio"},
-           "Each stream's rows by kind, summed; the share is of its device's sum over all streams.");
+           "Each stream's rows by kind, summed; the share is of its device's sum over all "
+           "streams." + folded);
   t.source = c.source();
   t.fields = {c.field_name(base + "[]")};
   c.table(std::move(t));
@@ -344,6 +425,13 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
       "sum: the stream's rows' durations; busy: their union; of span: busy over the device's "
       "first start .. last end; with another stream: the part of busy time another stream of the "
       "device was busy too (overlap between streams)");
+  if (const OtherStreams& o = st.other_streams; o.streams > 0) {
+    per_stream.note(fmt::format(
+        "{} more streams folded (the {} with the most device time are shown): {} rows, sum {}, "
+        "busy {}",
+        format_count(o.streams), TraceStats::kMaxStreamRows, format_count(o.rows), ms(o.sum_ns),
+        ms(o.busy_ns)));
+  }
   out.push_back(per_stream);
 
   Table idle("Idle time split: host wait vs kernel wait (per device)");
@@ -370,6 +458,13 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
   if (host + kernel > 0) {
     idle.note(host > kernel ? "host wait dominates: the device waited for launches (launch-bound)"
                             : "kernel wait dominates: the work was launched ahead of the device");
+  }
+  if (const OtherIdle& o = st.other_idle; o.devices > 0) {
+    idle.note(fmt::format(
+        "{} more devices folded (the {} with the most device time are shown): idle {}, host wait "
+        "{}, kernel wait {}, no launch {}",
+        format_count(o.devices), TraceStats::kMaxDeviceRows, ms(o.idle_ns), ms(o.host_wait_ns),
+        ms(o.kernel_wait_ns), ms(o.unlaunched_ns)));
   }
   out.push_back(idle);
 
@@ -447,10 +542,15 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
            format_percent(ratio(window - idle_time, window))});
     unlaunched += r.unlaunched_rows;
   }
+  unlaunched += st.other_queues.unlaunched_rows;
   q.note(fmt::format(
       "a row is queued from its launch call's start to its end; {} row(s) without a launch are "
       "left out; the time spent at each length is in the evidence",
       format_count(unlaunched)));
+  if (const OtherQueues& o = st.other_queues; o.queues > 0) {
+    q.note(fmt::format("{} more streams folded (those of the streams shown above): {} rows, max {}",
+                       format_count(o.queues), format_count(o.rows), o.max_length));
+  }
   out.push_back(q);
 
   if (!st.copies.empty()) {

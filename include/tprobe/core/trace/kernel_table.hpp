@@ -125,8 +125,16 @@ struct KernelTable {
   KernelTableOptions options;
   std::vector<int64_t> steps_present;   // before selection
   std::vector<int64_t> steps_selected;  // after
+  // As the trace statistics' rows (TraceStats::kMaxDeviceRows): a trace with thousands of
+  // devices keeps its evidence smaller than itself.
+  static constexpr int64_t kMaxDeviceRows = 16;
   BusyTotals totals;  // all selected records; union_busy_ns is summed over devices
+  // The kMaxDeviceRows devices with the most device time (totals.sum_ns; ties: the smaller
+  // index), ascending device; the rest summed in other_device (its device -1; start_ns and
+  // end_ns their earliest and latest, span_ns the sum of theirs), counted in other_devices.
   std::vector<DeviceRow> devices;
+  int64_t other_devices = 0;
+  DeviceRow other_device;
   std::vector<KernelRow> kernels;       // by total_ns descending, then name
   std::vector<CategoryRow> categories;  // every category, enum order (zero rows included)
   std::vector<StepRow> steps;           // ascending step

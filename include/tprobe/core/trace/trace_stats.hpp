@@ -124,11 +124,42 @@ struct StreamRow {
   double busy_span_ratio = 0;   // busy_ns / the device's span (first start .. last end)
 };
 
+// The rows folded past the caps (TraceStats::kMaxStreamRows, kMaxDeviceRows): how many, and
+// their summed counts and times. Written to the evidence only when something was folded.
+struct OtherStreams {
+  int64_t streams = 0;
+  int64_t rows = 0, kernels = 0, memcpys = 0, memsets = 0;
+  int64_t kernel_ns = 0, memcpy_ns = 0, memset_ns = 0, sum_ns = 0, busy_ns = 0;
+};
+struct OtherIdle {
+  int64_t devices = 0;
+  int64_t idle_ns = 0, gaps = 0, host_wait_ns = 0, kernel_wait_ns = 0, unlaunched_ns = 0;
+  int64_t host_wait_gaps = 0;
+};
+struct OtherQueues {
+  int64_t queues = 0;
+  int64_t rows = 0, unlaunched_rows = 0;
+  int64_t max_length = 0;  // the largest of theirs
+};
+
 struct TraceStats {
-  std::vector<StreamRow> streams;  // ascending (device, stream)
-  std::vector<IdleSplit> idle;  // ascending device
+  // The same caps as the time series' (TraceSeries::kMaxStreams, kMaxDevices): a trace with
+  // thousands of streams or devices keeps its evidence smaller than itself.
+  static constexpr int64_t kMaxStreamRows = 16;
+  static constexpr int64_t kMaxDeviceRows = 16;
+  // The kMaxStreamRows (device, stream) pairs with the most device time (sum_ns; ties: the
+  // smaller pair), ascending (device, stream); the rest in other_streams.
+  std::vector<StreamRow> streams;
+  OtherStreams other_streams;
+  // The kMaxDeviceRows devices with the most device time (ties: the smaller index), ascending
+  // device; the rest in other_idle.
+  std::vector<IdleSplit> idle;
+  OtherIdle other_idle;
   LaunchStats launch;
-  std::vector<QueueRow> queues;  // ascending (device, stream)
+  // The queue rows of the streams kept in `streams`, ascending (device, stream); the rest in
+  // other_queues.
+  std::vector<QueueRow> queues;
+  OtherQueues other_queues;
   std::vector<CopyRow> copies;   // by total_ns descending, then name
   HostOpCensus host_ops;
 };
