@@ -49,7 +49,7 @@ TEST(Evidence, WriteThenReadBack) {
   EXPECT_THROW(read_evidence_file(dir + "/b.json", "padding"), Error);
 }
 
-// Indented up to 1 MiB of compact JSON, compact past it; both read back whole.
+// Indented up to 256 KiB of compact JSON, compact past it; both read back whole.
 TEST(Evidence, LargeEvidenceIsWrittenCompactAndReadsBack) {
   std::string dir = testing_support::temp_dir();
   auto written = [&](const std::string& name, int64_t n) {

@@ -77,10 +77,10 @@ Json Evidence::to_json() const {
 
 void Evidence::write(const std::string& path) const {
   // replace: a string that is not UTF-8 (it should have been refused where it was read) must not
-  // make the write throw after the tables have been printed. Indented (2 spaces) up to 1 MiB of
+  // make the write throw after the tables have been printed. Indented (2 spaces) up to 256 KiB of
   // compact JSON, compact past it: indentation costs about 2.5x, and a large document (a huge
   // trace's kernels evidence) is read by tools, not by eye (docs/evidence.md).
-  constexpr std::size_t kIndentedMaxBytes = std::size_t{1} << 20;
+  constexpr std::size_t kIndentedMaxBytes = std::size_t{256} << 10;
   const Json doc = to_json();
   std::string text = doc.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() <= kIndentedMaxBytes) {

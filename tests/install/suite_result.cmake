@@ -1,0 +1,22 @@
+# Shared by the install and package tests: what a `tprobe suite --json suite.json` run in `cwd`
+# says of itself. Fails (through the caller's fail()) unless its fixtures came from `expected`
+# (source "installed"); sets `out_var` to the names of the steps whose state is in `states`.
+function(suite_steps_in cwd expected states out_var)
+  file(READ "${cwd}/suite.json" suite)
+  string(JSON source GET "${suite}" results fixtures_source)
+  string(JSON fixtures GET "${suite}" results fixtures)
+  if(NOT source STREQUAL "installed" OR NOT fixtures STREQUAL "${expected}")
+    fail("fixtures from '${fixtures}' (${source}), not the installed ones at ${expected}")
+  endif()
+  string(JSON nsteps LENGTH "${suite}" results steps)
+  math(EXPR last "${nsteps} - 1")
+  set(ran "")
+  foreach(i RANGE ${last})
+    string(JSON name GET "${suite}" results steps ${i} name)
+    string(JSON state GET "${suite}" results steps ${i} state)
+    if(state IN_LIST states)
+      list(APPEND ran "${name}")
+    endif()
+  endforeach()
+  set(${out_var} "${ran}" PARENT_SCOPE)
+endfunction()
