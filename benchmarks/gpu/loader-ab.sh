@@ -8,6 +8,9 @@
 # --checkpoint` (one 1×256 step, no trace, no memory step); the figure is the evidence's init_s
 # (the model built from the checkpoint and its LoRA added, synchronised) and the process's peak
 # RSS (/usr/bin/time). Output: $OUT/loader-ab/.
+# Here, before the call: scripts/stage-deps.sh; echo /.gpu/ >>.git/info/exclude; mkdir -p .gpu/old &&
+#   git archive 03af0d7 CMakeLists.txt CMakePresets.json cmake src include probes benchmarks scripts |
+#   tar -x -C .gpu/old — then carry .deps and .gpu.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-./out}/loader-ab
