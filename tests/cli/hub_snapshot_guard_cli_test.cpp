@@ -43,10 +43,10 @@ class HubCache {
     repo("data", {{"d.jsonl", ""}, {"p.csv", fx + "/example_points.csv"}},
          "{\"length\": 100}\n{\"length\": 300}\n{\"length\": 200}\n");
     // A folder linked whole from inside a snapshot: a new file in its target lies in the input.
-    fs::create_directories(path("shared-blobs/tiny"));
-    fs::copy(fx + "/gemma4-tiny-hf", path("shared-blobs/tiny"), fs::copy_options::recursive);
+    fs::create_directories(path("linked-blobs/tiny"));
+    fs::copy(fx + "/gemma4-tiny-hf", path("linked-blobs/tiny"), fs::copy_options::recursive);
     fs::create_directories(path("fixtures/snapshots/r"));
-    fs::create_directory_symlink("../../../shared-blobs/tiny",
+    fs::create_directory_symlink("../../../linked-blobs/tiny",
                                  path("fixtures/snapshots/r/gemma4-tiny-hf"));
     fs::create_directory(path("out"));
   }
@@ -177,12 +177,12 @@ std::vector<Case> cases(const HubCache& h) {
        {"--html", "profile.json"}},
       // A folder linked whole from inside the input: files in its target, existing or new.
       {"suite/out-inside-a-folder-the-fixtures-link-to",
-       {"suite", "--fixtures", h.snap("fixtures"), "--out", h.path("shared-blobs/tiny/out"),
+       {"suite", "--fixtures", h.snap("fixtures"), "--out", h.path("linked-blobs/tiny/out"),
         "--quiet"},
        {"links to"}},
       {"inspect/json-new-file-in-linked-folder",
        {"inspect", h.snap("fixtures") + "/gemma4-tiny-hf", "--json",
-        h.path("shared-blobs/tiny/new.json")},
+        h.path("linked-blobs/tiny/new.json")},
        {"--json", "inside the input folder"}},
   };
 }
