@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/core/cost/epoch.hpp"
 #include "tprobe/core/data/epoch_batches.hpp"
@@ -79,7 +80,6 @@ struct Measured {
   std::optional<core::LeverEdge> edge;  // with a memory edge asked for
 };
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 core::EdgeProbe edge_probe(const PointResult& r) {
   core::EdgeProbe p;
@@ -552,7 +552,7 @@ core::LeversReport run_levers(const LeversRequest& in) {
     out.edge_card_gib = in.edge_card_gib;
     out.edge_reserve_gib = in.edge_reserve_gib;
   }
-  const double cap = (in.edge_card_gib - in.edge_reserve_gib) * kGiB;
+  const double cap = (in.edge_card_gib - in.edge_reserve_gib) * core::kGiB;
   out.edge_cap_bytes = static_cast<int64_t>(cap);
   auto with_edge = [&](ProfileRequest r, const core::LeverConfig& c) {
     if (edge && !c.padded_only) ask_for_edge(r, cap);

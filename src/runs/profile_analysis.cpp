@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/runs/profile_costs.hpp"
@@ -118,7 +119,6 @@ ProfileRequest profile_request(const ProfileOptions& o) {
 
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 core::MemoryFitPoint fit_point(const PointResult& p) {
   core::MemoryFitPoint f;
@@ -194,10 +194,10 @@ ProfileAnalysis analyse_profile(EngineAccess engine, const ProfileOptions& optio
       if (!mf.fit.ok) return groups;
       for (size_t i = 0; i < options.gpu_memory_gib.size(); ++i) {
         MemoryBudget b;
-        b.gpu_memory_bytes = options.gpu_memory_gib[i] * kGiB;
+        b.gpu_memory_bytes = options.gpu_memory_gib[i] * core::kGiB;
         b.reserve_bytes = options.reserve_gib.empty()
                               ? 0.0
-                              : options.reserve_gib[options.reserve_gib.size() == 1 ? 0 : i] * kGiB;
+                              : options.reserve_gib[options.reserve_gib.size() == 1 ? 0 : i] * core::kGiB;
         core::MemoryEdgeRequest req;
         req.gpu_memory_bytes = b.gpu_memory_bytes;
         req.reserve_bytes = b.reserve_bytes;
@@ -366,7 +366,7 @@ std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
   std::vector<core::Table> out = runs::profile_tables(a.report);
   const MemoryFitReport& mf = a.memory_fit;
   if (!mf.requested) return out;
-  auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / kGiB); };
+  auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / core::kGiB); };
   core::Table t("what fits: the memory model on the sweep's peaks, each edge measured under an "
                 "allocator cap of its budget");
   t.column("card", core::Align::kLeft).column("edge", core::Align::kLeft).column("predicted");
@@ -378,8 +378,8 @@ std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
     return out;
   }
   for (const MemoryBudget& b : mf.budgets) {
-    const std::string card = fmt::format("{:g} GiB - {:g} reserve", b.gpu_memory_bytes / kGiB,
-                                         b.reserve_bytes / kGiB);
+    const std::string card = fmt::format("{:g} GiB - {:g} reserve", b.gpu_memory_bytes / core::kGiB,
+                                         b.reserve_bytes / core::kGiB);
     for (const core::MemoryEdgeCheck& c : b.checks) {
       const auto& e = c.predicted;
       const bool by_width = e.axis == "width";

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/cost/levers.hpp"
@@ -783,7 +784,7 @@ void memory_fit_table(core::SectionBuilder& c) {
   using core::Json;
   const Json* mf = c.find("memory_fit");
   if (mf == nullptr || !mf->is_object()) return;
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  using core::kGiB;
   core::ReportTable t;
   t.id = "memory-fit";
   t.title = "What fits: predicted edges measured under an allocator cap of each budget";

@@ -131,6 +131,10 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.2f} {}", v, kUnits[unit]);
 }
 
+std::string format_ns(int64_t ns) { return format_seconds(static_cast<double>(ns) * 1e-9); }
+
+std::string format_g4(double value) { return fmt::format("{:.4g}", value); }
+
 std::string format_seconds(double seconds) {
   double a = std::fabs(seconds);
   if (a == 0.0) return "0 s";

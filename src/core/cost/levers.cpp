@@ -9,6 +9,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/median.hpp"
+#include "tprobe/core/base/units.hpp"
 #include "tprobe/core/report/section.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
@@ -619,7 +620,6 @@ void levers_report_section(SectionBuilder& c) {
     if (row.lever == "baseline" && row.peak_allocated_bytes)
       baseline_peak[point_key(row)] = static_cast<double>(*row.peak_allocated_bytes);
   }
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   for (const LeverRow& row : rep.rows) {
     // The batch lever runs another batch: it is drawn with the baseline's point, per token.
     const std::string key = point_key(row);

@@ -112,7 +112,6 @@ bool all_collinear(const std::vector<std::pair<int64_t, int64_t>>& design_points
   return true;
 }
 
-std::string format_g(double v) { return fmt::format("{:.4g}", v); }
 
 void quadratic_test(MemoryFit& fit, long double rss, long double independent_ss,
                     long double sum_y2) {
@@ -125,7 +124,7 @@ void quadratic_test(MemoryFit& fit, long double rss, long double independent_ss,
         fit.points);
     t.verdict = fmt::format("c2 = {} bytes/(token·width): untestable; a fourth point (another "
                             "width or batch) is needed to tell whether the b·w² term is real",
-                            format_g(fit.c2));
+                            format_g4(fit.c2));
     return;
   }
   t.testable = true;
@@ -144,23 +143,23 @@ void quadratic_test(MemoryFit& fit, long double rss, long double independent_ss,
   }
   t.significant = *t.p_value < t.alpha;
   const std::string stats = fmt::format("F = {}, p = {}, {} residual degree{} of freedom",
-                                        format_g(*t.f), format_g(*t.p_value), fit.dof,
+                                        format_g4(*t.f), format_g4(*t.p_value), fit.dof,
                                         fit.dof == 1 ? "" : "s");
   const std::string head =
-      fmt::format("c2 = {} ± {} bytes/(token·width)", format_g(fit.c2), format_g(*t.c2_std_error));
+      fmt::format("c2 = {} ± {} bytes/(token·width)", format_g4(fit.c2), format_g4(*t.c2_std_error));
   if (!t.significant) {
     t.verdict = fmt::format("{}: not needed at alpha = {} ({}): c0 + c1·b·w explains the points "
                             "within their noise",
-                            head, format_g(t.alpha), stats);
+                            head, format_g4(t.alpha), stats);
   } else if (fit.c2 > 0) {
     t.verdict = fmt::format("{}: needed at alpha = {} ({}): the peak grows with b·w² beyond the "
                             "linear term",
-                            head, format_g(t.alpha), stats);
+                            head, format_g4(t.alpha), stats);
   } else {
     t.verdict = fmt::format("{}: significant but negative at alpha = {} ({}): not memory that "
                             "grows with the width; the peak bends down, and a prediction past the "
                             "measured range is optimistic",
-                            head, format_g(t.alpha), stats);
+                            head, format_g4(t.alpha), stats);
   }
 }
 
@@ -410,7 +409,7 @@ MemoryEdge largest_width(const MemoryFit& fit, int64_t batch, const MemoryEdgeRe
   if (found > 1 && peak_at(fit, batch, request.width_step) > budget) {
     notes.push_back(fmt::format("yet width {} does not fit: the fitted peak falls with the width "
                                 "below this edge (c1 = {} bytes/token)",
-                                request.width_step, format_g(fit.c1)));
+                                request.width_step, format_g4(fit.c1)));
   }
   qualify(fit, e, notes);
   e.note = join(notes);

@@ -17,6 +17,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/median.hpp"
+#include "tprobe/core/base/table.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -235,7 +236,6 @@ ModelFit fit_core(const std::vector<FitPoint>& points, FitModel model) {
   return fit;
 }
 
-std::string format_g(double v) { return fmt::format("{:.4g}", v); }
 
 }  // namespace
 
@@ -384,19 +384,19 @@ ModelSelection select_model(const std::vector<FitPoint>& points, double alpha) {
       last_round = round;
       break;
     }
-    dropped.push_back(fmt::format("{} (F = {}, p = {})", weakest->term, format_g(weakest->f),
-                                  format_g(weakest->p_value)));
+    dropped.push_back(fmt::format("{} (F = {}, p = {})", weakest->term, format_g4(weakest->f),
+                                  format_g4(weakest->p_value)));
     cur = weakest->reduced;
     if (cur == FitModel::kA) break;
   }
   sel.chosen = cur;
   std::vector<std::string> kept;
   for (const auto& t : last_round) {
-    kept.push_back(fmt::format("{} (F = {}, p = {})", t.term, format_g(t.f), format_g(t.p_value)));
+    kept.push_back(fmt::format("{} (F = {}, p = {})", t.term, format_g4(t.f), format_g4(t.p_value)));
   }
   sel.reason = fmt::format(
       "chose {} by backward elimination from ABC with F-tests at alpha = {}: {}{}{}.",
-      to_string(cur), format_g(alpha),
+      to_string(cur), format_g4(alpha),
       dropped.empty() ? "dropped nothing" : "dropped " + fmt::format("{}", fmt::join(dropped, ", then ")),
       kept.empty() ? "" : "; kept ",
       kept.empty() ? "" : fmt::format("{}", fmt::join(kept, " and ")));
@@ -417,7 +417,7 @@ FixedTermVerdict fixed_term_verdict(const std::vector<FitPoint>& points, double 
     v.verdict = fmt::format(
         "C = {} s from an exact fit through 3 widths: untestable (a fourth width is needed to "
         "tell a fixed term from curvature)",
-        format_g(abc.c.value));
+        format_g4(abc.c.value));
     return v;
   }
   v.testable = true;
@@ -452,13 +452,13 @@ FixedTermVerdict fixed_term_verdict(const std::vector<FitPoint>& points, double 
     const double c_lo = abc.c.value - half, c_hi = abc.c.value + half;
     v.c_low_s = c_lo;
     v.c_high_s = c_hi;
-    const std::string ci = fmt::format("C in [{}, {}] s at {} %", format_g(c_lo), format_g(c_hi),
-                                       format_g(100 * (1 - level)));
+    const std::string ci = fmt::format("C in [{}, {}] s at {} %", format_g4(c_lo), format_g4(c_hi),
+                                       format_g4(100 * (1 - level)));
     if (c_lo > material) {
       v.outcome = "needed";
       why = fmt::format("needed, a fixed per-step cost is real: {}, above 5 % of the quickest "
                         "step ({} s)",
-                        ci, format_g(material));
+                        ci, format_g4(material));
     } else if (c_hi < 0) {
       v.outcome = "negative";
       why = fmt::format("negative: {}: not a fixed cost, the curve bends more than A·w + B·w² "
@@ -468,18 +468,18 @@ FixedTermVerdict fixed_term_verdict(const std::vector<FitPoint>& points, double 
       v.outcome = "not needed";
       why = fmt::format("not needed, the step is not launch-bound: {}, within 5 % of the quickest "
                         "step ({} s)",
-                        ci, format_g(material));
+                        ci, format_g4(material));
     } else {
       v.outcome = "undetermined";
       why = fmt::format("undetermined: {} reaches across 5 % of the quickest step ({} s), so a "
                         "second run can fall on either side",
-                        ci, format_g(material));
+                        ci, format_g4(material));
     }
   }
   v.needed = v.outcome == "needed";
   v.verdict = fmt::format("C = {} s ± {} s: {} (F = {}, p = {}, {} residual degree{} of freedom)",
-                          format_g(abc.c.value), format_g(abc.c.std_error.value_or(0)), why,
-                          format_g(t.f), format_g(t.p_value), t.df_den, t.df_den == 1 ? "" : "s");
+                          format_g4(abc.c.value), format_g4(abc.c.std_error.value_or(0)), why,
+                          format_g4(t.f), format_g4(t.p_value), t.df_den, t.df_den == 1 ? "" : "s");
   return v;
 }
 

@@ -19,7 +19,7 @@
 namespace tprobe::core {
 namespace {
 
-std::string trim(std::string_view s) { return std::string(detail::trim(s)); }
+std::string trimmed(std::string_view s) { return std::string(detail::trim(s)); }
 
 // Strict numeric parsing: the whole field, finite.
 std::optional<double> parse_double(const std::string& s) {
@@ -47,7 +47,7 @@ std::vector<std::string> split(const std::string& line, char sep) {
   size_t start = 0;
   while (true) {
     size_t pos = line.find(sep, start);
-    out.push_back(trim(std::string_view(line).substr(start, pos - start)));
+    out.push_back(trimmed(std::string_view(line).substr(start, pos - start)));
     if (pos == std::string::npos) break;
     start = pos + 1;
   }
@@ -72,8 +72,8 @@ FitPoint parse_point(std::string_view text, const std::string& origin) {
   if (colon == std::string::npos) {
     fail_usage("{}: '{}' is not WIDTH:SECONDS (e.g. 2048:1.776)", origin, detail::printable(s));
   }
-  auto w = parse_positive_int(trim(s.substr(0, colon)));
-  auto t = parse_double(trim(s.substr(colon + 1)));
+  auto w = parse_positive_int(trimmed(s.substr(0, colon)));
+  auto t = parse_double(trimmed(s.substr(colon + 1)));
   if (!w) {
     fail_usage("{}: width '{}' is not a positive integer", origin,
                detail::printable(s.substr(0, colon)));
@@ -101,7 +101,7 @@ std::vector<FitPoint> read_points_csv(const std::string& path) {
     ++lineno;
     if (line.size() > kMaxLine) fail("{}:{}: line longer than {} bytes", path, lineno, kMaxLine);
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::string t = trim(line);
+    std::string t = trimmed(line);
     if (t.empty() || t[0] == '#') continue;
     std::vector<std::string> f = split(t, ',');
     if (!seen_row && !parse_double(f[0])) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/math_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/section.hpp"
@@ -15,7 +16,6 @@ namespace tprobe::core {
 
 namespace {
 
-double ratio(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
 
 void put_shares(Json& j, const PathShares& s) {
   const int64_t total = s.total_ns();
@@ -30,13 +30,12 @@ void put_shares(Json& j, const PathShares& s) {
   j["queue_ns"] = s.queue_ns;
   j["wait_ns"] = s.wait_ns;
   j["sync_ns"] = s.sync_ns;
-  j["host_ratio"] = ratio(s.host_ns(), total);
-  j["device_ratio"] = ratio(s.device_ns, total);
-  j["delay_ratio"] = ratio(s.delay_ns(), total);
+  j["host_ratio"] = detail::ratio(s.host_ns(), total);
+  j["device_ratio"] = detail::ratio(s.device_ns, total);
+  j["delay_ratio"] = detail::ratio(s.delay_ns(), total);
   j["bound"] = s.bound();
 }
 
-std::string ms(int64_t ns) { return format_seconds(double(ns) * 1e-9); }
 
 // "host (launch-bound)" etc.: the verdict a person reads.
 std::string verdict(const PathShares& s) {
@@ -114,7 +113,7 @@ Json to_json(const CriticalPath& p) {
                    {"kind", o.kind},
                    {"ns", o.ns},
                    {"events", o.events},
-                   {"share_ratio", ratio(o.ns, p.length_ns)}});
+                   {"share_ratio", detail::ratio(o.ns, p.length_ns)}});
   }
   out["host_ops"] = ops;
   Json kernels = Json::array();
@@ -123,7 +122,7 @@ Json to_json(const CriticalPath& p) {
                        {"category", to_string(k.category)},
                        {"ns", k.ns},
                        {"rows", k.rows},
-                       {"share_ratio", ratio(k.ns, p.length_ns)}});
+                       {"share_ratio", detail::ratio(k.ns, p.length_ns)}});
   }
   out["kernels"] = kernels;
   out["graph"] = graph;
@@ -141,11 +140,11 @@ std::vector<Table> critical_path_tables(const CriticalPath& p, int top) {
   }
   const PathShares& s = p.total;
   const int64_t len = p.length_ns;
-  Table t(fmt::format("Critical path: {} of the {} window, {}", ms(len),
-                      ms(p.window_end_ns - p.window_start_ns), verdict(s)));
+  Table t(fmt::format("Critical path: {} of the {} window, {}", format_ns(len),
+                      format_ns(p.window_end_ns - p.window_start_ns), verdict(s)));
   t.column("on the path", Align::kLeft).column("time").column("share");
   auto row = [&](const std::string& what, int64_t ns) {
-    t.row({what, ms(ns), format_percent(ratio(ns, len))});
+    t.row({what, format_ns(ns), format_percent(detail::ratio(ns, len))});
   };
   row("host", s.host_ns());
   row("  in recorded events (ops, ranges, runtime calls)", s.host_event_ns);
@@ -190,9 +189,9 @@ std::vector<Table> critical_path_tables(const CriticalPath& p, int top) {
       .column("device %")
       .column("bound", Align::kLeft);
   auto region = [&](const std::string& name, const PathShares& x) {
-    r.row({name, ms(x.total_ns()), ms(x.host_ns()), ms(x.device_ns), ms(x.delay_ns()),
-           format_percent(ratio(x.host_ns(), x.total_ns())),
-           format_percent(ratio(x.device_ns, x.total_ns())), verdict(x)});
+    r.row({name, format_ns(x.total_ns()), format_ns(x.host_ns()), format_ns(x.device_ns), format_ns(x.delay_ns()),
+           format_percent(detail::ratio(x.host_ns(), x.total_ns())),
+           format_percent(detail::ratio(x.device_ns, x.total_ns())), verdict(x)});
   };
   for (const PathStep& st : p.steps) region(fmt::format("ProfilerStep#{}", st.step), st.shares);
   if (!p.steps.empty() && p.outside_steps.total_ns() > 0)
@@ -220,7 +219,7 @@ std::vector<Table> critical_path_tables(const CriticalPath& p, int top) {
         .column("events");
     for (std::size_t i = 0; i < n; ++i) {
       const PathHostOp& x = p.host_ops[i];
-      o.row({short_kernel_name(x.name, 70), x.kind, ms(x.ns), format_percent(ratio(x.ns, len)),
+      o.row({short_kernel_name(x.name, 70), x.kind, format_ns(x.ns), format_percent(detail::ratio(x.ns, len)),
              format_count(x.events)});
     }
     out.push_back(o);
@@ -236,8 +235,8 @@ std::vector<Table> critical_path_tables(const CriticalPath& p, int top) {
         .column("rows");
     for (std::size_t i = 0; i < n; ++i) {
       const PathKernel& x = p.kernels[i];
-      k.row({short_kernel_name(x.family, 70), to_string(x.category), ms(x.ns),
-             format_percent(ratio(x.ns, len)), format_count(x.rows)});
+      k.row({short_kernel_name(x.family, 70), to_string(x.category), format_ns(x.ns),
+             format_percent(detail::ratio(x.ns, len)), format_count(x.rows)});
     }
     out.push_back(k);
   }
@@ -377,8 +376,8 @@ void critical_path_figures(SectionBuilder& c, const std::string& base) {
     return;
   }
   BarChart bars;
-  bars.title = fmt::format("Critical path: {} of the {} window, {}", ms(p.length_ns),
-                           ms(p.window_end_ns - p.window_start_ns), verdict(p.total));
+  bars.title = fmt::format("Critical path: {} of the {} window, {}", format_ns(p.length_ns),
+                           format_ns(p.window_end_ns - p.window_start_ns), verdict(p.total));
   bars.value_label = "ms on the path";
   bars.series = {"host", "device", "launch / queue / wait / sync"};
   bars.stacked = true;
@@ -408,8 +407,8 @@ void critical_path_figures(SectionBuilder& c, const std::string& base) {
   ops.header = {"event", "kind", "time on the path", "share", "events"};
   for (std::size_t i = 0; i < p.host_ops.size() && i < kTop; ++i) {
     const PathHostOp& x = p.host_ops[i];
-    ops.rows.push_back({short_kernel_name(x.name, 70), x.kind, ms(x.ns),
-                        format_percent(ratio(x.ns, p.length_ns)), format_count(x.events)});
+    ops.rows.push_back({short_kernel_name(x.name, 70), x.kind, format_ns(x.ns),
+                        format_percent(detail::ratio(x.ns, p.length_ns)), format_count(x.events)});
   }
   ops.source = c.source();
   ops.fields = {c.field_name(base + ".host_ops[]")};
@@ -421,8 +420,8 @@ void critical_path_figures(SectionBuilder& c, const std::string& base) {
   ks.header = {"family", "category", "time on the path", "share", "rows"};
   for (std::size_t i = 0; i < p.kernels.size() && i < kTop; ++i) {
     const PathKernel& x = p.kernels[i];
-    ks.rows.push_back({short_kernel_name(x.family, 70), to_string(x.category), ms(x.ns),
-                       format_percent(ratio(x.ns, p.length_ns)), format_count(x.rows)});
+    ks.rows.push_back({short_kernel_name(x.family, 70), to_string(x.category), format_ns(x.ns),
+                       format_percent(detail::ratio(x.ns, p.length_ns)), format_count(x.rows)});
   }
   ks.source = c.source();
   ks.fields = {c.field_name(base + ".kernels[]")};

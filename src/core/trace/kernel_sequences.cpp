@@ -165,7 +165,6 @@ KernelSequences find_kernel_sequences(const std::vector<SequenceRow>& rows,
 }  // namespace detail
 
 namespace {
-std::string secs(int64_t ns) { return format_seconds(double(ns) * 1e-9); }
 }  // namespace
 
 Json to_json(const KernelSequences& s) {
@@ -239,8 +238,8 @@ void kernel_sequence_figures(SectionBuilder& c, const std::string& base) {
     std::string names;
     for (std::size_t k = 0; k < q.kernels.size(); ++k)
       names += (k ? " → " : "") + kernel_label(q.kernels[k], 28);
-    t.rows.push_back({std::to_string(i + 1), names, format_count(q.occurrences), secs(q.kernel_ns),
-                      secs(q.gap_ns), format_count(q.launches_removed), secs(q.launch_call_ns)});
+    t.rows.push_back({std::to_string(i + 1), names, format_count(q.occurrences), format_ns(q.kernel_ns),
+                      format_ns(q.gap_ns), format_count(q.launches_removed), format_ns(q.launch_call_ns)});
   }
   t.source = c.source();
   t.fields = {c.field_name(base + ".top[]")};
@@ -264,8 +263,8 @@ std::vector<Table> kernel_sequence_tables(const KernelSequences& s, int top) {
       if (k > 0) names += " → ";
       names += kernel_label(q.kernels[k], 28);
     }
-    t.row({std::to_string(i + 1), names, format_count(q.occurrences), secs(q.kernel_ns),
-           secs(q.gap_ns), format_count(q.launches_removed), secs(q.launch_call_ns)});
+    t.row({std::to_string(i + 1), names, format_count(q.occurrences), format_ns(q.kernel_ns),
+           format_ns(q.gap_ns), format_count(q.launches_removed), format_ns(q.launch_call_ns)});
   }
   t.note(fmt::format(
       "{} to {} consecutive kernels on one stream, launched by one thread with no copy between, "

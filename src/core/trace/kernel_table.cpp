@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 
+#include "base/math_util.hpp"
 #include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {
@@ -37,7 +38,6 @@ int64_t merge(Intervals& v) {
   return busy;
 }
 
-double ratio(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
 
 }  // namespace
 
@@ -259,7 +259,7 @@ KernelTable KernelTableBuilder::finish() {
     row.lower_median_ns = n.durations[(n.durations.size() - 1) / 2];
     row.min_ns = n.durations.front();
     row.max_ns = n.durations.back();
-    row.share_ratio = ratio(row.total_ns, t.totals.sum_ns);
+    row.share_ratio = detail::ratio(row.total_ns, t.totals.sum_ns);
     row.phase_ns = n.phase_ns;
     for (const auto& [phase, ns] : n.phase_ns) {
       PhaseRow& p = phases[phase];
@@ -280,12 +280,12 @@ KernelTable KernelTableBuilder::finish() {
   for (KernelCategory c : all_kernel_categories()) {
     const int i = static_cast<int>(c);
     t.categories.push_back(CategoryRow{c, category_kernels[i], category_count[i], category_ns[i],
-                                       ratio(category_ns[i], t.totals.sum_ns)});
+                                       detail::ratio(category_ns[i], t.totals.sum_ns)});
   }
   t.other_ns = category_ns[static_cast<int>(KernelCategory::kOther)];
   for (auto& [phase, p] : phases) {
     p.count = phase_count_[phase];
-    p.share_ratio = ratio(p.total_ns, t.totals.sum_ns);
+    p.share_ratio = detail::ratio(p.total_ns, t.totals.sum_ns);
     t.phases.push_back(p);
   }
   std::sort(t.phases.begin(), t.phases.end(), [](const PhaseRow& a, const PhaseRow& b) {
@@ -318,10 +318,10 @@ KernelTable KernelTableBuilder::finish() {
     }
   }
   for (auto& [sm, r] : by_sm) {
-    r.share_ratio = ratio(r.total_ns, t.totals.sum_ns);
+    r.share_ratio = detail::ratio(r.total_ns, t.totals.sum_ns);
     a.by_target.push_back(r);
   }
-  a.older_share_ratio = ratio(a.older_ns, t.totals.sum_ns);
+  a.older_share_ratio = detail::ratio(a.older_ns, t.totals.sum_ns);
   return t;
 }
 

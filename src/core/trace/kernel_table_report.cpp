@@ -85,7 +85,6 @@ ActivityKind kind_from(const std::string& s, const std::string& where) {
   fail("{}: kind '{}' is not kernel, memcpy or memset", where, s);
 }
 
-std::string ms(int64_t ns) { return format_seconds(double(ns) * 1e-9); }
 std::string us(double ns) { return fmt::format("{:.1f} µs", ns * 1e-3); }
 
 }  // namespace
@@ -341,14 +340,14 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
       .column("time")
       .column("of span")
       .column("what it is", Align::kLeft);
-  totals.row({"sum of kernel time", ms(s.sum_ns),
+  totals.row({"sum of kernel time", format_ns(s.sum_ns),
               format_percent(s.span_ns ? double(s.sum_ns) / s.span_ns : 0),
               fmt::format("{} rows, every stream added up", format_count(s.events))});
-  totals.row({"union busy time", ms(s.union_busy_ns),
+  totals.row({"union busy time", format_ns(s.union_busy_ns),
               format_percent(s.span_ns ? double(s.union_busy_ns) / s.span_ns : 0),
               "intervals merged across streams, per device"});
-  totals.row({"wall span", ms(s.span_ns), "100.0 %", "first device row start .. last end"});
-  totals.row({"idle", ms(s.idle_ns), format_percent(s.span_ns ? double(s.idle_ns) / s.span_ns : 0),
+  totals.row({"wall span", format_ns(s.span_ns), "100.0 %", "first device row start .. last end"});
+  totals.row({"idle", format_ns(s.idle_ns), format_percent(s.span_ns ? double(s.idle_ns) / s.span_ns : 0),
               "span − union busy"});
   totals.note(
       "left out: host rows (cpu_op, cuda_runtime, python_function, …), flows and "
@@ -358,7 +357,7 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
         "evidence: kernel_table.devices keeps the {} devices with the most device time; {} more "
         "are folded into kernel_table.other_devices ({} rows, sum {})",
         KernelTable::kMaxDeviceRows, format_count(t.other_devices),
-        format_count(t.other_device.totals.events), ms(t.other_device.totals.sum_ns)));
+        format_count(t.other_device.totals.events), format_ns(t.other_device.totals.sum_ns)));
   }
   out.push_back(totals);
 
@@ -374,7 +373,7 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
       empty += (empty.empty() ? "" : ", ") + std::string(to_string(c.category));
       continue;
     }
-    cats.row({to_string(c.category), format_count(c.kernels), format_count(c.count), ms(c.total_ns),
+    cats.row({to_string(c.category), format_count(c.kernels), format_count(c.count), format_ns(c.total_ns),
               format_percent(c.share_ratio)});
   }
   if (!empty.empty()) cats.note("no rows, not listed: " + empty);
@@ -406,7 +405,7 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
   for (std::size_t i = 0; i < shown; ++i) {
     const KernelRow& r = t.kernels[i];
     k.row({labels[i], to_string(r.category), r.architecture.sm ? sm_label(r.architecture.sm) : "",
-           format_count(r.count), ms(r.total_ns), us(r.mean_ns), us(double(r.lower_median_ns)),
+           format_count(r.count), format_ns(r.total_ns), us(r.mean_ns), us(double(r.lower_median_ns)),
            format_percent(r.share_ratio)});
   }
   if (shown < t.kernels.size()) {
@@ -417,13 +416,13 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
     }
     k.note(fmt::format("left out: the other {} kernel name(s), {} calls, {} ({}): all in the "
                        "evidence",
-                       t.kernels.size() - shown, format_count(rest_count), ms(rest_ns),
+                       t.kernels.size() - shown, format_count(rest_count), format_ns(rest_ns),
                        format_percent(s.sum_ns ? double(rest_ns) / double(s.sum_ns) : 0)));
   }
   const CategoryRow& other = t.categories[static_cast<int>(KernelCategory::kOther)];
   if (other.count > 0) {
     k.note(fmt::format("{} kernel name(s) matched no category rule: {} ({}) — listed as 'other'",
-                       other.kernels, ms(other.total_ns), format_percent(other.share_ratio)));
+                       other.kernels, format_ns(other.total_ns), format_percent(other.share_ratio)));
   }
   out.push_back(k);
 
@@ -437,8 +436,8 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
         .column("idle");
     for (const StepRow& r : t.steps) {
       st.row({r.step >= 0 ? std::to_string(r.step) : "outside", format_count(r.totals.events),
-              ms(r.totals.sum_ns), ms(r.totals.union_busy_ns), ms(r.totals.span_ns),
-              ms(r.totals.idle_ns)});
+              format_ns(r.totals.sum_ns), format_ns(r.totals.union_busy_ns), format_ns(r.totals.span_ns),
+              format_ns(r.totals.idle_ns)});
     }
     std::string skipped;
     for (int64_t p : t.steps_present) {
@@ -452,7 +451,7 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
     Table ph("By phase (from the launching host op / thread)");
     ph.column("phase", Align::kLeft).column("rows").column("time").column("share");
     for (const PhaseRow& p : t.phases) {
-      ph.row({p.phase.empty() ? "unknown" : p.phase, format_count(p.count), ms(p.total_ns),
+      ph.row({p.phase.empty() ? "unknown" : p.phase, format_count(p.count), format_ns(p.total_ns),
               format_percent(p.share_ratio)});
     }
     out.push_back(ph);
@@ -469,14 +468,14 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
   for (const ArchitectureRow& r : a.by_target) {
     std::string label = r.sm ? sm_label(r.sm) : "not in the name";
     if (a.device_sm > 0 && r.sm > 0 && r.sm < a.device_sm) label += "  OLDER than the device";
-    ar.row({label, format_count(r.kernels), format_count(r.count), ms(r.total_ns),
+    ar.row({label, format_count(r.kernels), format_count(r.count), format_ns(r.total_ns),
             format_percent(r.share_ratio)});
   }
   if (a.device_sm > 0) {
     ar.note(a.older_kernels > 0
                 ? fmt::format(
                       "{} kernel(s) built for an older generation than {}: {} ({} of device time)",
-                      a.older_kernels, sm_label(a.device_sm), ms(a.older_ns),
+                      a.older_kernels, sm_label(a.device_sm), format_ns(a.older_ns),
                       format_percent(a.older_share_ratio))
                 : fmt::format("no kernel name says it was built for a generation older than {}",
                               sm_label(a.device_sm)));
@@ -491,7 +490,7 @@ std::vector<Table> kernel_table_tables(const KernelTable& t, int top) {
     const double kernel_share = s.sum_ns ? double(s.sum_ns - copy_ns) / double(s.sum_ns) : 0;
     ar.note(fmt::format("left out: memcpy/memset rows ({} calls, {}, {}) are not kernels; the "
                         "shares above add up to {}",
-                        format_count(copy_count), ms(copy_ns),
+                        format_count(copy_count), format_ns(copy_ns),
                         format_percent(s.sum_ns ? double(copy_ns) / double(s.sum_ns) : 0),
                         format_percent(kernel_share)));
   }

@@ -18,7 +18,6 @@
 namespace tprobe::core {
 namespace {
 
-std::string secs(int64_t ns) { return format_seconds(static_cast<double>(ns) * 1e-9); }
 
 }  // namespace
 
@@ -293,8 +292,8 @@ std::vector<Table> part_diff_tables(const PartDiff& d) {
     ta += r.a_ns;
     tb += r.b_ns;
     const int64_t delta = r.b_ns - r.a_ns;
-    t.row({r.phase, r.layer_kind, r.part, secs(r.a_ns), secs(r.b_ns),
-           (delta > 0 ? "+" : delta < 0 ? "−" : "") + secs(std::llabs(delta)),
+    t.row({r.phase, r.layer_kind, r.part, format_ns(r.a_ns), format_ns(r.b_ns),
+           (delta > 0 ? "+" : delta < 0 ? "−" : "") + format_ns(std::llabs(delta)),
            r.a_ns > 0 && r.b_ns > 0 ? fmt::format("{:.2f}×", double(r.b_ns) / double(r.a_ns))
            : r.a_ns > 0            ? "gone"
            : r.b_ns > 0            ? "new"
@@ -302,8 +301,8 @@ std::vector<Table> part_diff_tables(const PartDiff& d) {
            format_percent(r.a_share_ratio), format_percent(r.b_share_ratio)});
   }
   t.separator();
-  t.row({"all", "", "", secs(ta), secs(tb),
-         (tb - ta > 0 ? "+" : tb - ta < 0 ? "−" : "") + secs(std::llabs(tb - ta)),
+  t.row({"all", "", "", format_ns(ta), format_ns(tb),
+         (tb - ta > 0 ? "+" : tb - ta < 0 ? "−" : "") + format_ns(std::llabs(tb - ta)),
          ta > 0 ? fmt::format("{:.2f}×", double(tb) / double(ta)) : "", "100.0 %", "100.0 %"});
   t.note("kernel time only (memcpy/memset left out), divided by the profiler steps each side "
          "covers; shares are of each side's own kernel total");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "base/math_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
@@ -21,7 +22,6 @@ Json point_json(const MemoryPoint& p) {
           {"reserved_bytes", p.reserved_bytes}};
 }
 
-double ratio(int64_t a, int64_t b) { return b > 0 ? double(a) / double(b) : 0.0; }
 
 std::string bytes(int64_t b) { return format_bytes(double(b)); }
 
@@ -56,7 +56,7 @@ Table alive_table(const MemoryDevice& d, const std::string& why, const std::stri
            std::make_pair(layer_kind_rank(b.first), part_rank(b.second));
   });
   const int64_t peak = d.peak.allocated_bytes;
-  auto share = [&](int64_t b) { return peak > 0 ? format_percent(ratio(b, peak)) : "-"; };
+  auto share = [&](int64_t b) { return peak > 0 ? format_percent(detail::ratio(b, peak)) : "-"; };
   auto cell_row = [&](const std::string& kind, const std::string& part) {
     std::vector<std::string> row = {kind, part};
     int64_t all = 0;
@@ -116,7 +116,7 @@ Table alive_table(const MemoryDevice& d, const std::string& why, const std::stri
         "untagged {} ({} of the trace's alive bytes, {} allocation(s)): no module events {}, "
         "outside every module and op {}, backward op without a flow {}, in modules that name "
         "no part {}",
-        bytes(d.untagged_bytes), format_percent(ratio(d.untagged_bytes, d.alive_at_peak_bytes)),
+        bytes(d.untagged_bytes), format_percent(detail::ratio(d.untagged_bytes, d.alive_at_peak_bytes)),
         format_count(d.untagged_allocations), bytes(d.untagged_no_module_events_bytes),
         bytes(d.untagged_no_module_bytes), bytes(d.untagged_unlinked_bytes),
         bytes(d.untagged_no_part_bytes)));
@@ -140,7 +140,7 @@ Json to_json(const TraceMemory& m) {
                          {"part", r.part},
                          {"bytes", r.bytes},
                          {"allocations", r.allocations},
-                         {"share_ratio", ratio(r.bytes, d.alive_at_peak_bytes)}});
+                         {"share_ratio", detail::ratio(r.bytes, d.alive_at_peak_bytes)}});
     }
     Json by_layer = Json::array();
     for (const MemoryLayerRow& l : d.by_layer) {
@@ -201,7 +201,7 @@ Json to_json(const TraceMemory& m) {
           {"tagged_bytes", d.alive_at_peak_bytes - d.untagged_bytes},
           {"untagged_bytes", d.untagged_bytes},
           {"untagged_allocations", d.untagged_allocations},
-          {"untagged_share_ratio", ratio(d.untagged_bytes, d.alive_at_peak_bytes)},
+          {"untagged_share_ratio", detail::ratio(d.untagged_bytes, d.alive_at_peak_bytes)},
           {"untagged_no_module_events_bytes", d.untagged_no_module_events_bytes},
           {"untagged_no_module_bytes", d.untagged_no_module_bytes},
           {"untagged_unlinked_bytes", d.untagged_unlinked_bytes},

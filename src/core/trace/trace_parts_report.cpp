@@ -19,7 +19,6 @@ namespace tprobe::core {
 
 namespace {
 
-std::string secs(int64_t ns) { return format_seconds(static_cast<double>(ns) * 1e-9); }
 
 
 // At most `n` bytes of `s`, cut at a UTF-8 character boundary.
@@ -207,9 +206,9 @@ Table phase_part_matrix(const StepBreakdown& b, const std::string& title,
     for (const auto& ph : phases) {
       const int64_t ns = cell(kind, part, ph);
       all += ns;
-      row.push_back(ns > 0 ? secs(ns) : "");
+      row.push_back(ns > 0 ? format_ns(ns) : "");
     }
-    row.push_back(secs(all));
+    row.push_back(format_ns(all));
     if (span_ns >= 0) row.push_back(span_share(all, span_ns));
     m.row(std::move(row));
   }
@@ -220,9 +219,9 @@ Table phase_part_matrix(const StepBreakdown& b, const std::string& title,
     for (const auto& r : b.rows) {
       if (r.phase == ph) ns += r.kernel_ns;
     }
-    total.push_back(ns > 0 ? secs(ns) : "");
+    total.push_back(ns > 0 ? format_ns(ns) : "");
   }
-  total.push_back(secs(b.kernel_ns));
+  total.push_back(format_ns(b.kernel_ns));
   if (span_ns >= 0) total.push_back(span_share(b.kernel_ns, span_ns));
   m.row(std::move(total));
   return m;
@@ -244,9 +243,9 @@ Table layer_matrix(const StepBreakdown& b, const std::string& title,
         for (const auto& [part, v] : it->second) ns += v;
       }
       all += ns;
-      row.push_back(ns > 0 ? secs(ns) : "");
+      row.push_back(ns > 0 ? format_ns(ns) : "");
     }
-    row.push_back(secs(all));
+    row.push_back(format_ns(all));
     t.row(std::move(row));
   }
   return t;
@@ -267,7 +266,7 @@ std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& ti
       b,
       fmt::format("{}where the trace's device time went, by phase and part (kernel time over the "
                   "selected steps; share of the device span {})",
-                  title_prefix, secs(b.span_ns)),
+                  title_prefix, format_ns(b.span_ns)),
       phases, b.span_ns);
   const TracePartsCounts& c = p.counts;
   auto share = [&](int64_t ns) {
@@ -284,16 +283,16 @@ std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& ti
       format_count(c.attributed), format_count(c.rows), format_count(c.linked),
       format_count(c.linked_enclosing), format_count(c.linked_evaluate),
       format_count(c.linked_accumulate), format_count(c.outside_model),
-      secs(p.outside_model_kernel_ns), share(p.outside_model_kernel_ns), format_count(c.untagged),
+      format_ns(p.outside_model_kernel_ns), share(p.outside_model_kernel_ns), format_count(c.untagged),
       c.untagged_no_launch, c.untagged_no_module, c.untagged_unlinked, c.untagged_no_part,
-      secs(b.untagged_kernel_ns), share(b.untagged_kernel_ns)));
+      format_ns(b.untagged_kernel_ns), share(b.untagged_kernel_ns)));
   m.note(fmt::format(
       "{} module events, {} decoder layer(s){}; forward and recompute rows by their launching op's "
       "enclosing modules, backward rows by the module of the forward op their fwdbwd flow names "
       "(docs/kernels.md, \"Parts\"); memcpy/memset rows are counted in the evidence "
       "(memcpy_memset_s), not in these kernel times ({})",
       format_count(p.module_event_count), p.decoder_layers.size(),
-      p.model.empty() ? "" : ", layer kinds from " + p.model, secs(b.memcpy_memset_ns)));
+      p.model.empty() ? "" : ", layer kinds from " + p.model, format_ns(b.memcpy_memset_ns)));
   for (const std::string& n : p.notes) m.note(n);
   out.push_back(m);
   if (!p.outside_model.empty()) {
@@ -306,11 +305,11 @@ std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& ti
         .column("kernel time")
         .column("of kernel time");
     for (const OutsideModelRow& r : p.outside_model) {
-      o.row({clip(r.op, 80), r.phase, format_count(r.rows), secs(r.kernel_ns),
+      o.row({clip(r.op, 80), r.phase, format_count(r.rows), format_ns(r.kernel_ns),
              share(r.kernel_ns)});
     }
     o.separator();
-    o.row({"all", "", format_count(c.outside_model), secs(p.outside_model_kernel_ns),
+    o.row({"all", "", format_count(c.outside_model), format_ns(p.outside_model_kernel_ns),
            share(p.outside_model_kernel_ns)});
     o.note("forward side: the outermost cpu_op holding the launch (phase backward inside torch's "
            "own backward call); backward side: the backward op whose fwdbwd flow names a forward "

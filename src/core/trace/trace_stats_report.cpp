@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "base/math_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/section.hpp"
@@ -13,9 +14,7 @@
 namespace tprobe::core {
 namespace {
 
-std::string ms(int64_t ns) { return format_seconds(double(ns) * 1e-9); }
 std::string us(double ns) { return fmt::format("{:.1f} µs", ns * 1e-3); }
-double ratio(int64_t part, int64_t whole) { return whole > 0 ? double(part) / double(whole) : 0.0; }
 
 Json distribution_json(const Distribution& d) {
   return Json{{"count", d.count},   {"sum_ns", d.sum_ns}, {"mean_ns", d.mean_ns},
@@ -124,8 +123,8 @@ Json to_json(const TraceStats& st) {
                     {"kernel_wait_ns", s.kernel_wait_ns},
                     {"unlaunched_ns", s.unlaunched_ns},
                     {"host_wait_gaps", s.host_wait_gaps},
-                    {"host_wait_ratio", ratio(s.host_wait_ns, s.idle_ns)},
-                    {"kernel_wait_ratio", ratio(s.kernel_wait_ns, s.idle_ns)}});
+                    {"host_wait_ratio", detail::ratio(s.host_wait_ns, s.idle_ns)},
+                    {"kernel_wait_ratio", detail::ratio(s.kernel_wait_ns, s.idle_ns)}});
   }
   const LaunchStats& l = st.launch;
   Json per = Json::array();
@@ -260,8 +259,8 @@ TraceStats trace_stats_from_json(const Json& j, const std::string& where) {
     s.host_wait_gaps = jr::integer(x, "host_wait_gaps", w, 0, s.gaps);
     if (s.host_wait_ns + s.kernel_wait_ns + s.unlaunched_ns != s.idle_ns)
       fail("{}: host_wait_ns + kernel_wait_ns + unlaunched_ns is not idle_ns", w);
-    if (jr::number(x, "host_wait_ratio", w) != ratio(s.host_wait_ns, s.idle_ns) ||
-        jr::number(x, "kernel_wait_ratio", w) != ratio(s.kernel_wait_ns, s.idle_ns))
+    if (jr::number(x, "host_wait_ratio", w) != detail::ratio(s.host_wait_ns, s.idle_ns) ||
+        jr::number(x, "kernel_wait_ratio", w) != detail::ratio(s.kernel_wait_ns, s.idle_ns))
       fail("{}: a wait ratio is not its time over idle_ns", w);
     st.idle.push_back(s);
   }
@@ -383,8 +382,8 @@ void trace_stream_figures(SectionBuilder& c, const std::string& base) {
                            double(s.memset_ns) * 1e-6},
                           false, format_percent(s.sum_share_ratio)});
     t.rows.push_back({std::to_string(s.device), std::to_string(s.stream), format_count(s.rows),
-                      ms(s.sum_ns), format_percent(s.sum_share_ratio), ms(s.busy_ns),
-                      format_percent(s.busy_span_ratio), ms(s.concurrent_ns)});
+                      format_ns(s.sum_ns), format_percent(s.sum_share_ratio), format_ns(s.busy_ns),
+                      format_percent(s.busy_span_ratio), format_ns(s.concurrent_ns)});
   }
   c.figure("streams", bars.title, render_svg(bars),
            {base + "[].kernel_ns", base + "[].memcpy_ns", base + "[].memset_ns",
@@ -417,9 +416,9 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
       .column("with another stream");
   for (const StreamRow& s : st.streams) {
     per_stream.row({std::to_string(s.device), std::to_string(s.stream), format_count(s.rows),
-                    format_count(s.kernels), ms(s.kernel_ns), ms(s.memcpy_ns), ms(s.memset_ns),
-                    ms(s.sum_ns), format_percent(s.sum_share_ratio), ms(s.busy_ns),
-                    format_percent(s.busy_span_ratio), ms(s.concurrent_ns)});
+                    format_count(s.kernels), format_ns(s.kernel_ns), format_ns(s.memcpy_ns), format_ns(s.memset_ns),
+                    format_ns(s.sum_ns), format_percent(s.sum_share_ratio), format_ns(s.busy_ns),
+                    format_percent(s.busy_span_ratio), format_ns(s.concurrent_ns)});
   }
   per_stream.note(
       "sum: the stream's rows' durations; busy: their union; of span: busy over the device's "
@@ -429,8 +428,8 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
     per_stream.note(fmt::format(
         "{} more streams folded (the {} with the most device time are shown): {} rows, sum {}, "
         "busy {}",
-        format_count(o.streams), TraceStats::kMaxStreamRows, format_count(o.rows), ms(o.sum_ns),
-        ms(o.busy_ns)));
+        format_count(o.streams), TraceStats::kMaxStreamRows, format_count(o.rows), format_ns(o.sum_ns),
+        format_ns(o.busy_ns)));
   }
   out.push_back(per_stream);
 
@@ -445,9 +444,9 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
       .column("no launch");
   int64_t host = 0, kernel = 0;
   for (const IdleSplit& s : st.idle) {
-    idle.row({std::to_string(s.device), ms(s.idle_ns), format_count(s.gaps), ms(s.host_wait_ns),
-              format_percent(ratio(s.host_wait_ns, s.idle_ns)), ms(s.kernel_wait_ns),
-              format_percent(ratio(s.kernel_wait_ns, s.idle_ns)), ms(s.unlaunched_ns)});
+    idle.row({std::to_string(s.device), format_ns(s.idle_ns), format_count(s.gaps), format_ns(s.host_wait_ns),
+              format_percent(detail::ratio(s.host_wait_ns, s.idle_ns)), format_ns(s.kernel_wait_ns),
+              format_percent(detail::ratio(s.kernel_wait_ns, s.idle_ns)), format_ns(s.unlaunched_ns)});
     host += s.host_wait_ns;
     kernel += s.kernel_wait_ns;
   }
@@ -463,8 +462,8 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
     idle.note(fmt::format(
         "{} more devices folded (the {} with the most device time are shown): idle {}, host wait "
         "{}, kernel wait {}, no launch {}",
-        format_count(o.devices), TraceStats::kMaxDeviceRows, ms(o.idle_ns), ms(o.host_wait_ns),
-        ms(o.kernel_wait_ns), ms(o.unlaunched_ns)));
+        format_count(o.devices), TraceStats::kMaxDeviceRows, format_ns(o.idle_ns), format_ns(o.host_wait_ns),
+        format_ns(o.kernel_wait_ns), format_ns(o.unlaunched_ns)));
   }
   out.push_back(idle);
 
@@ -480,7 +479,7 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
       .column("p99")
       .column("max");
   auto dist_row = [&](const char* what, const Distribution& d) {
-    launch.row({what, format_count(d.count), ms(d.sum_ns), us(d.mean_ns), us(double(d.min_ns)),
+    launch.row({what, format_count(d.count), format_ns(d.sum_ns), us(d.mean_ns), us(double(d.min_ns)),
                 us(double(d.p50_ns)), us(double(d.p90_ns)), us(double(d.p99_ns)),
                 us(double(d.max_ns))});
   };
@@ -491,7 +490,7 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
       "than their launch call ({} of device time); {} launch(es) without a usable duration; {} "
       "kernel(s) start before their call (clock skew)",
       format_count(l.with_launch), format_count(l.kernels), format_count(l.kernels - l.with_launch),
-      format_count(l.shorter_than_launch), ms(l.shorter_than_launch_ns),
+      format_count(l.shorter_than_launch), format_ns(l.shorter_than_launch_ns),
       format_count(l.launch_duration_unknown), format_count(l.negative_delay)));
   out.push_back(launch);
 
@@ -518,14 +517,14 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
     for (std::size_t i = n; i < l.per_kernel.size(); ++i) rest += l.per_kernel[i].launch_ns;
     for (std::size_t i = 0; i < n; ++i) {
       const LaunchKernelRow& k = l.per_kernel[i];
-      per.row({labels[i], format_count(k.launches), ms(k.launch_ns),
+      per.row({labels[i], format_count(k.launches), format_ns(k.launch_ns),
                us(double(k.launch_ns) / double(k.launches)),
                us(double(k.delay_ns) / double(k.launches)), format_count(k.shorter_than_launch),
-               ms(k.device_ns)});
+               format_ns(k.device_ns)});
     }
     if (n < l.per_kernel.size()) {
       per.note(fmt::format("{} more kernel(s), {} of launch time, in the evidence",
-                           l.per_kernel.size() - n, ms(rest)));
+                           l.per_kernel.size() - n, format_ns(rest)));
     }
     out.push_back(per);
   }
@@ -539,7 +538,7 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
     const int64_t idle_time = r.time_at_length_ns.empty() ? 0 : r.time_at_length_ns[0];
     q.row({std::to_string(r.device), std::to_string(r.stream), format_count(r.rows),
            std::to_string(r.max_length), fmt::format("{:.2f}", r.mean_length),
-           format_percent(ratio(window - idle_time, window))});
+           format_percent(detail::ratio(window - idle_time, window))});
     unlaunched += r.unlaunched_rows;
   }
   unlaunched += st.other_queues.unlaunched_rows;
@@ -558,7 +557,7 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
     c.column("kind", Align::kLeft).column("rows").column("bytes").column("time").column("GB/s");
     int64_t without = 0;
     for (const CopyRow& r : st.copies) {
-      c.row({r.name, format_count(r.count), format_bytes(double(r.bytes)), ms(r.total_ns),
+      c.row({r.name, format_count(r.count), format_bytes(double(r.bytes)), format_ns(r.total_ns),
              r.total_ns > 0 ? fmt::format("{:.1f}", r.bytes_per_s * 1e-9) : ""});
       without += r.count - r.rows_with_bytes;
     }
@@ -589,7 +588,7 @@ std::vector<Table> trace_stats_tables(const TraceStats& st, int top) {
     for (std::size_t i = 0; i < n; ++i) {
       const HostOpRow& r = h.by_name[i];
       o.row({labels[i], format_count(r.calls), format_count(r.top_level_calls),
-             format_count(r.device_rows), ms(r.device_ns)});
+             format_count(r.device_rows), format_ns(r.device_ns)});
     }
     o.note(fmt::format(
         "{} cpu_op events, {} top-level; device rows count toward the top-level op holding their "

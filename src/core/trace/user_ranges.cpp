@@ -255,7 +255,6 @@ UserRanges analyze_user_ranges(const UserRangesInput& in) {
 }  // namespace detail
 
 namespace {
-std::string secs(int64_t ns) { return format_seconds(double(ns) * 1e-9); }
 
 // The rows a table or figure shows (user_ranges.hpp, kMaxShownRanges): the `cap` paths with the
 // most inclusive time (ties: the earlier row) and every path holding one, in row order. Linear
@@ -447,19 +446,19 @@ std::vector<Table> user_range_tables(const UserRanges& u) {
   for (std::size_t i : shown) {
     const UserRangeRow& r = u.rows[i];
     t.row({indented(r),
-           format_count(r.instances), secs(r.host_ns), format_count(r.rows),
-           secs(r.kernel_ns + r.memcpy_memset_ns), format_percent(r.share_ratio),
-           secs(r.inclusive_ns), r.borrowed_rows ? format_count(r.borrowed_rows) : ""});
+           format_count(r.instances), format_ns(r.host_ns), format_count(r.rows),
+           format_ns(r.kernel_ns + r.memcpy_memset_ns), format_percent(r.share_ratio),
+           format_ns(r.inclusive_ns), r.borrowed_rows ? format_count(r.borrowed_rows) : ""});
   }
   const int64_t outside = u.outside_kernel_ns + u.outside_memcpy_memset_ns;
-  t.row({"(outside every user range)", "", "", format_count(u.outside_rows), secs(outside),
+  t.row({"(outside every user range)", "", "", format_count(u.outside_rows), format_ns(outside),
          format_percent(u.total_ns > 0 ? double(outside) / double(u.total_ns) : 0.0), "", ""});
   t.note(fmt::format(
       "{} range(s) (ProfilerStep#N left out); a row belongs to the innermost range on its launch "
       "thread holding the launch; a thread with no range there (autograd's) borrows the innermost "
       "range of the training loop's thread{} at that time; the rows add up to the table's {}",
       format_count(u.ranges), u.main_tid >= 0 ? fmt::format(" (tid {})", u.main_tid) : "",
-      secs(u.total_ns)));
+      format_ns(u.total_ns)));
   if (shown.size() < u.rows.size()) {
     t.note(fmt::format("{} of the {} range paths shown: the {} with the most device time inside "
                        "them and the ranges holding those; every path is in "

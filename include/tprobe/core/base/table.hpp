@@ -39,7 +39,9 @@ class Table {
 std::string format_count(int64_t value);                 // 57733156 -> "57,733,156"
 std::string format_bytes(double bytes);                  // 1024^3 * 48.07 -> "48.07 GiB"
 std::string format_seconds(double seconds);              // 0.0123 -> "12.3 ms"
+std::string format_ns(int64_t ns);                       // 12300000 -> "12.3 ms"
 std::string format_percent(double ratio, int digits = 1);  // 0.299 -> "29.9 %"
 std::string format_sci(double value, int digits = 4);    // 6.8715e-4 -> "6.8715e-04"
+std::string format_g4(double value);                     // 0.000123456 -> "0.0001235"
 
 }  // namespace tprobe::core
