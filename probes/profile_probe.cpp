@@ -32,6 +32,8 @@ core::Outcome run(const runs::ProfileOptions& o, RunContext& ctx) {
     if (tty) ctx.out << "\r\033[K";
     ctx.out << runs::point_line(p) << std::endl;
   };
+  // One line per probe of the edge search, on stderr: the search's progress, not its result.
+  hooks.on_progress = [](const std::string& line) { std::cerr << line << std::endl; };
   const runs::ProfileAnalysis report =
       runs::analyse_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
                                  side_output_path(ctx, o.raw_memory));
@@ -71,25 +73,40 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       cmd->add_option("--gpu-memory", o->gpu_memory_gib,
                       "What fits: card sizes in GiB (comma-separated); after the sweep, the memory "
                       "model on its peaks predicts the largest width at --batch and the largest "
-                      "batch at the widest width within each card less --reserve, and measures "
-                      "each edge and the step past it under an allocator cap of that budget")
+                      "batch at the widest width within each card less --reserve, and each edge "
+                      "is searched from that prediction by running it under an allocator cap of "
+                      "that budget (--edge-search)")
           ->delimiter(',');
-  cmd->add_option("--reserve", o->reserve_gib,
-                  "GiB kept free on each --gpu-memory card (CUDA context, co-tenants): one value, "
-                  "or one per card")
-      ->delimiter(',')
-      ->needs(gpu_memory);
-  cmd->add_option("--fit-peak", o->fit_peak,
+  CLI::Option* reserve =
+      cmd->add_option("--reserve", o->reserve_gib,
+                      "GiB kept free on each --gpu-memory card (CUDA context, co-tenants): one "
+                      "value, or one per card")
+          ->delimiter(',')
+          ->needs(gpu_memory);
+  CLI::Option* from_device =
+      cmd->add_flag("--reserve-from-device", o->reserve_from_device,
+                    "The reserve read off the CUDA device now: what other processes hold "
+                    "(cudaMemGetInfo's total - free, less tprobe's own); without --gpu-memory "
+                    "the card is the device's total")
+          ->excludes(reserve);
+  CLI::Option* edge_search =
+      cmd->add_option("--edge-search", o->edge_search,
+                      "on: search each budget's width and batch edges under its allocator cap "
+                      "(from the model's prediction, doubling then bisecting to the step; each "
+                      "probe 3 consecutive steps); off: run the predicted edge and the step past "
+                      "it once, one step each")
+          ->check(CLI::IsMember({"on", "off"}))
+          ->capture_default_str();
+  CLI::Option* fit_peak = cmd->add_option("--fit-peak", o->fit_peak,
                   "The peak the memory model fits and each budget is held against: reserved (what "
                   "an allocator cap binds) or allocated")
       ->check(CLI::IsMember({"reserved", "allocated"}))
-      ->capture_default_str()
-      ->needs(gpu_memory);  // what fits only: alone it would be silently ignored
-  cmd->add_option("--edge-step", o->edge_step,
-                  "Step of the width edge in tokens: the edge is a multiple of it, and the point "
-                  "past it is one step wider")
-      ->capture_default_str()
-      ->needs(gpu_memory);
+      ->capture_default_str();
+  CLI::Option* edge_step =
+      cmd->add_option("--edge-step", o->edge_step,
+                      "Step of the width edge in tokens: the edge is a multiple of it, and the "
+                      "point past it is one step wider")
+          ->capture_default_str();
   cmd->add_option("--raw-memory", o->raw_memory,
                   "Write the first point's allocator events with their scopes to this file "
                   "(tprobe.raw_memory JSON; replayable)");
@@ -106,8 +123,15 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(positive_number());
   set.add(
       cmd,
-      [o, pad_fraction](RunContext& ctx) {
+      [o, pad_fraction, gpu_memory, from_device, edge_search, edge_step, fit_peak](RunContext& ctx) {
         o->pad_fraction_given = pad_fraction->count() > 0;
+        // What fits only: alone these would be silently ignored.
+        if (gpu_memory->count() == 0 && from_device->count() == 0) {
+          for (const CLI::Option* opt : {edge_search, edge_step, fit_peak}) {
+            if (opt->count() > 0)
+              fail_usage("{} needs --gpu-memory or --reserve-from-device", opt->get_name());
+          }
+        }
         return run(*o, ctx);
       },
       Needs::kTorch,

@@ -53,4 +53,27 @@ void describe_torch(core::Environment& env) {
 #endif
 }
 
+DeviceMemory device_memory() {
+  DeviceMemory d;
+#if TPROBE_HAS_TORCH_CUDA
+  if (!torch::cuda::is_available()) {
+    d.unavailable = "no CUDA device is visible";
+    return d;
+  }
+  size_t free_bytes = 0, total_bytes = 0;
+  const cudaError_t err = cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (err != cudaSuccess) {
+    d.unavailable = fmt::format("cudaMemGetInfo failed: {}", cudaGetErrorString(err));
+    return d;
+  }
+  d.own_reserved_bytes = cuda_reserved_bytes();
+  d.total_bytes = static_cast<int64_t>(total_bytes);
+  d.free_bytes = static_cast<int64_t>(free_bytes);
+  d.source = fmt::format("cudaMemGetInfo on cuda:0 ({})", at::cuda::getDeviceProperties(0)->name);
+#else
+  d.unavailable = "libtorch " + torch_version() + " was built without CUDA";
+#endif
+  return d;
+}
+
 }  // namespace tprobe::model

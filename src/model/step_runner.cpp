@@ -432,6 +432,10 @@ StepReport run_steps(const StepSpec& request,
     plan_request.dtype_bytes = dtype_bytes;
     plan_request.mask_per_row = knobs.attention_mask == core::AttentionMask::kOnes;
     const core::StepPlan plan = core::plan_step(m.config(), plan_request);
+    auto wall_start = std::chrono::steady_clock::now();
+    auto since = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
     r.planned_floor_bytes = static_cast<double>(resident_bytes) + plan.activation_floor_bytes;
     if (std::string why = core::plan_refusal(plan, resident_bytes, memory_limit);
         !why.empty()) {
@@ -456,6 +460,7 @@ StepReport run_steps(const StepSpec& request,
         ids = ids.to(mo.device);
         cuda_reset_peak_memory();
         ForwardRecord rec;
+        wall_start = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < warmup + repeats; ++i) {
           StepTimes t = one_step(m, ids, point.lengths, i == 0 ? &rec : nullptr, cuda, nullptr);
           if (i == 0) r.inert_adapters = static_cast<int64_t>(inert_lora_b(m).size());
@@ -470,6 +475,8 @@ StepReport run_steps(const StepSpec& request,
           r.loss_s.push_back(t.loss);
           r.backward_s.push_back(t.backward);
         }
+        cuda_synchronize();
+        r.wall_s = since(wall_start);
         r.memory_measured = cuda;
         r.peak_allocated_bytes = cuda_peak_allocated_bytes();
         r.peak_reserved_bytes = cuda_peak_reserved_bytes();
@@ -567,6 +574,7 @@ StepReport run_steps(const StepSpec& request,
           return r;
         }
         r.outcome = is_oom(what) ? PointOutcome::kOom : PointOutcome::kError;
+        r.wall_s = since(wall_start);
         r.message = what.substr(0, 600);
         if (r.outcome == PointOutcome::kOom) {
           r.oom_tried_bytes = parse_oom_bytes(what);
@@ -600,8 +608,10 @@ StepReport run_steps(const StepSpec& request,
     report.points.push_back(std::move(r));
   }
   // The groups the caller asks for once the sweep is in (a memory budget's predicted edges, a
-  // search for the largest batch that fits), each under its own cap of the caching allocator, one
-  // timed step per point; asked again with what they measured until it asks for nothing.
+  // search for the largest batch that fits), each under its own cap of the caching allocator,
+  // group.steps consecutive timed steps per point (an OOM at any of them is the point's outcome:
+  // the cache is emptied and the next point runs on the same model); asked again with what they
+  // measured until it asks for nothing.
   for (int round = 0; spec.extra_points && !report.interrupted && round < kMaxExtraRounds; ++round) {
     std::vector<ExtraPoints> groups = spec.extra_points(report);
     if (groups.empty()) break;
@@ -616,7 +626,7 @@ StepReport run_steps(const StepSpec& request,
           break;
         }
         if (spec.on_start) spec.on_start(point);
-        PointResult r = measure(point, 0, 1, true);
+        PointResult r = measure(point, 0, std::max<int64_t>(1, group.steps), true);
         if (!cut_at.empty()) {
           report.interrupted = true;
           report.interrupted_at = fmt::format("{}x{}: {}", point.batch, point.width, cut_at);

@@ -82,6 +82,10 @@ api::ProfileReport run_profile(const api::ProfileRequest& request,
   return translated("profile", [&] { return tprobe::model::run_profile(request, on_point); });
 }
 
+api::DeviceMemory device_memory() {
+  return translated("the device's memory", [] { return tprobe::model::device_memory(); });
+}
+
 const api::TorchApi kApi = [] {
   api::TorchApi table;
   table.version = api::kTorchApiVersion;
@@ -92,6 +96,7 @@ const api::TorchApi kApi = [] {
   table.run_profile = &run_profile;
   table.share_interrupt_flag = &tprobe::core::share_interrupt_flag;
   table.share_temporaries = &tprobe::core::share_temporaries;
+  table.device_memory = &device_memory;
   return table;
 }();
 

@@ -131,9 +131,17 @@ core::MemoryFitPoint fit_point(const PointResult& p) {
 }
 
 void validate_budgets(const ProfileOptions& o) {
+  if (o.reserve_from_device) {
+    if (!o.reserve_gib.empty())
+      fail_usage("--reserve and --reserve-from-device exclude each other (one reserve per card)");
+    if (o.device != "cuda")
+      fail_usage("--reserve-from-device needs a CUDA device (--device {} has no device memory to "
+                 "read)",
+                 o.device);
+  }
   if (o.gpu_memory_gib.empty()) {
     if (!o.reserve_gib.empty()) fail_usage("--reserve needs --gpu-memory (the card it is kept free on)");
-    return;
+    if (!o.reserve_from_device) return;
   }
   if (!o.reserve_gib.empty() && o.reserve_gib.size() != 1 &&
       o.reserve_gib.size() != o.gpu_memory_gib.size())
@@ -150,6 +158,100 @@ void validate_budgets(const ProfileOptions& o) {
     fail_usage("--fit-peak '{}': expected reserved or allocated", o.fit_peak);
   if (o.edge_step < 1 || o.edge_step > (int64_t{1} << 20))
     fail_usage("--edge-step {}: must be 1..{}", o.edge_step, int64_t{1} << 20);
+  if (o.edge_search != "on" && o.edge_search != "off")
+    fail_usage("--edge-search '{}': expected on or off", o.edge_search);
+}
+
+// Each card and its reserve, with where each figure came from: the options, or (with
+// --reserve-from-device) the device read now through the engine.
+std::vector<MemoryBudget> budget_cards(EngineAccess engine, const ProfileOptions& o) {
+  std::vector<MemoryBudget> cards;
+  std::optional<DeviceMemoryReading> dev;
+  if (o.reserve_from_device) {
+    const torch_api::TorchApi& api = engine();
+    if (api.device_memory == nullptr) fail("--reserve-from-device: the engine cannot read the device's memory");
+    const torch_api::DeviceMemory d = api.device_memory();
+    if (!d.unavailable.empty())
+      fail_usage("--reserve-from-device needs a CUDA device: {}", d.unavailable);
+    DeviceMemoryReading r;
+    r.total_bytes = static_cast<double>(d.total_bytes);
+    r.free_bytes = static_cast<double>(d.free_bytes);
+    r.own_reserved_bytes = static_cast<double>(d.own_reserved_bytes);
+    r.others_bytes = std::max(0.0, r.total_bytes - r.free_bytes - r.own_reserved_bytes);
+    r.source = d.source;
+    if (!(r.total_bytes > 0) || r.free_bytes < 0 || r.free_bytes > r.total_bytes)
+      fail("--reserve-from-device: {} read total {} B, free {} B: not a device's memory", d.source,
+           d.total_bytes, d.free_bytes);
+    dev = r;
+  }
+  std::vector<std::pair<double, std::string>> sizes;
+  for (double g : o.gpu_memory_gib) sizes.emplace_back(g * core::kGiB, "--gpu-memory");
+  if (sizes.empty() && dev) sizes.emplace_back(dev->total_bytes, "the device's total (" + dev->source + ")");
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    MemoryBudget b;
+    b.gpu_memory_bytes = sizes[i].first;
+    b.gpu_memory_source = sizes[i].second;
+    if (dev) {
+      b.reserve_bytes = dev->others_bytes;
+      b.reserve_source = "--reserve-from-device: what other processes hold (" + dev->source +
+                         ": total - free - tprobe's own reserved)";
+      b.device = dev;
+      if (b.reserve_bytes >= b.gpu_memory_bytes)
+        fail("--reserve-from-device: other processes hold {:.2f} GiB of the device, nothing of a "
+             "{:.2f} GiB card is left",
+             b.reserve_bytes / core::kGiB, b.gpu_memory_bytes / core::kGiB);
+    } else if (!o.reserve_gib.empty()) {
+      b.reserve_bytes = o.reserve_gib[o.reserve_gib.size() == 1 ? 0 : i] * core::kGiB;
+      b.reserve_source = "--reserve";
+    }
+    cards.push_back(std::move(b));
+  }
+  return cards;
+}
+
+core::EdgeSearchProbe search_probe(const PointResult& p, int64_t steps) {
+  core::EdgeSearchProbe q;
+  q.batch = p.point.batch;
+  q.width = p.point.width;
+  q.outcome = p.outcome == PointOutcome::kOk    ? "fits"
+              : p.outcome == PointOutcome::kOom ? "oom"
+                                                : "error";
+  q.steps = steps;
+  if (p.memory_measured) {
+    q.peak_allocated_bytes = p.peak_allocated_bytes;
+    q.peak_reserved_bytes = p.peak_reserved_bytes;
+  }
+  q.wall_s = p.wall_s;
+  q.message = p.message.substr(0, 300);
+  return q;
+}
+
+// The searches of every budget, run in rounds through the sweep's extra groups: each round one
+// probe of every search not done, one group per budget (its cap).
+struct EdgeSearchState {
+  core::EdgeSearchRounds rounds;
+  std::vector<std::pair<size_t, size_t>> of;  // per search: its budget, its index there
+  size_t round_start = 0;                     // the first group of the round out in extra
+  std::vector<size_t> printed;                // per search: probes said on the progress hook
+};
+
+// The last round's outcomes: report.extra from round_start (fewer groups or points: stopped).
+void record_round(EdgeSearchState& s, const std::vector<std::vector<PointResult>>& extra,
+                  const std::function<void(const std::string&)>& on_progress) {
+  if (!s.rounds.pending()) return;
+  std::vector<std::vector<core::EdgeSearchProbe>> outcomes;
+  for (size_t g = s.round_start; g < extra.size(); ++g) {
+    std::vector<core::EdgeSearchProbe> group;
+    for (const PointResult& p : extra[g]) group.push_back(search_probe(p, core::kEdgeSearchSteps));
+    outcomes.push_back(std::move(group));
+  }
+  s.rounds.record_round(outcomes);
+  for (size_t i = 0; i < s.rounds.searches().size(); ++i) {
+    const core::EdgeSearchResult& r = s.rounds.searches()[i].result();
+    for (; s.printed[i] < r.probes.size(); ++s.printed[i]) {
+      if (on_progress) on_progress(core::edge_probe_line(r, s.printed[i]));
+    }
+  }
 }
 
 }  // namespace
@@ -166,69 +268,135 @@ ProfileAnalysis analyse_profile(EngineAccess engine, const ProfileOptions& optio
   run.spec.should_stop = hooks.should_stop;
   run.spec.on_start = hooks.on_start;
   MemoryFitReport& mf = a.memory_fit;
-  mf.requested = !options.gpu_memory_gib.empty();
+  mf.requested = !options.gpu_memory_gib.empty() || options.reserve_from_device;
+  mf.edge_search = options.edge_search == "on";
+  EdgeSearchState search;
+  bool asked = false;  // the budgets are built on the first call
   if (mf.requested) {
-    // Once the sweep is in: fit its peaks, predict each budget's edges, and hand the edge and the
-    // step past it back to the engine to measure under the budget's allocator cap.
-    run.spec.extra_points = [&options, &mf](const StepReport& sweep) {
+    const std::vector<MemoryBudget> cards = budget_cards(engine, options);
+    // Once the sweep is in: fit its peaks, predict each budget's edges, and hand the edges back to
+    // the engine to measure under the budget's allocator cap: searched round by round (edge search
+    // on), or the predicted edge and the step past it in one round (off).
+    run.spec.extra_points = [&options, &mf, &search, &asked, &hooks,
+                             cards](const StepReport& sweep) {
       std::vector<ExtraPoints> groups;
-      if (!sweep.extra.empty()) return groups;  // the edges are measured in one round
-      std::vector<core::MemoryFitPoint> pts;
-      int64_t widest = 0, batch = 0;
-      for (const auto& p : sweep.points) {
-        if (p.point.padded()) continue;
-        if (p.outcome == PointOutcome::kError) continue;
-        if (p.outcome == PointOutcome::kOk && !p.memory_measured) continue;
-        pts.push_back(fit_point(p));
-        if (p.outcome == PointOutcome::kOk && p.point.width > widest) {
-          widest = p.point.width;
-          batch = p.point.batch;
-        }
-      }
-      if (pts.empty()) {
-        mf.fit.why_not = "no point has a measured peak (memory is measured on CUDA's caching "
-                         "allocator only)";
-        return groups;
-      }
-      mf.fit = core::fit_memory(pts, options.fit_peak == "reserved");
-      if (!mf.fit.ok) return groups;
-      for (size_t i = 0; i < options.gpu_memory_gib.size(); ++i) {
-        MemoryBudget b;
-        b.gpu_memory_bytes = options.gpu_memory_gib[i] * core::kGiB;
-        b.reserve_bytes = options.reserve_gib.empty()
-                              ? 0.0
-                              : options.reserve_gib[options.reserve_gib.size() == 1 ? 0 : i] * core::kGiB;
-        core::MemoryEdgeRequest req;
-        req.gpu_memory_bytes = b.gpu_memory_bytes;
-        req.reserve_bytes = b.reserve_bytes;
-        req.width_step = options.edge_step;
-        req.max_width = int64_t{1} << 20;
-        req.max_batch = 1024;
-        b.predicted.push_back(core::largest_width(mf.fit, batch, req));
-        b.predicted.push_back(core::largest_batch(mf.fit, widest, req));
-        b.marginal_width = widest;
-        b.marginal_sequence_bytes = core::marginal_sequence_bytes(mf.fit, widest);
-        ExtraPoints g;
-        g.memory_cap_bytes = static_cast<int64_t>(b.gpu_memory_bytes - b.reserve_bytes);
-        for (const core::MemoryEdge& e : b.predicted) {
-          if (e.fits_nothing || e.capped) {
-            b.problems.push_back(fmt::format("{} edge not measured: {}", e.axis, e.note));
-            continue;
+      if (asked) {
+        if (!mf.edge_search) return groups;  // the predicted edges are checked in one round
+        record_round(search, sweep.extra, hooks.on_progress);
+      } else {
+        asked = true;
+        std::vector<core::MemoryFitPoint> pts;
+        int64_t widest = 0, batch = 0;
+        for (const auto& p : sweep.points) {
+          if (p.point.padded()) continue;
+          if (p.outcome == PointOutcome::kError) continue;
+          if (p.outcome == PointOutcome::kOk && !p.memory_measured) continue;
+          pts.push_back(fit_point(p));
+          if (p.outcome == PointOutcome::kOk && p.point.width > widest) {
+            widest = p.point.width;
+            batch = p.point.batch;
           }
-          const bool by_width = e.axis == "width";
-          g.points.push_back({e.batch, e.width, {}});
-          g.points.push_back({by_width ? e.batch : e.batch + 1, by_width ? e.width + e.step : e.width, {}});
         }
-        mf.budgets.push_back(std::move(b));
-        groups.push_back(std::move(g));
+        if (pts.empty()) {
+          mf.fit.why_not = "no point has a measured peak (memory is measured on CUDA's caching "
+                           "allocator only)";
+          return groups;
+        }
+        mf.fit = core::fit_memory(pts, options.fit_peak == "reserved");
+        // Without a fit the search still runs (from the sweep's widest point that ran); the
+        // one-round check has nothing to check.
+        if (!mf.fit.ok && !mf.edge_search) return groups;
+        if (widest == 0) {
+          mf.fit.why_not += mf.fit.why_not.empty() ? "" : "; ";
+          mf.fit.why_not += "no unpadded point ran: no edge to search from";
+          return groups;
+        }
+        for (const MemoryBudget& card : cards) {
+          MemoryBudget b = card;
+          const double budget = b.gpu_memory_bytes - b.reserve_bytes;
+          b.marginal_width = widest;
+          if (mf.fit.ok) {
+            core::MemoryEdgeRequest req;
+            req.gpu_memory_bytes = b.gpu_memory_bytes;
+            req.reserve_bytes = b.reserve_bytes;
+            req.width_step = options.edge_step;
+            req.max_width = int64_t{1} << 20;
+            req.max_batch = 1024;
+            b.predicted.push_back(core::largest_width(mf.fit, batch, req));
+            b.predicted.push_back(core::largest_batch(mf.fit, widest, req));
+            b.marginal_sequence_bytes = core::marginal_sequence_bytes(mf.fit, widest);
+          }
+          if (!mf.edge_search) {
+            ExtraPoints g;
+            g.memory_cap_bytes = static_cast<int64_t>(budget);
+            for (const core::MemoryEdge& e : b.predicted) {
+              if (e.fits_nothing || e.capped) {
+                b.problems.push_back(fmt::format("{} edge not measured: {}", e.axis, e.note));
+                continue;
+              }
+              const bool by_width = e.axis == "width";
+              g.points.push_back({e.batch, e.width, {}});
+              g.points.push_back({by_width ? e.batch : e.batch + 1, by_width ? e.width + e.step : e.width, {}});
+            }
+            groups.push_back(std::move(g));
+          } else {
+            const size_t bi = mf.budgets.size();
+            for (int axis = 0; axis < 2; ++axis) {
+              core::EdgeSearchRequest q;
+              q.budget_bytes = budget;
+              if (axis == 0) {
+                q.axis = "width";
+                q.batch = batch;
+                q.step = options.edge_step;
+                const int64_t most = std::min<int64_t>(int64_t{1} << 20, (int64_t{1} << 32) / batch);
+                q.max_value = std::max<int64_t>(1, most / q.step) * q.step;
+                q.start = widest;
+              } else {
+                q.axis = "batch";
+                q.width = widest;
+                q.step = 1;
+                q.max_value = 1024;
+                q.start = batch;
+              }
+              if (mf.fit.ok) {
+                const core::MemoryEdge& e = b.predicted[static_cast<size_t>(axis)];
+                const int64_t v = axis == 0 ? e.width : e.batch;
+                q.predicted = e.fits_nothing ? 0 : v;
+                if (v > 0) q.start = v;
+              }
+              search.rounds.add(core::EdgeSearch(q), static_cast<int64_t>(budget));
+              search.of.emplace_back(bi, static_cast<size_t>(axis));
+              search.printed.push_back(0);
+            }
+          }
+          mf.budgets.push_back(std::move(b));
+        }
+        if (!mf.edge_search) return groups;
+      }
+      search.round_start = sweep.extra.size();
+      for (const core::EdgeRoundGroup& g : search.rounds.next_round()) {
+        ExtraPoints x;
+        x.memory_cap_bytes = g.cap_bytes;
+        x.steps = g.steps;
+        for (const core::EdgeRoundPoint& p : g.points) x.points.push_back({p.batch, p.width, {}});
+        groups.push_back(std::move(x));
       }
       return groups;
     };
   }
   a.report = engine().run_profile(run, hooks.on_point);
   derive_profile_costs(a.report, run);
-  // Pair what was measured with what was predicted.
-  for (size_t i = 0; i < mf.budgets.size(); ++i) {
+  if (mf.edge_search) {
+    // A round the engine measured but did not hand back (a signal, or its round limit), then
+    // whatever is not done is stopped.
+    record_round(search, a.report.steps.extra, hooks.on_progress);
+    search.rounds.stop_all();
+    for (size_t i = 0; i < search.of.size(); ++i) {
+      mf.budgets[search.of[i].first].searches.push_back(search.rounds.searches()[i].result());
+    }
+  }
+  // Pair what was measured with what was predicted (the one-round check).
+  for (size_t i = 0; i < mf.budgets.size() && !mf.edge_search; ++i) {
     MemoryBudget& b = mf.budgets[i];
     const std::vector<PointResult>* got =
         i < a.report.steps.extra.size() ? &a.report.steps.extra[i] : nullptr;
@@ -285,6 +453,34 @@ std::string interrupted_note(const ProfileAnalysis& a) {
                          : " (the step of " + a.report.steps.interrupted_at + ")");
 }
 
+core::Json to_json(const DeviceMemoryReading& d) {
+  core::Json j;
+  j["total_bytes"] = d.total_bytes;
+  j["free_bytes"] = d.free_bytes;
+  j["own_reserved_bytes"] = d.own_reserved_bytes;
+  j["others_bytes"] = d.others_bytes;
+  j["source"] = d.source;
+  return j;
+}
+
+DeviceMemoryReading device_memory_reading_from_json(const core::Json& j, const std::string& where) {
+  namespace jr = core::json_read;
+  if (!j.is_object()) fail("{} must be an object or null", where);
+  DeviceMemoryReading d;
+  d.total_bytes = jr::number(j, "total_bytes", where);
+  d.free_bytes = jr::number(j, "free_bytes", where);
+  d.own_reserved_bytes = jr::number(j, "own_reserved_bytes", where);
+  d.others_bytes = jr::number(j, "others_bytes", where);
+  d.source = jr::string(j, "source", where);
+  if (!(d.total_bytes > 0) || d.free_bytes < 0 || d.free_bytes > d.total_bytes ||
+      d.own_reserved_bytes < 0)
+    fail("{}: total {} B, free {} B, own {} B: not a device's memory", where, d.total_bytes,
+         d.free_bytes, d.own_reserved_bytes);
+  if (d.others_bytes != std::max(0.0, d.total_bytes - d.free_bytes - d.own_reserved_bytes))
+    fail("{}.others_bytes: not total_bytes less free_bytes less own_reserved_bytes", where);
+  return d;
+}
+
 // How each budget's edges were measured, said in the evidence.
 constexpr const char* kAllocatorCap = "the caching allocator's memory fraction set to the budget";
 
@@ -299,6 +495,7 @@ core::Json to_json(const ProfileAnalysis& a) {
   j["model"] = fmt::format("peak_{} = c0 + c1*(batch*width) + c2*(batch*width^2)",
                            mf.fit.reserved ? "reserved" : "allocated");
   j["fit"] = core::to_json(mf.fit);
+  j["edge_search"] = mf.edge_search ? "on" : "off";
   j["budgets"] = core::Json::array();
   for (const MemoryBudget& b : mf.budgets) {
     core::Json bj;
@@ -313,6 +510,11 @@ core::Json to_json(const ProfileAnalysis& a) {
     bj["problems"] = b.problems;
     bj["marginal_width"] = b.marginal_width;
     bj["marginal_sequence_bytes"] = b.marginal_sequence_bytes;
+    bj["gpu_memory_source"] = b.gpu_memory_source;
+    bj["reserve_source"] = b.reserve_source;
+    bj["device_memory"] = b.device ? to_json(*b.device) : core::Json(nullptr);
+    bj["searches"] = core::Json::array();
+    for (const auto& s : b.searches) bj["searches"].push_back(core::to_json(s));
     j["budgets"].push_back(std::move(bj));
   }
   out["memory_fit"] = std::move(j);
@@ -335,6 +537,7 @@ ProfileAnalysis profile_analysis_from_json(const core::Json& results, const std:
   const std::string model = fmt::format("peak_{} = c0 + c1*(batch*width) + c2*(batch*width^2)",
                                         m.fit.reserved ? "reserved" : "allocated");
   if (jr::string(mf, "model", mw) != model) fail("{}.model: not '{}'", mw, model);
+  m.edge_search = jr::choice(mf, "edge_search", mw, {"on", "off"}) == 0;
   const core::Json& budgets = jr::array(mf, "budgets", mw);
   for (std::size_t i = 0; i < budgets.size(); ++i) {
     const std::string bw = jr::at(mw, "budgets", i);
@@ -357,18 +560,93 @@ ProfileAnalysis profile_analysis_from_json(const core::Json& results, const std:
     b.problems = jr::strings(x, "problems", bw);
     b.marginal_width = jr::integer(x, "marginal_width", bw, 0);
     b.marginal_sequence_bytes = jr::number(x, "marginal_sequence_bytes", bw);
+    b.gpu_memory_source = jr::string(x, "gpu_memory_source", bw);
+    b.reserve_source = jr::string(x, "reserve_source", bw);
+    const core::Json& dev = jr::field(x, "device_memory", bw);
+    if (!dev.is_null()) {
+      b.device = device_memory_reading_from_json(dev, bw + ".device_memory");
+      if (b.reserve_bytes != b.device->others_bytes)
+        fail("{}.reserve_bytes: not the device reading's others_bytes", bw);
+    }
+    const core::Json& searches = jr::array(x, "searches", bw);
+    if (!m.edge_search && !searches.empty()) fail("{}.searches: edge_search is off", bw);
+    for (std::size_t k = 0; k < searches.size(); ++k) {
+      const std::string sw = jr::at(bw, "searches", k);
+      b.searches.push_back(core::edge_search_result_from_json(searches[k], sw));
+      if (b.searches.back().request.budget_bytes != b.gpu_memory_bytes - b.reserve_bytes)
+        fail("{}.budget_bytes: not the budget's", sw);
+    }
     m.budgets.push_back(std::move(b));
   }
   return a;
 }
+
+namespace {
+
+// The searched edges: per budget, each edge's prediction, the measured edge and the step past it,
+// the model's error in steps and the probes run.
+core::Table edge_search_table(const MemoryFitReport& mf) {
+  auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / core::kGiB); };
+  core::Table t(fmt::format("what fits, measured: each edge searched under its budget's allocator "
+                            "cap, {} consecutive steps per probe",
+                            core::kEdgeSearchSteps));
+  t.column("budget", core::Align::kLeft).column("edge", core::Align::kLeft).column("predicted");
+  t.column("measured (fits)").column("past it (OOM)").column("model error");
+  t.column("probes").column("status", core::Align::kLeft);
+  for (const MemoryBudget& b : mf.budgets) {
+    const std::string card = gib(b.gpu_memory_bytes - b.reserve_bytes);
+    for (const core::EdgeSearchResult& s : b.searches) {
+      const core::EdgeSearchRequest& r = s.request;
+      const bool by_width = r.axis == "width";
+      auto value = [&](int64_t v) {
+        return v == 0 ? std::string("-") : by_width ? core::format_count(v) : std::to_string(v);
+      };
+      t.row({card,
+             by_width ? fmt::format("largest width at batch {}", r.batch)
+                      : fmt::format("largest batch at width {}", core::format_count(r.width)),
+             r.predicted ? (*r.predicted == 0 ? std::string("none fits") : value(*r.predicted))
+                         : std::string("no model"),
+             value(s.edge), value(s.past),
+             s.error_steps ? fmt::format("{:+d} steps", *s.error_steps) : std::string("-"),
+             std::to_string(s.probes.size()), s.status});
+    }
+    std::string sources = fmt::format("{}: card {} from {}; reserve {} from {}", card,
+                                      gib(b.gpu_memory_bytes), b.gpu_memory_source,
+                                      gib(b.reserve_bytes), b.reserve_source);
+    if (b.device) {
+      sources += fmt::format(" (total {}, free {}, tprobe's own reserved {})",
+                             gib(b.device->total_bytes), gib(b.device->free_bytes),
+                             gib(b.device->own_reserved_bytes));
+    }
+    t.note(sources);
+    for (const core::EdgeSearchResult& s : b.searches) {
+      std::vector<std::string> probes;
+      for (const auto& p : s.probes) {
+        probes.push_back(fmt::format("{}x{} {}", p.batch, p.width, p.outcome == "fits" ? "fits" : p.outcome == "oom" ? "OOM" : "error"));
+      }
+      t.note(fmt::format("{} {}: {}; probes: {}", card, s.request.axis, s.note,
+                         probes.empty() ? std::string("none") : fmt::format("{}", fmt::join(probes, ", "))));
+    }
+  }
+  if (mf.budgets.empty()) t.row({"-", "no edge searched: " + mf.fit.why_not});
+  t.note("model error: the model's predicted edge less the measured one, in steps (positive: the "
+         "model overshot, the predicted edge runs out of memory; negative: conservative)");
+  return t;
+}
+
+}  // namespace
 
 std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
   std::vector<core::Table> out = runs::profile_tables(a.report);
   const MemoryFitReport& mf = a.memory_fit;
   if (!mf.requested) return out;
   auto gib = [](double b) { return fmt::format("{:.2f} GiB", b / core::kGiB); };
-  core::Table t("what fits: the memory model on the sweep's peaks, each edge measured under an "
-                "allocator cap of its budget");
+  if (mf.edge_search) out.push_back(edge_search_table(mf));
+  core::Table t(mf.edge_search
+                    ? "what fits: the memory model on the sweep's peaks (its edges are where each "
+                      "search above started)"
+                    : "what fits: the memory model on the sweep's peaks, each edge measured under "
+                      "an allocator cap of its budget");
   t.column("card", core::Align::kLeft).column("edge", core::Align::kLeft).column("predicted");
   t.column("predicted peak").column("measured peak").column("next step").column("next measured");
   t.column("verdict", core::Align::kLeft);
@@ -380,6 +658,16 @@ std::vector<core::Table> profile_tables(const ProfileAnalysis& a) {
   for (const MemoryBudget& b : mf.budgets) {
     const std::string card = fmt::format("{:g} GiB - {:g} reserve", b.gpu_memory_bytes / core::kGiB,
                                          b.reserve_bytes / core::kGiB);
+    for (const core::MemoryEdge& e : mf.edge_search ? b.predicted : std::vector<core::MemoryEdge>{}) {
+      const bool by_width = e.axis == "width";
+      t.row({card, by_width ? fmt::format("largest width at batch {}", e.batch)
+                            : fmt::format("largest batch at width {}", e.width),
+             e.fits_nothing ? std::string("none fits")
+             : by_width     ? core::format_count(e.width)
+                            : std::to_string(e.batch),
+             gib(e.predicted_peak_bytes) + (e.extrapolated ? " (extrapolated)" : ""), "searched",
+             "-", "-", e.capped ? "capped: " + e.note : "searched"});
+    }
     for (const core::MemoryEdgeCheck& c : b.checks) {
       const auto& e = c.predicted;
       const bool by_width = e.axis == "width";

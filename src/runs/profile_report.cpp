@@ -828,9 +828,92 @@ void memory_fit_table(core::SectionBuilder& c) {
     }
   }
   while (t.highlight.size() < t.rows.size()) t.highlight.push_back(false);
-  c.table(std::move(t));
+  if (!t.rows.empty()) c.table(std::move(t));  // with the edge search on, none: its table follows
   c.note(fmt::format("Fitted peak: {}. {}", reserved ? "reserved" : "allocated",
                      core::string_at(*mf, "fit.c2_test.verdict")));
+}
+
+// The edges searched by running them (results.memory_fit.budgets[].searches, issue 44): per budget
+// the probes on a batch x width grid, fits and OOM apart, the measured edges and the model's
+// predictions beside them; then a table of each edge.
+void edge_search_figures(core::SectionBuilder& c) {
+  using core::Json;
+  const Json* budgets = c.array_at("memory_fit.budgets");
+  if (budgets == nullptr) return;
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  core::ReportTable t;
+  t.id = "edge-search";
+  t.title = "What fits, measured: each edge searched under its budget's allocator cap";
+  t.header = {"budget", "edge", "model's prediction", "measured (fits)", "past it (OOM)",
+              "model error (steps)", "probes", "status"};
+  t.fields = {core::SectionBuilder::field_name("memory_fit.budgets[].searches")};
+  for (size_t bi = 0; bi < budgets->size(); ++bi) {
+    const Json& b = (*budgets)[bi];
+    const Json* searches = core::array_at(b, "searches");
+    if (searches == nullptr || searches->empty()) continue;
+    const double budget = core::number_at(b, "budget_bytes").value_or(0);
+    const std::string name = fmt::format("{:.1f} GiB", budget / kGiB);
+    core::XYChart chart;
+    chart.title = fmt::format("Edge search under a {} budget: probes by batch and width", name);
+    const std::string sources = fmt::format(
+        "The budget: a {:.1f} GiB card ({}) less a {:.1f} GiB reserve ({}).",
+        core::number_at(b, "gpu_memory_bytes").value_or(0) / kGiB,
+        core::string_at(b, "gpu_memory_source"), core::number_at(b, "reserve_bytes").value_or(0) / kGiB,
+        core::string_at(b, "reserve_source"));
+    chart.x_label = "width (tokens per sequence)";
+    chart.y_label = "batch (sequences)";
+    core::ChartSeries fits{"probe fits", core::ChartSeries::Kind::kPoints, {}, {}, {}, {}, false, 2, false};
+    core::ChartSeries oom{"probe OOM", core::ChartSeries::Kind::kPoints, {}, {}, {}, {}, false, 3, false};
+    // A hostile file may hold any number of probes: the grid draws the first 200 of each search.
+    constexpr size_t kMaxDrawn = 200;
+    for (const Json& s : *searches) {
+      if (!s.is_object()) continue;
+      const bool by_width = core::string_at(s, "axis") == "width";
+      const double fixed = core::number_at(s, by_width ? "batch" : "width").value_or(0);
+      const Json* probes = core::array_at(s, "probes");
+      for (size_t i = 0; probes && i < probes->size() && i < kMaxDrawn; ++i) {
+        const Json& p = (*probes)[i];
+        const auto w = core::number_at(p, "width"), n = core::number_at(p, "batch");
+        if (!w || !n) continue;
+        core::ChartSeries& into = core::string_at(p, "outcome") == "fits" ? fits : oom;
+        into.x.push_back(*w);
+        into.y.push_back(*n);
+      }
+      // The edge and the model's prediction as lines across the grid: a width edge is a
+      // vertical line, a batch edge a horizontal one.
+      const auto e = core::number_at(s, "edge");
+      const std::string at = by_width ? fmt::format(" (batch {})", core::axis_number(fixed))
+                                      : fmt::format(" (width {})", core::axis_number(fixed));
+      if (e && *e > 0)
+        chart.markers.push_back({by_width, *e, "measured edge " + core::axis_number(*e) + at});
+      const auto pr = core::number_at(s, "predicted");
+      if (pr && *pr > 0)
+        chart.markers.push_back({by_width, *pr, "model " + core::axis_number(*pr) + at});
+      const auto err = core::number_at(s, "error_steps");
+      t.rows.push_back({name,
+                        by_width ? fmt::format("largest width at batch {}", core::cell(s.value("batch", Json())))
+                                 : fmt::format("largest batch at width {}", core::cell(s.value("width", Json()))),
+                        pr ? (*pr == 0 ? std::string("none fits") : core::axis_number(*pr)) : "no model",
+                        e && *e > 0 ? core::axis_number(*e) : "-",
+                        core::number_at(s, "past").value_or(0) > 0 ? core::axis_number(*core::number_at(s, "past")) : "-",
+                        err ? fmt::format("{:+.0f}", *err) : "-",
+                        probes ? std::to_string(probes->size()) : "0", core::string_at(s, "status")});
+      t.highlight.push_back(core::string_at(s, "status") != "found");
+    }
+    for (core::ChartSeries* s : {&fits, &oom}) {
+      if (!s->x.empty()) chart.series.push_back(std::move(*s));
+    }
+    if (chart.series.empty()) continue;
+    chart.width = 720;
+    chart.height = 420;
+    c.figure(fmt::format("edge-search-{}", bi), chart.title, core::render_svg(chart),
+             {fmt::format("memory_fit.budgets[{}].searches[].probes[]", bi)},
+             "Each probe ran its steps (results.memory_fit.budgets[].searches[].steps, 3) in a row "
+             "under the budget's allocator cap; an OOM at any of them fails it. The measured "
+             "edge fits and the step past it runs out of memory; the model's prediction is where "
+             "the search started. " + sources);
+  }
+  if (!t.rows.empty()) c.table(std::move(t));
 }
 
 }  // namespace
@@ -966,6 +1049,7 @@ void profile_report_section(core::SectionBuilder& c) {
   }
   memory_step_figures(c, *pts);
   memory_fit_table(c);
+  edge_search_figures(c);
   // Time by phase and by layer type, if the profile breaks it down.
   for (const auto& [key, title] :
        std::vector<std::pair<std::string, std::string>>{{"phases", "Time by phase"},

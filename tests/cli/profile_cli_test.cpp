@@ -222,6 +222,11 @@ TEST(ProfileCli, GpuMemoryOnTheCpuSaysThereIsNoPeakToFit) {
   EXPECT_EQ(mf["fit"]["ok"], false);
   EXPECT_NE(mf["fit"]["why_not"].get<std::string>().find("caching allocator"), std::string::npos);
   EXPECT_TRUE(mf["budgets"].empty());
+  // The edge search is on by default, and on the CPU (no allocator to cap) it searches nothing
+  // and says why.
+  EXPECT_EQ(mf["edge_search"], "on");
+  EXPECT_NE(r.out.find("no edge searched: no point has a measured peak"), std::string::npos)
+      << r.out;
   // Without --gpu-memory there is no memory_fit at all.
   RunResult plain = run_tprobe(base_args(dir + "/plain.json"));
   ASSERT_EQ(plain.exit_code, 0);

@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "run_tprobe.hpp"
+#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::testing {
 namespace {
@@ -162,6 +163,43 @@ TEST(ReportCli, ProfileWithoutMemoryFiguresSaysNotMeasured) {
   const std::string md = read_text(dir + "/report.md");
   EXPECT_NE(md.find("peak memory not measured"), std::string::npos) << md;
   EXPECT_EQ(md.find("Peak memory against width"), std::string::npos) << md;
+}
+
+// The edge search (issue 44): the probes on a batch x width grid with the measured edges and the
+// model's predictions as lines, and a table of each edge; a search whose probes are not an array
+// (a hostile file) draws nothing of it and still renders the rest.
+TEST(ReportCli, ProfileEdgeSearchIsDrawn) {
+  const std::string dir = make_temp_dir();
+  nlohmann::json doc =
+      nlohmann::json::parse(read_text(kFixtures + "/report/profile-edge-search.json"));
+  write_text(dir + "/profile.json", doc.dump(2));
+  RunResult r = run_tprobe({"report", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string html = read_text(dir + "/report.html");
+  const std::string md = read_text(dir + "/report.md");
+  EXPECT_NE(html.find("id=\"fig-profile-edge-search-0\""), std::string::npos);
+  // Both edges and both predictions are lines, labelled with their values.
+  const auto& s = doc["results"]["memory_fit"]["budgets"][0]["searches"];
+  for (const auto& e : s) {
+    for (const char* key : {"edge", "predicted"}) {
+      EXPECT_NE(html.find(core::axis_number(e[key].get<double>()) + " ("), std::string::npos)
+          << key;
+    }
+  }
+  EXPECT_NE(html.find("What fits, measured"), std::string::npos);
+  EXPECT_NE(md.find("Edge search under a 40.0 GiB budget"), std::string::npos) << md;
+  // Not vacuous: without the searches there is no such figure.
+  const std::string bare = make_temp_dir();
+  doc["results"]["memory_fit"]["budgets"][0]["searches"][0]["probes"] = "many";
+  doc["results"]["memory_fit"]["budgets"][0]["searches"][1]["probes"] = 7;
+  doc["results"]["memory_fit"]["budgets"][0]["searches"][1]["edge"] = nullptr;
+  doc["results"]["memory_fit"]["budgets"][0]["searches"][0]["edge"] = nullptr;
+  doc["results"]["memory_fit"]["budgets"][0]["searches"][0]["predicted"] = nullptr;
+  doc["results"]["memory_fit"]["budgets"][0]["searches"][1]["predicted"] = nullptr;
+  write_text(bare + "/profile.json", doc.dump(2));
+  r = run_tprobe({"report", bare});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(read_text(bare + "/report.html").find("fig-profile-edge-search-0"), std::string::npos);
 }
 
 // ---- a real browser ----

@@ -22,6 +22,7 @@ namespace tprobe::model {
 
 // The request and result types the entry points take (torch_api's).
 using torch_api::BackwardParity;
+using torch_api::DeviceMemory;
 using torch_api::MaskBackendsOptions;
 using torch_api::MaskBackendsResult;
 using torch_api::MaskCheckOptions;
@@ -40,6 +41,9 @@ using torch_api::VerdictRule;
 // Sets torch_version, torch_cuda_build, cuda_usable (with a reason when not), device facts,
 // CUDA runtime/driver versions and the SDPA backend list. Never throws for a missing GPU.
 void describe_torch(core::Environment& env);
+// Device 0's memory now (runtime_info.cpp): `unavailable` says why not on a CPU-only build or
+// where no CUDA device is visible.
+DeviceMemory device_memory();
 
 // ---- one or more training steps (step_runner.cpp) and the sweep over them (profile.cpp) -------
 

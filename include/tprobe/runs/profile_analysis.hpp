@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/cost/edge_search.hpp"
 #include "tprobe/core/cost/memory_fit.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
@@ -53,12 +55,33 @@ struct ProfileOptions {
   // The peak the model fits and the budget is held against: reserved (what an allocator cap
   // binds: allocated plus the cache's fragmentation) or allocated.
   std::string fit_peak = "reserved";
+  // The edges found by running them (docs/profile.md, "The edge, searched"): on, each budget's
+  // width edge and batch edge are searched under its cap from the model's prediction, each probe
+  // core::kEdgeSearchSteps consecutive steps; off, the predicted edge and the step past it are
+  // run once, one step each (the check before issue 44).
+  std::string edge_search = "on";
+  // The reserve read off the device (what other processes hold now), instead of --reserve; with
+  // no --gpu-memory the card is the device's total.
+  bool reserve_from_device = false;
+};
+
+// What the device held when --reserve-from-device read it (torch_api::DeviceMemory), in bytes.
+struct DeviceMemoryReading {
+  double total_bytes = 0, free_bytes = 0, own_reserved_bytes = 0;
+  double others_bytes = 0;  // total − free − own_reserved: the reserve
+  std::string source;       // "cudaMemGetInfo on cuda:0 (<name>)"
 };
 
 // One card size's edges: the largest width at the run's batch and the largest batch at its
 // widest width, each predicted and then measured with the step past it.
 struct MemoryBudget {
   double gpu_memory_bytes = 0, reserve_bytes = 0;
+  // Where each figure came from: "--gpu-memory" or "the device's total (<source>)"; "--reserve",
+  // "none" or "--reserve-from-device: what other processes hold (<source>)".
+  std::string gpu_memory_source = "--gpu-memory", reserve_source = "none";
+  std::optional<DeviceMemoryReading> device;  // with --reserve-from-device
+  // The edges searched under the budget's cap (edge_search on): width, then batch.
+  std::vector<core::EdgeSearchResult> searches;
   std::vector<core::MemoryEdge> predicted;      // width edge, batch edge
   std::vector<core::MemoryEdgeCheck> checks;    // one per measured edge
   std::vector<std::string> problems;            // an edge not measured, and why
@@ -67,6 +90,7 @@ struct MemoryBudget {
 };
 struct MemoryFitReport {
   bool requested = false;
+  bool edge_search = true;  // the edges searched (on), or the predicted edges checked once (off)
   core::MemoryFit fit;  // peak allocated against batch and width
   std::vector<MemoryBudget> budgets;
 };
@@ -82,6 +106,7 @@ struct ProfileHooks {
   std::function<bool()> should_stop;                 // a signal: stop at the next point
   std::function<void(const torch_api::StepPoint&)> on_start;    // as each point starts
   std::function<void(const torch_api::PointResult&)> on_point;  // as each point ends
+  std::function<void(const std::string&)> on_progress;  // one line per edge-search probe
 };
 
 struct ProfileAnalysis {
@@ -105,6 +130,9 @@ std::string resolved_attention(const ProfileAnalysis& analysis);
 std::string interrupted_note(const ProfileAnalysis& analysis);
 
 core::Json to_json(const ProfileAnalysis& analysis);
+core::Json to_json(const DeviceMemoryReading& reading);
+// Its reader: others_bytes checked against the other figures. Throws tprobe::Error naming `where`.
+DeviceMemoryReading device_memory_reading_from_json(const core::Json& j, const std::string& where);
 // The probe's results back: the request and the report as profile_evidence_from_json reads them,
 // and the memory fit (null: not asked for; its fit, each budget's predicted edges, their checks
 // and problems, the budget and the model's spelling checked against the other fields). So

@@ -18,6 +18,18 @@
 
 namespace tprobe::torch_api {
 
+// What the device holds now (`profile --reserve-from-device`): cudaMemGetInfo's total and free on
+// device 0, and what of the used part is this process's caching allocator's (read at the same
+// time). Others = total − free − own_reserved (this process's CUDA context included: a training
+// process beside the co-tenant has one too).
+struct DeviceMemory {
+  std::string unavailable;  // why there is no reading (no CUDA build, no device); "" when read
+  int64_t total_bytes = 0;
+  int64_t free_bytes = 0;
+  int64_t own_reserved_bytes = 0;
+  std::string source;  // "cudaMemGetInfo on cuda:0 (<device name>)"
+};
+
 struct ProfileRequest {
   StepSpec spec;                      // spec.tracer is set by run_profile
   bool trace = true;                  // one traced step per point, where a source is usable

@@ -29,10 +29,12 @@ struct StepPoint {
 struct StepReport;
 
 // Points measured after the sweep, under a cap of the caching allocator (memory_cap_bytes; 0 none,
-// and no cap on the CPU): one warm-up-free timed step each, no traced or memory step.
+// and no cap on the CPU): `steps` consecutive warm-up-free timed steps each (an OOM at any of them
+// is the point's outcome, and ends it), no traced or memory step.
 struct ExtraPoints {
   std::vector<StepPoint> points;
   int64_t memory_cap_bytes = 0;
+  int64_t steps = 1;
 };
 
 inline constexpr int kMaxExtraRounds = 32;
@@ -91,6 +93,8 @@ struct PointResult {
   // forward: embedding + layers + final norm; loss: the CE forward; backward: the whole
   // backward call (CE backward, layer recompute and backward); step: all three, one interval.
   std::vector<double> step_s, forward_s, loss_s, backward_s;
+  // Wall time of the point's steps (warm-up and timed, until the one that failed), steady clock.
+  double wall_s = 0;
   double loss_value = 0;             // the first timed repeat's loss
   int64_t loss_targets = 0;          // positions that carried a label
   int64_t inert_adapters = 0;        // lora_B without a gradient after the first step

@@ -16,7 +16,7 @@ namespace tprobe::torch_api {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 11;  // 2: mask; 3: parity backward; 4: profile;
+inline constexpr int kTorchApiVersion = 12;  // 2: mask; 3: parity backward; 4: profile;
                                             // 5: StepSpec.should_stop/on_start;
                                             // 6: StepSpec.fused_rms_norm;
                                             // 7: ProfileRequest.moe_default;
@@ -24,6 +24,8 @@ inline constexpr int kTorchApiVersion = 11;  // 2: mask; 3: parity backward; 4: 
                                             // 9: StepReport.interrupted_at;
                                             // 10: share_temporaries, PointResult plan
                                             // 11: StepSpec.config (core::StepConfig)
+                                            // 12: device_memory, ExtraPoints.steps,
+                                            //     PointResult.wall_s
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header here, its entry point in model/engine.hpp, implement it in
@@ -45,6 +47,7 @@ struct TorchApi {
   // Its temporary files go into the binary's table, which a second signal unlinks.
   void (*share_temporaries)(core::RegisterTemporaryFn add, core::UnregisterTemporaryFn remove) =
       nullptr;
+  DeviceMemory (*device_memory)() = nullptr;
 };
 
 // Loads the module on first call (thread-safe) and returns its table. Looks at

@@ -182,19 +182,25 @@ std::string render_svg(const XYChart& c) {
       "<text class=\"y-label\" transform=\"translate(16,{}) rotate(-90)\" "
       "text-anchor=\"middle\">{}</text>\n",
       fmt_coord(top + ph / 2), xml_escape(c.y_label));
+  // Labels of markers of one direction are staggered (vertical: down a line each; horizontal:
+  // right by a column each), so that two close markers (an edge beside its prediction) both read.
+  int verticals = 0, horizontals = 0;
   for (const auto& m : c.markers) {
     if (m.vertical) {
       const double x = px(m.at);
+      const bool right_half = x > left + pw * 0.6;  // the label runs leftward from the line
       s += fmt::format(
           "<line class=\"marker\" x1=\"{0}\" x2=\"{0}\" y1=\"{1}\" y2=\"{2}\" stroke=\"#777\" "
-          "stroke-dasharray=\"2 3\"/><text x=\"{3}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
-          fmt_coord(x), top, fmt_coord(top + ph), fmt_coord(x + 3), top + 24, xml_escape(m.label));
+          "stroke-dasharray=\"2 3\"/><text x=\"{3}\" y=\"{4}\" fill=\"#555\"{6}>{5}</text>\n",
+          fmt_coord(x), top, fmt_coord(top + ph), fmt_coord(right_half ? x - 3 : x + 3),
+          top + 24 + 14 * (verticals++ % 8), xml_escape(m.label),
+          right_half ? " text-anchor=\"end\"" : "");
     } else {
       const double y = py(m.at);
       s += fmt::format(
           "<line class=\"marker\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"#777\" "
           "stroke-dasharray=\"2 3\"/><text x=\"{3}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
-          left, fmt_coord(left + pw), fmt_coord(y), left + 4,
+          left, fmt_coord(left + pw), fmt_coord(y), fmt_coord(left + 4 + pw / 3 * (horizontals++ % 3)),
           fmt_coord(y - 14 < top ? y + 13 : y - 3), xml_escape(m.label));
     }
   }
