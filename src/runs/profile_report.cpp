@@ -840,7 +840,7 @@ void edge_search_figures(core::SectionBuilder& c) {
   using core::Json;
   const Json* budgets = c.array_at("memory_fit.budgets");
   if (budgets == nullptr) return;
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  using core::kGiB;
   core::ReportTable t;
   t.id = "edge-search";
   t.title = "What fits, measured: each edge searched under its budget's allocator cap";
