@@ -89,8 +89,9 @@ struct PointResult {
   bool refused_before_running = false;
   // One entry per timed repeat (warm-up excluded). CUDA events on a GPU, steady clock on CPU.
   // forward: embedding + layers + final norm; loss: the CE forward; backward: the whole
-  // backward call (CE backward, layer recompute and backward); step: all three, one interval.
-  std::vector<double> step_s, forward_s, loss_s, backward_s;
+  // backward call (CE backward, layer recompute and backward); optimizer: its step (--optimizer
+  // adamw; empty with none); step: all of them, one interval.
+  std::vector<double> step_s, forward_s, loss_s, backward_s, optimizer_s;
   double loss_value = 0;             // the first timed repeat's loss
   int64_t loss_targets = 0;          // positions that carried a label
   int64_t inert_adapters = 0;        // lora_B without a gradient after the first step
