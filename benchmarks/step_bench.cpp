@@ -25,12 +25,13 @@ int main(int argc, char** argv) {
   spec.lora_targets = core::linear_module_names();
   spec.warmup = 1;
   spec.repeats = 2;
-  std::string attn = "sdpa", moe = "loop", json_path;
+  std::string attn = "sdpa", moe = "loop", optimizer = "adamw", json_path;
   std::vector<int64_t> seqs = {2048, 8192};
   int64_t batch = 2;
   app.add_option("--model", spec.model);
   app.add_option("--attn", attn);
   app.add_option("--moe", moe);
+  app.add_option("--optimizer", optimizer, "none or adamw (the step's optimizer, as profile's)");
   app.add_option("--device", spec.device);
   app.add_option("--dtype", spec.dtype);
   app.add_option("--seq", seqs);
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
   try {
     core::set_knob(spec.config, core::Knob::kAttn, attn);
     core::set_knob(spec.config, core::Knob::kMoe, moe);
+    core::set_knob(spec.config, core::Knob::kOptimizer, optimizer);
     for (int64_t s : seqs) spec.points.push_back({batch, s, {}});
     torch_api::StepReport r = model::run_steps(spec, [](const torch_api::PointResult& p) {
       std::cout << runs::point_line(p) << "\n";
