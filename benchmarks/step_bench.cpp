@@ -18,7 +18,7 @@
 using namespace tprobe;
 
 int main(int argc, char** argv) {
-  CLI::App app{"tprobe_step_bench: LoRA fwd+bwd step time and peak memory"};
+  CLI::App app{"tprobe_step_bench: LoRA training step (fwd+bwd+optimizer) time and peak memory"};
   torch_api::StepSpec spec;
   spec.model = "gemma4-26b-a4b";
   spec.device = "cuda";
