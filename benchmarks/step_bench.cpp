@@ -1,4 +1,5 @@
-// One LoRA fwd+bwd of a random-initialised Gemma-4 (26B-A4B shapes by default) per width, through
+// One LoRA training step (fwd+bwd, then --optimizer: adamw by default) of a random-initialised
+// Gemma-4 (26B-A4B shapes by default) per width, through
 // the engine's step runner (tprobe_model): an ordinary evidence file for comparison with
 // benchmarks/hf_lora_step.py in the same run. `tprobe profile` is the full probe.
 #include <fmt/format.h>
