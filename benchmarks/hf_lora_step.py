@@ -14,8 +14,16 @@ makes the step the one most users write, `model(input_ids=..., labels=...).loss.
 (transformers' own loss over the whole logits), with --checkpointing non-reentrant the way torch
 recommends.
 
+--optimizer adamw (the default, as tprobe's `--optimizer`) ends every step as Trainer does with
+TrainingArguments(optim="adamw_torch"): torch.optim.AdamW on the trainable (LoRA) parameters, fp32
+like them, foreach left to torch's default, lr 5e-5, betas (0.9, 0.999), eps 1e-8, weight decay 0
+(TrainingArguments' defaults), then model.zero_grad(set_to_none=True); the peak is then measured
+over the steps after the warm-up step, the first optimizer step, so that AdamW's two moments per
+parameter are resident in it. --optimizer none is the forward + backward alone (the peak over every
+step, warm-up included, as before the option existed); both start each step with no gradients.
+
 Usage: hf_lora_step.py --attn sdpa --seq 2048 8192 [--pad-fraction 0.5] [--profile]
-                       [--trace-out T.json] [--json OUT]
+                       [--optimizer adamw|none] [--trace-out T.json] [--json OUT]
 """
 import argparse
 import json
@@ -87,6 +95,9 @@ def main():
     ap.add_argument("--hf-loss", action="store_true",
                     help="the step a user writes: model(input_ids=..., labels=...).loss.backward() "
                          "(transformers' own loss over the whole logits) instead of the chunked CE")
+    ap.add_argument("--optimizer", choices=["adamw", "none"], default="adamw",
+                    help="the optimizer each step ends with: torch.optim.AdamW on the LoRA "
+                         "parameters (Trainer's optim=\"adamw_torch\"), or none")
     ap.add_argument("--json")
     a = ap.parse_args()
     import transformers
@@ -115,10 +126,24 @@ def main():
           f"experts={getattr(model.config, '_experts_implementation', '?')}")
     decoder = model.base_model.model.model
     weight = decoder.embed_tokens.weight
+    optimizer = None
+    if a.optimizer == "adamw":
+        params = [p for p in model.parameters() if p.requires_grad]
+        assert all(p.dtype == torch.float32 for p in params), "PEFT keeps the adapters in fp32"
+        optimizer = torch.optim.AdamW(params, lr=5e-5, betas=(0.9, 0.999), eps=1e-8,
+                                      weight_decay=0.0)
+
+    def end_step():
+        # Trainer: optimizer.step(), then model.zero_grad(set_to_none=True)
+        if optimizer is not None:
+            optimizer.step()
+        model.zero_grad(set_to_none=True)
+
     out = {"attn": a.attn, "init_s": init_s, "trainable_parameters": trainable,
            "frozen_parameters": total, "transformers": transformers.__version__,
            "peft": peft.__version__, "torch": torch.__version__, "checkpointing": a.checkpointing,
-           "ones_mask": a.ones_mask, "hf_loss": a.hf_loss, "widths": []}
+           "ones_mask": a.ones_mask, "hf_loss": a.hf_loss, "optimizer": a.optimizer,
+           "widths": []}
 
     def step(ids, lengths=None, marks=None):
         labels = torch.full_like(ids, -100)
@@ -136,7 +161,7 @@ def main():
                 hf_labels[pos >= torch.tensor(lengths, device=ids.device).unsqueeze(1)] = -100
             loss = model(input_ids=ids, attention_mask=mask, labels=hf_labels, use_cache=False).loss
             loss.backward()
-            model.zero_grad(set_to_none=True)
+            end_step()
             return loss
         hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
         if marks is not None:
@@ -147,7 +172,7 @@ def main():
             torch.cuda.synchronize()
             marks.append(time.time())
         loss.backward()
-        model.zero_grad(set_to_none=True)
+        end_step()
         return loss
 
     points = [(seq, None) for seq in a.seq]
@@ -173,6 +198,9 @@ def main():
                 torch.cuda.synchronize()
                 if r > 0:
                     times.append(time.time() - s)
+                elif optimizer is not None:
+                    # the peak of the steps after the optimizer's first, its moments resident
+                    torch.cuda.reset_peak_memory_stats()
             w.update(outcome="ok", step_s=times, best_step_s=min(times), loss=loss.item(),
                      peak_allocated_bytes=torch.cuda.max_memory_allocated(),
                      peak_reserved_bytes=torch.cuda.max_memory_reserved())

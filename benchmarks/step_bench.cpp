@@ -1,4 +1,5 @@
-// One LoRA fwd+bwd of a random-initialised Gemma-4 (26B-A4B shapes by default) per width, through
+// One LoRA training step (fwd+bwd, then --optimizer: adamw by default) of a random-initialised
+// Gemma-4 (26B-A4B shapes by default) per width, through
 // the engine's step runner (tprobe_model): an ordinary evidence file for comparison with
 // benchmarks/hf_lora_step.py in the same run. `tprobe profile` is the full probe.
 #include <fmt/format.h>
@@ -18,19 +19,20 @@
 using namespace tprobe;
 
 int main(int argc, char** argv) {
-  CLI::App app{"tprobe_step_bench: LoRA fwd+bwd step time and peak memory"};
+  CLI::App app{"tprobe_step_bench: LoRA training step (fwd+bwd+optimizer) time and peak memory"};
   torch_api::StepSpec spec;
   spec.model = "gemma4-26b-a4b";
   spec.device = "cuda";
   spec.lora_targets = core::linear_module_names();
   spec.warmup = 1;
   spec.repeats = 2;
-  std::string attn = "sdpa", moe = "loop", json_path;
+  std::string attn = "sdpa", moe = "loop", optimizer = "adamw", json_path;
   std::vector<int64_t> seqs = {2048, 8192};
   int64_t batch = 2;
   app.add_option("--model", spec.model);
   app.add_option("--attn", attn);
   app.add_option("--moe", moe);
+  app.add_option("--optimizer", optimizer, "none or adamw (the step's optimizer, as profile's)");
   app.add_option("--device", spec.device);
   app.add_option("--dtype", spec.dtype);
   app.add_option("--seq", seqs);
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   try {
     core::set_knob(spec.config, core::Knob::kAttn, attn);
     core::set_knob(spec.config, core::Knob::kMoe, moe);
+    core::set_knob(spec.config, core::Knob::kOptimizer, optimizer);
     for (int64_t s : seqs) spec.points.push_back({batch, s, {}});
     torch_api::StepReport r = model::run_steps(spec, [](const torch_api::PointResult& p) {
       std::cout << runs::point_line(p) << "\n";

@@ -121,7 +121,7 @@ CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& c
 
 // The measured step's shape and measurement options that `profile` and `levers` share: the model
 // (--checkpoint, --model, --random-init), LoRA (--targets, --rank, --alpha), --ce-chunk, --dtype,
-// --device, --batch (the registry's knob), --widths (the default for `widths`, said in the help),
+// --device, --batch and --optimizer (the registry's knobs), --widths (the default for `widths`, said in the help),
 // --lengths, --pad-fraction, --warmup, --repeats, --peak-tflops, --seed. Returns the --pad-fraction
 // option: its count() says whether it was given.
 CLI::Option* add_step_options(CLI::App* command, runs::ProfileOptions& options,

@@ -194,6 +194,7 @@ CLI::Option* add_step_options(CLI::App* cmd, runs::ProfileOptions& o,
       ->check(CLI::IsMember({"cuda", "cpu"}))
       ->capture_default_str();
   add_knob_option(cmd, core::Knob::kBatch, o.config);
+  add_knob_option(cmd, core::Knob::kOptimizer, o.config);
   cmd->add_option("--widths", o.widths,
                   "Per-row widths in tokens (default " + core::default_widths_help(widths) + ")")
       ->delimiter(',')

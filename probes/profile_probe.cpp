@@ -56,13 +56,15 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   auto o = std::make_shared<runs::ProfileOptions>();
   CLI::App* cmd = app.add_subcommand(
       "profile",
-      "Measure the LoRA fwd+bwd step per batch x width: time, memory, FLOPs/MFU, scaling fit, "
-      "CUPTI phase table");
+      "Measure the LoRA training step (fwd+bwd+AdamW) per batch x width: time, memory, "
+      "FLOPs/MFU, scaling fit, CUPTI phase table");
   CLI::Option* pad_fraction = add_step_options(cmd, *o, core::WidthsUse::kProfile);
   // Every knob of the step, in the registry's order (core/step/knobs.hpp): a new knob's entry is
-  // a new option here with no edit (--batch is the step options').
+  // a new option here with no edit (--batch and --optimizer are the step options', which levers
+  // shares).
   for (const core::KnobInfo& k : core::knob_registry()) {
-    if (k.id != core::Knob::kBatch) add_knob_option(cmd, k.id, o->config);
+    if (k.id != core::Knob::kBatch && k.id != core::Knob::kOptimizer)
+      add_knob_option(cmd, k.id, o->config);
   }
   cmd->add_option("--memory", o->memory,
                   "One more step per point under the allocator's event hook: the peak by item, "

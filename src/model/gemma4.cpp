@@ -914,4 +914,56 @@ std::vector<std::string> inert_lora_b(Gemma4Model& model) {
   return out;
 }
 
+namespace {
+
+std::vector<Tensor> lora_tensors(Gemma4Model& model) {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : model.lora_parameters()) out.push_back(*t);  // shares the storage
+  return out;
+}
+
+}  // namespace
+
+LoraOptimizer::LoraOptimizer(Gemma4Model& model, AdamWSettings settings)
+    : LoraOptimizer(lora_tensors(model), settings) {}
+
+LoraOptimizer::LoraOptimizer(std::vector<Tensor> params, AdamWSettings settings)
+    : params_(std::move(params)) {
+  if (params_.empty()) return;
+  for (const Tensor& p : params_) {
+    if (!p.requires_grad()) fail("the optimizer's parameters must require grad");
+  }
+  torch::optim::AdamWOptions o(settings.lr);
+  o.betas(std::make_tuple(settings.beta1, settings.beta2));
+  o.eps(settings.eps);
+  o.weight_decay(settings.weight_decay);
+  o.amsgrad(false);
+  adamw_ = std::make_unique<torch::optim::AdamW>(params_, o);
+}
+
+LoraOptimizer::~LoraOptimizer() = default;
+
+void LoraOptimizer::step() {
+  if (adamw_) adamw_->step();
+  ++steps_;
+}
+
+void LoraOptimizer::zero_grad() {
+  for (Tensor& p : params_) p.mutable_grad() = Tensor();
+}
+
+int64_t LoraOptimizer::state_bytes() const {
+  if (!adamw_) return 0;
+  int64_t n = 0;
+  // The state map's key is a string in 1.13 and the TensorImpl's address in 2.x: only its values
+  // are read.
+  for (const auto& entry : adamw_->state()) {
+    const auto& st = static_cast<const torch::optim::AdamWParamState&>(*entry.second);
+    for (const Tensor* t : {&st.exp_avg(), &st.exp_avg_sq(), &st.max_exp_avg_sq()}) {
+      if (t->defined()) n += static_cast<int64_t>(t->nbytes());
+    }
+  }
+  return n;
+}
+
 }  // namespace tprobe::model

@@ -1,6 +1,6 @@
 // The measured LoRA step (its types: torch_api/step_spec.hpp; run_steps: model/engine.hpp): model
-// build, per-point warm-up, timed repeats with forward / loss / backward split, peak memory, OOM
-// as a result, and one optional traced step.
+// build, per-point warm-up, timed repeats with forward / loss / backward / optimizer split, peak
+// memory, OOM as a result, and one optional traced step.
 #include "tprobe/torch_api/step_spec.hpp"
 
 #include <fmt/format.h>
@@ -175,20 +175,23 @@ class StepClock {
 
  private:
   bool cuda_;
-  std::chrono::steady_clock::time_point host_[4];
+  std::chrono::steady_clock::time_point host_[5];
 #if TPROBE_HAS_TORCH_CUDA
-  std::unique_ptr<at::cuda::CUDAEvent> events_[4];
+  std::unique_ptr<at::cuda::CUDAEvent> events_[5];
 #endif
 };
 
 struct StepTimes {
-  double step = 0, forward = 0, loss = 0, backward = 0;
+  double step = 0, forward = 0, loss = 0, backward = 0, optimizer = 0;
   double loss_value = 0;
   int64_t targets = 0;
 };
 
+// One training step from no gradients: forward, loss, backward and, with an optimizer, its step
+// (the gradients are left for the caller to read and then set to none: clear_grads).
 StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>& lengths,
-                   ForwardRecord* rec, bool cuda, core::StepObserver* observer) {
+                   ForwardRecord* rec, bool cuda, core::StepObserver* observer,
+                   LoraOptimizer* optimizer) {
   StepClock clock(cuda);
   // Forward ops' sequence numbers and backward nodes, for the tracer's attribution (only when
   // it wants them: a traced step).
@@ -214,12 +217,20 @@ StepTimes one_step(Gemma4Model& m, const Tensor& ids, const std::vector<int64_t>
     loss.loss.backward();
   }
   clock.mark(3);
+  if (optimizer) {
+    core::ObserverScope scope(observer, core::StepTag{core::StepPhase::kOptimizer,
+                                                      core::StepPart::kOther, -1,
+                                                      std::nullopt});
+    optimizer->step();
+  }
+  clock.mark(4);
   cuda_synchronize();
   StepTimes t;
   t.forward = clock.seconds(0, 1);
   t.loss = clock.seconds(1, 2);
   t.backward = clock.seconds(2, 3);
-  t.step = clock.seconds(0, 3);
+  t.optimizer = optimizer ? clock.seconds(3, 4) : 0.0;
+  t.step = clock.seconds(0, optimizer ? 4 : 3);
   t.loss_value = loss.loss.item<double>();
   t.targets = loss.num_targets;
   return t;
@@ -315,6 +326,8 @@ int64_t storage_bytes(const std::vector<std::pair<std::string, Tensor*>>& params
   return n;
 }
 
+// model.zero_grad(set_to_none=True), as Trainer runs it after each optimizer step: every step, in
+// both modes, starts with no gradients.
 void clear_grads(Gemma4Model& m) {
   for (auto& [name, t] : m.lora_parameters()) t->mutable_grad() = Tensor();
 }
@@ -394,6 +407,11 @@ StepReport run_steps(const StepSpec& request,
     lora.fp32 = knobs.lora_dtype == core::LoraDtype::kFp32;
     m.add_lora(lora, spec.seed + 1);
   }
+  // The optimizer (--optimizer adamw): one for the whole run, as one training run has one, its
+  // moments allocated at its first step and kept across the points. None without adapters.
+  std::unique_ptr<LoraOptimizer> optimizer;
+  if (knobs.optimizer == core::OptimizerKind::kAdamw && !m.lora_parameters().empty())
+    optimizer = std::make_unique<LoraOptimizer>(m);
   cuda_synchronize();
   report.init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   report.config = m.config();
@@ -412,8 +430,9 @@ StepReport run_steps(const StepSpec& request,
   const int64_t weights_bytes = storage_bytes(m.parameters());
   const int64_t lora_bytes = storage_bytes(m.lora_parameters());
   std::string cut_at;  // set by measure() when a signal cut its step short
-  // The weights, the adapters and the adapters' gradients (each backward makes them).
-  const int64_t resident_bytes = weights_bytes + 2 * lora_bytes;
+  // The weights, the adapters and the adapters' gradients (each backward makes them), and with
+  // the optimizer its two moments per adapter parameter in the adapters' dtype (torch's AdamW).
+  const int64_t resident_bytes = weights_bytes + (optimizer ? 4 : 2) * lora_bytes;
   const auto dtype_bytes = static_cast<int64_t>(c10::elementSize(mo.dtype));
   // One point: warm-up, timed repeats, and (not for the extra points) the traced and memory steps.
   auto measure = [&](const StepPoint& point, int64_t warmup, int64_t repeats,
@@ -462,7 +481,8 @@ StepReport run_steps(const StepSpec& request,
         ForwardRecord rec;
         wall_start = std::chrono::steady_clock::now();
         for (int64_t i = 0; i < warmup + repeats; ++i) {
-          StepTimes t = one_step(m, ids, point.lengths, i == 0 ? &rec : nullptr, cuda, nullptr);
+          StepTimes t = one_step(m, ids, point.lengths, i == 0 ? &rec : nullptr, cuda, nullptr,
+                                 optimizer.get());
           if (i == 0) r.inert_adapters = static_cast<int64_t>(inert_lora_b(m).size());
           clear_grads(m);
           if (i < warmup) continue;
@@ -474,6 +494,7 @@ StepReport run_steps(const StepSpec& request,
           r.forward_s.push_back(t.forward);
           r.loss_s.push_back(t.loss);
           r.backward_s.push_back(t.backward);
+          if (optimizer) r.optimizer_s.push_back(t.optimizer);
         }
         cuda_synchronize();
         r.wall_s = since(wall_start);
@@ -492,14 +513,16 @@ StepReport run_steps(const StepSpec& request,
               // ~25 ms: +28 % on an 88 ms step). That step is run once and dropped.
               tracer_primed = true;
               spec.tracer->begin();
-              StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);
+              StepTimes t =
+                  one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer, optimizer.get());
               spec.tracer->end();
               spec.tracer->discard();
               clear_grads(m);
               r.trace_priming_step_s = t.step;
             }
             spec.tracer->begin();
-            StepTimes t = one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer);
+            StepTimes t =
+                one_step(m, ids, point.lengths, nullptr, cuda, spec.tracer, optimizer.get());
             spec.tracer->end();
             m.options().observer = nullptr;
             clear_grads(m);
@@ -515,19 +538,25 @@ StepReport run_steps(const StepSpec& request,
         if (!extra && spec.record_memory && !(spec.should_stop && spec.should_stop())) {
           // A separate step again: the allocator's event hook and the engine's scopes on every
           // allocation, and nothing else (no CUPTI), so that the figures are the plain step's.
+          // With the optimizer it is a step after the optimizer's first (the timed ones ran it):
+          // its moments are resident, and its own step is in the window; the gradients are set
+          // to none after the window closes, which frees and never raises the peak.
           try {
             clear_grads(m);
             cuda_synchronize();
             cuda_reset_peak_memory();
+            const int64_t state_bytes = optimizer ? optimizer->state_bytes() : 0;
             MemoryRecorder recorder(cuda);
             recorder.raw().start_allocated = cuda_allocated_bytes();
             recorder.raw().start_reserved = cuda_reserved_bytes();
-            if (!cuda) recorder.raw().start_allocated = weights_bytes + lora_bytes;
+            // The CPU allocator reports no totals: the resident set is what the engine holds, the
+            // optimizer's moments included.
+            if (!cuda) recorder.raw().start_allocated = weights_bytes + lora_bytes + state_bytes;
             m.options().observer = &recorder;
             StepTimes t;
             {
               AllocatorEvents events(&MemoryRecorder::sink, &recorder);
-              t = one_step(m, ids, point.lengths, nullptr, cuda, &recorder);
+              t = one_step(m, ids, point.lengths, nullptr, cuda, &recorder, optimizer.get());
             }
             m.options().observer = nullptr;
             core::RawMemory& raw = recorder.raw();
@@ -535,7 +564,8 @@ StepReport run_steps(const StepSpec& request,
             raw.facts.lora_parameter_bytes = lora_bytes;
             raw.facts.lora_parameters = report.lora_parameters;
             raw.facts.checkpointing = knobs.checkpointing != core::Checkpointing::kOff;
-            raw.facts.optimizer_ran = false;
+            raw.facts.optimizer_ran = optimizer != nullptr;
+            raw.facts.optimizer_state_bytes = state_bytes;
             for (auto& [name, p] : m.lora_parameters()) {
               if (p->grad().defined())
                 raw.facts.lora_grad_ptrs.insert(reinterpret_cast<uint64_t>(p->grad().data_ptr()));

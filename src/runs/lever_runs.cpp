@@ -662,6 +662,9 @@ core::LeversReport analyse_levers(EngineAccess engine, const LeversOptions& opti
   req.shared = profile_request(step);
   req.shared.spec.should_stop = should_stop;
   req.baseline = core::hf_peft_baseline(step.config.batch);
+  // The optimizer is no lever: every configuration runs the one --optimizer asks (AdamW by
+  // default, as the baseline's Trainer does), and the levers compare steps that end alike.
+  req.baseline.optimizer = step.config.optimizer;
   req.baseline_name = core::hf_peft_baseline_name();
   req.only = options.levers;
   req.on_row = on_row;

@@ -63,10 +63,12 @@ core::Json point_to_json(const PointResult& r) {
   p["forward_samples_s"] = series(r.forward_s);
   p["loss_samples_s"] = series(r.loss_s);
   p["backward_samples_s"] = series(r.backward_s);
+  p["optimizer_samples_s"] = series(r.optimizer_s);
   p["step"] = stats_json(r.step_s);
   p["forward"] = stats_json(r.forward_s);
   p["loss"] = stats_json(r.loss_s);
   p["backward"] = stats_json(r.backward_s);
+  p["optimizer"] = stats_json(r.optimizer_s);
   p["peak_allocated_bytes"] =
       r.memory_measured ? core::Json(r.peak_allocated_bytes) : core::Json(nullptr);
   p["peak_reserved_bytes"] =
@@ -185,7 +187,14 @@ PointResult point_from_json(const core::Json& j, const std::string& where) {
   r.forward_s = read_series(j, "forward_samples_s", "forward", where);
   r.loss_s = read_series(j, "loss_samples_s", "loss", where);
   r.backward_s = read_series(j, "backward_samples_s", "backward", where);
-
+  // Written since --optimizer (evidence from before it ran no optimizer step: none to read).
+  if (j.contains("optimizer_samples_s") || j.contains("optimizer")) {
+    r.optimizer_s = read_series(j, "optimizer_samples_s", "optimizer", where);
+  }
+  if (!r.optimizer_s.empty() && r.optimizer_s.size() != r.step_s.size()) {
+    fail("{}: field 'optimizer_samples_s' has {} samples but 'samples_s' has {}", where,
+         r.optimizer_s.size(), r.step_s.size());
+  }
   // Both peaks are written, or neither (memory_measured false: the CPU has no caching allocator).
   std::optional<int64_t> peak_alloc = jr::nullable_integer(j, "peak_allocated_bytes", where, 0);
   std::optional<int64_t> peak_res = jr::nullable_integer(j, "peak_reserved_bytes", where, 0);
@@ -338,11 +347,14 @@ std::string point_line(const PointResult& r) {
   }
   SampleStats s = sample_stats(r.step_s);
   std::string line = fmt::format(
-      "{} ok: step {} (min {}, spread {}), fwd {}, loss {}, bwd {}, {}", shape,
+      "{} ok: step {} (min {}, spread {}), fwd {}, loss {}, bwd {}{}, {}", shape,
       core::format_seconds(s.median), core::format_seconds(s.min),
       core::format_percent(s.spread_ratio), core::format_seconds(sample_stats(r.forward_s).median),
       core::format_seconds(sample_stats(r.loss_s).median),
       core::format_seconds(sample_stats(r.backward_s).median),
+      r.optimizer_s.empty()
+          ? std::string()
+          : ", opt " + core::format_seconds(sample_stats(r.optimizer_s).median),
       r.memory_measured
           ? fmt::format("peak {} alloc / {} reserved",
                         core::format_bytes(static_cast<double>(r.peak_allocated_bytes)),
@@ -400,8 +412,9 @@ std::vector<core::Table> memory_tables(const StepReport& r) {
     over.push_back(med > 0 ? fmt::format("{:+.1f} %", 100.0 * (p->memory_step_s / med - 1.0)) : "-");
   }
   items.row(sum).row(peak).row(alloc).row(at).row(over);
-  items.note("* beside the peak, not in it: the reserved-but-unused cache, and AdamW's two fp32 "
-             "moments per LoRA parameter (computed: the step runs no optimizer)");
+  items.note("* beside the peak, not in it: the reserved-but-unused cache, and with --optimizer "
+             "none AdamW's two fp32 moments per LoRA parameter (computed: the step ran no "
+             "optimizer). With --optimizer adamw the moments are resident, in the peak");
   if (!cuda) {
     items.note("CPU: the allocator reports only what it allocates while recording, so the "
                "resident set is the parameters' own bytes and nothing is checked against an "
@@ -453,7 +466,7 @@ core::Table timing_table(const StepReport& r) {
                             r.device_resolved, r.clock));
   t.column("batch").column("width").column("real tokens").column("outcome", core::Align::kLeft);
   t.column("step").column("min").column("spread").column("forward").column("loss");
-  t.column("backward").column("peak alloc").column("peak reserved");
+  t.column("backward").column("optimizer").column("peak alloc").column("peak reserved");
   for (const auto& p : r.points) {
     if (p.outcome != PointOutcome::kOk) {
       t.row({std::to_string(p.point.batch), core::format_count(p.point.width),
@@ -467,6 +480,7 @@ core::Table timing_table(const StepReport& r) {
            core::format_seconds(sample_stats(p.forward_s).median),
            core::format_seconds(sample_stats(p.loss_s).median),
            core::format_seconds(sample_stats(p.backward_s).median),
+           p.optimizer_s.empty() ? "-" : core::format_seconds(sample_stats(p.optimizer_s).median),
            p.memory_measured ? core::format_bytes(static_cast<double>(p.peak_allocated_bytes))
                              : "-",
            p.memory_measured ? core::format_bytes(static_cast<double>(p.peak_reserved_bytes))
@@ -474,7 +488,8 @@ core::Table timing_table(const StepReport& r) {
   }
   t.note(
       "forward = embedding + decoder layers + final norm; loss = the CE forward; backward = "
-      "CE backward + layer recompute and backward");
+      "CE backward + layer recompute and backward; optimizer = AdamW's step on the LoRA "
+      "parameters ('-': --optimizer none); step = all of them");
   if (std::any_of(r.points.begin(), r.points.end(), [](const PointResult& p) {
         return p.outcome == PointOutcome::kOk && !p.memory_measured;
       })) {

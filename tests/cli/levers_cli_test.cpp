@@ -43,6 +43,11 @@ TEST(LeversCli, EveryLeverIsMeasuredOrRefusedAndEachVerdictFollowsFromTheRepeats
   EXPECT_NE(res["baseline"]["reproduces"].get<std::string>().find("PEFT"), std::string::npos);
   EXPECT_EQ(res["baseline"]["knobs"]["lora_dtype"], "fp32");
   EXPECT_EQ(res["baseline"]["knobs"]["moe"], "loop");  // grouped_mm needs CUDA: resolved
+  // Trainer's AdamW ends every configuration's step; the optimizer is no lever of its own.
+  EXPECT_EQ(res["baseline"]["knobs"]["optimizer"], "adamw");
+  for (const auto& row : res["rows"]) {
+    EXPECT_EQ(row["setting"].get<std::string>().find("--optimizer"), std::string::npos) << row.dump();
+  }
 
   std::set<std::string> levers_seen;
   std::map<std::string, const json*> baseline_at;  // width/padded -> row
@@ -113,6 +118,11 @@ TEST(LeversCli, BadOptionsAreUsageErrors) {
   r = run_tprobe({"levers", "--device", "cpu", "--model", "gemma4-tiny", "--widths", "16",
                   "--pad-fraction", "1.5"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  // --optimizer takes the registry's values only (none and adamw run: ProfileCli's test).
+  r = run_tprobe({"levers", "--device", "cpu", "--optimizer", "adam", "--json", dir + "/o.json"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--optimizer"), std::string::npos) << r.err;
+  EXPECT_FALSE(file_exists(dir + "/o.json"));
 }
 
 TEST(LeversCli, ProfileEvidenceNamesTheFaithfulBaselineAndWhatDiffersFromIt) {

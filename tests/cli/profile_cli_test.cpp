@@ -207,6 +207,78 @@ TEST(ProfileCli, AttentionMaskOnesHoldsBatchWideMasksAndChangesNoValue) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
+// --optimizer (issue 44, item 2). adamw, the default, ends each step with AdamW on the LoRA
+// parameters, and the memory step is a step after the optimizer's first: its two fp32 moments per
+// LoRA parameter are resident, an item in the peak, and the in-peak items still add up to the
+// peak; the peak is above --optimizer none's by at least the moments, and none holds no moments in
+// its peak (they stand beside it, computed). Every expectation comes from lora_parameters in the
+// evidence. A value the registry does not have is a usage error.
+TEST(ProfileCli, AdamWHoldsItsMomentsInThePeakAndNoneHoldsNone) {
+  const std::string dir = make_temp_dir();
+  auto run = [&](const std::string& mode) {
+    const std::string path = dir + "/" + mode + ".json";
+    std::vector<std::string> args = {"profile", "--device", "cpu", "--model", "gemma4-tiny",
+                                     "--dtype", "fp32", "--rank", "4", "--alpha", "8",
+                                     "--ce-chunk", "16", "--widths", "16,32", "--repeats", "1",
+                                     "--optimizer", mode, "--json", path};
+    RunResult r = run_tprobe(args);
+    EXPECT_EQ(r.exit_code, 0) << mode << r.out << r.err;
+    return json::parse(read_text(path))["results"];
+  };
+  const json adamw = run("adamw"), none = run("none");
+  EXPECT_EQ(adamw["provenance"]["config"]["optimizer"], "adamw");
+  EXPECT_EQ(none["provenance"]["config"]["optimizer"], "none");
+  const int64_t lora_parameters = adamw["lora_parameters"].get<int64_t>();
+  ASSERT_GT(lora_parameters, 0);
+  EXPECT_EQ(none["lora_parameters"].get<int64_t>(), lora_parameters);
+  const double moments = 8.0 * static_cast<double>(lora_parameters);  // two fp32 per parameter
+  auto in_peak_sum = [](const json& m) {
+    int64_t sum = 0;
+    for (const auto& it : m["items"]) {
+      if (it["in_peak"].get<bool>()) sum += it["bytes"].get<int64_t>();
+    }
+    return sum;
+  };
+  auto states = [](const json& m, bool in_peak) {
+    int64_t n = 0, found = 0;
+    for (const auto& it : m["items"]) {
+      if (it["key"] == "adamw_states" && it["in_peak"].get<bool>() == in_peak) {
+        n += it["bytes"].get<int64_t>();
+        ++found;
+      }
+    }
+    return std::make_pair(found, n);
+  };
+  ASSERT_EQ(adamw["points"].size(), 2u);
+  ASSERT_EQ(none["points"].size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const json& a = adamw["points"][i];
+    const json& n = none["points"][i];
+    ASSERT_TRUE(a["memory"].is_object()) << a.dump();
+    ASSERT_TRUE(n["memory"].is_object()) << n.dump();
+    const double peak_a = a["memory"]["peak_allocated_bytes"].get<double>();
+    const double peak_n = n["memory"]["peak_allocated_bytes"].get<double>();
+    // adamw: the moments in the peak at 8 B per LoRA parameter (±1 %), the items adding up to it.
+    const auto [found_a, bytes_a] = states(a["memory"], true);
+    EXPECT_EQ(found_a, 1) << a["memory"]["items"].dump();
+    EXPECT_NEAR(static_cast<double>(bytes_a), moments, 0.01 * moments);
+    EXPECT_NEAR(static_cast<double>(in_peak_sum(a["memory"])), peak_a, 0.01 * peak_a);
+    EXPECT_GE(peak_a - peak_n, moments) << "width " << a["width"];
+    // The optimizer's step is timed, as part of the step.
+    EXPECT_EQ(a["optimizer_samples_s"].size(), a["samples_s"].size());
+    EXPECT_TRUE(n["optimizer_samples_s"].empty());
+    // none: no moments in the peak; they stand beside it, computed.
+    EXPECT_EQ(states(n["memory"], true).first, 0) << n["memory"]["items"].dump();
+    EXPECT_EQ(states(n["memory"], false).second, static_cast<int64_t>(moments));
+    EXPECT_NEAR(static_cast<double>(in_peak_sum(n["memory"])), peak_n, 0.01 * peak_n);
+  }
+  RunResult bad = run_tprobe({"profile", "--device", "cpu", "--optimizer", "sgd",
+                              "--json", dir + "/bad.json"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("--optimizer"), std::string::npos) << bad.err;
+  EXPECT_FALSE(file_exists(dir + "/bad.json"));
+}
+
 // What fits, on the CPU: there is no caching allocator, so no peak to fit, and the evidence says
 // so instead of predicting from nothing; the budget's options are checked before anything runs.
 TEST(ProfileCli, GpuMemoryOnTheCpuSaysThereIsNoPeakToFit) {

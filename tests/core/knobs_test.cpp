@@ -56,6 +56,10 @@ TEST(KnobRegistry, EveryKnobIsOneEntryInEnumOrderWithItsOwnFlagAndKey) {
       EXPECT_STRNE(k.auto_summary, "") << k.key;
     }
     for (const auto& [alias, to] : k.aliases) EXPECT_TRUE(names.count(to)) << alias;
+    // What evidence from before the knob ran is one of its values.
+    if (*k.absent_value) {
+      EXPECT_TRUE(names.count(k.absent_value)) << k.key;
+    }
     if (*k.lever) {
       EXPECT_STRNE(k.moves, "") << k.key;
       EXPECT_STRNE(k.in_hf_stack, "") << k.key;
@@ -110,6 +114,8 @@ TEST(KnobRegistry, EveryValueRoundTripsThroughItsNameAndTheEvidence) {
   EXPECT_STREQ(to_string(MoeDispatch::kHfGroupedMm), "hf_grouped_mm");
   EXPECT_STREQ(to_string(Checkpointing::kNonReentrant), "non-reentrant");
   EXPECT_STREQ(to_string(CeForm::kChunkCheckpoint), "chunk-checkpoint");
+  EXPECT_STREQ(to_string(OptimizerKind::kAdamw), "adamw");
+  EXPECT_STREQ(to_string(OptimizerKind::kNone), "none");
   // A default left to the engine is null in the evidence, and read back open.
   const StepConfig open;
   EXPECT_TRUE(to_json(open)["attn"].is_null());
@@ -124,6 +130,21 @@ TEST(KnobRegistry, EveryValueRoundTripsThroughItsNameAndTheEvidence) {
   Json older = to_json(naive);
   older.erase("ce");
   EXPECT_EQ(step_config_from_json(older, "e.json").ce, CeForm::kChunkCheckpoint);
+  // ...unless the knob says what such a file ran: evidence from before --optimizer existed ran
+  // no optimizer, though a step today runs AdamW by default; a file that says adamw reads adamw.
+  const StepConfig baseline = hf_peft_baseline();
+  EXPECT_EQ(baseline.optimizer, OptimizerKind::kAdamw);
+  Json before = to_json(baseline);
+  EXPECT_EQ(before.at("optimizer"), "adamw");
+  EXPECT_EQ(step_config_from_json(before, "e.json").optimizer, OptimizerKind::kAdamw);
+  before.erase("optimizer");
+  EXPECT_EQ(step_config_from_json(before, "e.json").optimizer, OptimizerKind::kNone);
+  for (const KnobInfo& k : knob_registry()) {
+    if (!*k.absent_value) continue;
+    Json without = to_json(baseline);
+    without.erase(k.key);
+    EXPECT_EQ(knob_value(step_config_from_json(without, "e.json"), k.id), k.absent_value) << k.key;
+  }
   for (const char* required : {"attn", "moe", "batch"}) {
     bad = to_json(open);
     bad.erase(required);
@@ -195,6 +216,9 @@ TEST(KnobRegistry, ADifferenceIsTheRegistrysFlags) {
   b.attn = AttentionPath::kFlashWindow;
   EXPECT_EQ(config_difference(b, a), "--attn flash-window");
   EXPECT_EQ(config_difference(a, b), "--attn (default)");
+  b = a;
+  b.optimizer = OptimizerKind::kNone;
+  EXPECT_EQ(config_difference(b, a), "--optimizer none");
 }
 
 // Every attention path's FLOP and mask rules come from its entry: the counter and the mask

@@ -263,6 +263,66 @@ TEST(StepMemory, BrokenFilesAreRefusedOnOneLine) {
   refuse(replaced("\"events\":[", "\"events\":{\"a\":1},\"x\":["), "");
   refuse(replaced("\"checkpointing\":true", "\"checkpointing\":\"yes\""), "checkpointing");
   refuse(replaced("\"lora_grad_ptrs\":[208]", "\"lora_grad_ptrs\":[-1]"), "lora_grad_ptrs");
+  // The optimizer's states: a size, and only where the optimizer ran.
+  refuse(replaced("\"optimizer_state_bytes\":0", "\"optimizer_state_bytes\":-8"),
+         "optimizer_state_bytes");
+  refuse(replaced("\"optimizer_state_bytes\":0", "\"optimizer_state_bytes\":\"8\""),
+         "optimizer_state_bytes");
+  refuse(replaced("\"optimizer_state_bytes\":0", "\"optimizer_state_bytes\":200"),
+         "'optimizer_ran' is false");
+  // Negative control: the same states with the optimizer run are read; and a file written before
+  // the field existed (no optimizer then) reads as no states.
+  RawMemory ran = parse_raw_memory(
+      replaced("\"optimizer_ran\":false,\"optimizer_state_bytes\":0",
+               "\"optimizer_ran\":true,\"optimizer_state_bytes\":200"),
+      "mem.json");
+  EXPECT_TRUE(ran.facts.optimizer_ran);
+  EXPECT_EQ(ran.facts.optimizer_state_bytes, 200);
+  const RawMemory older = parse_raw_memory(replaced(",\"optimizer_state_bytes\":0", ""), "mem.json");
+  EXPECT_FALSE(older.facts.optimizer_ran);
+  EXPECT_EQ(older.facts.optimizer_state_bytes, 0);
+}
+
+// A step that ends with AdamW (--optimizer adamw), measured after the optimizer's first step: its
+// two moments per LoRA parameter are resident when the window opens, so they are an item in the
+// peak, carved from the resident set like the weights; the in-peak items still add up to the
+// peak, and nothing stands beside it for them. The same history without the optimizer (its
+// states not resident) puts them beside the peak, computed.
+TEST(StepMemory, AdamWStatesAreInThePeakWhenTheOptimizerRan) {
+  MemoryFacts f = mini_facts();
+  const int64_t states = adamw_state_bytes(f.lora_parameters);  // 25 parameters: 200 B
+  EXPECT_EQ(states, 200);
+  RawMemory with_states = mini(true);
+  with_states.start_allocated += states;  // resident since the optimizer's first step
+  for (MemoryEvent& e : with_states.events) e.total_allocated += states;
+  f.optimizer_ran = true;
+  f.optimizer_state_bytes = states;
+  const StepMemory m = analyse_step_memory(with_facts(with_states, f));
+  const StepMemory none = analyse_step_memory(with_facts(mini(true), mini_facts()));
+  EXPECT_EQ(m.total_mismatches, 0);
+  EXPECT_EQ(m.peak_allocated, none.peak_allocated + states);
+  int sum = 0, entries = 0;
+  for (const MemoryItem& it : m.items) {
+    if (it.in_peak) sum += static_cast<int>(it.bytes);
+    if (it.key != "adamw_states") continue;
+    ++entries;
+    EXPECT_TRUE(it.in_peak);
+    EXPECT_EQ(it.bytes, states);
+  }
+  EXPECT_EQ(entries, 1);
+  EXPECT_EQ(sum, m.peak_allocated);
+  EXPECT_EQ(item(m, "resident_other"), item(none, "resident_other"));  // 300: not the states
+  EXPECT_EQ(item(m, "weights"), 600);
+  for (const MemoryItem& it : none.items) {
+    if (it.key == "adamw_states") {
+      EXPECT_FALSE(it.in_peak);
+    }
+  }
+  // The states are never more than the resident set holds beyond the weights and adapters.
+  f.optimizer_state_bytes = 1 << 20;
+  const StepMemory capped = analyse_step_memory(with_facts(with_states, f));
+  EXPECT_EQ(item(capped, "adamw_states"), 300 + states);
+  EXPECT_EQ(item(capped, "resident_other"), 0);
 }
 
 TEST(StepMemory, AReplayThatCannotBeRightIsRefused) {

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <set>
@@ -301,6 +303,12 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
       EXPECT_GE(p.step_s[i], p.forward_s[i] + p.backward_s[i]);
     }
     EXPECT_EQ(p.inert_adapters, 0);
+    // AdamW (the default) ends every timed step, and its time is part of the step's.
+    ASSERT_EQ(p.optimizer_s.size(), 2u);
+    for (size_t i = 0; i < p.step_s.size(); ++i) {
+      EXPECT_GT(p.optimizer_s[i], 0);
+      EXPECT_GE(p.step_s[i], p.forward_s[i] + p.backward_s[i] + p.optimizer_s[i]);
+    }
     EXPECT_TRUE(p.traced);
     EXPECT_EQ(p.moe, "loop");
   }
@@ -324,6 +332,7 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   }
   EXPECT_TRUE(tracer.seen.count({"forward", "embedding"}));
   EXPECT_TRUE(tracer.seen.count({"loss", "loss_head"}));
+  EXPECT_TRUE(tracer.seen.count({"optimizer", "other"}));  // the traced step's AdamW
   // The engine never tags a backward scope itself: the backward is all links.
   EXPECT_FALSE(tracer.seen.count({"backward", "attention_core"}));
   // Backward nodes: every one that carries a sequence number links to a recorded forward op.
@@ -367,6 +376,101 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   StepReport again = r;
   again.points = back;  // the sweep put the padded point last, as the reader does
   EXPECT_EQ(to_json(again).dump(), j.dump());
+}
+
+// The step's AdamW (--optimizer adamw) against the update computed by hand in long double, on a
+// tiny fp64 parameter over three steps with a weight decay and a learning rate large enough to
+// move it: the bias corrections, the decoupled decay and eps in the denominator. A parameter
+// without a gradient is not moved and gets no moments (negative control); the moments are
+// allocated at the first step, two per element in the parameter's dtype.
+TEST(LoraOptimizer, AdamWMatchesTheUpdateComputedByHandInHigherPrecision) {
+  AdamWSettings s;
+  s.lr = 1e-2;
+  s.beta1 = 0.9;
+  s.beta2 = 0.999;
+  s.eps = 1e-8;
+  s.weight_decay = 0.1;
+  const std::vector<double> start = {0.5, -1.25, 2.0};
+  Tensor p = torch::tensor(start, torch::kDouble).requires_grad_(true);
+  Tensor idle = torch::zeros({4}, torch::kFloat).requires_grad_(true);
+  LoraOptimizer opt({p, idle}, s);
+  EXPECT_EQ(opt.state_bytes(), 0);  // lazily, at the first step
+  const std::vector<std::vector<double>> grads = {{0.3, -2.0, 1e-3}, {-0.1, 0.5, 4.0},
+                                                  {0.0, -0.25, 2.5}};
+  std::vector<long double> ref(start.begin(), start.end()), m(3, 0.0L), v(3, 0.0L);
+  for (size_t step = 1; step <= grads.size(); ++step) {
+    p.mutable_grad() = torch::tensor(grads[step - 1], torch::kDouble);
+    opt.step();
+    const long double bc1 = 1.0L - std::pow(0.9L, static_cast<long double>(step));
+    const long double bc2 = 1.0L - std::pow(0.999L, static_cast<long double>(step));
+    for (size_t i = 0; i < 3; ++i) {
+      const long double g = grads[step - 1][i];
+      ref[i] *= 1.0L - 1e-2L * 0.1L;
+      m[i] = 0.9L * m[i] + 0.1L * g;
+      v[i] = 0.999L * v[i] + 0.001L * g * g;
+      ref[i] -= 1e-2L / bc1 * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + 1e-8L);
+      const double got = p[static_cast<int64_t>(i)].item<double>();
+      EXPECT_NEAR(got, static_cast<double>(ref[i]), 1e-14 * std::max(1.0, std::abs(got)))
+          << "step " << step << " element " << i;
+    }
+    opt.zero_grad();
+    EXPECT_FALSE(p.grad().defined());
+  }
+  // The moved parameter moved by about lr per step; the idle one not at all, and has no moments.
+  EXPECT_GT(std::abs(p[0].item<double>() - start[0]), 1e-3);
+  EXPECT_EQ(idle.abs().max().item<double>(), 0.0);
+  EXPECT_EQ(opt.steps(), 3);
+  EXPECT_EQ(opt.state_bytes(), 2 * 3 * 8);  // fp64: two moments of 8 B per element
+  // fp32 parameters (fp32 adapters): 8 B of moments per parameter.
+  Tensor f = torch::ones({5, 2}, torch::kFloat).requires_grad_(true);
+  LoraOptimizer fp32({f});
+  f.mutable_grad() = torch::ones({5, 2}, torch::kFloat);
+  fp32.step();
+  EXPECT_EQ(fp32.state_bytes(), 8 * 10);
+}
+
+// On the model: every step starts with no gradients; AdamW's first step moves every lora_B off
+// PEFT's zero init (each has a gradient) and, with no weight decay, leaves every lora_A where it
+// was (its gradient is zero while B is); after zero_grad(set_to_none) every gradient is undefined;
+// the moments are 8 B per LoRA parameter (fp32 adapters).
+TEST(LoraOptimizer, AStepMovesLoraBOffZeroAndLeavesNoGradients) {
+  ModelOptions o;
+  o.dtype = torch::kFloat;
+  o.ce_chunk = 16;
+  Gemma4Model m = Gemma4Model::random(core::embedded_model("gemma4-tiny"), o, 3);
+  m.add_lora(LoraConfig{core::linear_module_names(), 4, 8}, 5);
+  std::map<std::string, Tensor> before;
+  for (auto& [name, t] : m.lora_parameters()) {
+    before[name] = t->detach().clone();
+    EXPECT_FALSE(t->grad().defined()) << name;
+    if (name.find("lora_B") != std::string::npos) {
+      EXPECT_EQ(t->abs().max().item<double>(), 0.0) << name;
+    }
+  }
+  LoraOptimizer opt(m);
+  const Tensor x = ids(2, 16, 9);
+  LossResult loss = m.head_loss(m.hidden_states(x), x);
+  loss.loss.backward();
+  EXPECT_TRUE(inert_lora_b(m).empty());
+  opt.step();
+  int64_t b_moved = 0, a_moved = 0, b_total = 0;
+  for (auto& [name, t] : m.lora_parameters()) {
+    const bool b = name.find("lora_B") != std::string::npos;
+    const double moved = (t->detach() - before[name]).abs().max().item<double>();
+    b_total += b;
+    if (b && moved > 0) ++b_moved;
+    if (!b && moved > 0) ++a_moved;
+    if (b) {
+      // Adam's first step moves each element by lr · g / (|g| + eps'): at most lr.
+      EXPECT_LE(moved, 5e-5 * (1 + 1e-5)) << name;
+    }
+  }
+  EXPECT_GT(b_total, 0);
+  EXPECT_EQ(b_moved, b_total);
+  EXPECT_EQ(a_moved, 0);
+  EXPECT_EQ(opt.state_bytes(), 8 * m.count_lora_parameters());
+  opt.zero_grad();
+  for (auto& [name, t] : m.lora_parameters()) EXPECT_FALSE(t->grad().defined()) << name;
 }
 
 TEST(StepRunner, BadSpecsAreUsageErrors) {

@@ -96,6 +96,7 @@ std::vector<PointResult> hand_points() {
   mem.memory_step_s = 0.6;
   mem.memory_step_peak_allocated_bytes = 5000;
   mem.inert_adapters = 1;
+  mem.optimizer_s = {0.03, 0.031, 0.03};  // --optimizer adamw: its step timed
   out.push_back(mem);
 
   PointResult no_totals = ok_point(1, 1024);  // a memory step without the allocator's totals
@@ -201,6 +202,19 @@ TEST(ProfilePoints, BrokenPointsNameTheField) {
       names(broken([](Json& j) { j["memory"]["allocator_peak_allocated_bytes"] = nullptr; }),
             "field 'allocator_peak_allocated_bytes'"));
   EXPECT_TRUE(names(broken([](Json& j) { j["memory"].erase("step_s"); }), "missing field 'step_s'"));
+  // The optimizer's series (issue 44): one sample per timed step, and its stats with it.
+  EXPECT_TRUE(names(broken([](Json& j) { j["optimizer_samples_s"] = Json::array({0.1}); }),
+                    "field 'optimizer_samples_s' has 1 samples"));
+  EXPECT_TRUE(names(broken([](Json& j) { j["optimizer"] = nullptr; }), "field 'optimizer'"));
+  EXPECT_TRUE(names(broken([](Json& j) { j.erase("optimizer"); }), "missing field 'optimizer'"));
+  EXPECT_TRUE(names(broken([](Json& j) { j["optimizer_samples_s"][0] = "x"; }),
+                    "optimizer_samples_s"));
+  // Negative control: a point written before --optimizer (neither field) reads, with no
+  // optimizer step timed.
+  Json older = point_to_json(hand_points()[1]);
+  older.erase("optimizer_samples_s");
+  older.erase("optimizer");
+  EXPECT_TRUE(point_from_json(older, kWhere).optimizer_s.empty());
   EXPECT_TRUE(names(error_of([] { point_from_json(Json::array(), kWhere); }), kWhere));
 
   // A loss on a point that did not run; a padded point filed under points.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -253,5 +254,43 @@ ParameterCounts count_parameters(const core::ModelConfig& config, const LoraConf
 // lora_B tensors whose gradient is undefined or all zero after a backward (docs/findings.md#f13):
 // empty = every adapter learns.
 std::vector<std::string> inert_lora_b(Gemma4Model& model);
+
+// The step's optimizer (--optimizer adamw): AdamW on the LoRA parameters as PEFT + Trainer run it,
+// TrainingArguments(optim="adamw_torch") with its defaults (below). libtorch's own
+// torch::optim::AdamW (the C++ frontend's, in 1.13 and 2.x): each parameter's two moments
+// (exp_avg, exp_avg_sq) in its dtype — fp32 for fp32 adapters, 8 B per parameter — allocated
+// lazily at its first step, the decoupled weight decay, the bias corrections. The C++ update runs
+// parameter by parameter where Python's default is foreach (multi-tensor): the same values, a
+// smaller transient in the optimizer's own phase.
+struct AdamWSettings {
+  double lr = 5e-5;  // TrainingArguments.learning_rate
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;  // TrainingArguments.weight_decay (torch's own default is 1e-2)
+};
+
+class LoraOptimizer {
+ public:
+  // Every LoRA parameter of `model` (none: an optimizer with nothing to do).
+  explicit LoraOptimizer(Gemma4Model& model, AdamWSettings settings = {});
+  // Any leaf tensors (the tests' hand-checked parameter).
+  explicit LoraOptimizer(std::vector<torch::Tensor> params, AdamWSettings settings = {});
+  ~LoraOptimizer();
+  LoraOptimizer(const LoraOptimizer&) = delete;
+  LoraOptimizer& operator=(const LoraOptimizer&) = delete;
+
+  // optimizer.step(): every parameter with a gradient; the gradients are left as they are.
+  void step();
+  // model.zero_grad(set_to_none=True): every parameter's gradient undefined.
+  void zero_grad();
+  // The moments' storage bytes (0 before the first step); the steps taken.
+  int64_t state_bytes() const;
+  int64_t steps() const { return steps_; }
+
+ private:
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+  int64_t steps_ = 0;
+};
 
 }  // namespace tprobe::model

@@ -91,8 +91,9 @@ struct PointResult {
   bool refused_before_running = false;
   // One entry per timed repeat (warm-up excluded). CUDA events on a GPU, steady clock on CPU.
   // forward: embedding + layers + final norm; loss: the CE forward; backward: the whole
-  // backward call (CE backward, layer recompute and backward); step: all three, one interval.
-  std::vector<double> step_s, forward_s, loss_s, backward_s;
+  // backward call (CE backward, layer recompute and backward); optimizer: its step (--optimizer
+  // adamw; empty with none); step: all of them, one interval.
+  std::vector<double> step_s, forward_s, loss_s, backward_s, optimizer_s;
   // Wall time of the point's steps (warm-up and timed, until the one that failed), steady clock.
   double wall_s = 0;
   double loss_value = 0;             // the first timed repeat's loss

@@ -233,11 +233,15 @@ MemoryCheck check_memory_estimate(const MemoryEstimate& est, const Json& results
     return c;
   }
   std::map<std::string, int64_t> items;
+  bool states_in_peak = false;  // the step ran AdamW (--optimizer adamw): its moments are resident
   if (mem->contains("items") && (*mem)["items"].is_array()) {
     for (const Json& it : (*mem)["items"]) {
       if (it.is_object() && it.contains("key") && it["key"].is_string() && it.contains("bytes") &&
-          it["bytes"].is_number_integer())
+          it["bytes"].is_number_integer()) {
         items[it["key"].get<std::string>()] = it["bytes"].get<int64_t>();
+        if (it["key"] == "adamw_states" && it.contains("in_peak") && it["in_peak"].is_boolean())
+          states_in_peak = it["in_peak"].get<bool>();
+      }
     }
   }
   if (items.empty()) {
@@ -271,8 +275,11 @@ MemoryCheck check_memory_estimate(const MemoryEstimate& est, const Json& results
       "the estimate counts the stored text tensors; the step's weights are the base parameters it "
       "built");
   row(est.rows[1], {"lora_parameters", "lora_gradients", "adamw_states"},
-      "AdamW's moments are computed on the measured side too (the step runs no optimizer); the "
-      "gradients are what is alive at the peak");
+      states_in_peak
+          ? "AdamW's moments measured: resident since the optimizer's first step (--optimizer "
+            "adamw); the gradients are what is alive at the peak"
+          : "AdamW's moments are computed on the measured side too (the step ran no optimizer: "
+            "--optimizer none); the gradients are what is alive at the peak");
   row(est.rows[2], {"forward_kept"}, "forward allocations alive at the peak");
   row(est.rows[4], {"loss_head"},
       "the loss head's transient alive at the peak: 0 when the peak is elsewhere (it is then not "
@@ -283,7 +290,8 @@ MemoryCheck check_memory_estimate(const MemoryEstimate& est, const Json& results
   if (mem->contains("peak_allocated_bytes") && (*mem)["peak_allocated_bytes"].is_number_integer())
     total.measured = (*mem)["peak_allocated_bytes"].get<int64_t>();
   total.measured_items = "peak_allocated_bytes";
-  total.note = "the measured peak; AdamW's states are beside it, not in it";
+  total.note = states_in_peak ? "the measured peak, AdamW's states in it"
+                              : "the measured peak; AdamW's states are beside it, not in it";
   // The measured items the estimate has no row for: its named limits.
   for (const auto& [key, label] : std::vector<std::pair<const char*, const char*>>{
            {"recompute", "recompute working set"},

@@ -168,6 +168,29 @@ std::vector<KnobInfo> make_registry() {
     r.push_back(k);
   }
   {
+    // Not a lever: `levers` compares ways to run the same training step, and a step without its
+    // optimizer is not one (--optimizer none measures the forward + backward alone, as tprobe did
+    // before the knob existed; both modes start each step with no gradients).
+    KnobInfo k;
+    k.id = Knob::kOptimizer;
+    k.key = "optimizer";
+    k.flag = "--optimizer";
+    k.summary = "The optimizer each step ends with:";
+    k.values = {value("none", "forward and backward only, no optimizer step", {}, false),
+                value("adamw",
+                      "torch's AdamW on the LoRA parameters (lr 5e-5, betas 0.9/0.999, eps 1e-8, "
+                      "weight decay 0: TrainingArguments' defaults), two moments per parameter in "
+                      "its dtype (8 B for fp32 adapters) from the first step on, the gradients "
+                      "set to none after each step",
+                      {}, false)};
+    k.default_value = "adamw";
+    k.absent_value = "none";  // evidence from before the knob: the step ran no optimizer
+    k.in_hf_stack =
+        "TrainingArguments(optim=\"adamw_torch\") (torch.optim.AdamW, foreach; Trainer's "
+        "optimizer.step() then model.zero_grad(set_to_none=True))";
+    r.push_back(k);
+  }
+  {
     KnobInfo k;
     k.id = Knob::kBatch;
     k.key = "batch";
@@ -236,6 +259,9 @@ const char* to_string(CeForm v) { return knob_info(Knob::kCe).values.at(size_t(v
 const char* to_string(AttentionMask v) {
   return knob_info(Knob::kAttentionMask).values.at(size_t(v)).name;
 }
+const char* to_string(OptimizerKind v) {
+  return knob_info(Knob::kOptimizer).values.at(size_t(v)).name;
+}
 
 std::string knob_value(const StepConfig& c, Knob k) {
   switch (k) {
@@ -246,6 +272,7 @@ std::string knob_value(const StepConfig& c, Knob k) {
     case Knob::kCheckpointing: return value_name(k, c.checkpointing);
     case Knob::kCe: return value_name(k, c.ce);
     case Knob::kAttentionMask: return value_name(k, c.attention_mask);
+    case Knob::kOptimizer: return value_name(k, c.optimizer);
     case Knob::kBatch: return std::to_string(c.batch);
   }
   return "";
@@ -273,6 +300,9 @@ void set_knob(StepConfig& c, Knob k, std::string_view v) {
       return;
     case Knob::kAttentionMask:
       c.attention_mask = value_of<AttentionMask>(k, v);
+      return;
+    case Knob::kOptimizer:
+      c.optimizer = value_of<OptimizerKind>(k, v);
       return;
     case Knob::kBatch: {
       int64_t b = 0;
@@ -371,7 +401,8 @@ StepConfig hf_peft_baseline(int64_t batch) {
 
 const char* hf_peft_baseline_name() {
   return "transformers 5.17 + PEFT 0.21 defaults (sdpa, fp32 LoRA factors, transformers' "
-         "RMSNorm, its default experts implementation, per-layer checkpointing with input grads)";
+         "RMSNorm, its default experts implementation, per-layer checkpointing with input grads, "
+         "Trainer's AdamW: optim=\"adamw_torch\")";
 }
 
 std::vector<int64_t> default_widths(const std::string& device, WidthsUse use) {
@@ -397,7 +428,7 @@ std::string default_widths_help(WidthsUse use) {
 bool StepConfig::operator==(const StepConfig& o) const {
   return attn == o.attn && norm == o.norm && lora_dtype == o.lora_dtype && moe == o.moe &&
          checkpointing == o.checkpointing && ce == o.ce && attention_mask == o.attention_mask &&
-         batch == o.batch;
+         optimizer == o.optimizer && batch == o.batch;
 }
 
 StepConfig resolve_defaults(StepConfig c, const EngineFacts& f, std::vector<Diagnostic>* notes) {
@@ -439,8 +470,16 @@ StepConfig step_config_from_json(const Json& j, const std::string& where) {
   StepConfig c;
   for (const KnobInfo& info : knob_registry()) {
     auto it = j.find(info.key);
-    // Evidence written before a knob existed ran its default; a knob without one is required.
-    if (it == j.end() && *info.default_value && info.id != Knob::kBatch) continue;
+    // Evidence written before a knob existed ran its default, or the value it names as what such
+    // evidence ran (absent_value); a knob without either is required.
+    if (it == j.end() && *info.absent_value) {
+      set_knob(c, info.id, info.absent_value);
+      continue;
+    }
+    if (it == j.end() && *info.default_value && info.id != Knob::kBatch) {
+      set_knob(c, info.id, info.default_value);
+      continue;
+    }
     if (it == j.end()) fail("{}: missing field '{}'", where, info.key);
     if (info.id == Knob::kBatch) {
       if (!it->is_number_integer() || it->get<int64_t>() < 1)

@@ -47,7 +47,8 @@ Json to_json(const RawMemory& raw) {
                   {"lora_parameters", raw.facts.lora_parameters},
                   {"lora_grad_ptrs", std::move(grads)},
                   {"checkpointing", raw.facts.checkpointing},
-                  {"optimizer_ran", raw.facts.optimizer_ran}};
+                  {"optimizer_ran", raw.facts.optimizer_ran},
+                  {"optimizer_state_bytes", raw.facts.optimizer_state_bytes}};
   // One array per event, the context as [tag] or [node_thread, node_seq] (none: []): a step's
   // history is tens of thousands of events, and objects would triple the file.
   Json events = Json::array();
@@ -120,6 +121,14 @@ RawMemory parse_raw_memory(std::string_view text, const std::string& path) {
   }
   m.facts.checkpointing = (*facts)["checkpointing"].get<bool>();
   m.facts.optimizer_ran = (*facts)["optimizer_ran"].get<bool>();
+  // Written since --optimizer (a file from before it ran no optimizer and has none).
+  if (facts->contains("optimizer_state_bytes")) {
+    m.facts.optimizer_state_bytes =
+        detail::json_int(*facts, "optimizer_state_bytes", fw, 0, kMaxBytes);
+  }
+  if (m.facts.optimizer_state_bytes > 0 && !m.facts.optimizer_ran)
+    fail("{}: 'optimizer_state_bytes' is {} but 'optimizer_ran' is false", fw,
+         m.facts.optimizer_state_bytes);
   auto events = doc.find("events");
   if (events == doc.end() || !events->is_array()) fail("{}: 'events' must be an array", path);
   m.events.reserve(events->size());
@@ -312,12 +321,17 @@ StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples) {
   for (auto& [k, c] : cells) m.alive_at_peak.push_back(std::move(c));
   m.untagged_bytes_at_peak = untagged;
 
-  // The budget. The resident set is split into what the engine can name (weights, adapters) and
-  // the rest (inputs, the BLAS workspace, caches the warm-up made); every other item is a
-  // phase's allocations alive at the peak.
+  // The budget. The resident set is split into what the engine can name (weights, adapters, the
+  // optimizer's states from its earlier steps) and the rest (inputs, the BLAS workspace, caches
+  // the warm-up made); every other item is a phase's allocations alive at the peak.
   const int64_t weights = std::min(facts.weights_bytes, std::max<int64_t>(resident_at_peak, 0));
   const int64_t lora =
       std::min(facts.lora_parameter_bytes, std::max<int64_t>(resident_at_peak - weights, 0));
+  const int64_t states =
+      facts.optimizer_ran
+          ? std::min(facts.optimizer_state_bytes,
+                     std::max<int64_t>(resident_at_peak - weights - lora, 0))
+          : 0;
   auto add = [&](std::string key, std::string label, int64_t bytes, std::string note,
                  bool in_peak = true) {
     m.items.push_back({std::move(key), std::move(label), bytes, in_peak, std::move(note)});
@@ -325,12 +339,17 @@ StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples) {
   const bool cuda = raw.totals_known;
   add("weights", "weights (frozen base)", weights, "the base model's parameters");
   add("lora_parameters", "LoRA parameters", lora, "the adapters' factors");
+  if (facts.optimizer_ran) {
+    add("adamw_states", "AdamW m and v (optimizer states)", states,
+        "AdamW's two moments per LoRA parameter (fp32 adapters: 8 B each), allocated at the "
+        "optimizer's first step and resident since");
+  }
   add("resident_other", "workspace and inputs (resident before the step)",
-      resident_at_peak - weights - lora,
+      resident_at_peak - weights - lora - states,
       cuda ? "allocated before the step and alive at its peak: the input ids, the BLAS workspace, "
              "caches the warm-up made"
            : "on the CPU the allocator reports only what it allocated while recording: the "
-             "resident set is the parameters' own bytes");
+             "resident set is the parameters' and the optimizer states' own bytes");
   add("lora_gradients", "LoRA gradients", grads, "blocks that hold an adapter's .grad when the step ends");
   add("forward_kept",
       facts.checkpointing ? "checkpointed layer inputs (forward)" : "autograd's saved tensors (forward)",
@@ -357,7 +376,8 @@ StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples) {
   }
   if (!facts.optimizer_ran) {
     add("adamw_states", "AdamW m and v (not run by the step)", adamw_state_bytes(facts.lora_parameters),
-        "two fp32 moments per LoRA parameter, computed: the measured step runs no optimizer", false);
+        "two fp32 moments per LoRA parameter, computed: the measured step ran no optimizer "
+        "(--optimizer none)", false);
   }
   return m;
 }

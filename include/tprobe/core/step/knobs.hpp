@@ -18,7 +18,17 @@
 
 namespace tprobe::core {
 
-enum class Knob { kAttn, kNorm, kLoraDtype, kMoe, kCheckpointing, kCe, kAttentionMask, kBatch };
+enum class Knob {
+  kAttn,
+  kNorm,
+  kLoraDtype,
+  kMoe,
+  kCheckpointing,
+  kCe,
+  kAttentionMask,
+  kOptimizer,
+  kBatch
+};
 
 // One value of a knob.
 struct KnobValue {
@@ -40,6 +50,9 @@ struct KnobInfo {
   // The default's value name, or "" when the engine resolves it (auto_summary says how).
   const char* default_value = "";
   const char* auto_summary = "";
+  // What evidence written before the knob existed ran, where that is not the default (the
+  // optimizer: those steps ran none); "": the default.
+  const char* absent_value = "";
   // Old spellings still read ("on" for reentrant): {alias, value}.
   std::vector<std::pair<const char*, const char*>> aliases;
   // The lever (`levers`): its name ("" when the knob is none), what it moves in the step, and how
@@ -76,8 +89,8 @@ std::string config_difference(const StepConfig& c, const StepConfig& base);
 // The faithful baseline: what a default transformers 5.17 + PEFT 0.21 LoRA run of the same shapes
 // computes — sdpa (left to the engine: eager where the linked libtorch has no SDPA), the LoRA factors in fp32 (PEFT's autocast_adapter_dtype), transformers' RMSNorm
 // formula, its default experts implementation (left to the engine: grouped_mm where it runs, else
-// the loop), per-layer reentrant checkpointing with input grads, and the sequence-chunked CE of
-// the comparison harness (benchmarks/hf_lora_step.py). `profile`'s defaults and `levers`' baseline.
+// the loop), per-layer reentrant checkpointing with input grads, the sequence-chunked CE of the
+// comparison harness (benchmarks/hf_lora_step.py), and Trainer's AdamW (optim="adamw_torch"). `profile`'s defaults and `levers`' baseline.
 StepConfig hf_peft_baseline(int64_t batch = 2);
 const char* hf_peft_baseline_name();  // one line naming what it reproduces
 

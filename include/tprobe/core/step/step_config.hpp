@@ -1,6 +1,6 @@
 // One measured LoRA step's configuration, typed: the knobs a user turns (attention path, norm,
-// LoRA dtype, experts, checkpointing, cross-entropy form, the attention_mask handed in, rows per
-// micro-batch). Every probe, the levers, the engine's checks, the FLOP rules and the evidence
+// LoRA dtype, experts, checkpointing, cross-entropy form, the attention_mask handed in, the
+// optimizer, rows per micro-batch). Every probe, the levers, the engine's checks, the FLOP rules and the evidence
 // read it; the knob registry (core/step/knobs.hpp) holds each knob's name, flag, values and what
 // each value needs, so a knob is spelled in one place.
 #pragma once
@@ -34,6 +34,10 @@ enum class CeForm { kChunkCheckpoint, kChunked, kNaive };
 // The attention_mask the Hugging Face step is handed: none, or an all-ones [B, S] (a collator's
 // on unpadded rows): same values, masks held at [B, 1, S, S] instead of [1, 1, S, S].
 enum class AttentionMask { kNone, kOnes };
+// The optimizer each step ends with: none (forward + backward only), or AdamW on the LoRA
+// parameters as PEFT + Trainer run it (optim="adamw_torch": moments in the adapters' dtype, fp32
+// for fp32 adapters, allocated at the first step; the gradients set to none after each step).
+enum class OptimizerKind { kNone, kAdamw };
 
 struct StepConfig {
   // nullopt: the default the engine resolves (core::resolve_defaults): sdpa where the linked
@@ -46,6 +50,7 @@ struct StepConfig {
   Checkpointing checkpointing = Checkpointing::kReentrant;
   CeForm ce = CeForm::kChunkCheckpoint;
   AttentionMask attention_mask = AttentionMask::kNone;
+  OptimizerKind optimizer = OptimizerKind::kAdamw;
   int64_t batch = 2;  // rows per micro-batch
 
   bool operator==(const StepConfig& o) const;
@@ -58,6 +63,7 @@ const char* to_string(MoeDispatch v);    // "hf_grouped_mm", "grouped_mm", "loop
 const char* to_string(Checkpointing v);  // "reentrant", "non-reentrant", "off"
 const char* to_string(CeForm v);         // "chunk-checkpoint", "chunked", "naive"
 const char* to_string(AttentionMask v);  // "none", "ones"
+const char* to_string(OptimizerKind v);  // "none", "adamw"
 
 // What the engine can run, as it says of itself: the facts every value's requirement is held
 // against (core::Requirement).

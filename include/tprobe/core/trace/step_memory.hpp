@@ -42,7 +42,11 @@ struct MemoryFacts {
   int64_t lora_parameters = 0;        // their count (for the optimizer's states)
   std::set<uint64_t> lora_grad_ptrs;  // data pointers of the LoRA gradients after the step
   bool checkpointing = true;          // forward tensors kept are checkpointed layer inputs
-  bool optimizer_ran = false;         // the step ran no optimizer: its states are computed
+  // The step ended with an optimizer step (--optimizer adamw) that had run before the window
+  // opened: its states (optimizer_state_bytes, the moments' storage) are resident, in the peak.
+  // false: the step ran no optimizer, and AdamW's states are computed beside the peak.
+  bool optimizer_ran = false;
+  int64_t optimizer_state_bytes = 0;
 };
 
 // What one memory window recorded, before attribution (schema tprobe.raw_memory, version 1):
@@ -72,7 +76,7 @@ struct MemoryCell {
 };
 
 // One item of the budget. The items with in_peak add up to the peak exactly; the others stand
-// beside it (reserved minus allocated, the optimizer's states the step did not run).
+// beside it (reserved minus allocated, AdamW's states where the step ran no optimizer).
 struct MemoryItem {
   std::string key, label;
   int64_t bytes = 0;
