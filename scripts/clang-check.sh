@@ -22,7 +22,15 @@ drop = {"-Wshadow=local", "-Wno-maybe-uninitialized", "-Winvalid-pch"}
 units = []
 for c in json.load(open(os.path.join(build, "compile_commands.json"))):
     rel = os.path.relpath(c["file"], root)
-    if not rel.startswith(torch_free):
+    if "/Unity/unity_" in c["file"]:
+        # A unity batch (TPROBE_UNITY): checked whole, named by the sources it includes, which
+        # all belong to one target.
+        with open(c["file"]) as f:
+            parts = [os.path.relpath(l.split('"')[1], root) for l in f if l.startswith("#include")]
+        if not parts or not parts[0].startswith(torch_free):
+            continue
+        rel = " + ".join(parts)
+    elif not rel.startswith(torch_free):
         continue
     args = shlex.split(c["command"]) if "command" in c else c["arguments"]
     if args and args[0].endswith("ccache"):
@@ -52,7 +60,7 @@ with open(pch_header, "w") as f:
     f.write("".join(f"#include <{h}>\n" for h in (
         "fmt/format.h", "nlohmann/json.hpp", "map", "memory", "optional", "string", "vector")))
 def flags_of(cmd):
-    return tuple(a for a in cmd[1:] if not a.endswith((".cpp", ".cc")))
+    return tuple(a for a in cmd[1:] if not a.endswith((".cpp", ".cc", ".cxx")))
 groups = {}
 for rel, cmd, cwd in units:
     groups.setdefault((flags_of(cmd), cwd), len(groups))
