@@ -22,10 +22,16 @@ over the steps after the warm-up step, the first optimizer step, so that AdamW's
 parameter are resident in it. --optimizer none is the forward + backward alone (the peak over every
 step, warm-up included, as before the option existed); both start each step with no gradients.
 
+--points BxW ... runs those batch x width points instead; --cap-gib G caps the caching allocator
+at G GiB (set_per_process_memory_fraction), as tprobe's edge search caps it, so a point past the
+budget is an "oom" outcome (one warm-up + --reps steps: with --reps 2, three consecutive steps).
+
 Usage: hf_lora_step.py --attn sdpa --seq 2048 8192 [--pad-fraction 0.5] [--profile]
                        [--optimizer adamw|none] [--trace-out T.json] [--json OUT]
+                       [--points 2x8192 2x9216 --cap-gib 72]
 """
 import argparse
+import gc
 import json
 import os
 import time
@@ -98,11 +104,21 @@ def main():
     ap.add_argument("--optimizer", choices=["adamw", "none"], default="adamw",
                     help="the optimizer each step ends with: torch.optim.AdamW on the LoRA "
                          "parameters (Trainer's optim=\"adamw_torch\"), or none")
+    ap.add_argument("--points", nargs="+", metavar="BxW",
+                    help="run these batch x width points instead of --batch x --seq (the edge "
+                         "search's measured edge and the step past it)")
+    ap.add_argument("--cap-gib", type=float,
+                    help="cap the caching allocator at this many GiB "
+                         "(torch.cuda.set_per_process_memory_fraction of the card), as tprobe's "
+                         "edge search caps it: a point past it is an OOM outcome")
     ap.add_argument("--json")
     a = ap.parse_args()
     import transformers
     import peft
     from transformers import Gemma4ForCausalLM
+    if a.cap_gib is not None:
+        card = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, a.cap_gib * 2**30 / card))
     t0 = time.time()
     cfg = config_26b(a.attn)
     torch.set_default_dtype(torch.bfloat16)
@@ -143,7 +159,7 @@ def main():
            "frozen_parameters": total, "transformers": transformers.__version__,
            "peft": peft.__version__, "torch": torch.__version__, "checkpointing": a.checkpointing,
            "ones_mask": a.ones_mask, "hf_loss": a.hf_loss, "optimizer": a.optimizer,
-           "widths": []}
+           "cap_gib": a.cap_gib, "widths": []}
 
     def step(ids, lengths=None, marks=None):
         labels = torch.full_like(ids, -100)
@@ -175,19 +191,21 @@ def main():
         end_step()
         return loss
 
-    points = [(seq, None) for seq in a.seq]
+    points = [(a.batch, seq, None) for seq in a.seq]
+    if a.points:
+        points = [(int(p.split("x")[0]), int(p.split("x")[1]), None) for p in a.points]
     if a.pad_fraction is not None:
         widest = max(a.seq)
         lengths = [widest] * a.batch
         lengths[-1] = max(2, round(widest * (1.0 - a.pad_fraction)))
-        points.append((widest, lengths))
-    for i, (seq, lengths) in enumerate(points):
+        points.append((a.batch, widest, lengths))
+    for i, (batch, seq, lengths) in enumerate(points):
         g = torch.Generator(device="cuda").manual_seed(seq)
-        ids = torch.randint(0, cfg.vocab_size, (a.batch, seq), device="cuda", generator=g)
+        ids = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda", generator=g)
         if lengths is not None:
             for b, n in enumerate(lengths):
                 ids[b, n:] = cfg.pad_token_id if cfg.pad_token_id is not None else 0
-        w = {"batch": a.batch, "seq": seq, "lengths": lengths}
+        w = {"batch": batch, "seq": seq, "lengths": lengths}
         try:
             torch.cuda.reset_peak_memory_stats()
             times = []
@@ -208,7 +226,7 @@ def main():
                 from hf_memory_sites import record_sites
                 w["memory"] = record_sites(lambda marks: step(ids, lengths, marks), a.top)
             tag = f" lengths {lengths}" if lengths else ""
-            print(f"HF {a.attn} {a.batch}x{seq}{tag}: best {min(times):.3f} s, "
+            print(f"HF {a.attn} {batch}x{seq}{tag}: best {min(times):.3f} s, "
                   f"peak {w['peak_allocated_bytes'] / 2**30:.2f} GiB")
             if a.trace_out and i == 0:
                 from torch.profiler import profile, ProfilerActivity
@@ -217,7 +235,7 @@ def main():
                     step(ids)
                     torch.cuda.synchronize()
                 prof.export_chrome_trace(a.trace_out)
-                print(f"HF trace of one {a.batch}x{seq} step: {a.trace_out}")
+                print(f"HF trace of one {batch}x{seq} step: {a.trace_out}")
             if a.profile and i == 0:
                 from torch.profiler import profile, ProfilerActivity
                 with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -234,8 +252,9 @@ def main():
                 w["kernels_ms"] = {n: us / 1e3 for n, us in top}
         except torch.OutOfMemoryError as e:
             w.update(outcome="oom", message=str(e)[:300])
-            print(f"HF {a.attn} {a.batch}x{seq}: OOM")
+            print(f"HF {a.attn} {batch}x{seq}: OOM")
             model.zero_grad(set_to_none=True)
+            gc.collect()
             torch.cuda.empty_cache()
         out["widths"].append(w)
         if a.json:  # after every point, so a timeout keeps what was measured
