@@ -78,7 +78,7 @@ PointTrace summarize(cupti::TraceCapture capture,
       t.problems.push_back(std::string("kernel table: ") + e.what());
     }
   }
-  if (keep_records) t.records = std::move(capture.records);
+  if (keep_records) t.kept_records = std::move(capture.records);
   return t;
 }
 

@@ -342,7 +342,7 @@ std::string relative_link(const std::string& from_file, const std::string& targe
 
 std::string trace_out_bytes(ProfileAnalysis& a, const ProfileOptions& o) {
   const torch_api::ProfileReport& rep = a.report;
-  if (!rep.table_point || rep.traces[*rep.table_point].records.empty()) {
+  if (!rep.table_point || rep.traces[*rep.table_point].kept_records.empty()) {
     fail("--trace-out: no step was traced ({}), so there is no trace to write",
          !rep.kernel_table_reason.empty() ? rep.kernel_table_reason
                                           : "no unpadded point has a traced step with records");
@@ -350,7 +350,7 @@ std::string trace_out_bytes(ProfileAnalysis& a, const ProfileOptions& o) {
   const size_t i = *rep.table_point;
   const PointResult& p = rep.steps.points[i];
   core::ChromeTraceInput in;
-  in.records = &rep.traces[i].records;
+  in.records = &rep.traces[i].kept_records;
   in.devices = rep.devices;
   if (p.memory && !p.memory->timeline.empty()) {
     in.memory = &p.memory->timeline;

@@ -12,6 +12,7 @@
 
 #include "support/gzip_text.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/report/report.hpp"
 #include "tprobe/core/trace/kernel_table.hpp"
 #include "tprobe/core/trace/step_trace.hpp"
 #include "tprobe/core/trace/trace_reader.hpp"
@@ -299,6 +300,30 @@ TEST(StepTraceLaunchTimes, RawTraceCarriesLaunchTimesIntoTheRecords) {
   EXPECT_THROW(parse_raw_trace(j.dump(), "backwards.json"), Error);
   j["launches"][0]["host_end_ns"] = 6;
   EXPECT_NO_THROW(parse_raw_trace(j.dump(), "fine.json"));
+}
+
+}  // namespace
+}  // namespace tprobe::core
+
+namespace tprobe::core {
+namespace {
+
+// The report links a fact only to a path: a link from evidence with a scheme stays text.
+TEST(ReportFactLink, OnlyAPathBecomesALink) {
+  Report rep;
+  ReportSection s;
+  s.id = "sec-profile";
+  s.probe = "profile";
+  s.facts.push_back({"trace", "step.json.gz", "results.trace_out.link", false, "step.json.gz"});
+  s.facts.push_back({"evil", "click", "results.trace_out.link", false, "javascript:alert(1)"});
+  s.facts.push_back({"plain", "no link", "results.x", false, ""});
+  rep.sections.push_back(s);
+  const std::string html = render_html(rep);
+  EXPECT_NE(html.find("<a href=\"step.json.gz\">step.json.gz</a>"), std::string::npos);
+  EXPECT_EQ(html.find("javascript:"), std::string::npos);
+  const std::string md = render_markdown(rep);
+  EXPECT_NE(md.find("[step.json.gz](step.json.gz)"), std::string::npos);
+  EXPECT_EQ(md.find("javascript:"), std::string::npos);
 }
 
 }  // namespace
