@@ -34,13 +34,17 @@ core::Outcome run(const runs::ProfileOptions& o, RunContext& ctx) {
   };
   // One line per probe of the edge search, on stderr: the search's progress, not its result.
   hooks.on_progress = [](const std::string& line) { std::cerr << line << std::endl; };
-  const runs::ProfileAnalysis report =
+  runs::ProfileAnalysis report =
       runs::analyse_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
                                  side_output_path(ctx, o.raw_memory));
 
   ctx.environment.attn_requested = o.config.attn ? core::to_string(*o.config.attn) : "default";
   if (const std::string attn = runs::resolved_attention(report); !attn.empty()) {
     ctx.environment.attn_resolved = attn;
+  }
+  // The traced step for a trace viewer; an interrupted run writes no side output.
+  if (!o.trace_out.empty() && !report.report.steps.interrupted) {
+    write_side_output(ctx, o.trace_out, runs::trace_out_bytes(report, o));
   }
   add_diagnostics(ctx.evidence, report.report.diagnostics);
   ctx.out << runs::interrupted_note(report);
@@ -118,6 +122,10 @@ void register_profile(CLI::App& app, ProbeSet& set) {
   cmd->add_option("--raw-trace", o->raw_trace,
                   "Write the first traced step's records, before attribution, to this file "
                   "(tprobe.raw_trace JSON; replayable)");
+  cmd->add_option("--trace-out", o->trace_out,
+                  "Write the kernel table point's traced step as a Chrome / Kineto JSON trace "
+                  "(Perfetto, chrome://tracing, HTA; gzip when it ends in .gz): every row with "
+                  "its phase, layer and part, the launches, memory counters");
   cmd->add_option("--replay-trace", o->replay_trace,
                   "Attribute a recorded raw trace instead of running CUPTI (tests, CPU)");
   cmd->add_option("--table-width", o->table_width,
@@ -125,7 +133,8 @@ void register_profile(CLI::App& app, ProbeSet& set) {
       ->check(positive_number());
   set.add(
       cmd,
-      [o, pad_fraction, gpu_memory, from_device, edge_search, edge_step, fit_peak](RunContext& ctx) {
+      [o, pad_fraction, gpu_memory, from_device, edge_search, edge_step, fit_peak,
+       cmd](RunContext& ctx) {
         o->pad_fraction_given = pad_fraction->count() > 0;
         // What fits only: alone these would be silently ignored.
         if (gpu_memory->count() == 0 && from_device->count() == 0) {
@@ -134,10 +143,12 @@ void register_profile(CLI::App& app, ProbeSet& set) {
               fail_usage("{} needs --gpu-memory or --reserve-from-device", opt->get_name());
           }
         }
+        const CLI::Option* json = cmd->get_option_no_throw("--json");
+        o->json_path = json != nullptr && json->count() > 0 ? json->as<std::string>() : "";
         return run(*o, ctx);
       },
       Needs::kTorch,
-      {{"--checkpoint", "--replay-trace"}, {"--raw-trace", "--raw-memory"}, {}});
+      {{"--checkpoint", "--replay-trace"}, {"--raw-trace", "--raw-memory", "--trace-out"}, {}});
 }
 
 ProbeInfo profile_probe() {

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <utility>
 
 #include "tprobe/config.hpp"
@@ -157,13 +159,40 @@ Links& links() {
   return l;
 }
 
+// The calls this thread entered and has not left: (correlation id, index into Links::launches),
+// so that the exit callback gives its call an end time (`profile --trace-out`'s host launches).
+thread_local std::vector<std::pair<uint32_t, size_t>> t_open;
+
+int64_t os_thread_id() {
+  static thread_local const auto tid = static_cast<int64_t>(syscall(SYS_gettid));
+  return tid;
+}
+
 void CUPTIAPI api_entered(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  uint64_t now = 0;
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    if (t_open.empty() || t_open.back().first != cb->correlationId) return;
+    const size_t i = t_open.back().second;
+    t_open.pop_back();
+    cuptiGetTimestamp(&now);
+    Links& l = links();
+    std::lock_guard<std::mutex> lock(l.mu);
+    // end() may have taken the list between the two callbacks: then the index is someone else's.
+    if (i < l.launches.size() && l.launches[i].first == cb->correlationId)
+      l.launches[i].second.host_end_ns = static_cast<int64_t>(now);
+    return;
+  }
   if (cb->callbackSite != CUPTI_API_ENTER || t_stack.empty()) return;
+  core::LaunchContext c = t_stack.back();
+  cuptiGetTimestamp(&now);
+  c.host_start_ns = static_cast<int64_t>(now);  // absolute here; end() makes it relative
+  c.host_thread = os_thread_id();
   Links& l = links();
   std::lock_guard<std::mutex> lock(l.mu);
-  l.launches.emplace_back(cb->correlationId, t_stack.back());
+  t_open.emplace_back(cb->correlationId, l.launches.size());
+  l.launches.emplace_back(cb->correlationId, c);
 }
 
 // The runtime and driver calls that put work on a stream, by CUPTI's own names for this version
@@ -293,7 +322,20 @@ class CuptiSource : public KernelSource {
     }
     std::lock_guard<std::mutex> lock(collector().mu);
     core::RawTrace& t = collector().trace;
-    for (const auto& [correlation, context] : launches) t.launches[correlation] = context;
+    for (auto& [correlation, context] : launches) {
+      // The launch call's CUPTI timestamps onto the records' clock (a call not seen to return
+      // ends where it started).
+      if (context.host_start_ns >= 0) {
+        const auto start = static_cast<uint64_t>(context.host_start_ns);
+        const uint64_t stop =
+            context.host_end_ns >= context.host_start_ns ? static_cast<uint64_t>(context.host_end_ns)
+                                                         : start;
+        context.host_start_ns = rel(start, collector().origin_ns);
+        context.host_end_ns = rel(stop, collector().origin_ns);
+        if (context.host_start_ns < 0) context.host_start_ns = context.host_end_ns = -1;
+      }
+      t.launches[correlation] = context;
+    }
     t.forward_ops.insert(t.forward_ops.end(), forward_ops.begin(), forward_ops.end());
     t.tags = std::move(tags);  // ids are stable within a window and only grow
   }

@@ -24,7 +24,7 @@ using namespace torch_api;
 namespace {
 
 PointTrace summarize(cupti::TraceCapture capture,
-                     const std::vector<core::DeviceProperties>& devices) {
+                     const std::vector<core::DeviceProperties>& devices, bool keep_records) {
   PointTrace t;
   t.captured = !capture.refused;
   t.records = static_cast<int64_t>(capture.records.size());
@@ -78,6 +78,7 @@ PointTrace summarize(cupti::TraceCapture capture,
       t.problems.push_back(std::string("kernel table: ") + e.what());
     }
   }
+  if (keep_records) t.kept_records = std::move(capture.records);
   return t;
 }
 
@@ -155,7 +156,7 @@ ProfileReport run_profile(const ProfileRequest& request,
                                    "kernel table missing: " + c.refusal +
                                        "; step timings are still measured (untraced steps)"});
       }
-      t = summarize(std::move(c), rep.devices);
+      t = summarize(std::move(c), rep.devices, request.keep_records && !p.point.padded());
       if (t.dropped_records > 0) {
         rep.diagnostics.push_back(
             {core::Severity::kWarning, "cupti_dropped_records",

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unistd.h>
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/step/knobs.hpp"
+#include "tprobe/core/trace/trace_export.hpp"
 #include "tprobe/runs/profile_costs.hpp"
 #include "tprobe/runs/profile_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
@@ -107,6 +109,14 @@ ProfileRequest profile_request(const ProfileOptions& o) {
   s.keep_raw_memory = !o.raw_memory.empty();
   req.raw_memory_path = o.raw_memory;
   req.raw_trace_path = o.raw_trace;
+  if (!o.trace_out.empty() && !req.trace)
+    fail_usage("--trace-out needs --trace on (it is the traced step, written for a trace viewer)");
+  if (!o.trace_out.empty() && o.device != "cuda" && o.replay_trace.empty()) {
+    fail_usage("--trace-out: no step is traced on the {} (CUPTI records GPU activity only): "
+               "use --device cuda, or --replay-trace",
+               o.device);
+  }
+  req.keep_records = !o.trace_out.empty();
   req.replay_trace = o.replay_trace;
   if (o.peak_tflops > 0) req.peak_tflops = o.peak_tflops;
   if (o.table_width > 0 && std::find(widths.begin(), widths.end(), o.table_width) == widths.end()) {
@@ -484,8 +494,120 @@ DeviceMemoryReading device_memory_reading_from_json(const core::Json& j, const s
 // How each budget's edges were measured, said in the evidence.
 constexpr const char* kAllocatorCap = "the caching allocator's memory fraction set to the budget";
 
+namespace {
+
+// `path` made absolute against the working directory and normalised ("." and ".." resolved as
+// text): the link between two outputs named relative to one cwd.
+std::vector<std::string> absolute_parts(const std::string& path) {
+  std::string full = path;
+  if (full.empty() || full[0] != '/') {
+    char buf[4096];
+    if (getcwd(buf, sizeof buf) == nullptr) return {};
+    full = std::string(buf) + "/" + full;
+  }
+  std::vector<std::string> parts;
+  std::size_t i = 0;
+  while (i <= full.size()) {
+    const std::size_t j = std::min(full.find('/', i), full.size());
+    const std::string p = full.substr(i, j - i);
+    if (p == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!p.empty() && p != ".") {
+      parts.push_back(p);
+    }
+    i = j + 1;
+  }
+  return parts;
+}
+
+// `target` as a link from the folder of `from_file` ("" from_file: target as given).
+std::string relative_link(const std::string& from_file, const std::string& target) {
+  if (from_file.empty()) return target;
+  std::vector<std::string> from = absolute_parts(from_file), to = absolute_parts(target);
+  if (from.empty() || to.empty()) return target;
+  from.pop_back();  // the evidence file's folder
+  std::size_t common = 0;
+  while (common < from.size() && common + 1 < to.size() && from[common] == to[common]) ++common;
+  std::string link;
+  for (std::size_t k = common; k < from.size(); ++k) link += "../";
+  for (std::size_t k = common; k < to.size(); ++k) link += (k > common ? "/" : "") + to[k];
+  return link;
+}
+
+}  // namespace
+
+std::string trace_out_bytes(ProfileAnalysis& a, const ProfileOptions& o) {
+  const torch_api::ProfileReport& rep = a.report;
+  if (!rep.table_point || rep.traces[*rep.table_point].kept_records.empty()) {
+    fail("--trace-out: no step was traced ({}), so there is no trace to write",
+         !rep.kernel_table_reason.empty() ? rep.kernel_table_reason
+                                          : "no unpadded point has a traced step with records");
+  }
+  const size_t i = *rep.table_point;
+  const PointResult& p = rep.steps.points[i];
+  core::ChromeTraceInput in;
+  in.records = &rep.traces[i].kept_records;
+  in.devices = rep.devices;
+  if (p.memory && !p.memory->timeline.empty()) {
+    in.memory = &p.memory->timeline;
+  } else {
+    in.memory_note = !a.request.spec.record_memory ? "no memory step (--memory off)"
+                     : !p.memory_message.empty()   ? "the memory step failed: " + p.memory_message
+                                                   : "the memory step recorded no samples";
+  }
+  in.metadata = {{"schema", "tprobe.trace_out"},
+                 {"version", 1},
+                 {"probe", "profile"},
+                 {"model", a.request.spec.model},
+                 {"point", {{"batch", p.point.batch}, {"width", p.point.width}}},
+                 {"trace_source", rep.trace_source},
+                 {"what", "the traced step of results.kernel_table_point: every row as recorded, "
+                          "its attribution in args.tprobe_*; the memory step is a separate run "
+                          "of the same step on its own clock"}};
+  const bool gz = core::wants_gzip(o.trace_out);
+  core::ChromeTrace t = core::chrome_trace(in, gz);
+  TraceOutFile f;
+  f.path = o.trace_out;
+  f.link = relative_link(o.json_path, o.trace_out);
+  f.gzip = gz;
+  f.bytes = static_cast<int64_t>(t.bytes.size());
+  f.events = t.events;
+  f.device_rows = t.device_rows;
+  f.host_launches = t.host_launches;
+  f.attribution_slices = t.attribution_slices;
+  f.memory_samples = t.memory_samples;
+  f.batch = p.point.batch;
+  f.width = p.point.width;
+  bool reserved = false;
+  if (in.memory) {
+    for (const auto& m : *in.memory) reserved |= m.reserved >= 0;
+  }
+  f.memory_note = !in.memory ? in.memory_note
+                  : reserved ? ""
+                             : "the allocator reports no reserved total here: allocated only";
+  a.trace_out = f;
+  return std::move(t.bytes);
+}
+
 core::Json to_json(const ProfileAnalysis& a) {
   core::Json out = runs::to_json(a.report, a.request);
+  if (a.trace_out) {
+    const TraceOutFile& f = *a.trace_out;
+    out["trace_out"] = {{"path", f.path},
+                        {"link", f.link},
+                        {"gzip", f.gzip},
+                        {"bytes", f.bytes},
+                        {"events", f.events},
+                        {"device_rows", f.device_rows},
+                        {"host_launches", f.host_launches},
+                        {"attribution_slices", f.attribution_slices},
+                        {"memory_samples", f.memory_samples},
+                        {"point", {{"batch", f.batch}, {"width", f.width}}},
+                        {"memory_note", f.memory_note.empty() ? core::Json(nullptr)
+                                                              : core::Json(f.memory_note)}};
+  } else {
+    out["trace_out"] = nullptr;
+  }
   const MemoryFitReport& mf = a.memory_fit;
   if (!mf.requested) {
     out["memory_fit"] = nullptr;
@@ -527,6 +649,26 @@ ProfileAnalysis profile_analysis_from_json(const core::Json& results, const std:
   ProfileAnalysis a;
   a.request = std::move(e.request);
   a.report = std::move(e.report);
+  // Evidence written before --trace-out existed has no trace_out.
+  if (results.contains("trace_out") && !results["trace_out"].is_null()) {
+    const std::string tw = where + ".trace_out";
+    const core::Json& t = jr::object(results, "trace_out", where);
+    TraceOutFile f;
+    f.path = jr::string(t, "path", tw);
+    f.link = jr::string(t, "link", tw);
+    f.gzip = jr::boolean(t, "gzip", tw);
+    f.bytes = jr::integer(t, "bytes", tw, 0);
+    f.events = jr::integer(t, "events", tw, 0);
+    f.device_rows = jr::integer(t, "device_rows", tw, 0, f.events);
+    f.host_launches = jr::integer(t, "host_launches", tw, 0, f.device_rows);
+    f.attribution_slices = jr::integer(t, "attribution_slices", tw, 0, f.events);
+    f.memory_samples = jr::integer(t, "memory_samples", tw, 0, f.events);
+    const core::Json& pt = jr::object(t, "point", tw);
+    f.batch = jr::integer(pt, "batch", tw + ".point", 1);
+    f.width = jr::integer(pt, "width", tw + ".point", 1);
+    f.memory_note = jr::nullable_string(t, "memory_note", tw).value_or("");
+    a.trace_out = f;
+  }
   const core::Json& mf = jr::field(results, "memory_fit", where);
   if (mf.is_null()) return a;
   const std::string mw = where + ".memory_fit";

@@ -965,6 +965,17 @@ void profile_report_section(core::SectionBuilder& c) {
   c.fact("points",
          fmt::format("{} measured, {} failed (OOM or refused)", pts->size() - failed, failed),
          "points[].outcome", failed > 0);
+  if (const Json* t = c.find("trace_out"); t != nullptr && t->is_object()) {
+    // --trace-out's file, linked relative to the evidence's folder (docs/profile.md).
+    c.link_fact("trace for a viewer",
+                fmt::format("{} ({} events: {} device rows, {} launches, {} memory samples; "
+                            "batch {} x width {})",
+                            string_at(*t, "path"), string_at(*t, "events"),
+                            string_at(*t, "device_rows"), string_at(*t, "host_launches"),
+                            string_at(*t, "memory_samples"), string_at(*t, "point.batch"),
+                            string_at(*t, "point.width")),
+                string_at(*t, "link"), "trace_out.link");
+  }
   XYChart t;
   t.title = "Step time against width";
   t.x_label = "width (tokens per sequence)";

@@ -232,6 +232,11 @@ class Files {
     write_text(path("trace-device-2^32.json"),
                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
                R"( "ts": 10, "dur": 5, "args": {"device": 4294967296, "stream": 7}}]})");
+    // A row's recorded attribution outside the vocabulary (issue 49: tprobe's own traces).
+    write_text(path("trace-recorded-bad-part.json"),
+               R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
+               R"( "ts": 10, "dur": 5, "args": {"stream": 7, "tprobe_phase": "forward",)"
+               R"( "tprobe_part": "lungs", "tprobe_layer": 0, "tprobe_layer_kind": "full"}}]})");
     write_text(path("trace-string-ts.json"),
                R"({"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,)"
                R"( "ts": "ten", "dur": 5}]})");
@@ -514,6 +519,9 @@ std::vector<Case> cases(const Files& f) {
        "is on device 4294967296: not a device index"},
       // A string where a trace has a number is refused, a decimal one too (issue 46;
       // docs/kernels.md).
+      {"kernels/recorded-attribution-outside-vocabulary",
+       {"kernels", f.path("trace-recorded-bad-part.json")}, 1,
+       "traceEvents[0] ('kernel' event 'k') has args.tprobe_part \"lungs\": not a part"},
       {"kernels/string-ts-not-a-number", {"kernels", f.path("trace-string-ts.json")}, 1,
        "traceEvents[0] field 'ts' is the string \"ten\""},
       {"kernels/name-longer-than-16-MiB", {"kernels", f.path("trace-long-name.json")}, 1,

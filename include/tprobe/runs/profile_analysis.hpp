@@ -44,6 +44,10 @@ struct ProfileOptions {
   std::string replay_trace;
   std::string memory = "on";  // one more step per point under the allocator's event hook
   std::string raw_memory;     // the path the evidence names
+  // `--trace-out`: the table point's traced step as a Chrome / Kineto JSON trace (gzip for .gz),
+  // the path the evidence names; `json_path` is --json's (the link is relative to its folder).
+  std::string trace_out;
+  std::string json_path;
   uint64_t seed = 1;
   int64_t table_width = 0;
   // What fits (docs/profile.md, "What fits"): after the sweep, the memory model fitted on its
@@ -109,11 +113,23 @@ struct ProfileHooks {
   std::function<void(const std::string&)> on_progress;  // one line per edge-search probe
 };
 
+// What `--trace-out` wrote (results.trace_out): the file, its size and what it holds.
+struct TraceOutFile {
+  std::string path;  // as given
+  std::string link;  // relative to the evidence file's folder (absolute when it cannot be)
+  bool gzip = false;
+  int64_t bytes = 0, events = 0, device_rows = 0, host_launches = 0, attribution_slices = 0,
+          memory_samples = 0;
+  int64_t batch = 0, width = 0;  // the point whose traced step it is (results.kernel_table_point)
+  std::string memory_note;       // why there are no memory counters, or only allocated ("": both)
+};
+
 struct ProfileAnalysis {
   torch_api::ProfileRequest request;  // raw_trace_path: the path the evidence names
   // Its diagnostics include one per point out of memory or in error.
   torch_api::ProfileReport report;
   MemoryFitReport memory_fit;
+  std::optional<TraceOutFile> trace_out;  // set by trace_out_bytes()
   core::Outcome outcome = core::Outcome::kOk;  // a measurement is never a "no"
 };
 
@@ -123,6 +139,11 @@ struct ProfileAnalysis {
 ProfileAnalysis analyse_profile(torch_api::EngineAccess engine, const ProfileOptions& options,
                                 const std::string& raw_trace_to, const ProfileHooks& hooks,
                                 const std::string& raw_memory_to = "");
+
+// The bytes `--trace-out` writes (options.trace_out): the table point's records as attributed,
+// its memory step's timeline as counters (core/trace/trace_export.hpp); records what was written
+// in analysis.trace_out. Throws tprobe::Error when no unpadded point has a traced step to write.
+std::string trace_out_bytes(ProfileAnalysis& analysis, const ProfileOptions& options);
 
 // "sliding: X; full: Y" of the first point that ran; "" when none did.
 std::string resolved_attention(const ProfileAnalysis& analysis);

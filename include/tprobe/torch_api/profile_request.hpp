@@ -38,6 +38,9 @@ struct ProfileRequest {
   std::string raw_memory_path;        // write the first point's memory history here
   std::optional<double> peak_tflops;  // given: no GEMM measurement
   int64_t table_width = 0;  // whose kernel table is results.kernel_table (0: the widest point)
+  // Keep each unpadded point's attributed records in PointTrace::kept_records (`--trace-out` writes
+  // the table point's; never in the evidence).
+  bool keep_records = false;
 };
 
 // A kernel on one side only of "attention core (parts)" vs "attention (kernel-name category)".
@@ -61,6 +64,9 @@ struct PointTrace {
   std::optional<double> attention_core_share;  // attention_core parts / Σ kernel time
   std::vector<AttentionDelta> attention_deltas;  // what separates the two, largest first
   std::vector<std::string> problems;
+  // The traced step's records as attributed (phase, part, layer; launch times where the source
+  // recorded them), with ProfileRequest::keep_records on unpadded points; not in the evidence.
+  std::vector<core::KernelRecord> kept_records;
 };
 
 struct PointCost {

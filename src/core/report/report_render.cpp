@@ -88,12 +88,23 @@ figcaption{font-size:12px;color:#444;max-width:640px}
 .prov td{font-size:11.5px}
 )";
 
+// A fact's link, when it is a path: no scheme before the first '/' (evidence is an input, and
+// "javascript:" must not become a link).
+bool linkable(const std::string& href) {
+  if (href.empty()) return false;
+  const std::size_t colon = href.find(':');
+  return colon == std::string::npos || href.find('/') < colon;
+}
+
 std::string facts_html(const ReportSection& s) {
   if (s.facts.empty()) return "";
   std::string h = "<table class=\"facts\">\n";
   for (const auto& f : s.facts) {
+    const std::string value = linkable(f.href)
+                                  ? fmt::format("<a href=\"{}\">{}</a>", esc(f.href), esc(f.value))
+                                  : esc(f.value);
     h += fmt::format("<tr{}><td>{}</td><td>{}</td><td class=\"field\"><code>{}</code></td></tr>\n",
-                     f.alarm ? " class=\"alarm\"" : "", esc(f.label), esc(f.value), esc(f.field));
+                     f.alarm ? " class=\"alarm\"" : "", esc(f.label), value, esc(f.field));
   }
   return h + "</table>\n";
 }
@@ -200,8 +211,12 @@ std::string render_markdown(const Report& r) {
                          md(d.message));
     }
     for (const auto& f : s.facts) {
+      const std::string value =
+          linkable(f.href) && f.href.find_first_of("() \n") == std::string::npos
+              ? fmt::format("[{}]({})", md(f.value), f.href)
+              : md(f.value);
       m += fmt::format("- {}{}{}: {} (`{}`)\n", f.alarm ? "**" : "", md(f.label),
-                       f.alarm ? "**" : "", md(f.value), md_code(f.field));
+                       f.alarm ? "**" : "", value, md_code(f.field));
     }
     for (const auto& f : s.figures) {
       std::vector<std::string> fields;

@@ -147,14 +147,20 @@ const Json* SectionBuilder::array_at(const FieldPath& field) const {
 
 void SectionBuilder::fact(std::string label, std::string value, const FieldPath& field,
                           bool alarm) {
-  sec_.facts.push_back({std::move(label), std::move(value), field_name(field), alarm});
+  sec_.facts.push_back({std::move(label), std::move(value), field_name(field), alarm, ""});
 }
 
 void SectionBuilder::fact(std::string label, std::string value,
                           const std::vector<FieldPath>& fields, bool alarm) {
   std::string names;
   for (const auto& f : fields) names += (names.empty() ? "" : ", ") + field_name(f);
-  sec_.facts.push_back({std::move(label), std::move(value), std::move(names), alarm});
+  sec_.facts.push_back({std::move(label), std::move(value), std::move(names), alarm, ""});
+}
+
+void SectionBuilder::link_fact(std::string label, std::string value, std::string href,
+                               const FieldPath& field) {
+  sec_.facts.push_back({std::move(label), std::move(value), field_name(field), false,
+                        std::move(href)});
 }
 
 void SectionBuilder::note(std::string text) { sec_.notes.push_back(std::move(text)); }

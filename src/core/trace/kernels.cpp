@@ -177,7 +177,7 @@ void diagnose_parts(const KernelSource& s, const std::string& prefix,
     out.push_back(Diagnostic{Severity::kInfo, "trace_parts_off", prefix + trace_parts_why_none(p)});
     return;
   }
-  if (!p.module_events) {
+  if (!p.has_breakdown()) {
     out.push_back(Diagnostic{Severity::kInfo, "trace_no_module_events", prefix + trace_parts_hint()});
     return;
   }

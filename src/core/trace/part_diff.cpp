@@ -153,7 +153,7 @@ PartSide part_side_from_trace(const TraceParts& parts, int64_t steps, const std:
   s.label = label;
   s.origin = "trace";
   s.steps = std::max<int64_t>(steps, 1);
-  if (!parts.module_events) {
+  if (!parts.has_breakdown()) {
     s.why_not = parts.attribution_off
                     ? "its phase × part attribution was turned off (--parts off)"
                     : "it holds no module events (record with with_stack=True)";

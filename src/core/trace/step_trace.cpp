@@ -112,12 +112,16 @@ Json to_json(const RawTrace& t) {
   out["tags"] = detail::tags_json(t.tags);
   out["launches"] = Json::array();
   for (const auto& [corr, c] : t.launches) {
-    if (c.node) {
-      out["launches"].push_back(
-          {{"correlation_id", corr}, {"node_thread", c.node_thread}, {"node_seq", c.node_seq}});
-    } else {
-      out["launches"].push_back({{"correlation_id", corr}, {"tag", c.tag}});
+    Json l = c.node ? Json{{"correlation_id", corr},
+                           {"node_thread", c.node_thread},
+                           {"node_seq", c.node_seq}}
+                    : Json{{"correlation_id", corr}, {"tag", c.tag}};
+    if (c.host_start_ns >= 0) {
+      l["host_start_ns"] = c.host_start_ns;
+      l["host_end_ns"] = c.host_end_ns;
+      l["host_thread"] = c.host_thread;
     }
+    out["launches"].push_back(std::move(l));
   }
   out["forward_ops"] = detail::forward_ops_json(t.forward_ops);
   return out;
@@ -270,6 +274,18 @@ RawTrace parse_raw_trace(std::string_view text, const std::string& path) {
       c.node_thread = get_uint(j["node_thread"], where + " node_thread");
       c.node_seq = get_int(j, "node_seq", where, 0, INT64_MAX);
     }
+    // The launch call's times: optional (raw traces recorded before the source timed launches
+    // have none), all three or none.
+    const int timed = static_cast<int>(j.contains("host_start_ns")) +
+                      static_cast<int>(j.contains("host_end_ns")) +
+                      static_cast<int>(j.contains("host_thread"));
+    if (timed != 0 && timed != 3)
+      fail("{}: 'host_start_ns', 'host_end_ns' and 'host_thread' go together", where);
+    if (timed == 3) {
+      c.host_start_ns = get_int(j, "host_start_ns", where, 0, INT64_MAX);
+      c.host_end_ns = get_int(j, "host_end_ns", where, c.host_start_ns, INT64_MAX);
+      c.host_thread = get_int(j, "host_thread", where, 0, INT64_MAX);
+    }
     if (!t.launches.emplace(corr, c).second)
       fail("{}: correlation_id {} appears twice", where, corr);
   }
@@ -354,6 +370,11 @@ AttributionCounts attribute(const RawTrace& trace, std::vector<KernelRecord>& re
   for (auto& r : records) {
     std::optional<StepTag> tag;
     auto it = trace.launches.find(r.correlation_id);
+    if (it != trace.launches.end() && it->second.host_start_ns >= 0) {
+      r.launch_start_ns = it->second.host_start_ns;
+      r.launch_end_ns = it->second.host_end_ns;
+      r.launch_thread = it->second.host_thread;
+    }
     if (it == trace.launches.end()) {
       ++n.untagged_no_context;
     } else if (!it->second.node) {

@@ -232,6 +232,11 @@ enum class Key : uint8_t {
   kMemTotalReserved,
   kMemDeviceType,
   kMemDeviceId,
+  // a row's attribution as tprobe writes it (profile --trace-out)
+  kTprobePhase,
+  kTprobePart,
+  kTprobeLayer,
+  kTprobeLayerKind,
 };
 constexpr int kMemFields = 6;  // kMemAddr .. kMemDeviceId
 int mem_field(Key k) {  // 0..5 for the [memory] keys, -1 for the others
@@ -283,12 +288,15 @@ Key key_of(std::string_view k) {
       if (is(k, "world_size")) return Key::kWorldSize;
       break;
     case 11:
+      if (is(k, "tprobe_part")) return Key::kTprobePart;
       if (is(k, "External id")) return Key::kExternalId;
       if (is(k, "correlation")) return Key::kCorrelation;
       if (is(k, "traceEvents")) return Key::kTraceEvents;
       if (is(k, "Device Type")) return Key::kMemDeviceType;
       break;
     case 12:
+      if (is(k, "tprobe_phase")) return Key::kTprobePhase;
+      if (is(k, "tprobe_layer")) return Key::kTprobeLayer;
       if (is(k, "computeMajor")) return Key::kComputeMajor;
       if (is(k, "computeMinor")) return Key::kComputeMinor;
       break;
@@ -307,6 +315,9 @@ Key key_of(std::string_view k) {
       break;
     case 16:
       if (is(k, "deviceProperties")) return Key::kDeviceProperties;
+      break;
+    case 17:
+      if (is(k, "tprobe_layer_kind")) return Key::kTprobeLayerKind;
       break;
     case 19:
       if (is(k, "baseTimeNanoseconds")) return Key::kBaseTime;
@@ -410,6 +421,10 @@ class TraceSax {
     uint64_t mem_addr = 0;
     unsigned mem_seen = 0, mem_bad = 0;
     std::string mem_bad_raw[kMemFields];
+    // args.tprobe_*: bit 0 phase, 1 part, 2 layer, 3 layer kind seen; the values as written
+    unsigned tag_seen = 0;
+    std::string tag_phase, tag_part, tag_kind, tag_layer_raw;
+    int64_t tag_layer = -1;
 
     // Back to a fresh event, keeping the strings' storage for the next one.
     void reset(int64_t i) {
@@ -432,6 +447,9 @@ class TraceSax {
       flow_id = 0;
       has_id = false;
       mem_seen = mem_bad = 0;
+      tag_seen = 0;
+      tag_layer = -1;
+      tag_layer_raw.clear();
     }
   };
 
@@ -558,6 +576,13 @@ class TraceSax {
       if (key_ == Key::kDevice) string_for_number("args.device", v);
       if (key_ == Key::kStream) string_for_number("args.stream", v);
       if (key_ == Key::kBytes) ev_.bad_bytes = "\"" + std::string(v.substr(0, 40)) + "\"";
+      if (key_ == Key::kTprobePhase) tag_text(0, ev_.tag_phase, v);
+      if (key_ == Key::kTprobePart) tag_text(1, ev_.tag_part, v);
+      if (key_ == Key::kTprobeLayerKind) tag_text(3, ev_.tag_kind, v);
+      if (key_ == Key::kTprobeLayer) {
+        ev_.tag_seen |= 4u;
+        ev_.tag_layer_raw = "\"" + std::string(v.substr(0, 40)) + "\"";
+      }
       if (mem_field(key_) >= 0)
         bad_mem_field(mem_field(key_), "\"" + std::string(v.substr(0, 40)) + "\"");
     } else if (c == Ctx::kDevProp) {
@@ -674,6 +699,14 @@ class TraceSax {
       }
     } else if (c == Ctx::kArgs && mem_field(key_) >= 0) {
       mem_number(mem_field(key_), tz, kind, i);
+    } else if (c == Ctx::kArgs && key_ == Key::kTprobeLayer) {
+      ev_.tag_seen |= 4u;
+      if (is_int && i >= -1 && i <= std::numeric_limits<int32_t>::max()) {
+        ev_.tag_layer = i;
+        ev_.tag_layer_raw.clear();
+      } else {
+        ev_.tag_layer_raw.assign(tz.text().substr(0, 40));
+      }
     } else if (c == Ctx::kArgs && !is_int && (key_ == Key::kDevice || key_ == Key::kStream)) {
       bad_id(key_, tz.text());
     } else if (!is_int) {
@@ -754,6 +787,66 @@ class TraceSax {
     ev_.mem_seen |= 1u << field;
     ev_.mem_bad &= ~(1u << field);
   }
+  void tag_text(unsigned bit, std::string& to, std::string_view v) {
+    ev_.tag_seen |= 1u << bit;
+    to.assign(v.substr(0, 64));
+  }
+
+  // A row's attribution as tprobe wrote it: all four fields, each in the vocabulary of
+  // core/trace/step_trace.hpp ("untagged" for both phase and part of a row without one), or the
+  // trace is refused in one line; interned, so a row costs one index.
+  uint32_t recorded_tag() {
+    if (ev_.tag_seen == 0) return detail::kNoRecordedTag;
+    static const char* const kField[] = {"tprobe_phase", "tprobe_part", "tprobe_layer",
+                                         "tprobe_layer_kind"};
+    for (unsigned b = 0; b < 4; ++b) {
+      if (!(ev_.tag_seen & (1u << b))) {
+        fail("{}: traceEvents[{}] ('{}' event '{}') has a tprobe attribution without "
+             "args.{} (tprobe_phase, tprobe_part, tprobe_layer and tprobe_layer_kind go together)",
+             source_, ev_.index, ev_.cat, detail::printable(ev_.name, 60), kField[b]);
+      }
+    }
+    auto bad = [&](const char* field, const std::string& raw, const char* want) {
+      fail("{}: traceEvents[{}] ('{}' event '{}') has args.{} {}: {}", source_, ev_.index,
+           ev_.cat, detail::printable(ev_.name, 60), field, raw, want);
+    };
+    if (!ev_.tag_layer_raw.empty())
+      bad("tprobe_layer", ev_.tag_layer_raw, "not a layer index (an integer -1..2^31-1)");
+    const std::string key = ev_.tag_phase + '\x1f' + ev_.tag_part + '\x1f' + ev_.tag_kind +
+                            '\x1f' + std::to_string(ev_.tag_layer);
+    auto it = recorded_ids_.find(key);
+    if (it != recorded_ids_.end()) return it->second;
+    std::optional<StepTag> tag;
+    const bool untagged = ev_.tag_phase == "untagged";
+    if (untagged != (ev_.tag_part == "untagged")) {
+      bad(untagged ? "tprobe_part" : "tprobe_phase",
+          "\"" + detail::printable(untagged ? ev_.tag_part : ev_.tag_phase, 40) + "\"",
+          "a row's phase and part are both \"untagged\" or neither");
+    }
+    if (!untagged) {
+      StepTag t;
+      const auto phase = parse_step_phase(ev_.tag_phase);
+      const auto part = parse_step_part(ev_.tag_part);
+      if (!phase)
+        bad("tprobe_phase", "\"" + detail::printable(ev_.tag_phase, 40) + "\"",
+            "not a phase (forward, loss, recompute, backward, optimizer or untagged)");
+      if (!part)
+        bad("tprobe_part", "\"" + detail::printable(ev_.tag_part, 40) + "\"",
+            "not a part of tprobe's vocabulary (docs/profile.md, \"Attribution\")");
+      if (!parse_layer_kind(ev_.tag_kind, t.layer_kind))
+        bad("tprobe_layer_kind", "\"" + detail::printable(ev_.tag_kind, 40) + "\"",
+            "not a layer kind (sliding, full or -)");
+      t.phase = *phase;
+      t.part = *part;
+      t.layer = static_cast<int32_t>(ev_.tag_layer);
+      tag = t;
+    }
+    const auto id = static_cast<uint32_t>(out_.recorded_tags.size());
+    push(out_.recorded_tags, tag);
+    recorded_ids_.emplace(key, id);
+    return id;
+  }
+
   void bad_mem_field(int field, std::string raw) {
     ev_.mem_seen &= ~(1u << field);
     ev_.mem_bad |= 1u << field;
@@ -914,6 +1007,7 @@ class TraceSax {
         }
         r.bytes = ev_.bytes;
         r.name_id = intern(ev_.name);
+        r.recorded_tag = recorded_tag();
         push(out_.rows, r);
         break;
       }
@@ -1071,6 +1165,7 @@ class TraceSax {
   int64_t event_index_ = 0;
   std::unordered_map<std::string, uint32_t> name_ids_;
   std::unordered_map<std::string, uint32_t> op_ids_;
+  std::unordered_map<std::string, uint32_t> recorded_ids_;  // recorded attributions, interned
   bool keep_ranges_ = true;
   bool keep_parts_ = true;
   std::unordered_map<std::string, uint32_t> module_ids_;

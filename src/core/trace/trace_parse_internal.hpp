@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ inline int64_t saturating_add(int64_t a, int64_t b) {
   return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
 
+constexpr uint32_t kNoRecordedTag = UINT32_MAX;
+
 // One device row, compact: the name is an index into the interned names.
 struct DeviceRow {
   int64_t start_ns;
@@ -37,6 +40,10 @@ struct DeviceRow {
   uint32_t name_id;
   int32_t device;
   ActivityKind kind;
+  // The row's own attribution as tprobe wrote it (`profile --trace-out`: args tprobe_phase,
+  // tprobe_part, tprobe_layer, tprobe_layer_kind): index into ParsedEvents::recorded_tags, or
+  // kNoRecordedTag.
+  uint32_t recorded_tag = kNoRecordedTag;
 };
 
 // A cpu_op event, for the host-op census (the name interned apart from the kernels').
@@ -81,6 +88,8 @@ struct ParsedEvents {
   std::set<std::string> top_keys;  // every key of the top-level object
   std::vector<std::string> names;  // kernel and copy names, interned (DeviceRow::name_id)
   std::vector<DeviceRow> rows;
+  // The distinct attributions rows carried (DeviceRow::recorded_tag); none: "untagged" as written.
+  std::vector<std::optional<StepTag>> recorded_tags;
   std::vector<RuntimeCall> launches;  // every runtime and driver call with a correlation
   std::vector<HostOp> host_ops;
   std::vector<std::string> op_names;  // host names, interned (HostOp, RuntimeCall, UserRange)

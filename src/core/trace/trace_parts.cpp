@@ -613,6 +613,21 @@ class Attributor {
   }
 
  public:
+  // Rows that carry their attribution (tprobe's own traces): each as written, no rule run.
+  void run_recorded() {
+    TracePartsCounts& n = out_.counts;
+    for (const PartsRow& row : in_.rows) {
+      ++n.rows;
+      std::optional<StepTag> tag;
+      if (row.recorded_tag >= 0) {
+        ++n.recorded;
+        tag = in_.recorded_tags[static_cast<std::size_t>(row.recorded_tag)];
+      }
+      add(row, tag);
+    }
+    finish();
+  }
+
   // Every point, by the rule of place(); after run().
   void place_points(const std::vector<PartsPoint>& points, std::vector<PointPlace>& placed) {
     std::vector<int32_t> chain, fwd_chain;
@@ -825,6 +840,18 @@ TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& 
   out.model = options.model;
   out.layer_kinds_known = !options.layer_types.empty();
   for (const PyEvent& e : in.python) out.module_events |= e.kind == PyKind::kModule;
+  if (!in.recorded_tags.empty() && options.attribute) {
+    // tprobe's own trace: the rows' attribution as written, exactly profile's (module events
+    // beside it are not consulted).
+    out.recorded_tags = true;
+    out.layer_kinds_known = true;  // written with each row
+    Attributor attributor(in, options, out);
+    attributor.run_recorded();
+    out.notes.push_back(
+        "the rows carry tprobe's own attribution (a trace profile --trace-out wrote): the phase × "
+        "part table is profile's, as recorded; no module rule ran");
+    return out;
+  }
   if (!out.module_events) {
     // Nothing to place the rows with; the flows are still counted for the status line.
     out.counts.rows = in.selected_rows;

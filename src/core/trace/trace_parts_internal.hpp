@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ struct PartsRow {
   int64_t launch_ns = 0;
   int64_t start_ns = 0, end_ns = 0;
   ActivityKind kind = ActivityKind::kKernel;
+  int64_t recorded_tag = -1;  // index into PartsInput::recorded_tags, -1: none
 };
 
 struct PartsInput {
@@ -69,7 +71,9 @@ struct PartsInput {
   const std::vector<std::string>* op_names = nullptr;
   std::vector<PartsRange> backward_ranges;
   std::vector<PartsRange> optimizer_ranges;
-  std::vector<PartsRow> rows;  // filled only when there are module events
+  std::vector<PartsRow> rows;  // filled only when there are module events or recorded tags
+  // The attributions the rows carried as written (tprobe's own traces; nullopt: "untagged").
+  std::vector<std::optional<StepTag>> recorded_tags;
   int64_t selected_rows = 0;
 };
 

@@ -49,6 +49,7 @@ Json to_json(const TraceParts& p) {
   Json out;
   const TracePartsCounts& c = p.counts;
   out["parts"] = {{"module_events", p.module_events},
+                  {"recorded_tags", p.recorded_tags},
                   {"attribution_off", p.attribution_off},
                   {"python_events", p.python_events},
                   {"module_event_count", p.module_event_count},
@@ -59,7 +60,7 @@ Json to_json(const TraceParts& p) {
                   {"model", p.model.empty() ? Json(nullptr) : Json(p.model)},
                   {"layer_kinds_known", p.layer_kinds_known},
                   {"notes", p.notes},
-                  {"hint", p.module_events ? Json(nullptr) : Json(trace_parts_why_none(p))}};
+                  {"hint", p.has_breakdown() ? Json(nullptr) : Json(trace_parts_why_none(p))}};
   out["attribution"] = {{"rows", c.rows},
                         {"attributed_rows", c.attributed},
                         {"linked_rows", c.linked},
@@ -71,8 +72,9 @@ Json to_json(const TraceParts& p) {
                         {"untagged_no_module_rows", c.untagged_no_module},
                         {"untagged_unlinked_rows", c.untagged_unlinked},
                         {"untagged_no_part_rows", c.untagged_no_part},
-                        {"outside_model_rows", c.outside_model}};
-  if (!p.module_events) {
+                        {"outside_model_rows", c.outside_model},
+                        {"recorded_rows", c.recorded}};
+  if (!p.has_breakdown()) {
     out["by_phase_part"] = nullptr;
     out["by_layer"] = nullptr;
     out["outside_model"] = nullptr;
@@ -113,6 +115,8 @@ TraceParts trace_parts_from_json(const Json& j, const std::string& where) {
   const std::string sw = where + ".parts";
   const Json& st = jr::object(j, "parts", where);
   p.module_events = jr::boolean(st, "module_events", sw);
+  // Evidence written before tprobe's own traces carried their attribution has neither field.
+  p.recorded_tags = st.contains("recorded_tags") && jr::boolean(st, "recorded_tags", sw);
   p.attribution_off = jr::boolean(st, "attribution_off", sw);
   p.python_events = jr::integer(st, "python_events", sw, 0);
   p.module_event_count = jr::integer(st, "module_event_count", sw, 0, p.python_events);
@@ -138,7 +142,8 @@ TraceParts trace_parts_from_json(const Json& j, const std::string& where) {
   c.untagged_unlinked = jr::integer(a, "untagged_unlinked_rows", aw, 0, c.untagged);
   c.untagged_no_part = jr::integer(a, "untagged_no_part_rows", aw, 0, c.untagged);
   c.outside_model = jr::integer(a, "outside_model_rows", aw, 0, c.attributed);
-  if (p.module_events) {
+  c.recorded = a.contains("recorded_rows") ? jr::integer(a, "recorded_rows", aw, 0, c.rows) : 0;
+  if (p.has_breakdown()) {
     const Json& outside = jr::array(j, "outside_model", where);
     for (std::size_t i = 0; i < outside.size(); ++i) {
       const std::string w = jr::at(where, "outside_model", i);
@@ -253,7 +258,7 @@ Table layer_matrix(const StepBreakdown& b, const std::string& title,
 
 std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& title_prefix) {
   std::vector<Table> out;
-  if (!p.module_events) {
+  if (!p.has_breakdown()) {
     Table t(title_prefix + "Parts");
     t.column(trace_parts_why_none(p), Align::kLeft);
     out.push_back(t);

@@ -389,7 +389,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   std::vector<detail::StatRow> stat_rows;
   // Module attribution only when there are modules to attribute with: a trace without them pays
   // nothing (the phase split above is all it can have).
-  const bool parts = ev.has_modules;
+  const bool parts = ev.has_modules || !ev.recorded_tags.empty();
   detail::PartsInput parts_in;
   std::vector<std::size_t> selected_rows;  // indices into rows, in file order
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -422,6 +422,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
       pr.start_ns = r.start_ns;
       pr.end_ns = r.end_ns;
       pr.kind = r.kind;
+      if (r.recorded_tag != detail::kNoRecordedTag) pr.recorded_tag = r.recorded_tag;
       if (row_launch[i] >= 0) {
         const Launch& l = launches[static_cast<std::size_t>(row_launch[i])];
         pr.launched = true;
@@ -606,6 +607,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
     parts_in.ops = &parts_ops;
     parts_in.op_names = &ev.op_names;
   }
+  parts_in.recorded_tags = std::move(ev.recorded_tags);
   parts_in.selected_rows = static_cast<int64_t>(stat_rows.size());
   parts_in.python_events = ev.python_events;
 
@@ -621,7 +623,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   std::vector<detail::MemEvent>().swap(ev.memory_events);
   s.parts = detail::attribute_trace_parts(parts_in, parts_options, &mem_points, &mem_placed);
   detail::attribute_memory(
-      s.memory, mem_alive, s.parts.module_events ? &mem_placed : nullptr,
+      s.memory, mem_alive, s.parts.module_events && !s.parts.recorded_tags ? &mem_placed : nullptr,
       parts_options.attribute ? "the trace holds no module events (record with with_stack=True)"
                               : "the phase × part attribution was turned off (--parts off)");
   return result;

@@ -41,6 +41,9 @@ struct ReportTable {
 struct ReportFact {
   std::string label, value, field;  // field: the JSON path of the value
   bool alarm = false;               // rendered highlighted
+  // A link the value opens (a file beside the evidence, relative to its folder); "" none. Only a
+  // path is linked: a value with a scheme ("javascript:", "http:") is shown as text.
+  std::string href;
 };
 
 struct ReportSection {

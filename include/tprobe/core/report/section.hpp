@@ -67,6 +67,8 @@ class SectionBuilder {
   // One fact drawn from several fields, named "results.a, results.b".
   void fact(std::string label, std::string value, const std::vector<FieldPath>& fields,
             bool alarm = false);
+  // A fact whose value links to `href` (a path relative to the evidence file's folder).
+  void link_fact(std::string label, std::string value, std::string href, const FieldPath& field);
   void note(std::string text);
   // "<field> absent or not of the documented type: <what> not drawn".
   void absent(const FieldPath& field, const std::string& what);

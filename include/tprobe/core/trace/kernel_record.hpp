@@ -33,6 +33,12 @@ struct KernelRecord {
   int32_t layer = -1;      // decoder layer index where the source knows it (tprobe's own step)
   std::string layer_kind;  // "sliding", "full", "-" or empty
   int64_t step = -1;  // profiler step the activity belongs to, -1 if none
+  // The host call that launched it, where the source recorded it (the CUPTI source's launch
+  // callbacks; tprobe's raw trace): its start and end on start_ns's clock (-1: not recorded) and
+  // the OS thread that made it.
+  int64_t launch_start_ns = -1;
+  int64_t launch_end_ns = -1;
+  int64_t launch_thread = 0;
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 

@@ -126,6 +126,11 @@ struct LaunchContext {
   bool node = false;
   uint64_t node_thread = 0;  // the backward node's forward thread and sequence number
   int64_t node_seq = -1;
+  // The launching call itself (the CUPTI source times it; older raw traces have none): start and
+  // end on the records' clock, -1 when not recorded, and the OS thread id.
+  int64_t host_start_ns = -1;
+  int64_t host_end_ns = -1;
+  int64_t host_thread = 0;
 };
 struct ForwardLink {
   uint64_t thread = 0;
@@ -154,8 +159,8 @@ struct AttributionCounts {
   int64_t untagged_unlinked = 0;   // inside a backward node no recorded forward op made
   int64_t linked = 0;              // attributed through a backward node's forward op
 };
-// Fills each record's phase, part, layer and layer_kind; untagged records get phase and part
-// "untagged".
+// Fills each record's phase, part, layer and layer_kind (and its launch call's times and thread
+// where the launch context has them); untagged records get phase and part "untagged".
 AttributionCounts attribute(const RawTrace& trace, std::vector<KernelRecord>& records);
 
 // Device time of one traced step by phase × layer kind × part, and per layer.

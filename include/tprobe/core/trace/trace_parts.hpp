@@ -49,6 +49,9 @@ struct TracePartsCounts {
   int64_t untagged_unlinked = 0;   // inside a backward op without a fwdbwd flow to a forward op
   // inside module events none of which names a part, or a flow to a forward op inside such
   int64_t untagged_no_part = 0;
+  // rows whose phase, part and layer the trace itself carried (tprobe's own traces, written by
+  // `profile --trace-out`): taken as written, no module rule run (attributed or untagged above)
+  int64_t recorded = 0;
 };
 
 // Rows launched by one op outside the model's modules, in one phase.
@@ -64,6 +67,11 @@ struct OutsideModelRow {
 
 struct TraceParts {
   bool module_events = false;     // the trace holds python_function "nn.Module: ..." events
+  // Its rows carry their attribution (args.tprobe_phase ...: a trace `profile --trace-out` wrote):
+  // the breakdown is theirs as written, and the module rules do not run.
+  bool recorded_tags = false;
+  // Whether there is a phase × part breakdown: module events, or recorded attributions.
+  bool has_breakdown() const { return module_events || recorded_tags; }
   bool attribution_off = false;   // TracePartsOptions::attribute was false: nothing was kept
   int64_t python_events = 0;      // python_function events in the trace
   int64_t module_event_count = 0;
