@@ -7,7 +7,10 @@
 # is the evidence's (the sweep's and the search's probes; the process's time beside it). Then a
 # 2,048 / 8,192 profile with the memory step (the breakdown with AdamW in its peak) and
 # `--trace-out` of its traced step, for HTA (benchmarks/trace_out_hta.py, run on the CPU machine).
-# Output: $OUT/edge/ (edges.tsv: one line per searched edge, for hf-edge.sh).
+# PART=search (the build, ctest and the search) or PART=memory (the memory-step profiles, the trace,
+# then Hugging Face + PEFT + AdamW at each searched edge and the step past it, under the same cap:
+# benchmarks/hf_lora_step.py --points --cap-gib; needs PART=search's build and edges.tsv); both
+# when unset. Output: $OUT/edge/ (edges.tsv: one line per searched edge).
 set -u
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/../.."
@@ -24,7 +27,8 @@ card=$(python3 -c "print(f'{$card_mib / 1024:.1f}')")
 if [ "${card%.*}" -ge 120 ]; then budgets="$card,$card,$card"; reserves="0,$(python3 -c "print(round($card - 92.6, 1))"),$(python3 -c "print(round($card - 80, 1))")"
 else budgets="$card,$card"; reserves="0,$(python3 -c "print(round($card - 72, 1))")"; fi
 echo "card ${card} GiB; --gpu-memory $budgets --reserve $reserves" | tee -a "$LOG"
-if [ "${SKIP_BUILD:-0}" != 1 ]; then
+PART=${PART:-all}
+if [ "$PART" != memory ]; then
   say build every target -DTPROBE_WERROR=ON
   s=$(date +%s)
   bash scripts/gpu-build.sh -DTPROBE_WERROR=ON >"$D/build.txt" 2>&1
@@ -34,9 +38,10 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   (cd build/cuda && OMP_NUM_THREADS=4 timeout 240 ctest -j 8 --timeout 200 >"$D/ctest.txt" 2>&1)
   echo "ctest exit $?" | tee -a "$LOG"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$D/ctest.txt" | tee -a "$LOG"
 fi
+if [ "$PART" != memory ]; then
 say "profile + edge search (26B, adamw)"
 s=$(date +%s.%N)
-timeout 420 $T profile --model gemma4-26b-a4b --widths 2048,4096,6144,8192 --warmup 1 --repeats 1 \
+timeout ${SEARCH_TIMEOUT:-420} $T profile --model gemma4-26b-a4b --widths 2048,4096,6144,8192 --warmup 1 --repeats 1 \
   --trace off --memory off --gpu-memory "$budgets" --reserve "$reserves" \
   --json "$D/search.json" >"$D/search.txt" 2>"$D/search.err"
 echo "exit $? (profile + search) in $(python3 -c "import time; print(f'{time.time() - $s:.1f}')") s wall" | tee -a "$LOG"
@@ -68,6 +73,8 @@ with open(sys.argv[2], "w") as f:
     for gib, a, b in rows:
         f.write(f"{gib:.3f}\t{a}\t{b}\n")
 PY
+fi
+if [ "$PART" != search ]; then
 say "profile 2,048 / 8,192 with the memory step (adamw and none) and --trace-out"
 for opt in adamw none; do
   extra=(); [ "$opt" = adamw ] && extra=(--trace-out "$D/trace-out.json.gz")
@@ -89,5 +96,17 @@ PY
 if [ -s "$D/trace-out.json.gz" ]; then
   timeout 120 $T kernels "$D/trace-out.json.gz" --json "$D/trace-out-kernels.json" >"$D/trace-out-kernels.txt" 2>&1
   echo "exit $? (kernels reads the trace back); $(du -h "$D/trace-out.json.gz" | cut -f1)" | tee -a "$LOG"
+fi
+say "HF + PEFT + AdamW at each searched edge and the step past it, under the same cap"
+while IFS=$'\t' read -r gib fits past; do
+  timeout 200 python3 benchmarks/hf_lora_step.py --points "$fits" "$past" --cap-gib "$gib" --reps 2 \
+    --optimizer adamw --json "$D/hf-$gib-$fits.json" >"$D/hf-$gib-$fits.txt" 2>&1
+  echo "exit $? (HF at $gib GiB: $fits, $past)" | tee -a "$LOG"
+  grep -E "^HF .*(best|OOM)" "$D/hf-$gib-$fits.txt" | tee -a "$LOG"
+done <"$D/edges.tsv"
+say "HF + PEFT + AdamW at 2,048 / 8,192, no cap (the peak beside tprobe's)"
+timeout 200 python3 benchmarks/hf_lora_step.py --seq 2048 8192 --reps 2 --optimizer adamw \
+  --json "$D/hf-adamw.json" >"$D/hf-adamw.txt" 2>&1
+echo "exit $? (HF 2,048 / 8,192)" | tee -a "$LOG"; grep -E "^HF " "$D/hf-adamw.txt" | tee -a "$LOG"
 fi
 say done
