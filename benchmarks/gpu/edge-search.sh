@@ -103,7 +103,7 @@ while IFS=$'\t' read -r gib fits past; do
     --optimizer adamw --json "$D/hf-$gib-$fits.json" >"$D/hf-$gib-$fits.txt" 2>&1
   echo "exit $? (HF at $gib GiB: $fits, $past)" | tee -a "$LOG"
   grep -E "^HF .*(best|OOM)" "$D/hf-$gib-$fits.txt" | tee -a "$LOG"
-done <"$D/edges.tsv"
+done <"${EDGES:-$D/edges.tsv}"
 say "HF + PEFT + AdamW at 2,048 / 8,192, no cap (the peak beside tprobe's)"
 timeout 200 python3 benchmarks/hf_lora_step.py --seq 2048 8192 --reps 2 --optimizer adamw \
   --json "$D/hf-adamw.json" >"$D/hf-adamw.txt" 2>&1

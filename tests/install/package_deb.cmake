@@ -9,7 +9,8 @@
 #   - `man -l` renders the page (groff when man is absent); the bash completion offers `suite`;
 #   - the unpacked binary runs `tprobe suite` (its parity step) from another folder, reading the
 #     packaged fixtures and loading the packaged torch module.
-# Skipped, saying so, without cpack or dpkg-deb. Nothing is built: cpack installs what the build
+# Skipped, saying so, without cpack or dpkg-deb, or where the linked libtorch is not a Debian
+# package's (a wheel's, as on the GPU host). Nothing is built: cpack installs what the build
 # made (the Ninja generator has no pre-install build step), and the binary's time stamp is checked.
 # -DBUILD_DIR=<the build> -DTMP_BASE=<temporary folders> -DCPACK=<cpack> -DVERSION=<version>
 # -DCUPTI_LIBRARY=<the CUPTI library the module links, or "">
@@ -18,6 +19,19 @@ find_program(DPKG_DEB dpkg-deb)
 if(NOT EXISTS "${CPACK}" OR NOT DPKG_DEB)
   message("SKIPPED: cpack (${CPACK}) or dpkg-deb is not installed: no Debian package was built")
   return()
+endif()
+# The package's Depends are Debian's packages: a build linked against a libtorch no Debian package
+# holds (the GPU host's, from a PyTorch wheel) has none to name.
+execute_process(COMMAND ldd "${BUILD_DIR}/src/app/libtprobe_torch.so" OUTPUT_VARIABLE linked
+                RESULT_VARIABLE rc)
+if(rc EQUAL 0 AND linked MATCHES "libtorch_cpu\\.so[^ ]* => ([^ ]+)")
+  set(libtorch "${CMAKE_MATCH_1}")
+  execute_process(COMMAND dpkg -S "${libtorch}" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
+  if(NOT rc EQUAL 0)
+    message("SKIPPED: the build links ${libtorch}, which no Debian package holds: a Debian "
+            "package of it could not name its libtorch")
+    return()
+  endif()
 endif()
 string(RANDOM LENGTH 8 tag)
 set(work "${TMP_BASE}/tprobe-deb-${tag}")

@@ -27,11 +27,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 const std::string kWhere = "p.json results";
 
-// Whether `message` names `field` (the messages quote a key as 'key' and an element as key[i]).
-::testing::AssertionResult names(const std::string& message, const std::string& field) {
-  if (message.find(field) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << message << "' does not name " << field;
-}
+using testing_support::names;
 
 // A bf16 forward on a right-padded batch, judged against HF's own bf16 run.
 ParityReport forward_report() {

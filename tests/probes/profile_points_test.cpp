@@ -27,7 +27,7 @@ using core::Json;
 using testing_support::error_of;
 
 const std::string kFixtures = TPROBE_FIXTURES_DIR;
-const std::string kWhere = "p.json point";
+const std::string kPointWhere = "p.json point";
 
 PointResult ok_point(int64_t batch, int64_t width) {
   PointResult r;
@@ -137,7 +137,7 @@ std::vector<PointResult> hand_points() {
 TEST(ProfilePoints, HandMadePointsRoundTrip) {
   for (const PointResult& p : hand_points()) {
     const Json first = point_to_json(p);
-    EXPECT_EQ(point_to_json(point_from_json(first, kWhere)).dump(), first.dump());
+    EXPECT_EQ(point_to_json(point_from_json(first, kPointWhere)).dump(), first.dump());
   }
   // The whole points part of profile's results: unpadded under points, padded under
   // padded_points, and whatever profile adds beside a point (its costs) not in the way.
@@ -159,13 +159,10 @@ TEST(ProfilePoints, HandMadePointsRoundTrip) {
 std::string broken(const std::function<void(Json&)>& mutate) {
   Json j = point_to_json(hand_points()[1]);
   mutate(j);
-  return error_of([&] { point_from_json(j, kWhere); });
+  return error_of([&] { point_from_json(j, kPointWhere); });
 }
 
-::testing::AssertionResult names(const std::string& message, const std::string& text) {
-  if (message.find(text) != std::string::npos) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "'" << message << "' does not name " << text;
-}
+using testing_support::names;
 
 TEST(ProfilePoints, BrokenPointsNameTheField) {
   EXPECT_TRUE(names(broken([](Json& j) { j.erase("batch"); }), "missing field 'batch'"));
@@ -214,13 +211,13 @@ TEST(ProfilePoints, BrokenPointsNameTheField) {
   Json older = point_to_json(hand_points()[1]);
   older.erase("optimizer_samples_s");
   older.erase("optimizer");
-  EXPECT_TRUE(point_from_json(older, kWhere).optimizer_s.empty());
-  EXPECT_TRUE(names(error_of([] { point_from_json(Json::array(), kWhere); }), kWhere));
+  EXPECT_TRUE(point_from_json(older, kPointWhere).optimizer_s.empty());
+  EXPECT_TRUE(names(error_of([] { point_from_json(Json::array(), kPointWhere); }), kPointWhere));
 
   // A loss on a point that did not run; a padded point filed under points.
   Json oom = point_to_json(hand_points()[3]);
   oom["loss_value"] = 1.0;
-  EXPECT_TRUE(names(error_of([&] { point_from_json(oom, kWhere); }), "field 'loss_value'"));
+  EXPECT_TRUE(names(error_of([&] { point_from_json(oom, kPointWhere); }), "field 'loss_value'"));
   StepReport rep;
   rep.points = {hand_points()[6]};
   Json results = to_json(rep);

@@ -18,17 +18,14 @@
 #include <fstream>
 #include <string>
 
+#include "cpu_time.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/trace/kernels.hpp"
 
 namespace tprobe::core {
 namespace {
 
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+using scale::cpu_seconds;
 
 std::string launch(int64_t corr, double ts) {
   return "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <string>
 
+#include "cpu_time.hpp"
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/io/safetensors.hpp"
@@ -31,11 +32,7 @@ std::string zero_size_header(int n) {
   return s;
 }
 
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+using scale::cpu_seconds;
 
 // Best of two: CPU time of parsing and validating one header.
 double parse_cpu_seconds(const std::string& text) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cpu_time.hpp"
 #include "tprobe/config.hpp"
 #include "tprobe/core/data/padding_report.hpp"
 #include "tprobe/core/report/section.hpp"
@@ -39,11 +40,7 @@ EvidenceInput padding_evidence(int n) {
   return in;
 }
 
-double cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
+using scale::cpu_seconds;
 
 const std::vector<ReportProbe>& probes() {
   static const std::vector<ReportProbe> list = {{"padding", "Padding", padding_report_section}};

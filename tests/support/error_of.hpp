@@ -23,6 +23,12 @@ std::string error_of(F&& read) {
   return "";
 }
 
+// Whether `message` names `field` (the messages quote a key as 'key' and an element as key[i]).
+inline ::testing::AssertionResult names(const std::string& message, const std::string& field) {
+  if (message.find(field) != std::string::npos) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "'" << message << "' does not name " << field;
+}
+
 }  // namespace tprobe::testing_support
 
 // Expects `statement` to throw a tprobe::Error whose message contains `text` (the field it names).
