@@ -26,17 +26,18 @@ card_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits | h
 card=$(python3 -c "print(f'{$card_mib / 1024:.1f}')")
 if [ "${card%.*}" -ge 120 ]; then budgets="$card,$card,$card"; reserves="0,$(python3 -c "print(round($card - 92.6, 1))"),$(python3 -c "print(round($card - 80, 1))")"
 else budgets="$card,$card"; reserves="0,$(python3 -c "print(round($card - 72, 1))")"; fi
+budgets=${GPU_MEMORY:-$budgets}; reserves=${RESERVE:-$reserves}  # e.g. one budget: 79.6 / 7.6
 echo "card ${card} GiB; --gpu-memory $budgets --reserve $reserves" | tee -a "$LOG"
 PART=${PART:-all}
 if [ "$PART" != memory ]; then
-  say build every target -DTPROBE_WERROR=ON
+  say build ${TPROBE_BUILD_TARGETS:-every target} -DTPROBE_WERROR=ON
   s=$(date +%s)
   bash scripts/gpu-build.sh -DTPROBE_WERROR=ON >"$D/build.txt" 2>&1
   echo "build exit $? in $(( $(date +%s) - s )) s; warnings: $(grep -c 'warning:' "$D/build.txt")" | tee -a "$LOG"
   grep -m5 -A6 'error:\|warning:' "$D/build.txt" | tee -a "$LOG"
-  say ctest
+  [ -n "${TPROBE_BUILD_TARGETS:-}" ] || { say ctest
   (cd build/cuda && OMP_NUM_THREADS=4 timeout 240 ctest -j 8 --timeout 200 >"$D/ctest.txt" 2>&1)
-  echo "ctest exit $?" | tee -a "$LOG"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$D/ctest.txt" | tee -a "$LOG"
+  echo "ctest exit $?" | tee -a "$LOG"; grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)" "$D/ctest.txt" | tee -a "$LOG"; }
 fi
 if [ "$PART" != memory ]; then
 say "profile + edge search (26B, adamw)"
@@ -76,7 +77,7 @@ PY
 fi
 if [ "$PART" != search ]; then
 say "profile 2,048 / 8,192 with the memory step (adamw and none) and --trace-out"
-for opt in adamw none; do
+for opt in ${OPTIMIZERS:-adamw none}; do
   extra=(); [ "$opt" = adamw ] && extra=(--trace-out "$D/trace-out.json.gz")
   timeout 300 $T profile --model gemma4-26b-a4b --widths 2048,8192 --warmup 1 --repeats 2 \
     --optimizer $opt "${extra[@]}" --json "$D/profile-$opt.json" >"$D/profile-$opt.txt" 2>&1
@@ -98,15 +99,17 @@ if [ -s "$D/trace-out.json.gz" ]; then
   echo "exit $? (kernels reads the trace back); $(du -h "$D/trace-out.json.gz" | cut -f1)" | tee -a "$LOG"
 fi
 say "HF + PEFT + AdamW at each searched edge and the step past it, under the same cap"
-while IFS=$'\t' read -r gib fits past; do
+[ "${HF:-1}" = 1 ] && while IFS=$'\t' read -r gib fits past; do
   timeout 200 python3 benchmarks/hf_lora_step.py --points "$fits" "$past" --cap-gib "$gib" --reps 2 \
     --optimizer adamw --json "$D/hf-$gib-$fits.json" >"$D/hf-$gib-$fits.txt" 2>&1
   echo "exit $? (HF at $gib GiB: $fits, $past)" | tee -a "$LOG"
   grep -E "^HF .*(best|OOM)" "$D/hf-$gib-$fits.txt" | tee -a "$LOG"
 done <"${EDGES:-$D/edges.tsv}"
 say "HF + PEFT + AdamW at 2,048 / 8,192, no cap (the peak beside tprobe's)"
-timeout 200 python3 benchmarks/hf_lora_step.py --seq 2048 8192 --reps 2 --optimizer adamw \
+[ "${HF:-1}" = 1 ] && timeout 200 python3 benchmarks/hf_lora_step.py --seq 2048 8192 --reps 2 --optimizer adamw \
   --json "$D/hf-adamw.json" >"$D/hf-adamw.txt" 2>&1
 echo "exit $? (HF 2,048 / 8,192)" | tee -a "$LOG"; grep -E "^HF " "$D/hf-adamw.txt" | tee -a "$LOG"
 fi
 say done
+# One file back (the device returns a few files only): $OUT/edge.tgz.
+tar -czf "$OUT/edge.tgz" -C "$OUT" edge && rm -rf "$D"

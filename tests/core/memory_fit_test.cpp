@@ -443,6 +443,28 @@ TEST(MemoryEdge, LargestWidthCappedAndFitsNothing) {
   EXPECT_TRUE(one_line(none.note));
 }
 
+// The reserved fit of an H100 sweep (26B-A4B, batch 2, 2,048-8,192, AdamW): c2 < 0, so the
+// surface peaks and falls below any budget far past the measured range. The edge is the first
+// crossing from below (a search from the top found 2^20 "fitting").
+TEST(MemoryEdge, ANegativeQuadraticTermGivesTheFirstCrossingNotTheFarSide) {
+  const long double c0 = 68631396352.0L, c1 = 1625292.8L, c2 = -128.0L;
+  MemoryFit f = hand_fit(static_cast<double>(c0), static_cast<double>(c1), static_cast<double>(c2));
+  const long double cap = 72.0L * 1024 * 1024 * 1024;
+  // c0 + 2·c1·w + 2·c2·w² = cap: the smaller root of 2·c2·w² + 2·c1·w + (c0 - cap) = 0.
+  const long double a = 2 * c2, b = 2 * c1, c = c0 - cap;
+  const long double root = (-b + std::sqrt(b * b - 4 * a * c)) / (2 * a);
+  ASSERT_GT(root, 1024.0L);
+  const int64_t expected = static_cast<int64_t>(root / 1024) * 1024;  // 3,072
+  MemoryEdge e = largest_width(f, 2, budget(72.0 * kGiB, 0, 1024));
+  EXPECT_EQ(e.width, expected);
+  EXPECT_FALSE(e.capped);
+  // Batch: each sequence adds c1·w + c2·w² (positive at 8,192), so one sequence more per step.
+  const long double per_sequence = c1 * 8192 + c2 * 8192.0L * 8192;
+  ASSERT_GT(per_sequence, 0.0L);
+  EXPECT_EQ(largest_batch(f, 8192, budget(72.0 * kGiB, 0)).batch,
+            static_cast<int64_t>((cap - c0) / per_sequence));
+}
+
 TEST(MemoryEdge, LargestBatchOnHandWorkedNumbers) {
   MemoryFit f = hand_fit();
   // 1 GiB per sequence at width 4096 on 50 GiB: 30 sequences in 80 GiB, exactly.

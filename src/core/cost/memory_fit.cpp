@@ -374,10 +374,10 @@ MemoryEdge largest_width(const MemoryFit& fit, int64_t batch, const MemoryEdgeRe
   e.budget_bytes = request.gpu_memory_bytes - request.reserve_bytes;
   const long double budget = e.budget_bytes;
   const int64_t steps = request.max_width / request.width_step;
+  // From the narrowest up, to the first step over the budget: a negative c2 bends the surface down
+  // far past the measured range, where a search from the top would find a "fit" past an edge.
   int64_t found = 0;
-  for (int64_t k = steps; k >= 1 && found == 0; --k) {
-    if (peak_at(fit, batch, k * request.width_step) <= budget) found = k;
-  }
+  while (found < steps && peak_at(fit, batch, (found + 1) * request.width_step) <= budget) ++found;
   std::vector<std::string> notes;
   if (found == 0) {
     e.fits_nothing = true;
@@ -427,10 +427,8 @@ MemoryEdge largest_batch(const MemoryFit& fit, int64_t width, const MemoryEdgeRe
   e.reserved = fit.reserved;
   e.budget_bytes = request.gpu_memory_bytes - request.reserve_bytes;
   const long double budget = e.budget_bytes;
-  int64_t found = 0;
-  for (int64_t b = request.max_batch; b >= 1 && found == 0; --b) {
-    if (peak_at(fit, b, width) <= budget) found = b;
-  }
+  int64_t found = 0;  // from one sequence up, as largest_width
+  while (found < request.max_batch && peak_at(fit, found + 1, width) <= budget) ++found;
   std::vector<std::string> notes;
   if (found == 0) {
     e.fits_nothing = true;
