@@ -66,7 +66,14 @@ DeviceMemory device_memory() {
     d.unavailable = fmt::format("cudaMemGetInfo failed: {}", cudaGetErrorString(err));
     return d;
   }
-  d.own_reserved_bytes = cuda_reserved_bytes();
+  // Before tprobe's first CUDA allocation the caching allocator has no device to report (libtorch
+  // throws "Invalid device argument", measured on the H100 host): tprobe holds nothing yet.
+  try {
+    d.own_reserved_bytes = cuda_reserved_bytes();
+  } catch (const c10::Error& e) {
+    if (std::string(e.what()).find("Invalid device argument") == std::string::npos) throw;
+    d.own_reserved_bytes = 0;
+  }
   d.total_bytes = static_cast<int64_t>(total_bytes);
   d.free_bytes = static_cast<int64_t>(free_bytes);
   d.source = fmt::format("cudaMemGetInfo on cuda:0 ({})", at::cuda::getDeviceProperties(0)->name);
