@@ -29,7 +29,7 @@ core::Outcome run(ParityOptions& o, RunContext& ctx) {
   ctx.evidence.options()["checkpointing"] = core::to_string(o.knobs.checkpointing);
   a.input_grads = !o.no_input_grads;
   a.dump_hidden_path = side_output_path(ctx, o.dump_hidden);
-  const runs::ParityReport report = runs::analyse_parity(&torch_api::engine, a);
+  const runs::ParityReport report = runs::analyze_parity(&torch_api::engine, a);
   const torch_api::ParityResult& r = report.result;
   ctx.environment.attn_requested = core::to_string(a.attn);
   ctx.environment.attn_resolved = fmt::format("sliding: {}; full: {}", r.attn_sliding, r.attn_full);

@@ -35,7 +35,7 @@ core::Outcome run(const runs::ProfileOptions& o, RunContext& ctx) {
   // One line per probe of the edge search, on stderr: the search's progress, not its result.
   hooks.on_progress = [](const std::string& line) { std::cerr << line << std::endl; };
   runs::ProfileAnalysis report =
-      runs::analyse_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
+      runs::analyze_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
                                  side_output_path(ctx, o.raw_memory));
 
   ctx.environment.attn_requested = o.config.attn ? core::to_string(*o.config.attn) : "default";

@@ -573,7 +573,7 @@ StepReport run_steps(const StepSpec& request,
             r.memory_step_s = t.step;
             r.memory_step_peak_allocated_bytes = cuda_peak_allocated_bytes();
             clear_grads(m);
-            r.memory = core::analyse_step_memory(raw);
+            r.memory = core::analyze_step_memory(raw);
             if (spec.keep_raw_memory && !raw_kept) {
               raw_kept = true;
               r.raw_memory = std::move(raw);

@@ -629,7 +629,7 @@ core::LeversReport run_levers(const LeversRequest& in) {
   return out;
 }
 
-core::LeversReport analyse_levers(EngineAccess engine, const LeversOptions& options,
+core::LeversReport analyze_levers(EngineAccess engine, const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
                                   const std::function<void(const core::LeverRow&)>& on_row,
                                   const std::function<void(const std::string&)>& on_line) {

@@ -36,11 +36,11 @@ void validate(const MaskOptions& o) {
   }
 }
 
-MaskAnalysis analyse_mask(EngineAccess engine, const core::ModelConfig& config,
+MaskAnalysis analyze_mask(EngineAccess engine, const core::ModelConfig& config,
                           const MaskOptions& o) {
   validate(o);
   MaskAnalysis a;
-  a.geometry = core::analyse_mask(config, o.request);
+  a.geometry = core::analyze_mask(config, o.request);
   a.diagnostics = a.geometry.diagnostics;
   a.outcome = a.geometry.outcome;
 
@@ -116,7 +116,7 @@ MaskAnalysis mask_analysis_from_json(const core::Json& results, const std::strin
   } else if (!core::json_read::array(results, "backends", where).empty()) {
     fail("{}: field 'backends' has rows but 'backends_status' is missing", where);
   }
-  // The diagnostics and the outcome as analyse_mask adds them.
+  // The diagnostics and the outcome as analyze_mask adds them.
   if (a.materialised && !a.materialised->ok) {
     a.outcome = core::Outcome::kNo;
     for (const auto& row : a.materialised->rows) {

@@ -68,7 +68,7 @@ ParityReport judge_parity(const ParityOptions& options, ParityResult result) {
   return rep;
 }
 
-ParityReport analyse_parity(EngineAccess engine, const ParityOptions& options) {
+ParityReport analyze_parity(EngineAccess engine, const ParityOptions& options) {
   validate(options);  // before libtorch is loaded
   return judge_parity(options, engine().run_parity(options));
 }

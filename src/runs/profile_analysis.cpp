@@ -266,7 +266,7 @@ void record_round(EdgeSearchState& s, const std::vector<std::vector<PointResult>
 
 }  // namespace
 
-ProfileAnalysis analyse_profile(EngineAccess engine, const ProfileOptions& options,
+ProfileAnalysis analyze_profile(EngineAccess engine, const ProfileOptions& options,
                                 const std::string& raw_trace_to, const ProfileHooks& hooks,
                                 const std::string& raw_memory_to) {
   ProfileAnalysis a;

@@ -21,7 +21,7 @@ using testing_support::error_of;
 
 MaskReport read(const Json& j) { return mask_report_from_json(j, "t.json results"); }
 
-// What the probe does (probes/mask_probe.cpp): the embedded config, the request, analyse_mask.
+// What the probe does (probes/mask_probe.cpp): the embedded config, the request, analyze_mask.
 MaskReport analysed(const std::string& model, int64_t width, std::vector<int64_t> lengths = {},
                     const std::string& rules = "hf-sdpa") {
   MaskRequest q;
@@ -29,7 +29,7 @@ MaskReport analysed(const std::string& model, int64_t width, std::vector<int64_t
   q.batch = lengths.empty() ? 2 : static_cast<int64_t>(lengths.size());
   q.lengths = std::move(lengths);
   q.rules = *parse_mask_rules(rules);
-  return analyse_mask(embedded_model(model), q);
+  return analyze_mask(embedded_model(model), q);
 }
 
 void expect_round_trip(const MaskReport& r, const std::string& label) {
@@ -105,7 +105,7 @@ TEST(MaskFromJson, RoundTripsFailedAssertionsAndViolations) {
         q.lengths = lengths;
         q.expect.window = window;
         q.expect.fast_path = parse_fast_path_types(fast);
-        const MaskReport r = analyse_mask(embedded_model("gemma4-26b-a4b"), q);
+        const MaskReport r = analyze_mask(embedded_model("gemma4-26b-a4b"), q);
         const std::string label = fmt::format("{} {} {}", fast, window, lengths.size());
         expect_round_trip(r, label);
         const MaskReport back = read(to_json(r));
@@ -126,7 +126,7 @@ TEST(MaskFromJson, RoundTripsFailedAssertionsAndViolations) {
   MaskRequest q;
   q.width = 24;
   q.expect.window = 8;
-  const MaskReport nf = analyse_mask(full, q);
+  const MaskReport nf = analyze_mask(full, q);
   ASSERT_FALSE(nf.ok);
   expect_round_trip(nf, "no sliding layers");
   EXPECT_EQ(read(to_json(nf)).outcome, Outcome::kNo);

@@ -50,7 +50,7 @@ TEST(MaskGeometry, ReferenceBandByHand) {
 }
 
 TEST(MaskGeometry, HfSdpaAt16kUnpadded) {
-  MaskReport r = analyse_mask(big(), req(16384));
+  MaskReport r = analyze_mask(big(), req(16384));
   ASSERT_EQ(r.layers.size(), 30u);
   EXPECT_TRUE(r.ok);
   for (const MaskLayer& l : r.layers) {
@@ -78,8 +78,8 @@ TEST(MaskGeometry, HfSdpaAt16kUnpadded) {
 }
 
 TEST(MaskGeometry, SlidingSkipNeedsWidthStrictlyBelowWindow) {
-  MaskReport below = analyse_mask(big(), req(1023));
-  MaskReport at = analyse_mask(big(), req(1024));
+  MaskReport below = analyze_mask(big(), req(1023));
+  MaskReport at = analyze_mask(big(), req(1024));
   EXPECT_TRUE(below.layers[0].plans[0].fast_path);
   EXPECT_EQ(below.layers[0].plans[0].call, "sdpa(is_causal, enable_gqa)");
   EXPECT_TRUE(at.layers[0].plans[0].explicit_mask);
@@ -89,7 +89,7 @@ TEST(MaskGeometry, SlidingSkipNeedsWidthStrictlyBelowWindow) {
 }
 
 TEST(MaskGeometry, PaddingMakesFullLayersExplicitAndMasksPaddedRows) {
-  MaskReport r = analyse_mask(big(), req(16384, {16384, 8192}));
+  MaskReport r = analyze_mask(big(), req(16384, {16384, 8192}));
   EXPECT_TRUE(r.ok);
   EXPECT_TRUE(r.layers[5].plans[0].explicit_mask);
   const MaskBand& s = band(r, MaskRules::hf(), LayerType::kSliding);
@@ -100,12 +100,12 @@ TEST(MaskGeometry, PaddingMakesFullLayersExplicitAndMasksPaddedRows) {
   const MaskBand& f = band(r, MaskRules::hf(), LayerType::kFull);
   EXPECT_EQ(f.check.fully_masked_rows, 0);
   // An all-ones mask (every length == width) keeps the fast path.
-  MaskReport ones = analyse_mask(big(), req(16384, {16384, 16384}));
+  MaskReport ones = analyze_mask(big(), req(16384, {16384, 16384}));
   EXPECT_TRUE(ones.layers[5].plans[0].fast_path);
 }
 
 TEST(MaskGeometry, EachTprobePathsDecision) {
-  MaskReport r = analyse_mask(big(), req(16384, {16384, 8192}));
+  MaskReport r = analyze_mask(big(), req(16384, {16384, 8192}));
   const auto& sl = r.layers[0].plans;
   const auto& fu = r.layers[5].plans;
   // eager: always explicit.
@@ -188,9 +188,9 @@ TEST(MaskGeometry, NegativeControlsAreCaught) {
 TEST(MaskGeometry, ExpectWindow) {
   MaskRequest q = req(16384);
   q.expect.window = 1024;
-  EXPECT_TRUE(analyse_mask(big(), q).ok);
+  EXPECT_TRUE(analyze_mask(big(), q).ok);
   q.expect.window = 512;
-  MaskReport r = analyse_mask(big(), q);
+  MaskReport r = analyze_mask(big(), q);
   EXPECT_FALSE(r.ok);
   const MaskAssertion* a = assertion(r, "window");
   ASSERT_NE(a, nullptr);
@@ -199,11 +199,11 @@ TEST(MaskGeometry, ExpectWindow) {
   EXPECT_NE(a->message.find("row 512 allows 513 keys, expected 512"), std::string::npos)
       << a->message;
   q.expect.window = 2048;
-  EXPECT_EQ(assertion(analyse_mask(big(), q), "window")->row, 1024);
+  EXPECT_EQ(assertion(analyze_mask(big(), q), "window")->row, 1024);
   // Too narrow to see the rows differ: the config's window still decides.
   MaskRequest narrow = req(100);
   narrow.expect.window = 512;
-  MaskReport n = analyse_mask(big(), narrow);
+  MaskReport n = analyze_mask(big(), narrow);
   EXPECT_FALSE(n.ok);
   EXPECT_FALSE(assertion(n, "window")->row.has_value());
 }
@@ -214,12 +214,12 @@ TEST(MaskGeometry, FailedAssertionsAreDiagnosticsAndANo) {
   MaskRequest q = req(16384);
   q.expect.window = 1024;
   q.expect.fast_path = parse_fast_path_types("full");
-  const MaskReport pass = analyse_mask(big(), q);
+  const MaskReport pass = analyze_mask(big(), q);
   EXPECT_EQ(pass.outcome, Outcome::kOk);
   EXPECT_TRUE(pass.diagnostics.empty());
   q.expect.window = 512;
   q.expect.fast_path = parse_fast_path_types("full,sliding");
-  const MaskReport fail = analyse_mask(big(), q);
+  const MaskReport fail = analyze_mask(big(), q);
   EXPECT_EQ(fail.outcome, Outcome::kNo);
   ASSERT_EQ(fail.diagnostics.size(), 2u);
   EXPECT_EQ(fail.diagnostics[0].code, "mask_window");
@@ -231,10 +231,10 @@ TEST(MaskGeometry, FailedAssertionsAreDiagnosticsAndANo) {
 TEST(MaskGeometry, ExpectFastPath) {
   MaskRequest q = req(16384);
   q.expect.fast_path = parse_fast_path_types("full");
-  EXPECT_TRUE(analyse_mask(big(), q).ok);
+  EXPECT_TRUE(analyze_mask(big(), q).ok);
 
   q.expect.fast_path = parse_fast_path_types("full,sliding");
-  MaskReport r = analyse_mask(big(), q);
+  MaskReport r = analyze_mask(big(), q);
   EXPECT_FALSE(r.ok);
   const MaskAssertion* a = assertion(r, "fast_path");
   EXPECT_EQ(a->layer, 0);
@@ -242,12 +242,12 @@ TEST(MaskGeometry, ExpectFastPath) {
   EXPECT_NE(a->message.find("25 layers disagree"), std::string::npos) << a->message;
 
   q.expect.fast_path = parse_fast_path_types("none");
-  MaskReport none = analyse_mask(big(), q);
+  MaskReport none = analyze_mask(big(), q);
   EXPECT_EQ(assertion(none, "fast_path")->layer, 5);
 
   MaskRequest padded = req(16384, {16384, 8192});
   padded.expect.fast_path = parse_fast_path_types("full");
-  MaskReport p = analyse_mask(big(), padded);
+  MaskReport p = analyze_mask(big(), padded);
   EXPECT_FALSE(p.ok);
   const MaskAssertion* pa = assertion(p, "fast_path");
   EXPECT_EQ(pa->layer, 5);
@@ -258,20 +258,20 @@ TEST(MaskGeometry, ExpectFastPath) {
 }
 
 TEST(MaskGeometry, BadRequestsAreRefused) {
-  EXPECT_THROW(analyse_mask(big(), req(0)), UsageError);
+  EXPECT_THROW(analyze_mask(big(), req(0)), UsageError);
   // Past 4M tokens the per-row walk would take minutes: refused, not computed.
-  EXPECT_THROW(analyse_mask(big(), req((int64_t{1} << 22) + 1)), UsageError);
-  EXPECT_THROW(analyse_mask(big(), req(100, {100, 0})), Error);
-  EXPECT_THROW(analyse_mask(big(), req(100, {101, 100})), Error);
+  EXPECT_THROW(analyze_mask(big(), req((int64_t{1} << 22) + 1)), UsageError);
+  EXPECT_THROW(analyze_mask(big(), req(100, {100, 0})), Error);
+  EXPECT_THROW(analyze_mask(big(), req(100, {101, 100})), Error);
   MaskRequest q = req(100);
   q.lengths = {100};  // batch 2, one length
-  EXPECT_THROW(analyse_mask(big(), q), Error);
+  EXPECT_THROW(analyze_mask(big(), q), Error);
 }
 
 TEST(MaskGeometry, Width262144IsFast) {
   MaskRequest q = req(262144, {262144, 131072});
   q.expect.window = 1024;
-  MaskReport r = analyse_mask(big(), q);
+  MaskReport r = analyze_mask(big(), q);
   EXPECT_TRUE(r.ok);
   // Closed form per row: 4 rule sets x 2 types x 2 rows x 262,144 rows. A guard against an O(n^2)
   // mask (6.9e10 cells at this width: minutes), not a speed figure: under ASan at -O0 on a loaded
@@ -280,7 +280,7 @@ TEST(MaskGeometry, Width262144IsFast) {
 }
 
 TEST(MaskGeometry, JsonCarriesEveryLayer) {
-  MaskReport r = analyse_mask(big(), req(16384, {16384, 8192}));
+  MaskReport r = analyze_mask(big(), req(16384, {16384, 8192}));
   Json j = to_json(r);
   ASSERT_EQ(j["layers"].size(), 30u);
   EXPECT_EQ(j["layers"][0]["type"], "sliding_attention");

@@ -99,7 +99,7 @@ int64_t item(const StepMemory& m, const std::string& key) {
 
 TEST(StepMemory, PeakIsTheLargestRunningTotalAndTheLossHeadsTransientIsGoneByThen) {
   // The loss head's 500 made a higher total (1700) than the recompute's: the peak is event 1.
-  StepMemory m = analyse_step_memory(with_facts(mini(true), mini_facts()));
+  StepMemory m = analyze_step_memory(with_facts(mini(true), mini_facts()));
   EXPECT_EQ(m.peak_allocated, 1700);
   EXPECT_EQ(m.peak_event, 1);
   EXPECT_EQ(m.peak_t_ns, 20);
@@ -123,7 +123,7 @@ TEST(StepMemory, ItemsAddUpToThePeakAndCellsToWhatTheStepAllocated) {
   r.events[1].bytes = 100;  // a smaller loss head: the peak moves to the recompute (event 5)
   r.events[2].bytes = -100;
   for (size_t i = 1; i < r.events.size(); ++i) r.events[i].total_allocated = -1;
-  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()));
+  StepMemory m = analyze_step_memory(with_facts(r, mini_facts()));
   EXPECT_EQ(m.peak_event, 5);
   EXPECT_EQ(m.peak_allocated, 1575);
   EXPECT_EQ(m.peak_phase, "untagged");
@@ -159,7 +159,7 @@ TEST(StepMemory, WithoutScopesEveryByteStaysUntaggedNeverGuessed) {
   RawMemory r = mini(true);
   for (auto& e : r.events) e.context = LaunchContext{};
   r.forward_ops.clear();
-  StepMemory m = analyse_step_memory(with_facts(r, MemoryFacts{}));
+  StepMemory m = analyze_step_memory(with_facts(r, MemoryFacts{}));
   for (const auto& c : m.alive_at_peak) {
     EXPECT_EQ(c.phase, "untagged");
     EXPECT_EQ(c.part, "untagged");
@@ -173,7 +173,7 @@ TEST(StepMemory, WithoutScopesEveryByteStaysUntaggedNeverGuessed) {
 
 TEST(StepMemory, ANodeWithoutItsForwardOpIsUntagged) {
   RawMemory r = mini(false);
-  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()));
+  StepMemory m = analyze_step_memory(with_facts(r, mini_facts()));
   // Event 8 (node 7/99) is after the peak; move the peak past it with a large last allocation.
   MemoryEvent big;
   big.t_ns = 100;
@@ -181,7 +181,7 @@ TEST(StepMemory, ANodeWithoutItsForwardOpIsUntagged) {
   big.bytes = 10000;
   big.context = node(7, 99);
   r.events.push_back(big);
-  m = analyse_step_memory(with_facts(r, mini_facts()));
+  m = analyze_step_memory(with_facts(r, mini_facts()));
   EXPECT_EQ(m.peak_event, 9);
   EXPECT_EQ(m.peak_phase, "untagged");
   EXPECT_EQ(item(m, "untagged"), 25 + 40 + 10000);
@@ -192,13 +192,13 @@ TEST(StepMemory, ANodeWithoutItsForwardOpIsUntagged) {
 TEST(StepMemory, TheReplayFollowsTheAllocatorsTotalAndCountsWhereItDoesNot) {
   RawMemory r = mini(true);
   r.events[3].total_allocated += 512;  // the allocator said otherwise once
-  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()));
+  StepMemory m = analyze_step_memory(with_facts(r, mini_facts()));
   EXPECT_EQ(m.total_mismatches, 1);
 }
 
 TEST(StepMemory, TimelineKeepsThePeakAndEachBucketsLargest) {
   RawMemory r = mini(true);
-  StepMemory m = analyse_step_memory(with_facts(r, mini_facts()), 4);  // 9 events, buckets of 3
+  StepMemory m = analyze_step_memory(with_facts(r, mini_facts()), 4);  // 9 events, buckets of 3
   ASSERT_EQ(m.timeline.size(), 4u);  // the start + 3 buckets
   EXPECT_EQ(m.timeline[0].event, -1);
   EXPECT_EQ(m.timeline[0].allocated, 1000);
@@ -222,8 +222,8 @@ TEST(StepMemory, RawFileRoundTripsAndTheReplayIsTheSame) {
   RawMemory back = parse_raw_memory(text, "mem.json");
   ASSERT_EQ(back.events.size(), r.events.size());
   EXPECT_EQ(to_json(back).dump(), text);
-  EXPECT_EQ(to_json(analyse_step_memory(with_facts(back, mini_facts()))).dump(),
-            to_json(analyse_step_memory(with_facts(r, mini_facts()))).dump());
+  EXPECT_EQ(to_json(analyze_step_memory(with_facts(back, mini_facts()))).dump(),
+            to_json(analyze_step_memory(with_facts(r, mini_facts()))).dump());
 }
 
 TEST(StepMemory, BrokenFilesAreRefusedOnOneLine) {
@@ -297,8 +297,8 @@ TEST(StepMemory, AdamWStatesAreInThePeakWhenTheOptimizerRan) {
   for (MemoryEvent& e : with_states.events) e.total_allocated += states;
   f.optimizer_ran = true;
   f.optimizer_state_bytes = states;
-  const StepMemory m = analyse_step_memory(with_facts(with_states, f));
-  const StepMemory none = analyse_step_memory(with_facts(mini(true), mini_facts()));
+  const StepMemory m = analyze_step_memory(with_facts(with_states, f));
+  const StepMemory none = analyze_step_memory(with_facts(mini(true), mini_facts()));
   EXPECT_EQ(m.total_mismatches, 0);
   EXPECT_EQ(m.peak_allocated, none.peak_allocated + states);
   int sum = 0, entries = 0;
@@ -320,7 +320,7 @@ TEST(StepMemory, AdamWStatesAreInThePeakWhenTheOptimizerRan) {
   }
   // The states are never more than the resident set holds beyond the weights and adapters.
   f.optimizer_state_bytes = 1 << 20;
-  const StepMemory capped = analyse_step_memory(with_facts(with_states, f));
+  const StepMemory capped = analyze_step_memory(with_facts(with_states, f));
   EXPECT_EQ(item(capped, "adamw_states"), 300 + states);
   EXPECT_EQ(item(capped, "resident_other"), 0);
 }
@@ -328,13 +328,13 @@ TEST(StepMemory, AdamWStatesAreInThePeakWhenTheOptimizerRan) {
 TEST(StepMemory, AReplayThatCannotBeRightIsRefused) {
   RawMemory r = mini(true);
   r.dropped_events = 3;
-  EXPECT_THROW(analyse_step_memory(with_facts(r, MemoryFacts{})), Error);
+  EXPECT_THROW(analyze_step_memory(with_facts(r, MemoryFacts{})), Error);
   r = mini(true);
   r.events[3].ptr = 0xa0;  // allocated twice without a free
-  EXPECT_THROW(analyse_step_memory(with_facts(r, MemoryFacts{})), Error);
+  EXPECT_THROW(analyze_step_memory(with_facts(r, MemoryFacts{})), Error);
   r = mini(true);
   r.events[2].bytes = -400;  // freed with another size than allocated
-  EXPECT_THROW(analyse_step_memory(with_facts(r, MemoryFacts{})), Error);
+  EXPECT_THROW(analyze_step_memory(with_facts(r, MemoryFacts{})), Error);
 }
 
 }  // namespace
@@ -354,7 +354,7 @@ TEST(StepMemory, ARecordedCudaHistoryReplaysToTheAllocatorsOwnTotals) {
   ASSERT_GT(raw.events.size(), 1000u);
   int64_t largest = raw.start_allocated;
   for (const auto& e : raw.events) largest = std::max(largest, e.total_allocated);
-  const StepMemory m = analyse_step_memory(raw);
+  const StepMemory m = analyze_step_memory(raw);
   EXPECT_EQ(m.total_mismatches, 0);
   EXPECT_EQ(m.peak_allocated, largest);
   int64_t sum = 0;
@@ -374,7 +374,7 @@ TEST(StepMemory, ARecordedCudaHistoryReplaysToTheAllocatorsOwnTotals) {
   RawMemory stripped = raw;
   for (auto& e : stripped.events) e.context = LaunchContext{};
   stripped.forward_ops.clear();
-  const StepMemory u = analyse_step_memory(stripped);
+  const StepMemory u = analyze_step_memory(stripped);
   EXPECT_EQ(u.peak_allocated, m.peak_allocated);
   EXPECT_EQ(u.untagged_bytes_at_peak + [&] {
     for (const auto& it : u.items) {

@@ -132,7 +132,7 @@ TEST(EdgeSearchRuns, FindsTheEdgeThatRunsThreeStepsOnBothAxes) {
   std::vector<std::string> progress;
   ProfileHooks hooks;
   hooks.on_progress = [&](const std::string& line) { progress.push_back(line); };
-  const ProfileAnalysis a = analyse_profile(&fake_engine, cuda_options(), "", hooks);
+  const ProfileAnalysis a = analyze_profile(&fake_engine, cuda_options(), "", hooks);
   const MemoryFitReport& mf = a.memory_fit;
   ASSERT_TRUE(mf.fit.ok) << mf.fit.why_not;
   ASSERT_EQ(mf.budgets.size(), 1u);
@@ -174,7 +174,7 @@ TEST(EdgeSearchRuns, FindsTheEdgeThatRunsThreeStepsOnBothAxes) {
 TEST(EdgeSearchRuns, OffChecksThePredictedEdgesOnceOneStepEach) {
   ProfileOptions o = cuda_options();
   o.edge_search = "off";
-  const ProfileAnalysis a = analyse_profile(&fake_engine, o, "", {});
+  const ProfileAnalysis a = analyze_profile(&fake_engine, o, "", {});
   ASSERT_EQ(a.memory_fit.budgets.size(), 1u);
   EXPECT_TRUE(a.memory_fit.budgets[0].searches.empty());
   EXPECT_EQ(a.memory_fit.budgets[0].checks.size(), 2u);
@@ -190,7 +190,7 @@ TEST(EdgeSearchRuns, OffChecksThePredictedEdgesOnceOneStepEach) {
 TEST(EdgeSearchRuns, ASignalStopsTheSearchesAndTheyReadBack) {
   ProfileOptions o = cuda_options();
   g.stop_after_extra = 3;
-  const ProfileAnalysis a = analyse_profile(&fake_engine, o, "", {});
+  const ProfileAnalysis a = analyze_profile(&fake_engine, o, "", {});
   ASSERT_EQ(a.memory_fit.budgets.size(), 1u);
   int probes = 0, stopped = 0;
   for (const auto& s : a.memory_fit.budgets[0].searches) {
@@ -211,7 +211,7 @@ TEST(EdgeSearchRuns, TheReserveReadOffTheDevice) {
   g.device.free_bytes = 60 * kGiB;
   g.device.own_reserved_bytes = 2 * kGiB;  // tprobe's own: not a co-tenant's
   g.device.source = "cudaMemGetInfo on cuda:0 (fake)";
-  const ProfileAnalysis a = analyse_profile(&fake_engine, o, "", {});
+  const ProfileAnalysis a = analyze_profile(&fake_engine, o, "", {});
   ASSERT_EQ(a.memory_fit.budgets.size(), 1u);
   const MemoryBudget& b = a.memory_fit.budgets[0];
   EXPECT_EQ(b.gpu_memory_bytes, 80.0 * kGiB);
@@ -235,7 +235,7 @@ TEST(EdgeSearchRuns, TheReserveFromDeviceNeedsACudaDevice) {
   o.reserve_from_device = true;
   g.device.unavailable = "libtorch 1.13.1 was built without CUDA";
   try {
-    analyse_profile(&fake_engine, o, "", {});
+    analyze_profile(&fake_engine, o, "", {});
     FAIL() << "no device, and no refusal";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("--reserve-from-device needs a CUDA device"),
@@ -246,15 +246,15 @@ TEST(EdgeSearchRuns, TheReserveFromDeviceNeedsACudaDevice) {
   // With --reserve instead it runs; with both, or on the CPU, it is refused before anything runs.
   ProfileOptions with_reserve = cuda_options();
   with_reserve.reserve_gib = {2};
-  EXPECT_EQ(analyse_profile(&fake_engine, with_reserve, "", {}).memory_fit.budgets.size(), 1u);
+  EXPECT_EQ(analyze_profile(&fake_engine, with_reserve, "", {}).memory_fit.budgets.size(), 1u);
   o = cuda_options();
   o.reserve_from_device = true;
   o.reserve_gib = {2};
-  EXPECT_THROW(analyse_profile(&fake_engine, o, "", {}), UsageError);
+  EXPECT_THROW(analyze_profile(&fake_engine, o, "", {}), UsageError);
   o = cuda_options();
   o.reserve_from_device = true;
   o.device = "cpu";
-  EXPECT_THROW(analyse_profile(&fake_engine, o, "", {}), UsageError);
+  EXPECT_THROW(analyze_profile(&fake_engine, o, "", {}), UsageError);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ core::MaskReport geometry() {
   q.batch = 2;
   q.lengths = {24, 10};
   q.expect.window = 8;
-  return core::analyse_mask(core::embedded_model("gemma4-tiny"), q);
+  return core::analyze_mask(core::embedded_model("gemma4-tiny"), q);
 }
 
 // As run_mask_check reports it, one layer type's mask wrong when `bad`.
@@ -144,7 +144,7 @@ TEST(MaskAnalysisFromJson, RoundTripsEveryForm) {
   }
 }
 
-// The diagnostics and the outcome are analyse_mask's: the geometry's, a failed tensor check
+// The diagnostics and the outcome are analyze_mask's: the geometry's, a failed tensor check
 // (an error, outcome no), backends not supported (a warning).
 TEST(MaskAnalysisFromJson, DerivesDiagnosticsAndOutcome) {
   const MaskAnalysis ok = read(to_json(analysis(true, false, 1)));
@@ -159,11 +159,11 @@ TEST(MaskAnalysisFromJson, DerivesDiagnosticsAndOutcome) {
             "sliding_attention: batch row 1 query row 8 allows keys [0, 8]");
   EXPECT_EQ(bad.diagnostics[1].code, "mask_backends_not_supported");
   EXPECT_EQ(bad.diagnostics[1].severity, core::Severity::kWarning);
-  // A failed geometry assertion comes first, as in analyse_mask.
+  // A failed geometry assertion comes first, as in analyze_mask.
   MaskAnalysis failing = analysis(false, false, 0);
   core::MaskRequest q = failing.geometry.request;
   q.expect.window = 4;
-  failing.geometry = core::analyse_mask(core::embedded_model("gemma4-tiny"), q);
+  failing.geometry = core::analyze_mask(core::embedded_model("gemma4-tiny"), q);
   ASSERT_FALSE(failing.geometry.ok);
   const MaskAnalysis f = read(to_json(failing));
   EXPECT_EQ(f.outcome, core::Outcome::kNo);

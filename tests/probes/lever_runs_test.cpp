@@ -83,7 +83,7 @@ StepPoint point_of(const core::LeverRow& r) {
 TEST(LeverRuns, EveryRowIsTheSweepOfItsOwnConfigurationOnAFakeEngine) {
   g_sweeps.clear();
   std::vector<std::string> streamed;
-  const core::LeversReport rep = analyse_levers(
+  const core::LeversReport rep = analyze_levers(
       &fake_engine, cpu_options(), [] { return false; },
       [&](const core::LeverRow& r) { streamed.push_back(r.lever); });
 
@@ -134,7 +134,7 @@ TEST(LeverRuns, OnlyTheLeversAskedForAreSweptAndARunWithoutAnEngineIsRefused) {
   LeversOptions o = cpu_options();
   o.levers = {"norm"};
   g_sweeps.clear();
-  const core::LeversReport rep = analyse_levers(&fake_engine, o, [] { return false; },
+  const core::LeversReport rep = analyze_levers(&fake_engine, o, [] { return false; },
                                                 [](const core::LeverRow&) {});
   std::set<std::string> levers;
   for (const core::LeverRow& r : rep.rows) levers.insert(r.lever);

@@ -77,7 +77,7 @@ torch_api::StepPoint epoch_point(const core::EpochMicroBatch& shape);
 // fails before any step), then, after the levers, each configuration's epoch is predicted and
 // the configurations of options.epoch.measure are measured on sampled micro-batches (`on_line`:
 // one line per sampled micro-batch).
-core::LeversReport analyse_levers(torch_api::EngineAccess engine, const LeversOptions& options,
+core::LeversReport analyze_levers(torch_api::EngineAccess engine, const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
                                   const std::function<void(const core::LeverRow&)>& on_row,
                                   const std::function<void(const std::string&)>& on_line = {});

@@ -44,7 +44,7 @@ struct MaskAnalysis {
 };
 
 // validate(), then the geometry, then the torch module's checks that were asked for.
-MaskAnalysis analyse_mask(torch_api::EngineAccess engine, const core::ModelConfig& config,
+MaskAnalysis analyze_mask(torch_api::EngineAccess engine, const core::ModelConfig& config,
                           const MaskOptions& options);
 
 // The evidence results: the geometry's, plus "materialised", "backends" (always, [] when not
@@ -52,7 +52,7 @@ MaskAnalysis analyse_mask(torch_api::EngineAccess engine, const core::ModelConfi
 core::Json to_json(const MaskAnalysis& analysis);
 // The analysis back from the probe's results: the geometry (core::mask_report_from_json), the
 // materialised check when written, the backend trials when backends_status is written (backends[]
-// must then be empty without it); diagnostics and outcome derived as analyse_mask derives them.
+// must then be empty without it); diagnostics and outcome derived as analyze_mask derives them.
 // Throws tprobe::Error naming `where` ("m.json results") and the field.
 MaskAnalysis mask_analysis_from_json(const core::Json& results, const std::string& where);
 // The geometry's tables, then the materialised check's, then the backends'.

@@ -29,7 +29,7 @@ void validate(const torch_api::ParityOptions& options);
 ParityReport judge_parity(const torch_api::ParityOptions& options, torch_api::ParityResult result);
 
 // validate(), the torch module's run_parity, judge_parity().
-ParityReport analyse_parity(torch_api::EngineAccess engine,
+ParityReport analyze_parity(torch_api::EngineAccess engine,
                             const torch_api::ParityOptions& options);
 
 core::Json to_json(const ParityReport& report);

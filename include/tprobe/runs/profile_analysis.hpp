@@ -136,7 +136,7 @@ struct ProfileAnalysis {
 // profile_request(), then the sweep; the raw trace (when asked for) is written to
 // `raw_trace_to` (the output guard's staged name of options.raw_trace), the first point's memory
 // history to `raw_memory_to` (options.raw_memory's staged name).
-ProfileAnalysis analyse_profile(torch_api::EngineAccess engine, const ProfileOptions& options,
+ProfileAnalysis analyze_profile(torch_api::EngineAccess engine, const ProfileOptions& options,
                                 const std::string& raw_trace_to, const ProfileHooks& hooks,
                                 const std::string& raw_memory_to = "");
 

@@ -295,7 +295,7 @@ std::vector<LayerType> parse_fast_path_types(const std::string& text) {
   return out;
 }
 
-MaskReport analyse_mask(const ModelConfig& config, const MaskRequest& request) {
+MaskReport analyze_mask(const ModelConfig& config, const MaskRequest& request) {
   // The geometry walks every query row (closed form per row), so the width is bounded: 4M
   // tokens is 16× Gemma-4's longest context and takes seconds.
   constexpr int64_t kMaxWidth = int64_t{1} << 22;

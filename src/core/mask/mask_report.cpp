@@ -251,7 +251,7 @@ MaskReport mask_report_from_json(const Json& results, const std::string& where) 
          string(results, "attention_mask_2d", where), padded);
   }
   s.has_2d_mask = mask_2d != 0;
-  // As analyse_mask: the request's lengths are given exactly when a 2-D mask is passed.
+  // As analyze_mask: the request's lengths are given exactly when a 2-D mask is passed.
   if (s.has_2d_mask) r.request.lengths = s.lengths;
   r.sliding_window = integer(results, "sliding_window", where, 0);
   const std::vector<MaskRules> all = all_mask_rules();
@@ -319,7 +319,7 @@ MaskReport mask_report_from_json(const Json& results, const std::string& where) 
     check_same(p.explicit_mask, lp.explicit_mask, "mask", w, of_first);
     p.fast_path = boolean(j, "fast_path", w);
     check_same(p.fast_path, lp.fast_path, "fast_path", w, of_first);
-    p.call = lp.call;  // analyse_mask's band plan is its first layer's
+    p.call = lp.call;  // analyze_mask's band plan is its first layer's
     p.reason = lp.reason;
     p.causal = boolean(j, "causal", w);
     p.keys_before = integer(j, "keys_before", w, -1);
@@ -373,7 +373,7 @@ MaskReport mask_report_from_json(const Json& results, const std::string& where) 
   }
   r.geometry_s = number(results, "geometry_s", where);
   if (r.geometry_s < 0) fail("{}: field 'geometry_s' is negative: {}", where, r.geometry_s);
-  // As analyse_mask derives them.
+  // As analyze_mask derives them.
   r.ok = std::all_of(r.assertions.begin(), r.assertions.end(),
                      [](const MaskAssertion& a) { return a.passed; });
   for (const MaskAssertion& a : r.assertions) {

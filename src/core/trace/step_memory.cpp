@@ -180,7 +180,7 @@ struct Alive {
 
 }  // namespace
 
-StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples) {
+StepMemory analyze_step_memory(const RawMemory& raw, size_t max_samples) {
   const MemoryFacts& facts = raw.facts;
   if (raw.dropped_events > 0)
     fail("the memory history dropped {} events: the replay would be wrong, so there is none",

@@ -173,7 +173,7 @@ struct MaskReport {
 
 // Throws tprobe::Error for a non-positive width or batch, a lengths list whose size is not
 // batch, a length outside 1..width, a config without layers, or an expected window < 1.
-MaskReport analyse_mask(const ModelConfig& config, const MaskRequest& request);
+MaskReport analyze_mask(const ModelConfig& config, const MaskRequest& request);
 
 // The layer-type list of --expect-fast-path: "full", "sliding", "full,sliding" or "none".
 // Throws UsageError naming the value otherwise.

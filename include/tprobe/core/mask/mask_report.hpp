@@ -18,7 +18,7 @@ Json to_json(const MaskReport& report);
 // from; throws tprobe::Error naming `where` ("m.json results") and the field. What to_json does not
 // write keeps its default: the request's expectations, and per layer each plan's band parameters
 // (the bands carry them, and take their call and reason from their first layer). ok, diagnostics
-// and outcome are derived from the assertions as analyse_mask derives them.
+// and outcome are derived from the assertions as analyze_mask derives them.
 MaskReport mask_report_from_json(const Json& results, const std::string& where);
 std::vector<Table> mask_tables(const MaskReport& report);
 

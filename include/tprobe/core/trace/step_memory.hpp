@@ -121,7 +121,7 @@ struct StepMemory {
 
 // Throws tprobe::Error when the events cannot be replayed (dropped events, a block allocated
 // twice without a free).
-StepMemory analyse_step_memory(const RawMemory& raw, size_t max_samples = 400);
+StepMemory analyze_step_memory(const RawMemory& raw, size_t max_samples = 400);
 Json to_json(const StepMemory& m);
 // Its reader: every field to_json writes (items_sum_bytes and the timeline's slot names checked
 // against what to_json would write), so to_json(step_memory_from_json(to_json(m))) is to_json(m).
