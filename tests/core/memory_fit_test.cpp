@@ -416,7 +416,7 @@ TEST(MemoryEdge, LargestWidthOnHandWorkedNumbers) {
   EXPECT_EQ(largest_width(f, 2, budget(80.0 * kGiB, 0, 1024)).width, 20480);
   EXPECT_EQ(largest_width(f, 2, budget(80.0 * kGiB, 0, 3000)).width, 18000);
   // Batch 1: 50 GiB + 131072·w + 32·w² ≤ 80 GiB → w² + 4096·w − 30·2^25 ≤ 0 → w ≤ 29745.6;
-  // a grid of 1 token, scanned down from 2^20.
+  // a grid of 1 token, scanned up from one token.
   EXPECT_EQ(largest_width(f, 1, budget(80.0 * kGiB, 0, 1)).width, 29745);
   // The fitted surface (not the hand-made one) agrees away from the exact tie.
   MemoryFit g = fit_memory(surface({{1, 2048}, {2, 8192}, {4, 4096}, {2, 16384}}), false);

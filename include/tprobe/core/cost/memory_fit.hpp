@@ -117,10 +117,12 @@ struct MemoryEdge {
 };
 
 // The largest width, a multiple of width_step up to max_width, whose predicted peak at `batch`
-// is within the budget (the largest such, scanned down from max_width, so a fit that bends either
-// way is answered right). Throws UsageError for a broken request or batch.
+// is within the budget, and every narrower step's too: the first crossing from below, so a fit
+// with c2 < 0, which bends back under the budget far past the measured range, is not answered
+// from that far side. Throws UsageError for a broken request or batch.
 MemoryEdge largest_width(const MemoryFit& fit, int64_t batch, const MemoryEdgeRequest& request);
-// The largest batch up to max_batch at `width` (width_step is not used).
+// The largest batch up to max_batch at `width`, the first crossing from below likewise
+// (width_step is not used).
 MemoryEdge largest_batch(const MemoryFit& fit, int64_t width, const MemoryEdgeRequest& request);
 
 // The edge and the step past it, measured. verdict: "held" (the edge fits and the next step runs
