@@ -57,6 +57,32 @@ if(NOT ZLIB_FOUND)
                       "packages: run scripts/stage-deps.sh on a Debian machine and carry .deps.")
 endif()
 
+# libcrypto (Debian: libssl-dev): SHA-256 of the token batches profile --dataset measures. A GPU
+# host without OpenSSL's headers uses the copy scripts/stage-deps.sh put in .deps/openssl
+# (headers), linked against the host's own libcrypto.so.3 (OpenSSL 3 keeps one ABI across 3.x;
+# Python's ssl module brings it), or the staged libcrypto.a where the host has none.
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+if(NOT OPENSSL_FOUND AND TPROBE_DEPS_DIR AND EXISTS "${TPROBE_DEPS_DIR}/openssl/include/openssl/evp.h")
+  find_library(TPROBE_HOST_LIBCRYPTO NAMES libcrypto.so.3)
+  if(TPROBE_HOST_LIBCRYPTO)
+    add_library(OpenSSL::Crypto SHARED IMPORTED)
+    set_target_properties(OpenSSL::Crypto PROPERTIES IMPORTED_LOCATION "${TPROBE_HOST_LIBCRYPTO}")
+  else()
+    add_library(OpenSSL::Crypto STATIC IMPORTED)
+    set_target_properties(OpenSSL::Crypto PROPERTIES
+      IMPORTED_LOCATION "${TPROBE_DEPS_DIR}/openssl/lib/libcrypto.a"
+      INTERFACE_LINK_LIBRARIES "${CMAKE_DL_LIBS};pthread")
+  endif()
+  set_target_properties(OpenSSL::Crypto PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${TPROBE_DEPS_DIR}/openssl/include")
+  set(OPENSSL_FOUND TRUE)
+  message(STATUS "tprobe: libcrypto headers from ${TPROBE_DEPS_DIR}/openssl (staged)")
+endif()
+if(NOT OPENSSL_FOUND)
+  message(FATAL_ERROR "libcrypto not found. On Debian 12: apt-get install libssl-dev. On a host "
+                      "without packages: run scripts/stage-deps.sh on a Debian machine and carry .deps.")
+endif()
+
 find_package(Torch QUIET)
 if(NOT Torch_FOUND)
   message(FATAL_ERROR "libtorch not found. On Debian 12: apt-get install libtorch-dev. With a pip "

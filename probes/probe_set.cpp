@@ -162,10 +162,24 @@ CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& c
               ->check(positive_number());
   } else {
     opt = cmd->add_option_function<std::string>(
-                 info.flag,
-                 [&config, knob](const std::string& v) { core::set_knob(config, knob, v); },
-                 core::knob_help(knob, engine_only))
-              ->check(CLI::IsMember(core::knob_value_names(knob, engine_only, true)));
+        info.flag, [&config, knob](const std::string& v) { core::set_knob(config, knob, v); },
+        core::knob_help(knob, engine_only));
+    if (info.parametric) {
+      // zipf:S and the like: the registry's own parser is the check (its message names the flag).
+      opt->check(CLI::Validator(
+          [knob](std::string& v) -> std::string {
+            core::StepConfig scratch;
+            try {
+              core::set_knob(scratch, knob, v);
+            } catch (const UsageError& e) {
+              return e.what();
+            }
+            return {};
+          },
+          fmt::format("{{{}}}", fmt::join(core::knob_value_names(knob, engine_only), ","))));
+    } else {
+      opt->check(CLI::IsMember(core::knob_value_names(knob, engine_only, true)));
+    }
   }
   if (!shown.empty()) opt->default_str(shown);
   return opt;

@@ -128,6 +128,26 @@ void register_profile(CLI::App& app, ProbeSet& set) {
                   "its phase, layer and part, the launches, memory counters");
   cmd->add_option("--replay-trace", o->replay_trace,
                   "Attribute a recorded raw trace instead of running CUPTI (tests, CPU)");
+  // The operator's tokens (docs/profile.md, "The operator's tokens"): without --dataset the
+  // step draws random ids, so its sampler options need it.
+  CLI::Option* dataset = cmd->add_option(
+      "--dataset", o->dataset,
+      "Measure each point on this dataset's own tokens: a JSONL file (.gz too) with input_ids "
+      "per record, as levers reads; each point's rows are the sampler's first micro-batch at its "
+      "batch and width, ids as they are (no BOS added)");
+  cmd->add_option("--format", o->dataset_format, "The dataset's format: auto or jsonl")
+      ->check(CLI::IsMember({"auto", "jsonl"}))
+      ->capture_default_str()
+      ->needs(dataset);
+  cmd->add_option("--sampler", o->sampler,
+                  "Which records fill the rows: filled (file order, each row filled to the width, "
+                  "the record reaching it cut there), or levers' sequential, shuffled, bucket:N, "
+                  "order:FILE, packed (rows shorter than the width right-padded)")
+      ->capture_default_str()
+      ->needs(dataset);
+  cmd->add_option("--sampler-seed", o->sampler_seed, "Seed of the shuffled and bucket samplers")
+      ->capture_default_str()
+      ->needs(dataset);
   cmd->add_option("--table-width", o->table_width,
                   "Whose kernel table is results.kernel_table and printed (default: the widest)")
       ->check(positive_number());
@@ -148,7 +168,13 @@ void register_profile(CLI::App& app, ProbeSet& set) {
         return run(*o, ctx);
       },
       Needs::kTorch,
-      {{"--checkpoint", "--replay-trace"}, {"--raw-trace", "--raw-memory", "--trace-out"}, {}});
+      {{"--checkpoint", "--replay-trace", "--dataset"},
+       {"--raw-trace", "--raw-memory", "--trace-out"},
+       [o](core::OutputGuard& guard) {
+         // An order file is read: no output may be written over it.
+         const std::string& s = o->sampler;
+         if (s.rfind("order:", 0) == 0 && s.size() > 6) guard.input("--sampler", s.substr(6));
+       }});
 }
 
 ProbeInfo profile_probe() {

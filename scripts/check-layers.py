@@ -29,16 +29,17 @@ import os
 import re
 import sys
 
-CORE = ["core/base", "core/io", "core/gemma4", "core/step", "core/data", "core/cost", "core/mask",
+CORE = ["core/base", "core/evidence", "core/io", "core/gemma4", "core/step", "core/data", "core/cost", "core/mask",
         "core/trace", "core/adapter", "core/report"]
 
 # unit -> the units it may include (besides itself). Keep in step with docs/ARCHITECTURE.md.
 ALLOWED = {
     "core/base": [],
+    "core/evidence": ["core/base"],
     "core/io": ["core/base"],
     "core/gemma4": ["core/base", "core/io"],
     "core/step": ["core/base"],
-    "core/data": ["core/base", "core/io", "core/report"],
+    "core/data": ["core/base", "core/evidence", "core/io", "core/report"],
     "core/cost": ["core/base", "core/io", "core/gemma4", "core/step", "core/data", "core/report"],
     "core/mask": ["core/base", "core/gemma4", "core/step", "core/report"],
     "core/trace": ["core/base", "core/report"],

@@ -7,7 +7,7 @@
 # dpkg-shlibdeps step needs (the Debian package test, tests/install/package_deb.cmake).
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build git libtorch-dev libcli11-dev libfmt-dev nlohmann-json3-dev
-      zlib1g-dev)
+      zlib1g-dev libssl-dev)
 if [ "${1:-}" = "--test" ]; then pkgs+=(libgtest-dev chromium clang python3 file); fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -13,4 +13,9 @@ cp -r /usr/src/googletest .deps/googletest
 mkdir -p .deps/zlib/include .deps/zlib/lib
 cp /usr/include/zlib.h /usr/include/zconf.h .deps/zlib/include/
 cp "/usr/lib/$(gcc -print-multiarch)/libz.a" .deps/zlib/lib/
+# libcrypto (SHA-256 of profile --dataset's batches): OpenSSL 3.0's headers and the static library.
+mkdir -p .deps/openssl/include .deps/openssl/lib
+cp -r /usr/include/openssl .deps/openssl/include/
+cp -r "/usr/include/$(gcc -print-multiarch)/openssl/." .deps/openssl/include/openssl/
+cp "/usr/lib/$(gcc -print-multiarch)/libcrypto.a" .deps/openssl/lib/
 du -sh .deps

@@ -697,8 +697,31 @@ Tensor Gemma4Model::layer_forward(size_t index, const Tensor& x, ForwardRecord* 
   Tensor probs = torch::softmax(linear(L.router_proj, r), -1, router_acc);
   auto [w, idx] = probs.topk(c.top_k_experts, -1);
   w = w / w.sum(-1, true);
+  if (options_.routing.kind != core::RoutingKind::kComputed) {
+    // --routing balanced | zipf:S: the same gates on a forced assignment (core/step/routing.hpp).
+    Tensor& forced = forced_idx_[idx.size(0)];
+    if (!forced.defined()) {
+      const std::vector<int32_t> a =
+          core::forced_assignment(idx.size(0), c.num_experts, c.top_k_experts, options_.routing);
+      forced = torch::tensor(std::vector<int64_t>(a.begin(), a.end()),
+                             torch::TensorOptions().dtype(torch::kLong))
+                   .view(idx.sizes())
+                   .to(idx.device());
+    }
+    idx = forced;
+  }
   w = w * L.router_per_expert_scale.index_select(0, idx.reshape({-1})).view(idx.sizes());
   router_scope.reset();
+  if (record) {
+    // Tokens per expert, on the device and without a sync (no bincount: it reads the max first).
+    const Tensor flat_idx = idx.reshape({-1});
+    Tensor counts = torch::zeros({c.num_experts}, flat_idx.options())
+                        .index_add_(0, flat_idx, torch::ones_like(flat_idx));
+    if (record->expert_tokens.size() < layers_.size()) record->expert_tokens.resize(layers_.size());
+    Tensor& slot = record->expert_tokens[index];
+    slot = slot.defined() ? slot + counts : counts;
+    record->routed_per_layer = flat_idx.numel();
+  }
   auto experts_scope = std::make_unique<ObserverScope>(observer, tag(StepPart::kExperts));
   Tensor m = norm(flat, L.pre_feedforward_layernorm_2);
   m = experts_forward(L, m, idx, w, options_.moe);

@@ -15,6 +15,7 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/host_memory.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/step_plan.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
@@ -362,6 +363,7 @@ StepReport run_steps(const StepSpec& request,
   mo.ce_chunk = spec.ce_chunk;
   mo.fused_rms_norm = knobs.norm == core::NormKind::kFused;
   mo.attention_mask_passed = knobs.attention_mask == core::AttentionMask::kOnes;
+  mo.routing = knobs.routing;
 
   StepReport report;
   auto t0 = std::chrono::steady_clock::now();
@@ -391,12 +393,26 @@ StepReport run_steps(const StepSpec& request,
     }
   }
   std::optional<Gemma4Model> built;
-  if (!checkpoint) {
-    built.emplace(Gemma4Model::random(core::embedded_model(spec.model), mo, spec.seed));
-    report.source = "random init";
-  } else {
-    built.emplace(load_model(*checkpoint, mo));
-    report.source = spec.checkpoint_dir;
+  {
+    // The weights' way onto the device, with the host's anonymous memory sampled throughout and
+    // the allocator's peak over it.
+    cuda_synchronize();
+    cuda_reset_peak_memory();
+    core::RssAnonPeak host_peak;
+    const auto load_start = std::chrono::steady_clock::now();
+    if (!checkpoint) {
+      built.emplace(Gemma4Model::random(core::embedded_model(spec.model), mo, spec.seed));
+      report.source = "random init";
+      report.load.method = "random init on the device (normal(0, 0.02), norms and scales at 1)";
+    } else {
+      built.emplace(load_model(*checkpoint, mo, LoadPlan{}, &report.load));
+      report.source = spec.checkpoint_dir;
+    }
+    cuda_synchronize();
+    report.load.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
+    report.load.host_rss_anon_peak_bytes = host_peak.peak();
+    if (cuda) report.load.device_peak_allocated_bytes = cuda_peak_allocated_bytes();
   }
   Gemma4Model& m = *built;
   if (!spec.lora_targets.empty()) {
@@ -469,12 +485,24 @@ StepReport run_steps(const StepSpec& request,
     }
       try {
         torch::manual_seed(static_cast<uint64_t>(point.width * 1000 + point.batch));
-        Tensor ids = torch::randint(0, m.config().vocab_size, {point.batch, point.width},
-                                    torch::TensorOptions().dtype(torch::kLong));
-        for (size_t b = 0; b < point.lengths.size(); ++b) {
-          ids[static_cast<int64_t>(b)]
-              .narrow(0, point.lengths[b], point.width - point.lengths[b])
-              .fill_(m.config().pad_token_id);
+        Tensor ids;
+        if (!point.tokens_error.empty()) fail("{}", point.tokens_error);
+        if (!point.ids.empty()) {
+          // The user's tokens (profile --dataset), padding included, as the runs built them.
+          if (static_cast<int64_t>(point.ids.size()) != point.batch * point.width)
+            fail("{} token ids for a {}x{} point", point.ids.size(), point.batch, point.width);
+          ids = torch::tensor(point.ids, torch::TensorOptions().dtype(torch::kLong))
+                    .view({point.batch, point.width});
+          if (ids.min().item<int64_t>() < 0 || ids.max().item<int64_t>() >= m.config().vocab_size)
+            fail("a token id outside the vocabulary (0..{})", m.config().vocab_size - 1);
+        } else {
+          ids = torch::randint(0, m.config().vocab_size, {point.batch, point.width},
+                               torch::TensorOptions().dtype(torch::kLong));
+          for (size_t b = 0; b < point.lengths.size(); ++b) {
+            ids[static_cast<int64_t>(b)]
+                .narrow(0, point.lengths[b], point.width - point.lengths[b])
+                .fill_(m.config().pad_token_id);
+          }
         }
         ids = ids.to(mo.device);
         cuda_reset_peak_memory();
@@ -504,6 +532,21 @@ StepReport run_steps(const StepSpec& request,
         r.attn_sliding = rec.attn_sliding;
         r.attn_full = rec.attn_full;
         r.moe = rec.moe;
+        // The experts' load of the point's first step (read back once, after the timed steps).
+        r.expert_load.routed_per_layer = rec.routed_per_layer;
+        for (size_t layer = 0; layer < rec.expert_tokens.size(); ++layer) {
+          const Tensor& t = rec.expert_tokens[layer];
+          if (!t.defined()) continue;
+          const Tensor host = t.to(torch::kCPU).contiguous();
+          core::ExpertLoadLayer e;
+          e.layer = static_cast<int64_t>(layer);
+          e.tokens.assign(host.data_ptr<int64_t>(), host.data_ptr<int64_t>() + host.numel());
+          const core::LoadSummary sum = core::summarize_load(e.tokens);
+          e.max_over_mean = sum.max_over_mean;
+          e.cv = sum.cv;
+          e.zero_experts = sum.zero_experts;
+          r.expert_load.layers.push_back(std::move(e));
+        }
         if (!extra && spec.tracer && !(spec.should_stop && spec.should_stop())) {
           // A separate step, so that no timed repeat runs under tracing.
           try {

@@ -9,6 +9,8 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
+#include "tprobe/core/data/dataset_batch.hpp"
+#include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/core/trace/trace_export.hpp"
 #include "tprobe/runs/profile_costs.hpp"
@@ -23,6 +25,7 @@ using torch_api::PointOutcome;
 using torch_api::PointResult;
 using torch_api::ProfileRequest;
 using torch_api::StepReport;
+using torch_api::StepPoint;
 using torch_api::StepSpec;
 
 ProfileRequest profile_request(const ProfileOptions& o) {
@@ -264,6 +267,52 @@ void record_round(EdgeSearchState& s, const std::vector<std::vector<PointResult>
   }
 }
 
+// profile --dataset: each point's batch built from the user's records (core/data/dataset_batch).
+class DatasetTokens {
+ public:
+  DatasetTokens(const ProfileOptions& o, const StepSpec& spec) {
+    if (!o.lengths.empty() || o.pad_fraction_given)
+      fail_usage("--dataset makes the rows from the dataset: --lengths and --pad-fraction pad "
+                 "random ones");
+    lengths_ = core::load_dataset(o.dataset, core::parse_length_format(o.dataset_format));
+    if (lengths_.format != "jsonl")
+      fail_usage("--dataset {}: {} records have lengths, no token ids; the measured step needs a "
+                 "JSONL file with input_ids",
+                 o.dataset, lengths_.format);
+    base_.path = o.dataset;
+    base_.filled = o.sampler == core::kFilledSampler;
+    if (!base_.filled) base_.sampler = core::parse_epoch_sampler(o.sampler, "--sampler");
+    base_.seed = o.sampler_seed;
+    const core::ModelConfig config = spec.checkpoint_dir.empty()
+                                         ? core::embedded_model(spec.model)
+                                         : core::Checkpoint::open(spec.checkpoint_dir).config();
+    base_.pad_id = config.pad_token_id;
+    base_.vocab_size = config.vocab_size;
+  }
+  // The sweep's points: a dataset that cannot make one is the run's error.
+  void fill(StepPoint& p) const {
+    core::DatasetBatchRequest r = base_;
+    r.batch = p.batch;
+    r.width = p.width;
+    core::DatasetBatch b = core::dataset_batch(lengths_, r);
+    p.ids = std::move(b.ids);
+    p.lengths = std::move(b.lengths);
+    p.tokens = std::move(b.tokens);
+  }
+  // A point asked for later (the edge search): one the dataset cannot make fails alone.
+  void fill_or_note(StepPoint& p) const {
+    try {
+      fill(p);
+    } catch (const std::exception& e) {
+      p.tokens_error = e.what();
+    }
+  }
+
+ private:
+  core::LengthDataset lengths_;
+  core::DatasetBatchRequest base_;
+};
+
 }  // namespace
 
 ProfileAnalysis analyze_profile(EngineAccess engine, const ProfileOptions& options,
@@ -277,18 +326,35 @@ ProfileAnalysis analyze_profile(EngineAccess engine, const ProfileOptions& optio
   run.raw_memory_path = raw_memory_to.empty() ? a.request.raw_memory_path : raw_memory_to;
   run.spec.should_stop = hooks.should_stop;
   run.spec.on_start = hooks.on_start;
+  std::shared_ptr<const DatasetTokens> data;
+  if (!options.dataset.empty()) {
+    data = std::make_shared<const DatasetTokens>(options, run.spec);
+    for (StepPoint& p : run.spec.points) data->fill(p);
+    a.request.spec.points = run.spec.points;
+  }
   MemoryFitReport& mf = a.memory_fit;
   mf.requested = !options.gpu_memory_gib.empty() || options.reserve_from_device;
   mf.edge_search = options.edge_search == "on";
   EdgeSearchState search;
   bool asked = false;  // the budgets are built on the first call
+  // The groups to measure next (below), each point's batch from the dataset where there is one;
+  // it outlives the engine's run, which calls it.
+  std::function<std::vector<ExtraPoints>(const StepReport&)> edge_groups;
   if (mf.requested) {
     const std::vector<MemoryBudget> cards = budget_cards(engine, options);
     // Once the sweep is in: fit its peaks, predict each budget's edges, and hand the edges back to
     // the engine to measure under the budget's allocator cap: searched round by round (edge search
     // on), or the predicted edge and the step past it in one round (off).
-    run.spec.extra_points = [&options, &mf, &search, &asked, &hooks,
-                             cards](const StepReport& sweep) {
+    run.spec.extra_points = [&edge_groups, data](const StepReport& sweep) {
+      std::vector<ExtraPoints> groups = edge_groups(sweep);
+      if (data) {
+        for (ExtraPoints& g : groups) {
+          for (StepPoint& p : g.points) data->fill_or_note(p);
+        }
+      }
+      return groups;
+    };
+    edge_groups = [&options, &mf, &search, &asked, &hooks, cards](const StepReport& sweep) {
       std::vector<ExtraPoints> groups;
       if (asked) {
         if (!mf.edge_search) return groups;  // the predicted edges are checked in one round
@@ -396,6 +462,22 @@ ProfileAnalysis analyze_profile(EngineAccess engine, const ProfileOptions& optio
   }
   a.report = engine().run_profile(run, hooks.on_point);
   derive_profile_costs(a.report, run);
+  // Each layer's experts part on the device beside its load, where the point was traced.
+  for (size_t i = 0; i < a.report.steps.points.size() && i < a.report.traces.size(); ++i) {
+    const torch_api::PointTrace& t = a.report.traces[i];
+    if (!t.captured) continue;
+    for (core::ExpertLoadLayer& e : a.report.steps.points[i].expert_load.layers) {
+      for (const core::LayerRow& row : t.breakdown.layers) {
+        if (row.layer != e.layer) continue;
+        int64_t ns = 0;
+        for (const auto& [phase, parts] : row.kernel_ns) {
+          if (const auto it = parts.find(core::to_string(core::StepPart::kExperts)); it != parts.end())
+            ns += it->second;
+        }
+        e.experts_kernel_s = static_cast<double>(ns) * 1e-9;
+      }
+    }
+  }
   if (mf.edge_search) {
     // A round the engine measured but did not hand back (a signal, or its round limit), then
     // whatever is not done is stopped.

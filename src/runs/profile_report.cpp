@@ -11,6 +11,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
+#include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
@@ -416,6 +417,36 @@ std::vector<core::Table> profile_tables(const ProfileReport& rep) {
   }
   cost.note("peak: " + rep.peak_source);
   out.push_back(std::move(cost));
+
+  // The experts' load of one point (the kernel table's, else the widest measured) per MoE layer,
+  // beside the layer's experts part time where the point was traced.
+  const PointResult* load_point = rep.table_point ? &rep.steps.points[*rep.table_point] : nullptr;
+  for (const PointResult& p : rep.steps.points) {
+    if (!rep.table_point && !p.expert_load.layers.empty()) load_point = &p;  // the last: widest
+  }
+  if (load_point && !load_point->expert_load.layers.empty()) {
+    const PointResult& p = *load_point;
+    core::Table el(fmt::format("experts' load, {} (routing {}{}): tokens per expert, per layer",
+                               point_name(p), core::to_string(rep.config.routing),
+                               p.point.tokens ? ", the dataset's tokens" : ", random ids"));
+    el.column("layer").column("min").column("max").column("max / mean").column("cv");
+    el.column("idle experts").column("experts time");
+    for (const core::ExpertLoadLayer& e : p.expert_load.layers) {
+      const auto [lo, hi] = std::minmax_element(e.tokens.begin(), e.tokens.end());
+      el.row({std::to_string(e.layer), core::format_count(e.tokens.empty() ? 0 : *lo),
+              core::format_count(e.tokens.empty() ? 0 : *hi), fmt::format("{:.2f}", e.max_over_mean),
+              fmt::format("{:.2f}", e.cv), core::format_count(static_cast<int64_t>(e.zero_experts.size())),
+              e.experts_kernel_s ? core::format_seconds(*e.experts_kernel_s) : std::string("-")});
+    }
+    el.note(fmt::format("each layer routes {} (token, choice) pairs; experts time: the layer's "
+                        "experts part on the device in the traced step (forward, recompute, "
+                        "backward), '-' without a trace",
+                        core::format_count(p.expert_load.routed_per_layer)));
+    if (p.point.tokens)
+      el.note(fmt::format("tokens: {} ({} sampler), sha256 {}", p.point.tokens->dataset,
+                          p.point.tokens->sampler, p.point.tokens->sha256));
+    out.push_back(std::move(el));
+  }
 
   if (rep.kernel_table_supported) {
     core::Table ph("traced steps: device time by phase, and attention two ways");
@@ -918,6 +949,47 @@ void edge_search_figures(core::SectionBuilder& c) {
 
 }  // namespace
 
+// The experts' load of the widest unpadded point as a layer × expert heat map, read through its
+// typed reader (core/evidence).
+void expert_load_figure(core::SectionBuilder& c, const Json& pts) {
+  const Json* chosen = nullptr;
+  for (const Json& p : pts) {
+    if (p.is_object() && p.contains("expert_load") && p["expert_load"].is_array() &&
+        !p["expert_load"].empty())
+      chosen = &p;
+  }
+  if (chosen == nullptr) return;
+  core::ExpertLoad load;
+  try {
+    load = core::evidence::from_json<core::ExpertLoad>(*chosen, "results.points[]");
+  } catch (const std::exception& e) {
+    c.note(std::string("experts' load not drawn: ") + e.what());
+    return;
+  }
+  core::HeatMap map;
+  map.title = fmt::format("Experts' load at {}x{}: tokens per expert, per layer",
+                          chosen->value("batch", int64_t{0}), chosen->value("width", int64_t{0}));
+  map.x_label = "expert";
+  map.y_label = "layer";
+  map.value_label = "(token, choice) pairs";
+  double worst = 0;
+  int64_t worst_layer = 0;
+  for (const core::ExpertLoadLayer& e : load.layers) {
+    map.row_labels.push_back(std::to_string(e.layer));
+    map.values.emplace_back(e.tokens.begin(), e.tokens.end());
+    if (e.max_over_mean > worst) {
+      worst = e.max_over_mean;
+      worst_layer = e.layer;
+    }
+  }
+  c.figure("expert-load", map.title, core::render_svg(map),
+           {"points[].expert_load[].tokens", "points[].expert_load[].max_over_mean"},
+           fmt::format("Each layer routes {} pairs; the busiest expert holds {:.2f}x the mean "
+                       "(layer {}). Routing: {}.",
+                       load.routed_per_layer, worst, worst_layer,
+                       core::string_at(c.results(), "provenance.config.routing")));
+}
+
 void profile_report_section(core::SectionBuilder& c) {
   const Json& r = c.results();
   const Json* pts = array_at(r, "points");
@@ -1061,6 +1133,7 @@ void profile_report_section(core::SectionBuilder& c) {
   memory_step_figures(c, *pts);
   memory_fit_table(c);
   edge_search_figures(c);
+  expert_load_figure(c, *pts);
   // Time by phase and by layer type, if the profile breaks it down.
   for (const auto& [key, title] :
        std::vector<std::pair<std::string, std::string>>{{"phases", "Time by phase"},

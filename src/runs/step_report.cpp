@@ -4,6 +4,8 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/base/median.hpp"
+#include "tprobe/core/evidence/operator_inputs.hpp"
+#include "tprobe/core/step/routing.hpp"
 
 #include <fmt/format.h>
 
@@ -107,6 +109,9 @@ core::Json point_to_json(const PointResult& r) {
     p["memory"] = nullptr;
   }
   p["memory_message"] = r.memory_message.empty() ? core::Json(nullptr) : core::Json(r.memory_message);
+  // The operator's inputs (core/evidence/operator_inputs.hpp: each field declared there).
+  p["tokens"] = r.point.tokens ? core::evidence::to_json(*r.point.tokens) : core::Json(nullptr);
+  p.update(core::evidence::to_json(r.expert_load));  // routed_per_layer, expert_load
   return p;
 }
 
@@ -223,6 +228,28 @@ PointResult point_from_json(const core::Json& j, const std::string& where) {
   r.attn_sliding = jr::string(j, "attn_sliding", where);
   r.attn_full = jr::string(j, "attn_full", where);
   r.moe = jr::string(j, "moe_dispatch", where);
+  // Absent in evidence from before the step counted its experts' load or took a dataset's tokens.
+  if (const core::Json* t = jr::optional(j, "tokens"))
+    r.point.tokens = core::evidence::from_json<core::PointTokens>(*t, where + ".tokens");
+  if (jr::optional(j, "expert_load") != nullptr) {
+    r.expert_load = core::evidence::from_json<core::ExpertLoad>(j, where);
+    for (std::size_t i = 0; i < r.expert_load.layers.size(); ++i) {
+      const core::ExpertLoadLayer& e = r.expert_load.layers[i];
+      const std::string w = jr::at(where, "expert_load", i);
+      int64_t sum = 0;
+      for (int64_t t : e.tokens) {
+        if (t < 0) fail("{}.tokens: a negative count ({})", w, t);
+        sum += t;
+      }
+      if (sum != r.expert_load.routed_per_layer)
+        fail("{}.tokens: sum to {}, but the point routed {} per layer", w, sum,
+             r.expert_load.routed_per_layer);
+      const core::LoadSummary again = core::summarize_load(e.tokens);
+      if (again.max_over_mean != e.max_over_mean || again.cv != e.cv ||
+          again.zero_experts != e.zero_experts)
+        fail("{}: max_over_mean, cv or zero_experts is not what its tokens give", w);
+    }
+  }
 
   r.traced = jr::boolean(j, "traced", where);
   expect_null_when(j, "traced_step_s", where, !r.traced, "it is written for a traced point only");
@@ -299,6 +326,8 @@ StepReport step_report_from_json(const core::Json& results, const std::string& w
   r.lora_modules = jr::integer(results, "lora_modules", where, 0);
   r.lora_parameters = jr::integer(results, "lora_parameters", where, 0);
   r.weights_allocated_bytes = jr::integer(results, "weights_allocated_bytes", where, 0);
+  if (const core::Json* load = jr::optional(results, "load"))
+    r.load = core::evidence::from_json<core::LoadFigures>(*load, where + ".load");
   r.interrupted = jr::boolean(results, "interrupted", where);
   const std::optional<std::string> at = jr::nullable_string(results, "interrupted_at", where);
   if (at) {
@@ -323,6 +352,7 @@ core::Json to_json(const StepReport& r) {
   out["lora_modules"] = r.lora_modules;
   out["lora_parameters"] = r.lora_parameters;
   out["weights_allocated_bytes"] = r.weights_allocated_bytes;
+  out["load"] = core::evidence::to_json(r.load);
   out["interrupted"] = r.interrupted;  // a signal stopped the sweep: later points are missing
   out["interrupted_at"] = r.interrupted_at.empty() ? core::Json(nullptr) : core::Json(r.interrupted_at);
   out["points"] = core::Json::array();

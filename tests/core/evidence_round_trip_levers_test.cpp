@@ -67,8 +67,8 @@ EpochReport hand_epoch() {
   c.attn = "sdpa";
   c.status = "predicted";
   c.curve = fit_step_curve({{2, 4, 1.12}, {2, 8, 2.88}});
-  const std::vector<EpochMicroBatch> shapes = {{8, {8, 5}, {8, 5}, false},
-                                               {4, {4, 4}, {4, 3}, false}};
+  const std::vector<EpochMicroBatch> shapes = {{8, {8, 5}, {8, 5}, false, {}},
+                                               {4, {4, 4}, {4, 3}, false, {}}};
   c.prediction = predict_epoch(c.curve, shapes, false, 4);
   c.flops = EpochFlops{1.5e15, 1.75e15};
   c.measured = true;

@@ -68,6 +68,9 @@ struct ModelOptions {
   // the recompute, so the masks live as long as the step's graph, as HF's mask mapping does.
   // Values are identical; only the bytes held differ.
   bool attention_mask_passed = false;
+  // The MoE layers' top-k: the router's own, or forced onto core::forced_assignment's (the gates'
+  // values kept).
+  core::Routing routing;
   // Told which phase, part and layer of the model is running (the profile probe's CUPTI
   // tagging, core/trace/step_trace.hpp); not owned, may be null.
   core::StepObserver* observer = nullptr;
@@ -134,6 +137,11 @@ struct ForwardRecord {
   // Diagnostics: when set (and checkpointing is off), the embedding output and every layer's
   // output are appended here, detached.
   std::vector<torch::Tensor>* layer_outputs = nullptr;
+  // Tokens per expert ([E] int64 on the device, one per layer, undefined for a layer without
+  // experts) summed over this forward's MoE layers (never a recompute's), and the (token, choice)
+  // pairs one layer routed.
+  std::vector<torch::Tensor> expert_tokens;
+  int64_t routed_per_layer = 0;
 };
 
 struct LossResult {
@@ -220,6 +228,9 @@ class Gemma4Model {
   torch::Tensor embed_;       // [V, H]
   torch::Tensor final_norm_;  // [H]
   std::vector<DecoderLayer> layers_;
+  // The forced top-k (options_.routing) per token count, on the device: every layer of a forward
+  // routes the same tokens, and a point's steps repeat them.
+  mutable std::map<int64_t, torch::Tensor> forced_idx_;
 };
 
 // HF's Gemma4RMSNorm: fp32 inside, mean of squares + eps, pow(-0.5), weight multiplied in fp32

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/model/gemma4.hpp"
 
@@ -15,7 +16,19 @@ namespace tprobe::model {
 // vision/audio towers skipped; lm_head.weight, if saved, ignored: the head is tied). Converts to
 // options.dtype on options.device. Throws tprobe::Error naming the tensor for a missing,
 // mis-shaped or non-float tensor, or any config/checkpoint disagreement.
-Gemma4Model load_model(const core::Checkpoint& checkpoint, const ModelOptions& options);
+//
+// How (docs/profile.md, "A checkpoint's load"): every tensor whose dtype is the model's is read in
+// chunks of at most `chunk_bytes`, in file order, by `readers` threads (pread into staging
+// buffers, pinned on a CUDA device, two per reader) while this thread copies each filled buffer
+// into the parameter the model already holds: no second copy of the weights on the device, and
+// on the host only the staging buffers beside the page cache. A tensor of another dtype is read
+// whole and converted. `figures`, when given, gets the method, bytes and seconds.
+struct LoadPlan {
+  int64_t readers = 4;
+  int64_t chunk_bytes = int64_t{32} << 20;
+};
+Gemma4Model load_model(const core::Checkpoint& checkpoint, const ModelOptions& options,
+                       const LoadPlan& plan = {}, core::LoadFigures* figures = nullptr);
 
 // One tensor of a safetensors file as a torch tensor (copied), converted to dtype and device.
 torch::Tensor read_tensor(const core::SafetensorsFile& file, const std::string& name,

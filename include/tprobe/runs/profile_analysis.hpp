@@ -64,6 +64,12 @@ struct ProfileOptions {
   // core::kEdgeSearchSteps consecutive steps; off, the predicted edge and the step past it are
   // run once, one step each (the check before issue 44).
   std::string edge_search = "on";
+  // The user's tokens (docs/profile.md, "The operator's tokens"): a JSONL dataset with
+  // input_ids; each point's micro-batch is the sampler's first at the point's batch and width.
+  std::string dataset;
+  std::string dataset_format = "auto";
+  std::string sampler = "filled";  // filled | sequential | shuffled | bucket:N | order:FILE | packed
+  uint64_t sampler_seed = 0;
   // The reserve read off the device (what other processes hold now), instead of --reserve; with
   // no --gpu-memory the card is the device's total.
   bool reserve_from_device = false;

@@ -7,8 +7,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/step/step_config.hpp"
 #include "tprobe/core/trace/step_memory.hpp"
@@ -19,9 +21,17 @@ namespace tprobe::torch_api {
 // One shape to measure: `batch` rows of `width` tokens; `lengths` (one per row, or empty = all
 // real) are the real tokens of each row, the rest right-padding.
 struct StepPoint {
+  StepPoint() = default;
+  StepPoint(int64_t b, int64_t w, std::vector<int64_t> l = {})
+      : batch(b), width(w), lengths(std::move(l)) {}
   int64_t batch = 2;
   int64_t width = 2048;
   std::vector<int64_t> lengths;
+  // The user's tokens (profile --dataset): batch × width ids, row-major, and where they came
+  // from; empty ids: the step draws random ids (seeded by the point's shape).
+  std::vector<int64_t> ids;
+  std::optional<core::PointTokens> tokens;
+  std::string tokens_error;  // the dataset could not make this point's batch: its outcome, error
   bool padded() const;
   int64_t real_tokens() const;
 };
@@ -105,6 +115,9 @@ struct PointResult {
   int64_t peak_allocated_bytes = 0;
   int64_t peak_reserved_bytes = 0;
   std::string attn_sliding, attn_full, moe;  // what ran
+  // The tokens each expert of each MoE layer got in the point's first step (its forward, never
+  // a recompute), and the (token, choice) pairs each layer routed: tokens × top-k.
+  core::ExpertLoad expert_load;
   bool traced = false;                       // the tracer's step ran (its records are the tracer's)
   double traced_step_s = 0;   // that step's time (same clock), for the overhead check
   // The first traced point only: the discarded priming step's time (0 elsewhere).
@@ -128,6 +141,7 @@ struct StepReport {
   std::string dtype;
   std::string clock;  // "cuda_events" or "steady_clock"
   double init_s = 0;
+  core::LoadFigures load;  // how the weights got onto the device
   int64_t base_parameters = 0;
   int64_t lora_modules = 0;
   int64_t lora_parameters = 0;

@@ -71,6 +71,7 @@ std::vector<EpochMicroBatch> pack_rows(const std::vector<int64_t>& lengths,
       out.push_back(mb);
       mb.rows.clear();
       mb.samples.clear();
+      mb.records.clear();
     }
   };
   for (uint32_t r : order) {
@@ -79,6 +80,7 @@ std::vector<EpochMicroBatch> pack_rows(const std::vector<int64_t>& lengths,
     if (fill + len > width) close_row();
     fill += len;
     mb.samples.push_back(len);
+    mb.records.push_back(r);
   }
   close_row();
   if (!mb.rows.empty()) out.push_back(mb);
@@ -94,6 +96,7 @@ std::vector<EpochMicroBatch> padded(const MicroBatchOrder& order, const std::vec
     EpochMicroBatch mb;
     for (uint64_t k = order.starts[i]; k < order.starts[i + 1]; ++k) {
       mb.rows.push_back(eff[order.records[k]]);
+      mb.records.push_back(static_cast<uint32_t>(order.records[k]));
       mb.width = std::max(mb.width, mb.rows.back());
     }
     mb.samples = mb.rows;

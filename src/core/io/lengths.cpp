@@ -111,14 +111,23 @@ class JsonRecordSax {
   std::string source;
   std::string error;
   std::string_view text;  // the line, for a syntax error's place
+  // read_record_ids: the ids of input_ids kept here, each in 0..max_id.
+  std::vector<int64_t>* capture = nullptr;
+  int64_t max_id = 0;
 
   bool null() { return scalar("null", false); }
   bool boolean(bool) { return scalar("a boolean", false); }
   bool number_integer(json::number_integer_t v) {
     if (is_length()) return set_length(v);
+    if (!keep(v)) return false;
     return scalar("a number", true);
   }
   bool number_unsigned(json::number_unsigned_t v) {
+    if (in_ids_ && depth_ == 2 && capture != nullptr) {
+      if (v > static_cast<json::number_unsigned_t>(max_id)) return keep(max_id + 1);
+      if (!keep(static_cast<int64_t>(v))) return false;
+      return scalar("a number", true);
+    }
     if (is_length()) {
       if (v > static_cast<json::number_unsigned_t>(kMaxRecordLength)) {
         return set_error(fmt::format("length {} is above the maximum {}", v, kMaxRecordLength));
@@ -194,6 +203,16 @@ class JsonRecordSax {
   bool set_error(std::string message) {
     if (error.empty()) error = std::move(message);
     return false;
+  }
+  bool keep(int64_t v) {
+    if (!in_ids_ || depth_ != 2 || capture == nullptr) return true;
+    if (v < 0 || v > max_id) {
+      return set_error(fmt::format("input_ids[{}] is {}: a token id must be in 0..{} (the model's "
+                                   "vocabulary)",
+                                   capture->size(), v, max_id));
+    }
+    capture->push_back(v);
+    return true;
   }
   bool set_length(int64_t v) {
     if (v == 0) return set_error("length is 0; every record needs at least one token");
@@ -519,6 +538,52 @@ LengthDataset read_lengths_from(detail::LineReader& reader, const std::string& p
 }
 
 }  // namespace
+
+std::vector<std::vector<int64_t>> read_record_ids(const std::string& path,
+                                                  const std::vector<int64_t>& wanted,
+                                                  int64_t max_id) {
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    if (wanted[i] < 0 || (i > 0 && wanted[i] <= wanted[i - 1]))
+      fail("read_record_ids: the records wanted must ascend without repeats");
+  }
+  std::vector<std::vector<int64_t>> out(wanted.size());
+  detail::LineReader reader(path);
+  std::string line;
+  int64_t record = -1;
+  std::size_t next = 0;
+  bool sniffed = false;
+  while (next < wanted.size() && reader.next(line)) {
+    if (reader.line_number() == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+    if (blank(line)) continue;
+    const int64_t n = reader.line_number();
+    if ((n & 0xffff) == 0) throw_if_interrupted();
+    if (!sniffed) {
+      sniffed = true;
+      if (sniff(line) != LengthFormat::kJsonl) {
+        fail_usage("{}: {} records have no token ids; the measured step needs JSONL records with "
+                   "input_ids",
+                   path, format_name(sniff(line)));
+      }
+    }
+    if (++record != wanted[next]) continue;
+    if (line.find('\0') != std::string::npos) fail_at(path, n, "a NUL byte in a JSONL line");
+    JsonRecordSax sax;
+    sax.text = line;
+    sax.capture = &out[next];
+    sax.max_id = max_id;
+    const bool ok = nlohmann::json::sax_parse(line.begin(), line.end(), &sax);
+    if (!ok || !sax.error.empty())
+      fail_at(path, n, sax.error.empty() ? std::string("malformed JSON") : sax.error);
+    if (!sax.have_ids || out[next].empty())
+      fail_at(path, n, fmt::format("record {} has no input_ids: the measured step needs the "
+                                   "tokens, not only a length",
+                                   record));
+    ++next;
+  }
+  if (next < wanted.size())
+    fail("{}: record {} asked for, but the file holds {} records", path, wanted[next], record + 1);
+  return out;
+}
 
 LengthDataset read_lengths(const std::string& path, LengthFormat format) {
   // The record lists grow through detail::room_for_one (a growth that fails names its bytes);

@@ -426,4 +426,80 @@ std::string render_svg(const BarChart& c) {
   return s;
 }
 
+std::string render_svg(const HeatMap& m) {
+  std::size_t columns = 0;
+  double top = 0;
+  for (const auto& row : m.values) {
+    columns = std::max(columns, row.size());
+    for (double v : row) {
+      if (std::isfinite(v)) top = std::max(top, v);
+    }
+  }
+  const std::size_t rows = m.values.size();
+  std::size_t label_chars = 1;
+  for (const auto& l : m.row_labels) label_chars = std::max(label_chars, l.size());
+  const double left = 34 + kCharW * static_cast<double>(label_chars), right = 16, head = 34;
+  const double plot_w = std::max(40.0, m.width - left - right);
+  const double cw = columns > 0 ? plot_w / static_cast<double>(columns) : plot_w;
+  const double ch = rows > 40 ? 8.0 : 14.0;
+  const double plot_h = ch * static_cast<double>(rows);
+  const double height = head + plot_h + 70;
+  std::string out = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" width=\"{}\" height=\"{}\" "
+      "viewBox=\"0 0 {} {}\"><title>{}</title>",
+      m.width, fmt_coord(height), m.width, fmt_coord(height), xml_escape(m.title));
+  out += fmt::format("<text x=\"{}\" y=\"18\" {} font-size=\"14\">{}</text>", fmt_coord(left),
+                     kFont, xml_escape(m.title));
+  // Sequential blues, white at 0: colour-blind safe and legible in greyscale.
+  auto shade = [top](double v) -> std::string {
+    if (!std::isfinite(v)) return "#bbbbbb";
+    const double t = top > 0 ? std::clamp(v / top, 0.0, 1.0) : 0.0;
+    auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
+    return fmt::format("#{:02x}{:02x}{:02x}", mix(247, 8), mix(251, 48), mix(255, 107));
+  };
+  for (std::size_t r = 0; r < rows; ++r) {
+    const double y = head + ch * static_cast<double>(r);
+    if (r < m.row_labels.size() && (rows <= 40 || r % 5 == 0)) {
+      out += fmt::format(
+          "<text x=\"{}\" y=\"{}\" {} font-size=\"{}\" text-anchor=\"end\">{}</text>",
+          fmt_coord(left - 4), fmt_coord(y + ch - 2), kFont, rows > 40 ? 8 : 11,
+          xml_escape(m.row_labels[r]));
+    }
+    for (std::size_t c = 0; c < m.values[r].size(); ++c) {
+      out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>",
+                         fmt_coord(left + cw * static_cast<double>(c)), fmt_coord(y),
+                         fmt_coord(cw), fmt_coord(ch), shade(m.values[r][c]));
+    }
+  }
+  out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" "
+                     "stroke=\"#333\"/>",
+                     fmt_coord(left), fmt_coord(head), fmt_coord(cw * static_cast<double>(columns)),
+                     fmt_coord(plot_h));
+  // Column ticks: about eight, at round expert numbers.
+  const std::size_t step = columns <= 16 ? 1 : columns <= 64 ? 8 : 16;
+  for (std::size_t c = 0; c < columns; c += step) {
+    out += fmt::format("<text x=\"{}\" y=\"{}\" {} font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                       fmt_coord(left + cw * (static_cast<double>(c) + 0.5)),
+                       fmt_coord(head + plot_h + 12), kFont, c);
+  }
+  out += fmt::format("<text x=\"{}\" y=\"{}\" {} font-size=\"12\" text-anchor=\"middle\">{}</text>",
+                     fmt_coord(left + plot_w / 2), fmt_coord(head + plot_h + 28), kFont,
+                     xml_escape(m.x_label));
+  out += fmt::format("<text x=\"12\" y=\"{}\" {} font-size=\"12\" transform=\"rotate(-90 12 {})\" "
+                     "text-anchor=\"middle\">{}</text>",
+                     fmt_coord(head + plot_h / 2), kFont, fmt_coord(head + plot_h / 2),
+                     xml_escape(m.y_label));
+  // The legend: the scale's two ends.
+  const double ly = head + plot_h + 40;
+  for (int i = 0; i <= 10; ++i) {
+    out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"10\" fill=\"{}\"/>",
+                       fmt_coord(left + 12.0 * i), fmt_coord(ly), shade(top * i / 10.0));
+  }
+  out += fmt::format("<text x=\"{}\" y=\"{}\" {} font-size=\"11\">{}: 0 to {}</text>",
+                     fmt_coord(left + 140), fmt_coord(ly + 9), kFont, xml_escape(m.value_label),
+                     axis_number(top));
+  out += "</svg>";
+  return out;
+}
+
 }  // namespace tprobe::core

@@ -191,6 +191,36 @@ std::vector<KnobInfo> make_registry() {
     r.push_back(k);
   }
   {
+    // A lever for what the experts' imbalance costs: `levers` runs balanced against the router's
+    // own assignment. Zipf is for sweeps of skew (profile), not offered as a lever.
+    KnobInfo k;
+    k.id = Knob::kRouting;
+    k.key = "routing";
+    k.flag = "--routing";
+    k.summary = "The MoE layers' top-k assignment:";
+    k.values = {value("computed", "the router's own top-k", {}, false),
+                value("balanced",
+                      "forced: every expert within one token of the others, the gates' values "
+                      "kept",
+                      {}),
+                value("zipf:S",
+                      "forced: expert e takes a share of the tokens proportional to (e+1)^-S "
+                      "(S > 0), capped at every token, k distinct experts per token, the gates' "
+                      "values kept",
+                      {}, false)};
+    k.values.back().example = "zipf:1.2";
+    k.parametric = true;
+    k.default_value = "computed";
+    k.lever = "routing";
+    k.moves = "the experts' load: the grouped GEMMs' shapes and the permutation's buffers, at the "
+              "same tokens and gates";
+    k.in_hf_stack =
+        "no switch: the router decides, and what users act on is the auxiliary load-balancing "
+        "loss's weight (router_aux_loss_coef where the model has one) or a capacity factor where "
+        "the MoE implementation has one; balanced is what perfect balance would save";
+    r.push_back(k);
+  }
+  {
     KnobInfo k;
     k.id = Knob::kBatch;
     k.key = "batch";
@@ -273,6 +303,7 @@ std::string knob_value(const StepConfig& c, Knob k) {
     case Knob::kCe: return value_name(k, c.ce);
     case Knob::kAttentionMask: return value_name(k, c.attention_mask);
     case Knob::kOptimizer: return value_name(k, c.optimizer);
+    case Knob::kRouting: return to_string(c.routing);
     case Knob::kBatch: return std::to_string(c.batch);
   }
   return "";
@@ -303,6 +334,9 @@ void set_knob(StepConfig& c, Knob k, std::string_view v) {
       return;
     case Knob::kOptimizer:
       c.optimizer = value_of<OptimizerKind>(k, v);
+      return;
+    case Knob::kRouting:
+      c.routing = parse_routing(v, knob_info(k).flag);
       return;
     case Knob::kBatch: {
       int64_t b = 0;
@@ -428,7 +462,7 @@ std::string default_widths_help(WidthsUse use) {
 bool StepConfig::operator==(const StepConfig& o) const {
   return attn == o.attn && norm == o.norm && lora_dtype == o.lora_dtype && moe == o.moe &&
          checkpointing == o.checkpointing && ce == o.ce && attention_mask == o.attention_mask &&
-         optimizer == o.optimizer && batch == o.batch;
+         optimizer == o.optimizer && routing == o.routing && batch == o.batch;
 }
 
 StepConfig resolve_defaults(StepConfig c, const EngineFacts& f, std::vector<Diagnostic>* notes) {

@@ -46,7 +46,7 @@ Json row_json(const DiffRow& r) {
               {"b_share_ratio", r.b_share_ratio}};
 }
 
-Json totals_json(const BusyTotals& t) {
+Json diff_totals_json(const BusyTotals& t) {
   return Json{{"events", t.events},
               {"sum_ns", t.sum_ns},
               {"union_busy_ns", t.union_busy_ns},
@@ -106,8 +106,8 @@ Json to_json(const KernelDiff& d) {
   Json cats = Json::array(), fams = Json::array();
   for (const DiffRow& r : d.categories) cats.push_back(row_json(r));
   for (const DiffRow& r : d.families) fams.push_back(row_json(r));
-  return Json{{"a", {{"label", d.a_label}, {"totals", totals_json(d.a_totals)}}},
-              {"b", {{"label", d.b_label}, {"totals", totals_json(d.b_totals)}}},
+  return Json{{"a", {{"label", d.a_label}, {"totals", diff_totals_json(d.a_totals)}}},
+              {"b", {{"label", d.b_label}, {"totals", diff_totals_json(d.b_totals)}}},
               {"delta_sum_ns", d.b_totals.sum_ns - d.a_totals.sum_ns},
               {"delta_union_busy_ns", d.b_totals.union_busy_ns - d.a_totals.union_busy_ns},
               {"delta_span_ns", d.b_totals.span_ns - d.a_totals.span_ns},

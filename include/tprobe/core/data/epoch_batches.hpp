@@ -32,6 +32,7 @@ struct EpochMicroBatch {
   std::vector<int64_t> rows;
   std::vector<int64_t> samples;
   bool packed = false;
+  std::vector<uint32_t> records;  // the dataset record of each sample, in the same order
   int64_t real_tokens() const;
   int64_t padded_tokens() const;  // rows × width
 };

@@ -35,6 +35,15 @@ inline constexpr int64_t kMaxRecordLength = 2147483647;
 // line, a truncated or corrupt gzip stream, or a file with no records.
 LengthDataset read_lengths(const std::string& path, LengthFormat format = LengthFormat::kAuto);
 
+// The input_ids of the records `wanted` (indices in read_lengths' numbering: non-blank lines,
+// 0-based; ascending, no repeats) of a JSONL dataset, plain or gzip, streamed: only those records'
+// ids are held. Throws UsageError when the file is not JSONL (CSV and text hold no ids), and Error
+// naming the file and line for a wanted record without input_ids, an id outside 0..max_id, a
+// malformed line, or a record index past the file's end.
+std::vector<std::vector<int64_t>> read_record_ids(const std::string& path,
+                                                  const std::vector<int64_t>& wanted,
+                                                  int64_t max_id);
+
 // The embedded default corpus. SYNTHETIC: drawn from fixed per-source length distributions
 // (src/core/lengths.cpp) with a fixed seed, shaped like the post-mortem's corpus
 // (docs/padding.md): six sources, long-tailed lengths from 142 to 16,384, the long ones all

@@ -69,9 +69,21 @@ struct BarChart {
   std::string band_label;
 };
 
+// A grid of cells, one row per row label, shaded from white (0) to dark blue (the largest value);
+// a non-finite value is drawn grey. The legend gives the scale's ends.
+struct HeatMap {
+  std::string title;
+  std::string x_label, y_label;  // e.g. "expert", "layer"
+  std::string value_label;       // the shaded quantity with its unit
+  std::vector<std::string> row_labels;
+  std::vector<std::vector<double>> values;  // rows × columns (rows may differ in length)
+  int width = 640;
+};
+
 // The SVG element (no XML prolog), with role="img" and a <title> for accessibility.
 std::string render_svg(const XYChart& chart);
 std::string render_svg(const BarChart& chart);
+std::string render_svg(const HeatMap& map);
 
 // Text escaped for HTML/SVG character data and attribute values.
 std::string xml_escape(const std::string& text);

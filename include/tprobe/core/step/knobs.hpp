@@ -27,6 +27,7 @@ enum class Knob {
   kCe,
   kAttentionMask,
   kOptimizer,
+  kRouting,
   kBatch
 };
 
@@ -39,6 +40,9 @@ struct KnobValue {
   // Offered as a lever's alternative (`levers`), on any device or on `lever_device` only.
   bool lever = true;
   const char* lever_device = "";  // "", "cpu" or "cuda"
+  // A parametric family's instance ("zipf:1.2" for "zipf:S"), for the tests and the help; "" for
+  // a plain value.
+  const char* example = "";
 };
 
 struct KnobInfo {
@@ -47,6 +51,9 @@ struct KnobInfo {
   const char* flag = "";     // the command-line option: "--attn", "--lora-dtype"
   const char* summary = "";  // the help's first words
   std::vector<KnobValue> values;  // in the enum's order; empty: an integer (batch)
+  // A value may carry a parameter after a colon (routing's zipf:S): the values' names are the
+  // families ("zipf:S"), set_knob checks the spelling, and the option takes any it accepts.
+  bool parametric = false;
   // The default's value name, or "" when the engine resolves it (auto_summary says how).
   const char* default_value = "";
   const char* auto_summary = "";

@@ -1,6 +1,6 @@
 // One measured LoRA step's configuration, typed: the knobs a user turns (attention path, norm,
 // LoRA dtype, experts, checkpointing, cross-entropy form, the attention_mask handed in, the
-// optimizer, rows per micro-batch). Every probe, the levers, the engine's checks, the FLOP rules and the evidence
+// optimizer, the MoE routing, rows per micro-batch). Every probe, the levers, the engine's checks, the FLOP rules and the evidence
 // read it; the knob registry (core/step/knobs.hpp) holds each knob's name, flag, values and what
 // each value needs, so a knob is spelled in one place.
 #pragma once
@@ -11,6 +11,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/step/attention_path.hpp"
+#include "tprobe/core/step/routing.hpp"
 
 namespace tprobe::core {
 
@@ -51,6 +52,7 @@ struct StepConfig {
   CeForm ce = CeForm::kChunkCheckpoint;
   AttentionMask attention_mask = AttentionMask::kNone;
   OptimizerKind optimizer = OptimizerKind::kAdamw;
+  Routing routing;    // the router's own top-k, or a forced assignment (core/step/routing.hpp)
   int64_t batch = 2;  // rows per micro-batch
 
   bool operator==(const StepConfig& o) const;
