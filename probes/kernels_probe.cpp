@@ -6,6 +6,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
+#include "tprobe/core/gemma4/layer_kinds_json.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -20,7 +21,8 @@ struct KernelsOptions {
   std::string parts = "on";  // off: no phase × part attribution (module events not kept)
 };
 
-// The per-layer kinds (sliding / full) of the model the trace ran, when the user names it.
+// The per-layer kinds (sliding / full, MoE / dense) of the model the trace ran, when the user
+// names it.
 core::TracePartsOptions parts_options(const KernelsOptions& a) {
   core::TracePartsOptions o;
   o.attribute = a.parts == "on";
@@ -30,17 +32,18 @@ core::TracePartsOptions parts_options(const KernelsOptions& a) {
     fail_usage("--{} gives the layer kinds of the phase x part table, which --parts off turns off",
                !a.config_path.empty() ? "config" : !a.checkpoint.empty() ? "checkpoint" : "model");
   }
-  core::ModelConfig config;
-  if (!a.config_path.empty()) {
-    config = core::read_config_json(a.config_path).config;
-    o.model = a.config_path;
-  } else if (!a.checkpoint.empty()) {
-    config = core::read_config_json(a.checkpoint + "/config.json").config;
-    o.model = a.checkpoint + "/config.json";
-  } else {
-    config = core::embedded_model(a.model);
-    o.model = a.model;
+  if (a.model.empty()) {
+    // Any transformers decoder's config (docs/kernels.md, "Layer kinds"); a Gemma-4 one through
+    // the Gemma-4 reader, as before.
+    o.model = !a.config_path.empty() ? a.config_path : a.checkpoint + "/config.json";
+    const core::ConfigLayerKinds kinds = core::read_layer_kinds_json(o.model);
+    o.layer_types = kinds.attention;
+    o.layer_ffn = kinds.ffn;
+    o.kind_notes = kinds.notes;
+    return o;
   }
+  const core::ModelConfig config = core::embedded_model(a.model);
+  o.model = a.model;
   for (int64_t i = 0; i < config.num_layers; ++i) {
     o.layer_types.push_back(config.layer(i).type);
   }
@@ -91,8 +94,9 @@ void register_kernels(CLI::App& app, ProbeSet& set) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
       ->capture_default_str();
   CLI::Option* config = cmd->add_option("--config", args->config_path,
-                  "The traced model's config.json: sliding/full kind of each decoder layer in the "
-                  "phase x part table");
+                  "The traced model's config.json (Gemma-4, or any transformers decoder's): the "
+                  "sliding/full and MoE/dense kind of each decoder layer in the phase x part "
+                  "table");
   CLI::Option* checkpoint =
       cmd->add_option("--checkpoint", args->checkpoint,
                       "A checkpoint directory whose config.json gives the layer kinds")

@@ -25,6 +25,7 @@
 #include "tprobe/core/data/bucket.hpp"
 #include "tprobe/core/data/bucket_report.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"
+#include "tprobe/core/gemma4/layer_kinds_json.hpp"
 #include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/io/order_file.hpp"
 #include "tprobe/core/io/safetensors.hpp"
@@ -110,8 +111,22 @@ void safetensors(const uint8_t* data, std::size_t size) {
 void config_json(const uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
   core::ConfigJson parsed;
+  core::Json doc;
   try {
-    core::Json doc = core::detail::parse_json_strict(text, "config.json");
+    doc = core::detail::parse_json_strict(text, "config.json");
+  } catch (const Error&) {
+    return;
+  }
+  // `kernels --config`'s reader of any decoder's layer kinds: one kind per layer, or an error.
+  try {
+    const core::ConfigLayerKinds k = core::parse_layer_kinds_json(doc, "config.json");
+    if (static_cast<int64_t>(k.attention.size()) != k.num_layers ||
+        (!k.ffn.empty() && static_cast<int64_t>(k.ffn.size()) != k.num_layers)) {
+      broken("layer kinds: not one per layer");
+    }
+  } catch (const Error&) {
+  }
+  try {
     parsed = core::parse_config_json(doc, "config.json");
   } catch (const Error&) {
     return;

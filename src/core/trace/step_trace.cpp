@@ -23,9 +23,9 @@ namespace {
 
 constexpr std::array<const char*, 5> kPhaseNames = {"forward", "loss", "recompute", "backward",
                                                     "optimizer"};
-constexpr std::array<const char*, 8> kPartNames = {
-    "embedding", "attention_proj", "attention_core", "dense_mlp",
-    "router",    "experts",        "loss_head",      "other"};
+constexpr std::array<const char*, 9> kPartNames = {
+    "embedding", "attention_proj", "attention_core", "dense_mlp", "router",
+    "experts",   "shared_experts", "loss_head",      "other"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> parse_name(std::string_view text, const std::array<const char*, N>& names) {
@@ -73,7 +73,7 @@ const std::vector<StepPart>& all_step_parts() {
   static const std::vector<StepPart> v = {
       StepPart::kEmbedding, StepPart::kAttentionProj, StepPart::kAttentionCore,
       StepPart::kDenseMlp,  StepPart::kRouter,        StepPart::kExperts,
-      StepPart::kLossHead,  StepPart::kOther};
+      StepPart::kSharedExperts, StepPart::kLossHead,  StepPart::kOther};
   return v;
 }
 

@@ -258,7 +258,9 @@ void attribute_memory(TraceMemory& memory, const std::vector<MemoryAlive>& alive
       d.untagged_bytes += bytes;
       int64_t& by_reason = p == nullptr                      ? d.untagged_no_module_events_bytes
                            : p->why == PlaceWhy::kUnlinked ? d.untagged_unlinked_bytes
-                           : p->why == PlaceWhy::kNoPart   ? d.untagged_no_part_bytes
+                           // an unplaced module names no part either
+                           : p->why == PlaceWhy::kNoPart || p->why == PlaceWhy::kUnplaced
+                               ? d.untagged_no_part_bytes
                                                            : d.untagged_no_module_bytes;
       by_reason += bytes;
       MemoryPartRow& r = c.rows[{100, 2, 100, "untagged", "-", "untagged"}];

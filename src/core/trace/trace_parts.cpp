@@ -28,11 +28,14 @@ enum class ModClass : uint8_t {
   kAttention,
   kRouter,
   kExperts,
+  kMoeBlock,  // a sparse-MoE block: its router, experts and shared experts are its children
   kMlp,
+  kLinear,  // a bare torch Linear (or PEFT's LoRA Linear): placed only as an MoE block's child
   kNorm,
   kEmbedding,
   kRotary,
   kTextModel,
+  kBaseModel,  // "…Model": the decoder stack when it sits inside a "…ForCausalLM" (Llama's)
   kCausalLm,
   kOther,
 };
@@ -55,20 +58,32 @@ ModClass classify_module(const std::string& cls) {
   if (contains(cls, "Embedding")) return ModClass::kEmbedding;
   if (contains(cls, "Attention")) return ModClass::kAttention;
   if (contains(cls, "Router")) return ModClass::kRouter;
-  if (contains(cls, "Experts")) return ModClass::kExperts;
+  // DeepSeek-V3's routed experts (transformers 5) are "DeepseekV3NaiveMoe".
+  if (contains(cls, "Experts") || ends_with(cls, "NaiveMoe")) return ModClass::kExperts;
+  if (ends_with(cls, "MoeBlock") || ends_with(cls, "MoEBlock") || ends_with(cls, "Moe") ||
+      ends_with(cls, "MoE")) {
+    return ModClass::kMoeBlock;
+  }
   if (ends_with(cls, "MLP")) return ModClass::kMlp;
+  if (cls == "Linear") return ModClass::kLinear;
   if (contains(cls, "Norm")) return ModClass::kNorm;
   if (ends_with(cls, "TextModel")) return ModClass::kTextModel;
   if (contains(cls, "CausalLM") || contains(cls, "ConditionalGeneration")) return ModClass::kCausalLm;
+  if (ends_with(cls, "Model")) return ModClass::kBaseModel;
   return ModClass::kOther;
 }
 
+// The part an MoE block's direct child computes (docs/kernels.md, "Parts"), by the block's other
+// children: kUnplaced for a class no rule names.
+enum class Role : uint8_t { kNone, kRouter, kExperts, kShared, kUnplaced };
+
 bool is_part_module(ModClass c) {
   return c == ModClass::kAttention || c == ModClass::kRouter || c == ModClass::kExperts ||
-         c == ModClass::kMlp;
+         c == ModClass::kMlp || c == ModClass::kMoeBlock;
 }
 bool norm_neighbour(ModClass c) {  // a layer norm beside these belongs to them
-  return c == ModClass::kAttention || c == ModClass::kExperts || c == ModClass::kMlp;
+  return c == ModClass::kAttention || c == ModClass::kExperts || c == ModClass::kMlp ||
+         c == ModClass::kMoeBlock;
 }
 StepPart part_of(ModClass c, bool core) {
   switch (c) {
@@ -77,6 +92,7 @@ StepPart part_of(ModClass c, bool core) {
     case ModClass::kRouter:
       return StepPart::kRouter;
     case ModClass::kExperts:
+    case ModClass::kMoeBlock:
       return StepPart::kExperts;
     case ModClass::kMlp:
       return StepPart::kDenseMlp;
@@ -190,6 +206,7 @@ class RangeSet {
 struct Resolved {
   bool ok = false;
   bool any_module = false;
+  int64_t unplaced = -1;  // not ok: the module (instance index) inside a layer no rule places
   StepTag tag;
 };
 
@@ -206,6 +223,10 @@ class Attributor {
     add_nodes();
     add_core_ops();
     for (auto& [tid, tree] : trees_) tree.build();
+    block_.assign(in_.module_names.size(), 0);
+    role_.assign(in_.module_names.size(), Role::kNone);
+    for (auto& [tid, tree] : trees_) find_moe_blocks(tree);
+    for (auto& [tid, tree] : trees_) moe_roles(tree);
     for (auto& [tid, tree] : trees_) layer_norm_parts(tree);
     for (const PartsRange& r : in_.optimizer_ranges) optimizer_.add(r.tid, r.start_ns, r.end_ns);
     optimizer_.seal();
@@ -386,6 +407,84 @@ class Attributor {
     }
   }
 
+  // The module interval enclosing ivs[i] (the nearest module among its ancestors), -1 for none.
+  static int32_t parent_module(const ThreadTree& tree, std::size_t i) {
+    int32_t p = tree.ivs[i].parent;
+    while (p >= 0 && tree.ivs[static_cast<std::size_t>(p)].kind != IvKind::kModule)
+      p = tree.ivs[static_cast<std::size_t>(p)].parent;
+    return p;
+  }
+
+  // A module's class as the rules read it: an MLP holding a router or experts (gpt-oss's
+  // GptOssMLP) is an MoE block.
+  ModClass eff(const Iv& iv) const {
+    if (iv.kind == IvKind::kModule && iv.module < block_.size() && block_[iv.module])
+      return ModClass::kMoeBlock;
+    return iv.cls;
+  }
+
+  // MoE blocks by class ("…SparseMoeBlock", "…MoeBlock", "…MoE", "…Moe"), or by the tree: an
+  // MLP whose direct children include a router or experts module.
+  void find_moe_blocks(const ThreadTree& tree) {
+    for (std::size_t i = 0; i < tree.ivs.size(); ++i) {
+      const Iv& iv = tree.ivs[i];
+      if (iv.kind != IvKind::kModule) continue;
+      if (iv.cls == ModClass::kMoeBlock) block_[iv.module] = 1;
+      if (iv.cls != ModClass::kRouter && iv.cls != ModClass::kExperts) continue;
+      const int32_t p = parent_module(tree, i);
+      if (p >= 0 && tree.ivs[static_cast<std::size_t>(p)].cls == ModClass::kMlp)
+        block_[tree.ivs[static_cast<std::size_t>(p)].module] = 1;
+    }
+  }
+
+  // What each direct child of an MoE block computes (docs/kernels.md, "Parts"): a router class is
+  // the router, an experts class the routed experts; an MLP is the shared expert when the block
+  // also holds an experts module (transformers 5), else one of the routed experts (the expert
+  // list of transformers 4); a bare Linear is the shared expert's gate when the block holds a
+  // router module, else the first one the block calls is the router (the `gate` Linear of
+  // transformers 4) and later ones the shared expert's gate; a norm is the experts'; any other
+  // class is unplaced.
+  void moe_roles(const ThreadTree& tree) {
+    std::map<int32_t, std::vector<int32_t>> kids;  // block interval -> direct module children
+    for (std::size_t i = 0; i < tree.ivs.size(); ++i) {
+      if (tree.ivs[i].kind != IvKind::kModule) continue;
+      const int32_t p = parent_module(tree, i);
+      if (p >= 0 && eff(tree.ivs[static_cast<std::size_t>(p)]) == ModClass::kMoeBlock)
+        kids[p].push_back(static_cast<int32_t>(i));
+    }
+    for (const auto& [block, children] : kids) {
+      bool router = false, experts = false, first_linear = true;
+      for (int32_t k : children) {
+        const ModClass c = eff(tree.ivs[static_cast<std::size_t>(k)]);
+        router |= c == ModClass::kRouter;
+        experts |= c == ModClass::kExperts;
+      }
+      for (int32_t k : children) {  // in call order: ivs are by start
+        const Iv& iv = tree.ivs[static_cast<std::size_t>(k)];
+        Role r = Role::kUnplaced;
+        switch (eff(iv)) {
+          case ModClass::kRouter:
+            r = Role::kRouter;
+            break;
+          case ModClass::kExperts:
+          case ModClass::kNorm:
+            r = Role::kExperts;
+            break;
+          case ModClass::kMlp:
+            r = experts ? Role::kShared : Role::kExperts;
+            break;
+          case ModClass::kLinear:
+            r = router || !first_linear ? Role::kShared : Role::kRouter;
+            first_linear = false;
+            break;
+          default:
+            break;
+        }
+        role_[iv.module] = r;
+      }
+    }
+  }
+
   // A decoder layer's own norms (input, post-attention, pre/post feed-forward, ...) take the part
   // of the module they sit beside: the one just before them if that is the attention, dense MLP
   // or experts module, else the one just after; the layer's closing norm is `other`.
@@ -404,9 +503,9 @@ class Attributor {
         Iv& k = tree.ivs[static_cast<std::size_t>(kids[j])];
         if (k.cls != ModClass::kNorm) continue;
         const ModClass prev =
-            j > 0 ? tree.ivs[static_cast<std::size_t>(kids[j - 1])].cls : ModClass::kOther;
+            j > 0 ? eff(tree.ivs[static_cast<std::size_t>(kids[j - 1])]) : ModClass::kOther;
         const ModClass next = j + 1 < kids.size()
-                                  ? tree.ivs[static_cast<std::size_t>(kids[j + 1])].cls
+                                  ? eff(tree.ivs[static_cast<std::size_t>(kids[j + 1])])
                                   : ModClass::kOther;
         k.norm_part = norm_neighbour(prev)   ? part_of(prev, false)
                       : norm_neighbour(next) ? part_of(next, false)
@@ -420,9 +519,9 @@ class Attributor {
     Resolved r;
     bool core = false, mask = false, loss = false, emb = false, rot = false, text = false,
          causal = false;
-    int32_t layer_iv = -1, direct = -1, last_module = -1;
+    int32_t layer_iv = -1, direct = -1, last_module = -1, role_iv = -1;
     ModClass part_mod = ModClass::kOther;
-    bool part_core = false;
+    bool part_core = false, base = false;
     for (std::size_t p = 0; p < n; ++p) {
       const Iv& iv = tree.ivs[static_cast<std::size_t>(chain[p])];
       switch (iv.kind) {
@@ -445,14 +544,19 @@ class Attributor {
             if (iv.cls == ModClass::kDecoderLayer) {
               layer_iv = chain[p];
               direct = last_module;
-            } else if (is_part_module(iv.cls)) {
-              part_mod = iv.cls;  // scanning outwards: the last one is the outermost
+            } else if (is_part_module(eff(iv))) {
+              part_mod = eff(iv);  // scanning outwards: the last one is the outermost
               part_core = core;
             }
+            if (role_[iv.module] != Role::kNone) role_iv = chain[p];  // the outermost
           }
           emb |= iv.cls == ModClass::kEmbedding;
           rot |= iv.cls == ModClass::kRotary;
           text |= iv.cls == ModClass::kTextModel;
+          // "…Model" inside the innermost "…ForCausalLM" (LlamaModel): the decoder stack, as a
+          // TextModel is (PEFT's LoraModel, outside it, is not).
+          text |= base && iv.cls == ModClass::kCausalLm && !causal;
+          base |= iv.cls == ModClass::kBaseModel;
           causal |= iv.cls == ModClass::kCausalLm;
           if (layer_iv < 0) last_module = chain[p];
           break;
@@ -465,14 +569,27 @@ class Attributor {
       auto li = layer_of_.find(layer.module);
       t.layer = li == layer_of_.end() ? -1 : li->second;
       t.layer_kind = type_of_layer(t.layer);
-      if (part_mod != ModClass::kOther) {
+      r.ok = true;
+      const Role role =
+          role_iv >= 0 ? role_[tree.ivs[static_cast<std::size_t>(role_iv)].module] : Role::kNone;
+      if (role == Role::kUnplaced) {
+        r.ok = false;
+        r.unplaced = tree.ivs[static_cast<std::size_t>(role_iv)].module;
+      } else if (role != Role::kNone) {
+        t.part = role == Role::kRouter    ? StepPart::kRouter
+                 : role == Role::kExperts ? StepPart::kExperts
+                                          : StepPart::kSharedExperts;
+      } else if (part_mod != ModClass::kOther) {
         t.part = part_of(part_mod, part_core);
       } else if (direct >= 0 && tree.ivs[static_cast<std::size_t>(direct)].cls == ModClass::kNorm) {
         t.part = tree.ivs[static_cast<std::size_t>(direct)].norm_part;
+      } else if (direct >= 0) {
+        // a module in the layer no rule names: its time is listed under its name, not guessed
+        r.ok = false;
+        r.unplaced = tree.ivs[static_cast<std::size_t>(direct)].module;
       } else {
         t.part = StepPart::kOther;
       }
-      r.ok = true;
     } else if (emb) {
       t.part = StepPart::kEmbedding;
       r.ok = true;
@@ -499,6 +616,8 @@ class Attributor {
     std::optional<StepTag> tag;
     PlaceWhy why = PlaceWhy::kNoModule;
     uint32_t outside_op = kNoName;  // set: placed by this op outside the model's modules
+    int64_t unplaced = -1;          // kUnplaced: the module no rule places
+    StepPhase unplaced_phase = StepPhase::kForward;
     bool linked = false;            // a backward placement through a fwdbwd flow
     bool linked_enclosing = false;  // of those: through the flow of an enclosing backward op
     Via via = Via::kOwn;            // of those: how the backward op came by its flow
@@ -529,6 +648,9 @@ class Attributor {
       Resolved r = chain.empty() ? Resolved{} : resolve(tr->second, chain, chain.size());
       if (r.ok) {
         pl.tag = r.tag;
+      } else if (r.unplaced >= 0) {
+        pl.why = PlaceWhy::kUnplaced;
+        pl.unplaced = r.unplaced;
       } else if (r.any_module) {
         pl.why = PlaceWhy::kNoPart;
       } else if ((pl.outside_op = outermost_op(tid, t)) != kNoName) {
@@ -542,6 +664,10 @@ class Attributor {
         if (r.ok) {
           pl.tag = r.tag;
           pl.tag->phase = StepPhase::kRecompute;
+        } else if (r.unplaced >= 0) {
+          pl.why = PlaceWhy::kUnplaced;
+          pl.unplaced = r.unplaced;
+          pl.unplaced_phase = StepPhase::kRecompute;
         } else {
           pl.why = PlaceWhy::kNoPart;
         }
@@ -563,6 +689,10 @@ class Attributor {
             pl.tag = backward_of(fr.tag);
             pl.linked = true;
             pl.via = bw.via;
+          } else if (fr.unplaced >= 0) {
+            pl.why = PlaceWhy::kUnplaced;
+            pl.unplaced = fr.unplaced;
+            pl.unplaced_phase = StepPhase::kBackward;
           } else if (fr.any_module) {
             pl.why = PlaceWhy::kNoPart;
           } else {
@@ -604,6 +734,10 @@ class Attributor {
           break;
         case PlaceWhy::kNoPart:
           ++n.untagged_no_part;
+          break;
+        case PlaceWhy::kUnplaced:
+          ++n.untagged_unplaced;
+          add_unplaced(row, pl.unplaced, pl.unplaced_phase);
           break;
       }
       if (pl.tag && pl.outside_op != kNoName) add_outside(row, pl.outside_op, pl.tag->phase);
@@ -676,6 +810,24 @@ class Attributor {
       top.push_back(op);
     }
     return top;
+  }
+
+  void add_unplaced(const PartsRow& row, int64_t module, StepPhase phase) {
+    const std::string cls = class_of(in_.module_names[static_cast<std::size_t>(module)]);
+    UnplacedModuleRow& u = unplaced_[{cls, static_cast<int>(phase)}];
+    if (u.module.empty()) {
+      u.module = cls;
+      u.phase = to_string(phase);
+    }
+    ++u.rows;
+    const int64_t d = row.end_ns - row.start_ns;
+    if (row.kind != ActivityKind::kKernel) {
+      u.memcpy_memset_ns += d;
+      return;
+    }
+    ++u.kernels;
+    u.kernel_ns += d;
+    out_.unplaced_kernel_ns += d;
   }
 
   void add_outside(const PartsRow& row, uint32_t op, StepPhase phase) {
@@ -798,6 +950,12 @@ class Attributor {
     for (auto& [i, l] : layers_) b.layers.push_back(std::move(l));
     b.span_ns = first_ <= last_ ? last_ - first_ : 0;
     for (auto& [k, o] : outside_) out_.outside_model.push_back(std::move(o));
+    for (auto& [k, u] : unplaced_) out_.unplaced.push_back(std::move(u));
+    std::stable_sort(out_.unplaced.begin(), out_.unplaced.end(),
+                     [](const UnplacedModuleRow& a, const UnplacedModuleRow& c) {
+                       return std::tie(c.kernel_ns, a.module, a.phase) <
+                              std::tie(a.kernel_ns, c.module, c.phase);
+                     });
     std::stable_sort(out_.outside_model.begin(), out_.outside_model.end(),
                      [](const OutsideModelRow& a, const OutsideModelRow& c) {
                        return std::tie(c.kernel_ns, a.op, a.phase) <
@@ -824,6 +982,9 @@ class Attributor {
   std::map<Key, PartRow> rows_;
   std::map<int32_t, LayerRow> layers_;
   std::map<std::pair<uint32_t, int>, OutsideModelRow> outside_;
+  std::map<std::pair<std::string, int>, UnplacedModuleRow> unplaced_;  // by class and phase
+  std::vector<uint8_t> block_;  // by module instance: an MoE block
+  std::vector<Role> role_;      // by module instance: its part as an MoE block's child
   std::unordered_map<int64_t, std::vector<const PartsOp*>> top_ops_;  // by thread, on demand
   int64_t first_ = INT64_MAX, last_ = INT64_MIN;
 };
@@ -839,6 +1000,7 @@ TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& 
   out.attribution_off = !options.attribute;
   out.model = options.model;
   out.layer_kinds_known = !options.layer_types.empty();
+  out.layer_ffn = options.layer_ffn;
   for (const PyEvent& e : in.python) out.module_events |= e.kind == PyKind::kModule;
   if (!in.recorded_tags.empty() && options.attribute) {
     // tprobe's own trace: the rows' attribution as written, exactly profile's (module events
@@ -867,6 +1029,7 @@ TraceParts attribute_trace_parts(const PartsInput& in, const TracePartsOptions& 
         "is it the traced model's? (layers past the config's have no kind)",
         out.decoder_layers.size(), options.model, options.layer_types.size()));
   }
+  for (const std::string& n : options.kind_notes) out.notes.push_back(n);
   if (!out.layer_kinds_known) {
     out.notes.push_back(
         "layer kinds unknown (give --config config.json, --checkpoint DIR or --model NAME)");

@@ -85,8 +85,8 @@ struct PartsPoint {
 };
 // Why a placed moment has no tag: outside every module event and backward op with no cpu_op
 // holding it (kNoModule), inside a backward op no flow links (kUnlinked), inside modules none of
-// which names a part (kNoPart).
-enum class PlaceWhy : uint8_t { kTagged, kNoModule, kUnlinked, kNoPart };
+// which names a part (kNoPart), inside a decoder layer's module no rule places (kUnplaced).
+enum class PlaceWhy : uint8_t { kTagged, kNoModule, kUnlinked, kNoPart, kUnplaced };
 struct PointPlace {
   bool tagged = false;
   StepTag tag;

@@ -61,6 +61,7 @@ Json to_json(const TraceParts& p) {
                   {"layer_kinds_known", p.layer_kinds_known},
                   {"notes", p.notes},
                   {"hint", p.has_breakdown() ? Json(nullptr) : Json(trace_parts_why_none(p))}};
+  if (!p.layer_ffn.empty()) out["parts"]["layer_ffn"] = p.layer_ffn;
   out["attribution"] = {{"rows", c.rows},
                         {"attributed_rows", c.attributed},
                         {"linked_rows", c.linked},
@@ -90,6 +91,22 @@ Json to_json(const TraceParts& p) {
                        {"memcpy_memset_s", static_cast<double>(o.memcpy_memset_ns) * 1e-9}});
   }
   out["outside_model"] = std::move(outside);
+  // Written only when some row is unplaced: evidence of a trace every module of which the rules
+  // know (every Gemma-4 trace) reads as it did before the key existed.
+  if (!p.unplaced.empty() || c.untagged_unplaced > 0) {
+    Json unplaced = Json::array();
+    for (const UnplacedModuleRow& u : p.unplaced) {
+      unplaced.push_back({{"module", u.module},
+                          {"phase", u.phase},
+                          {"rows", u.rows},
+                          {"kernels", u.kernels},
+                          {"kernel_s", static_cast<double>(u.kernel_ns) * 1e-9},
+                          {"memcpy_memset_s", static_cast<double>(u.memcpy_memset_ns) * 1e-9}});
+    }
+    out["unplaced_modules"] = std::move(unplaced);
+    out["attribution"]["untagged_unplaced_rows"] = c.untagged_unplaced;
+    out["attribution"]["unplaced_kernel_s"] = static_cast<double>(p.unplaced_kernel_ns) * 1e-9;
+  }
   out["attribution"]["outside_model_kernel_s"] = static_cast<double>(p.outside_model_kernel_ns) * 1e-9;
   out["attribution"]["outside_model_kernel_share_ratio"] =
       p.breakdown.kernel_ns > 0
@@ -127,6 +144,13 @@ TraceParts trace_parts_from_json(const Json& j, const std::string& where) {
   p.model = jr::nullable_string(st, "model", sw).value_or("");
   p.layer_kinds_known = jr::boolean(st, "layer_kinds_known", sw);
   p.notes = jr::strings(st, "notes", sw);
+  if (st.contains("layer_ffn")) {
+    p.layer_ffn = jr::strings(st, "layer_ffn", sw);
+    for (const std::string& f : p.layer_ffn) {
+      if (f != "moe" && f != "dense" && f != "-")
+        fail("{}.layer_ffn: \"{}\" is not moe, dense or -", sw, detail::printable(f));
+    }
+  }
   const std::string aw = where + ".attribution";
   const Json& a = jr::object(j, "attribution", where);
   TracePartsCounts& c = p.counts;
@@ -158,6 +182,27 @@ TraceParts trace_parts_from_json(const Json& j, const std::string& where) {
       o.kernel_ns = std::llround(k * 1e9);
       o.memcpy_memset_ns = std::llround(m * 1e9);
       p.outside_model.push_back(std::move(o));
+    }
+    if (j.contains("unplaced_modules")) {
+      c.untagged_unplaced = jr::integer(a, "untagged_unplaced_rows", aw, 0, c.untagged);
+      const Json& unplaced = jr::array(j, "unplaced_modules", where);
+      for (std::size_t i = 0; i < unplaced.size(); ++i) {
+        const std::string w = jr::at(where, "unplaced_modules", i);
+        UnplacedModuleRow u;
+        u.module = jr::string(unplaced[i], "module", w);
+        u.phase = jr::string(unplaced[i], "phase", w);
+        u.rows = jr::integer(unplaced[i], "rows", w, 0, c.untagged_unplaced);
+        u.kernels = jr::integer(unplaced[i], "kernels", w, 0, u.rows);
+        const double k = jr::number(unplaced[i], "kernel_s", w);
+        const double m = jr::number(unplaced[i], "memcpy_memset_s", w);
+        if (k < 0 || m < 0) fail("{}: a negative time", w);
+        u.kernel_ns = std::llround(k * 1e9);
+        u.memcpy_memset_ns = std::llround(m * 1e9);
+        p.unplaced.push_back(std::move(u));
+      }
+      const double unplaced_s = jr::number(a, "unplaced_kernel_s", aw);
+      if (unplaced_s < 0) fail("{}.unplaced_kernel_s: negative", aw);
+      p.unplaced_kernel_ns = std::llround(unplaced_s * 1e9);
     }
     const double outside_s = jr::number(a, "outside_model_kernel_s", aw);
     if (outside_s < 0) fail("{}.outside_model_kernel_s: negative", aw);
@@ -298,8 +343,31 @@ std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& ti
       "(memcpy_memset_s), not in these kernel times ({})",
       format_count(p.module_event_count), p.decoder_layers.size(),
       p.model.empty() ? "" : ", layer kinds from " + p.model, format_ns(b.memcpy_memset_ns)));
+  if (c.untagged_unplaced > 0) {
+    m.note(fmt::format("of the untagged: {} row(s) inside a decoder layer's module no rule "
+                       "places, kernel time {} ({}), by module below",
+                       format_count(c.untagged_unplaced), format_ns(p.unplaced_kernel_ns),
+                       share(p.unplaced_kernel_ns)));
+  }
   for (const std::string& n : p.notes) m.note(n);
   out.push_back(m);
+  if (!p.unplaced.empty()) {
+    Table u(title_prefix +
+            "unplaced: modules inside the decoder layers no rule places (in the table above as "
+            "untagged)");
+    u.column("module", Align::kLeft)
+        .column("phase", Align::kLeft)
+        .column("rows")
+        .column("kernel time")
+        .column("of kernel time");
+    for (const UnplacedModuleRow& r : p.unplaced) {
+      u.row({clip(r.module, 80), r.phase, format_count(r.rows), format_ns(r.kernel_ns),
+             share(r.kernel_ns)});
+    }
+    u.note("docs/kernels.md, \"Parts\": a layer's child or an MoE block's child of a class no "
+           "rule names; its time is listed here, never given to a neighbouring part");
+    out.push_back(u);
+  }
   if (!p.outside_model.empty()) {
     Table o(title_prefix +
             "time outside the model's modules by launching op (in the table above as part other, "

@@ -30,7 +30,9 @@ enum class StepPhase { kForward, kLoss, kRecompute, kBackward, kOptimizer };
 // attention_proj: q/k/v/o projections, q/k/v norms, RoPE and the post-attention norm;
 // attention_core: the attention math itself (SDPA, flash, blockwise or eager softmax, and the
 // mask it builds); router: router norm, projection, softmax, top-k; experts: the routed experts
-// and their norms; other: residual adds, the layer's closing norm, the final norm, glue.
+// and their norms; shared_experts: the experts every token goes through beside the routed ones
+// (a user's trace only: Qwen2-MoE's shared_expert and its gate, DeepSeek's shared_experts);
+// other: residual adds, the layer's closing norm, the final norm, glue.
 enum class StepPart {
   kEmbedding,
   kAttentionProj,
@@ -38,6 +40,7 @@ enum class StepPart {
   kDenseMlp,
   kRouter,
   kExperts,
+  kSharedExperts,
   kLossHead,
   kOther,
 };

@@ -1,7 +1,7 @@
 // A user's torch.profiler trace by phase × part × layer, in the vocabulary of `profile`
 // (core/trace/step_trace.hpp): every selected device row goes to a phase (forward, loss,
 // recompute, backward, optimizer) and a part (embedding, attention_proj, attention_core,
-// dense_mlp, router, experts, loss_head, other) through the module events torch.profiler writes
+// dense_mlp, router, experts, shared_experts, loss_head, other) through the module events torch.profiler writes
 // with `with_stack=True` (python_function "nn.Module: Class_N") and Kineto's forward→backward
 // flows ("cat": "fwdbwd"). Rows launched by an op outside every module (the harness around the
 // model) are part `other`, layer "-", listed by launching op; rows it cannot place are untagged,
@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,13 @@ namespace tprobe::core {
 
 struct TracePartsOptions {
   // Per decoder layer, from the model's config (layer i of the trace = the i-th distinct decoder
-  // layer module); empty: the kinds are unknown and print as "-".
-  std::vector<LayerType> layer_types;
+  // layer module); empty: the kinds are unknown and print as "-". A layer whose kind the config
+  // does not give is nullopt ("-"), and `kind_notes` says why.
+  std::vector<std::optional<LayerType>> layer_types;
+  // Per decoder layer, its feed-forward by the config: "moe", "dense" or "-" (not given); empty
+  // for a Gemma-4 config (every layer holds both), and not written then.
+  std::vector<std::string> layer_ffn;
+  std::vector<std::string> kind_notes;  // how the config gave the kinds, and why any is "-"
   std::string model;  // where the kinds came from (a config path, a checkpoint, a model name)
   // false (`kernels --parts off`): python_function and fwdbwd events are read, checked and
   // counted, not kept; no attribution runs (the phase split stays).
@@ -49,6 +55,9 @@ struct TracePartsCounts {
   int64_t untagged_unlinked = 0;   // inside a backward op without a fwdbwd flow to a forward op
   // inside module events none of which names a part, or a flow to a forward op inside such
   int64_t untagged_no_part = 0;
+  // inside a decoder layer's module that no rule places (a class the rules do not know, where a
+  // part is expected): listed by module in TraceParts::unplaced, never guessed into a part
+  int64_t untagged_unplaced = 0;
   // rows whose phase, part and layer the trace itself carried (tprobe's own traces, written by
   // `profile --trace-out`): taken as written, no module rule run (attributed or untagged above)
   int64_t recorded = 0;
@@ -60,6 +69,16 @@ struct OutsideModelRow {
                       // backward op the row's fwdbwd flow binds to
   std::string phase;  // forward | backward (docs/kernels.md, "Parts")
   int64_t rows = 0;   // device rows, memcpy/memset included
+  int64_t kernels = 0;
+  int64_t kernel_ns = 0;
+  int64_t memcpy_memset_ns = 0;
+};
+
+// Rows inside one module class the rules cannot place (untagged), in one phase.
+struct UnplacedModuleRow {
+  std::string module;  // the class ("Qwen3MoeTopKGate"), the instance counter dropped
+  std::string phase;   // forward | recompute | backward (of a forward op inside it)
+  int64_t rows = 0;
   int64_t kernels = 0;
   int64_t kernel_ns = 0;
   int64_t memcpy_memset_ns = 0;
@@ -81,11 +100,14 @@ struct TraceParts {
   std::vector<std::string> decoder_layers;  // instance names, in layer order
   std::string model;
   bool layer_kinds_known = false;
+  std::vector<std::string> layer_ffn;  // TracePartsOptions::layer_ffn (written when not empty)
   std::vector<std::string> notes;  // what the reader of the table should know
   TracePartsCounts counts;
   StepBreakdown breakdown;  // rows by phase, layer kind, part (untagged last) and per layer
   std::vector<OutsideModelRow> outside_model;  // by kernel time, descending (then op, phase)
   int64_t outside_model_kernel_ns = 0;
+  std::vector<UnplacedModuleRow> unplaced;  // by kernel time, descending (then module, phase)
+  int64_t unplaced_kernel_ns = 0;
 };
 
 // The one line said when a trace has no module events.
