@@ -55,7 +55,7 @@ for n in $counts; do
   echo "## N=$n: $out, $((size / 1048576)) MiB on disk, $((raw / 1048576)) MiB of JSON"
   measure "tprobe" "$tprobe" kernels "$out" --config "$config" --top 3 \
     --json "$dir/evidence-$n.json"
-  python3 -c "import json,sys; e=json.load(open(sys.argv[1])); print('   steps read:', len(e['results']['trace']['steps']))" \
+  python3 -c "import json,sys; e=json.load(open(sys.argv[1])); print('   steps read:', len(e['results']['kernel_table']['steps']))" \
     "$dir/evidence-$n.json" 2>/dev/null || true
   if ((raw / 1048576 > py_max)); then
     echo "json.load    skipped (over PY_MAX_MIB=$py_max MiB)"
