@@ -74,6 +74,44 @@ def chunked_ce_loss(hidden, weight, labels, cap, chunk):
     return total / (lab != -100).sum()
 
 
+def routing_shares(experts, k, routing):
+    """Each expert's share (≤ 1, summing to k): k/E balanced; Zipf by water-filling."""
+    if routing == "balanced":
+        return [k / experts] * experts
+    s = float(routing.split(":")[1])
+    w = [(e + 1) ** -s for e in range(experts)]
+    capped = 0
+    while True:
+        scale = (k - capped) / sum(w[capped:])
+        if capped < experts and w[capped] * scale > 1:
+            capped += 1
+            continue
+        return [1.0 if e < capped else w[e] * scale for e in range(experts)]
+
+
+def forced_assignment(tokens, experts, k, routing):
+    """[tokens, k] expert ids: round(tokens·share) per expert (largest remainder, ties to the lower
+    expert), each expert's run of slots wrapping over the tokens (slot i to token i mod tokens)."""
+    import math
+    share = routing_shares(experts, k, routing)
+    want = [tokens * x for x in share]
+    quota = [min(tokens, math.floor(v)) for v in want]
+    order = sorted(range(experts), key=lambda e: -(want[e] - quota[e]))  # stable: lower first
+    i = 0
+    while sum(quota) < tokens * k:
+        e = order[i % experts]
+        if quota[e] < tokens:
+            quota[e] += 1
+        i += 1
+    out = [[0] * k for _ in range(tokens)]
+    slot = 0
+    for e in range(experts):
+        for _ in range(quota[e]):
+            out[slot % tokens][slot // tokens] = e
+            slot += 1
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--attn", default="sdpa")
@@ -111,6 +149,10 @@ def main():
                     help="cap the caching allocator at this many GiB "
                          "(torch.cuda.set_per_process_memory_fraction of the card), as tprobe's "
                          "edge search caps it: a point past it is an OOM outcome")
+    ap.add_argument("--routing", nargs="+", default=["computed"],
+                    help="computed | balanced | zipf:S, each run over every point: a forward hook "
+                         "on every Gemma4TextRouter forces tprobe's assignment "
+                         "(core/step/routing.cpp, written again below), the gates kept")
     ap.add_argument("--json")
     a = ap.parse_args()
     import transformers
@@ -142,6 +184,24 @@ def main():
           f"experts={getattr(model.config, '_experts_implementation', '?')}")
     decoder = model.base_model.model.model
     weight = decoder.embed_tokens.weight
+    current = {"routing": "computed", "cache": {}}
+
+    def force(mod, inp, out):
+        if current["routing"] == "computed":
+            return out
+        probs, w, idx = out
+        key = (idx.shape[0], idx.shape[1])
+        if key not in current["cache"]:
+            current["cache"][key] = torch.tensor(
+                forced_assignment(idx.shape[0], probs.shape[-1], idx.shape[1], current["routing"]),
+                device=idx.device, dtype=idx.dtype)
+        forced = current["cache"][key]
+        scale = mod.per_expert_scale
+        return probs, w / scale[idx] * scale[forced], forced
+
+    routers = [m for m in model.modules() if type(m).__name__.endswith("Router")]
+    hooks = [m.register_forward_hook(force) for m in routers]
+    print(f"routing hook on {len(hooks)} routers ({type(routers[0]).__name__ if routers else '-'})")
     optimizer = None
     if a.optimizer == "adamw":
         params = [p for p in model.parameters() if p.requires_grad]
@@ -199,13 +259,16 @@ def main():
         lengths = [widest] * a.batch
         lengths[-1] = max(2, round(widest * (1.0 - a.pad_fraction)))
         points.append((a.batch, widest, lengths))
-    for i, (batch, seq, lengths) in enumerate(points):
+    runs = [(routing, i, p) for routing in a.routing for i, p in enumerate(points)]
+    for routing, i, (batch, seq, lengths) in runs:
+        current["routing"] = routing
+        current["cache"] = {}
         g = torch.Generator(device="cuda").manual_seed(seq)
         ids = torch.randint(0, cfg.vocab_size, (batch, seq), device="cuda", generator=g)
         if lengths is not None:
             for b, n in enumerate(lengths):
                 ids[b, n:] = cfg.pad_token_id if cfg.pad_token_id is not None else 0
-        w = {"batch": batch, "seq": seq, "lengths": lengths}
+        w = {"batch": batch, "seq": seq, "lengths": lengths, "routing": routing}
         try:
             torch.cuda.reset_peak_memory_stats()
             times = []
@@ -226,7 +289,7 @@ def main():
                 from hf_memory_sites import record_sites
                 w["memory"] = record_sites(lambda marks: step(ids, lengths, marks), a.top)
             tag = f" lengths {lengths}" if lengths else ""
-            print(f"HF {a.attn} {batch}x{seq}{tag}: best {min(times):.3f} s, "
+            print(f"HF {a.attn} {routing} {batch}x{seq}{tag}: best {min(times):.3f} s, "
                   f"peak {w['peak_allocated_bytes'] / 2**30:.2f} GiB")
             if a.trace_out and i == 0:
                 from torch.profiler import profile, ProfilerActivity

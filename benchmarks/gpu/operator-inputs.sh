@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Issue 45 on the GPU host: the operator's inputs, measured.
+#   PART=routing     build tprobe + its module; the family traces of issue 48
+#                    (record-family-traces.sh); then `tprobe profile` on the 26B-A4B shapes
+#                    (random weights, batch 2, 2,048 and 8,192, AdamW) under --routing computed,
+#                    balanced, zipf:0.5, zipf:1.0 and zipf:1.5, one process each
+#   PART=hf-routing  Hugging Face + PEFT + AdamW at the same points under the same forced routings
+#                    (benchmarks/hf_lora_step.py --routing: a hook on every Gemma4TextRouter), one
+#                    process for all
+#   PART=load        a 26B-A4B-shaped checkpoint written with save_pretrained (random bf16,
+#                    sharded + index); warm (page cache) then cold (posix_fadvise DONTNEED): HF's
+#                    from_pretrained(device_map="cuda") and `tprobe profile --checkpoint` (the load,
+#                    its host RssAnon peak and device peak; the step at 2x2,048), and the
+#                    random-init step beside it
+# Output under $OUT/opin/, tarred into $OUT/opin-$PART.tgz (a call brings few files back).
+set -u
+export PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out}
+D=$OUT/opin
+mkdir -p "$D"
+LOG=$D/log-${PART}.txt
+T=build/cuda/src/app/tprobe
+say() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
+nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader | tee -a "$LOG"
+ROUTINGS=${ROUTINGS:-computed balanced zipf:0.5 zipf:1.0 zipf:1.5}
+finish() { tar -C "$OUT" -czf "$OUT/opin-$PART.tgz" opin ${EXTRA_TAR:-}; ls -la "$OUT"; }
+case "$PART" in
+routing)
+  say build
+  s=$(date +%s)
+  TPROBE_BUILD_TARGETS="tprobe tprobe_torch" bash scripts/gpu-build.sh -DTPROBE_WERROR=ON >"$D/build.txt" 2>&1
+  echo "build exit $? in $(( $(date +%s) - s )) s; warnings: $(grep -c 'warning:' "$D/build.txt")" | tee -a "$LOG"
+  grep -m5 -A6 'error:\|warning:' "$D/build.txt" | tee -a "$LOG"
+  if [ -z "${SKIP_FAMILIES:-}" ]; then
+    say family traces
+    timeout 150 bash benchmarks/gpu/record-family-traces.sh >"$D/families.txt" 2>&1
+    echo "families exit $?" | tee -a "$LOG"; tail -5 "$D/families.txt" | tee -a "$LOG"
+    EXTRA_TAR=family-traces
+  fi
+  for r in $ROUTINGS; do
+    say "tprobe --routing $r"
+    timeout 150 $T profile --model gemma4-26b-a4b --widths 2048,8192 --warmup 1 --repeats 2 \
+      --trace off --memory off --routing "$r" --json "$D/tprobe-${r/:/-}.json" \
+      >"$D/tprobe-${r/:/-}.txt" 2>"$D/tprobe-${r/:/-}.err"
+    echo "exit $?" | tee -a "$LOG"
+    python3 - "$D/tprobe-${r/:/-}.json" <<'PY' | tee -a "$LOG"
+import json, sys, statistics
+r = json.load(open(sys.argv[1]))["results"]
+for p in r["points"]:
+    el = p.get("expert_load") or []
+    mm = max((e["max_over_mean"] for e in el), default=0)
+    print(f'{p["batch"]}x{p["width"]} {p["outcome"]}: step {p["step"]["median_s"] if p["step"] else None} s, '
+          f'peak {p["peak_allocated_bytes"] / 2**30 if p["peak_allocated_bytes"] else 0:.2f} GiB, '
+          f'max/mean (worst layer) {mm:.2f}, init {r["init_s"]:.1f} s')
+PY
+  done
+  finish ;;
+hf-routing)
+  say "HF + PEFT + AdamW, forced routings: $ROUTINGS"
+  timeout 560 python3 benchmarks/hf_lora_step.py --seq 2048 8192 --reps 2 --routing $ROUTINGS \
+    --json "$D/hf-routing.json" >"$D/hf-routing.txt" 2>&1
+  echo "exit $?" | tee -a "$LOG"; grep -E "^HF|routing hook|Error" "$D/hf-routing.txt" | tee -a "$LOG"
+  finish ;;
+load)
+  df -h . /tmp | tee -a "$LOG"
+  free -g | tee -a "$LOG"
+  C=${CKPT_DIR:-$PWD/.gpu-ckpt-26b}
+  if [ ! -f "$C/model.safetensors.index.json" ]; then
+    say "write the checkpoint to $C"
+    rm -rf "$C"
+    timeout 300 python3 benchmarks/checkpoint_load.py write "$C" 2>"$D/write.err" | tee -a "$LOG"
+    tail -3 "$D/write.err" | tee -a "$LOG"
+  fi
+  du -sh "$C" | tee -a "$LOG"
+  tp() {  # one tprobe profile on the checkpoint, or random init when $2 is empty
+    local src=(--model gemma4-26b-a4b); [ -n "$2" ] && src=(--checkpoint "$2")
+    timeout 200 $T profile "${src[@]}" --widths 2048 --warmup 1 \
+      --repeats 3 --trace off --memory off --json "$D/$1.json" >"$D/$1.txt" 2>"$D/$1.err"
+    echo "exit $?" | tee -a "$LOG"
+    python3 - "$D/$1.json" <<'PY' | tee -a "$LOG"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+l = r.get("load", {})
+p = r["points"][0]
+g = lambda v: f"{v / 2**30:.2f} GiB" if v else "-"
+print(f'load {l.get("seconds", 0):.1f} s ({l.get("bytes", 0) / 2**30:.1f} GiB, {l.get("readers")} readers), '
+      f'RssAnon peak {g(l.get("host_rss_anon_peak_bytes"))}, device peak {g(l.get("device_peak_allocated_bytes"))}; '
+      f'init {r["init_s"]:.1f} s; step {p["step"]["median_s"]:.4f} s, peak {g(p["peak_allocated_bytes"])}')
+PY
+  }
+  for temp in warm cold; do
+    if [ $temp = cold ]; then python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"; fi
+    say "HF from_pretrained ($temp)"
+    timeout 200 python3 benchmarks/checkpoint_load.py hf "$C" 2>"$D/hf-$temp.err" | tee -a "$LOG" "$D/hf-$temp.json"
+    tail -2 "$D/hf-$temp.err" | tee -a "$LOG"
+    if [ $temp = cold ]; then python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"; fi
+    say "tprobe profile --checkpoint ($temp)"
+    tp "tprobe-ckpt-$temp" "$C"
+  done
+  say "tprobe random init"
+  tp tprobe-random ""
+  finish ;;
+*) echo "PART=routing|hf-routing|load" >&2; exit 2 ;;
+esac
