@@ -176,7 +176,8 @@ CLI::Option* add_knob_option(CLI::App* cmd, core::Knob knob, core::StepConfig& c
             }
             return {};
           },
-          fmt::format("{{{}}}", fmt::join(core::knob_value_names(knob, engine_only), ","))));
+          // Not "{a,b}": that is IsMember's spelling, which the completions read as the choices.
+          fmt::format("{}", fmt::join(core::knob_value_names(knob, engine_only), "|"))));
     } else {
       opt->check(CLI::IsMember(core::knob_value_names(knob, engine_only, true)));
     }
