@@ -9,7 +9,7 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/core/trace/kernels.hpp"
+#include "tprobe/core/trace/compare/kernels.hpp"
 
 int main(int argc, char** argv) {
   using namespace tprobe::core;

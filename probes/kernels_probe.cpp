@@ -1,8 +1,8 @@
 // `tprobe kernels`: the device-only kernel table of a torch.profiler trace (or two, compared).
-#include "tprobe/core/trace/kernels.hpp"
+#include "tprobe/core/trace/compare/kernels.hpp"
 
 #include "probes/probe.hpp"
-#include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/stats/kernel_table_report.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/gemma4/config_json.hpp"

@@ -264,6 +264,7 @@ void write_manifest(const std::string& out, const core::OutputGuard& files) {
   core::write_file_atomic(out + "/" + kManifest, text);
 }
 
+// Size: the main job's steps in order (plan, run each probe, the report, the headlines).
 core::Outcome run(const SuiteOptions& o, RunContext& ctx) {
   const std::string exe = self_exe();
   const std::string out = o.out;

@@ -29,8 +29,11 @@ import os
 import re
 import sys
 
+# trace/ is in rooms (src/core/trace/<room>/, one static library each): each room is a unit.
+TRACE = ["core/trace/record", "core/trace/attribute", "core/trace/stats", "core/trace/read",
+         "core/trace/compare", "core/trace/export"]
 CORE = ["core/base", "core/evidence", "core/io", "core/gemma4", "core/step", "core/data", "core/cost", "core/mask",
-        "core/trace", "core/adapter", "core/report"]
+        *TRACE, "core/adapter", "core/report"]
 
 # unit -> the units it may include (besides itself). Keep in step with docs/ARCHITECTURE.md.
 ALLOWED = {
@@ -42,10 +45,16 @@ ALLOWED = {
     "core/data": ["core/base", "core/evidence", "core/io", "core/report"],
     "core/cost": ["core/base", "core/io", "core/gemma4", "core/step", "core/data", "core/report"],
     "core/mask": ["core/base", "core/gemma4", "core/step", "core/report"],
-    "core/trace": ["core/base", "core/report"],
+    "core/trace/record": [],
+    "core/trace/attribute": ["core/base", "core/trace/record"],
+    "core/trace/stats": ["core/base", "core/report", "core/trace/record", "core/trace/attribute"],
+    "core/trace/read": ["core/base", "core/trace/record", "core/trace/attribute", "core/trace/stats"],
+    "core/trace/compare": ["core/base", "core/trace/record", "core/trace/attribute", "core/trace/stats",
+                           "core/trace/read"],
+    "core/trace/export": ["core/base", "core/trace/record", "core/trace/attribute"],
     "core/adapter": ["core/base", "core/io", "core/gemma4", "core/report"],
     "core/report": ["core/base"],
-    "cupti": ["core/base", "core/trace"],
+    "cupti": ["core/base", "core/trace/record", "core/trace/attribute", "core/trace/stats"],
     "torch_api": CORE,
     "runs": CORE + ["torch_api"],
     "model": CORE + ["torch_api", "cupti"],
@@ -72,6 +81,8 @@ def unit_of_file(rel):
         return "probes"
     else:
         return None
+    if parts[0] == "core" and parts[1:2] == ["trace"]:
+        return "core/trace/" + parts[2] if len(parts) > 3 else "core/trace"
     if parts[0] == "core":
         return "core/" + parts[1] if len(parts) > 2 else None
     return parts[0]
@@ -83,6 +94,8 @@ def unit_of_include(inc, from_unit):
         return None
     if inc.startswith("tprobe/"):
         parts = inc.split("/")[1:]
+        if parts[:2] == ["core", "trace"] and len(parts) > 3:
+            return "core/trace/" + parts[2]
         if parts[0] == "core" and len(parts) > 2:
             return "core/" + parts[1]
         return parts[0]
@@ -90,8 +103,11 @@ def unit_of_include(inc, from_unit):
         return "probes"
     if inc.startswith("src/"):
         return "private:" + inc
-    # A path relative to src/core (core's private headers: "base/strict_json.hpp").
+    # A path relative to src/core (core's private headers: "base/strict_json.hpp",
+    # "trace/read/detail/json_tokenizer.hpp").
     first = inc.split("/")[0]
+    if from_unit.startswith("core/") and first == "trace" and inc.count("/") > 1:
+        return "core/trace/" + inc.split("/")[1]
     if from_unit.startswith("core/") and "core/" + first in CORE:
         return "core/" + first
     return None
@@ -121,9 +137,13 @@ def table_rows(text, header):
 
 
 def units_named(cell, folder_names):
-    """The units a "may" cell names: core folders by name ("base", "io"), libraries by name."""
+    """The units a "may" cell names: core folders by name ("base", "io"), trace's rooms as
+    "trace/<room>", libraries by name."""
     out = set()
     cell = cell.split("(")[0]
+    for room in re.findall(r"(?:core/)?trace/([a-z_0-9]+)", cell):
+        out.add("core/trace/" + room)
+    cell = re.sub(r"(?:core/)?trace/[a-z_0-9]+", "", cell)
     for folder in re.findall(r"core/([a-z_0-9]+)", cell):
         out.add("core/" + folder)
     cell = re.sub(r"core/[a-z_0-9]+", "", cell)

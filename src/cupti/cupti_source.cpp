@@ -13,8 +13,8 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/trace/activity_name.hpp"
-#include "tprobe/core/trace/kernel_category.hpp"
+#include "tprobe/core/trace/record/activity_name.hpp"
+#include "tprobe/core/trace/stats/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
 
 #if TPROBE_HAS_CUPTI

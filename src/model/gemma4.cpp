@@ -1,5 +1,7 @@
 // The Gemma-4 MoE text decoder, LoRA, per-layer gradient checkpointing and the chunked
 // softcapped cross-entropy (docs/gemma4-model.md is the spec; its #traps section lists what silently differs).
+// Size: the decoder op for op in one libtorch translation unit (each costs about a minute to
+// compile, docs/ARCHITECTURE.md); the lead is splitting it (issue 47).
 #include "tprobe/model/gemma4.hpp"
 
 #include <fmt/format.h>

@@ -421,6 +421,8 @@ void judge_backward(BackwardParity& b, const std::string& dtype) {
   b.within_tolerance = ok;
 }
 
+// Size: the comparison in the order it runs (inputs, load, forward, loss, backward), in one
+// libtorch translation unit.
 ParityResult run_parity(const ParityOptions& o) {
   if (o.dtype != "fp32" && o.dtype != "bf16")
     fail_usage("dtype '{}': expected fp32 or bf16", o.dtype);

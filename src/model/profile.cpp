@@ -11,7 +11,7 @@
 
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/trace/kernel_category.hpp"
+#include "tprobe/core/trace/stats/kernel_category.hpp"
 #include "tprobe/cupti/kernel_source.hpp"
 #include "tprobe/model/torch_compat.hpp"
 #include "tprobe/model/engine.hpp"

@@ -1,3 +1,5 @@
+// Size: the profile analysis (request, limits, sweep rounds, diagnostics) beside its evidence's
+// writer, reader and tables, which issue 47's core/evidence is to take over.
 #include "tprobe/runs/profile_analysis.hpp"
 
 #include <fmt/format.h>
@@ -12,7 +14,7 @@
 #include "tprobe/core/data/dataset_batch.hpp"
 #include "tprobe/core/gemma4/checkpoint.hpp"
 #include "tprobe/core/step/knobs.hpp"
-#include "tprobe/core/trace/trace_export.hpp"
+#include "tprobe/core/trace/export/trace_export.hpp"
 #include "tprobe/runs/profile_costs.hpp"
 #include "tprobe/runs/profile_report.hpp"
 #include "tprobe/torch_api/torch_api.hpp"
@@ -315,6 +317,7 @@ class DatasetTokens {
 
 }  // namespace
 
+// Size: the sweep's rounds and what each point's measurement gives, over one request.
 ProfileAnalysis analyze_profile(EngineAccess engine, const ProfileOptions& options,
                                 const std::string& raw_trace_to, const ProfileHooks& hooks,
                                 const std::string& raw_memory_to) {

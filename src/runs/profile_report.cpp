@@ -1,4 +1,6 @@
 // JSON and table views of a profile run (no libtorch).
+// Size: profile's writer, reader, tables and report section, which issue 47's core/evidence is to
+// replace field by field; kept whole until then.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,8 +18,8 @@
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
-#include "tprobe/core/trace/kernel_table_report.hpp"
-#include "tprobe/core/trace/trace_parts.hpp"
+#include "tprobe/core/trace/stats/kernel_table_report.hpp"
+#include "tprobe/core/trace/attribute/trace_parts.hpp"
 #include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/runs/profile_report.hpp"
 #include "tprobe/runs/step_report.hpp"
@@ -393,6 +395,7 @@ ProfileEvidence profile_evidence_from_json(const core::Json& results, const std:
   return out;
 }
 
+// Size: the printed tables one after another; issue 47's core/evidence is to replace them.
 std::vector<core::Table> profile_tables(const ProfileReport& rep) {
   std::vector<core::Table> out;
   out.push_back(timing_table(rep.steps));
@@ -990,6 +993,8 @@ void expert_load_figure(core::SectionBuilder& c, const Json& pts) {
                        core::string_at(c.results(), "provenance.config.routing")));
 }
 
+// Size: the section's facts and figures in the report's order; issue 47's typed evidence is to
+// replace its string paths.
 void profile_report_section(core::SectionBuilder& c) {
   const Json& r = c.results();
   const Json* pts = array_at(r, "points");

@@ -5,7 +5,7 @@
 // it), a stream and a context sync on two streams, nesting and untraced gaps, autograd's worker
 // thread joined and forked — and the invariants every path keeps, on those and on broken input
 // (a sync naming no call, clock skew, rows overlapping on a stream, partly overlapping ops).
-#include "tprobe/core/trace/critical_path.hpp"
+#include "tprobe/core/trace/stats/critical_path.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
 
 namespace tprobe::core {
 namespace {

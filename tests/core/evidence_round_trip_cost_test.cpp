@@ -11,8 +11,8 @@
 #include "support/error_of.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
-#include "tprobe/core/trace/kernel_table_report.hpp"
-#include "tprobe/core/trace/kernels.hpp"
+#include "tprobe/core/trace/stats/kernel_table_report.hpp"
+#include "tprobe/core/trace/compare/kernels.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -11,9 +11,9 @@
 
 #include "test_paths.hpp"
 #include "support/error_of.hpp"
-#include "tprobe/core/trace/kernels.hpp"
-#include "tprobe/core/trace/trace_memory_report.hpp"
-#include "tprobe/core/trace/trace_stats_report.hpp"
+#include "tprobe/core/trace/compare/kernels.hpp"
+#include "tprobe/core/trace/stats/trace_memory_report.hpp"
+#include "tprobe/core/trace/stats/trace_stats_report.hpp"
 
 namespace tprobe::core {
 namespace {

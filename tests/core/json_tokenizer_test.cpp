@@ -1,7 +1,7 @@
 // The streaming JSON tokenizer under the trace reader: tokens and their text, every strict-JSON
 // refusal (escapes, surrogates, control characters, UTF-8, numbers, literals, structure,
 // truncation, depth), and the same tokens whatever the chunk size.
-#include "trace/json_tokenizer.hpp"
+#include "trace/read/detail/json_tokenizer.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The category table, demangling, short names, families and architecture-from-name, on real
 // kernel names as torch.profiler writes them (PyTorch 2.x on Ampere/Hopper).
-#include "tprobe/core/trace/kernel_category.hpp"
+#include "tprobe/core/trace/stats/kernel_category.hpp"
 
 #include <gtest/gtest.h>
 

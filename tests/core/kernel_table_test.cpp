@@ -1,13 +1,13 @@
 // Kernel table: totals, per-name statistics, categories, architecture, steps, phases, JSON.
-#include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/stats/kernel_table.hpp"
 
 #include <gtest/gtest.h>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/trace/activity_name.hpp"
-#include "tprobe/core/trace/kernel_category.hpp"
-#include "tprobe/core/trace/kernel_diff.hpp"
-#include "tprobe/core/trace/kernel_table_report.hpp"
+#include "tprobe/core/trace/record/activity_name.hpp"
+#include "tprobe/core/trace/stats/kernel_category.hpp"
+#include "tprobe/core/trace/compare/kernel_diff.hpp"
+#include "tprobe/core/trace/stats/kernel_table_report.hpp"
 
 namespace tprobe::core {
 namespace {

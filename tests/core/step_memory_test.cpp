@@ -1,6 +1,6 @@
 // The memory replay (core/trace/step_memory): hand-worked histories, the raw file's round trip
 // and its refusals, and the negative control (no scopes: the bytes stay untagged).
-#include "tprobe/core/trace/step_memory.hpp"
+#include "tprobe/core/trace/attribute/step_memory.hpp"
 
 #include <gtest/gtest.h>
 

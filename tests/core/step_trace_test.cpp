@@ -1,7 +1,7 @@
 // The step vocabulary, the raw trace (v2) reader and writer, attribution through launch contexts
 // and autograd links — with the negative control the attribution must pass: a trace whose backward
 // records lack their links is untagged, never given to a part — and the phase × part breakdown.
-#include "tprobe/core/trace/step_trace.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
 
 #include <gtest/gtest.h>
 

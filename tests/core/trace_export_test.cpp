@@ -1,7 +1,7 @@
 // `profile --trace-out`'s writer (core/trace/trace_export): valid JSON whatever the kernel names
 // hold, gzip by the name, and read back by tprobe's own trace reader into the same kernel table and
 // the same phase × part rows as the records it was written from.
-#include "tprobe/core/trace/trace_export.hpp"
+#include "tprobe/core/trace/export/trace_export.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 #include "support/gzip_text.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/report/report.hpp"
-#include "tprobe/core/trace/kernel_table.hpp"
-#include "tprobe/core/trace/step_trace.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/stats/kernel_table.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
 
 namespace tprobe::core {
 namespace {

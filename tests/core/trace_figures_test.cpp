@@ -11,10 +11,10 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
-#include "tprobe/core/trace/kernel_category.hpp"
-#include "tprobe/core/trace/kernel_table_report.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
-#include "tprobe/core/trace/trace_stats_report.hpp"
+#include "tprobe/core/trace/stats/kernel_category.hpp"
+#include "tprobe/core/trace/stats/kernel_table_report.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
+#include "tprobe/core/trace/stats/trace_stats_report.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -4,7 +4,7 @@
 // (forward embedding, the backward of a layer's projection through its fwdbwd flow, a thread
 // with no op: untagged); the negative controls (no module events: every alive byte untagged; no
 // flows: the backward allocation unlinked); the downsampled timeline; broken events.
-#include "tprobe/core/trace/trace_memory.hpp"
+#include "tprobe/core/trace/stats/trace_memory.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,8 +15,8 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
-#include "tprobe/core/trace/trace_memory_report.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/stats/trace_memory_report.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
 
 namespace tprobe::core {
 namespace {

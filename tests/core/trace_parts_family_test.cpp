@@ -16,8 +16,8 @@
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/gemma4/layer_kinds_json.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
-#include "tprobe/core/trace/trace_parts.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/attribute/trace_parts.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -4,8 +4,8 @@
 // loss and the optimizer, whose every row's place is worked out by hand below; the negative
 // controls (flows removed: the backward rows come out untagged; sequence numbers that do not
 // match, or none: the glue stays untagged); no module events; broken inputs.
-#include "tprobe/core/trace/part_diff.hpp"
-#include "tprobe/core/trace/trace_parts.hpp"
+#include "tprobe/core/trace/compare/part_diff.hpp"
+#include "tprobe/core/trace/attribute/trace_parts.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,7 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
 
 namespace tprobe::core {
 namespace {

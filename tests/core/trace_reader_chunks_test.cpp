@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/trace/kernel_table_report.hpp"
-#include "tprobe/core/trace/kernels.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
-#include "trace/trace_reader_internal.hpp"
+#include "tprobe/core/trace/stats/kernel_table_report.hpp"
+#include "tprobe/core/trace/compare/kernels.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
+#include "trace/read/detail/trace_reader_internal.hpp"
 
 namespace tprobe::core {
 namespace {

@@ -1,6 +1,6 @@
 // The torch.profiler trace reader: device rows only, steps, phases, the key_averages() double
 // count, health, gzip, and broken traces (each a clear tprobe::Error, never a crash).
-#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
 
 #include <gtest/gtest.h>
 

@@ -30,8 +30,8 @@
 #include "tprobe/core/io/order_file.hpp"
 #include "tprobe/core/io/safetensors.hpp"
 #include "tprobe/core/report/report.hpp"
-#include "tprobe/core/trace/kernels.hpp"
-#include "tprobe/core/trace/trace_reader.hpp"
+#include "tprobe/core/trace/compare/kernels.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
 
 namespace tprobe::fuzz {
 

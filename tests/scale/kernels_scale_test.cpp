@@ -20,7 +20,7 @@
 
 #include "cpu_time.hpp"
 #include "tprobe/core/base/evidence.hpp"
-#include "tprobe/core/trace/kernels.hpp"
+#include "tprobe/core/trace/compare/kernels.hpp"
 
 namespace tprobe::core {
 namespace {

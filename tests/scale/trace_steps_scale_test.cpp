@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/trace/trace_reader.hpp"
-#include "trace/json_tokenizer.hpp"
+#include "tprobe/core/trace/read/trace_reader.hpp"
+#include "trace/read/detail/json_tokenizer.hpp"
 
 namespace {
 std::atomic<int64_t> g_live{0}, g_peak{0};

@@ -5,7 +5,8 @@ library cell), each of which must be refused with a line naming the row; the una
 And of its version-guard rule: a copy of the tree with a libtorch version test added outside
 torch_compat.cpp must be refused with a line naming that file; one with a probe file named like
 a core file must be refused with a line naming both; one with a view added to torch_api (which
-holds the engine's types and loader only) must be refused with a line naming it.
+holds the engine's types and loader only) must be refused with a line naming it; one with a room of
+trace/ including a room below it (stats/ the reader) must be refused with a line naming it.
 
 Usage: layers_doc_controls.py REPO_ROOT   (exit 0: every control behaved; 1 otherwise)
 """
@@ -47,21 +48,22 @@ def main():
     def row(prefix):
         return next(i for i, l in enumerate(lines) if l.startswith(prefix))
 
-    trace = row("| `trace/` |")
+    stats = row("| `trace/stats/` |")
     narrowed = list(lines)
-    assert narrowed[trace].endswith("| base, report |")
-    narrowed[trace] = narrowed[trace][: -len("| base, report |")] + "| base |"
+    assert narrowed[stats].endswith("| base, report, trace/record, trace/attribute |")
+    narrowed[stats] = narrowed[stats].replace(", trace/attribute |", " |")
     swapped = list(lines)
     rep = swapped.pop(row("| `report/` |"))
     swapped.insert(row("| `adapter/` |"), rep)  # now below adapter/, which includes it
     widened = list(lines)
     cupti = row("| `include/tprobe/cupti/`")
-    widened[cupti] = widened[cupti].replace("`core/base`, `core/trace`, CUPTI",
-                                            "`core/base`, `core/trace`, `core/io`, CUPTI")
+    widened[cupti] = widened[cupti].replace("`core/trace/stats`, CUPTI",
+                                            "`core/trace/stats`, `core/io`, CUPTI")
     for name, doc, says in [
-        ("trace/ narrowed", narrowed, "`trace/` may include ['core/base']"),
+        ("trace/stats/ narrowed", narrowed,
+         "`trace/stats/` may include ['core/base', 'core/report', 'core/trace/record']"),
         ("report/ moved below adapter/", swapped, "which the folder table lists below it"),
-        ("cupti widened", widened, "may use ['core/base', 'core/io', 'core/trace']"),
+        ("cupti widened", widened, "may use ['core/base', 'core/io', 'core/trace/attribute'"),
     ]:
         rc, out = run(root, "\n".join(doc))
         if rc != 1 or says not in out:
@@ -97,9 +99,20 @@ def main():
         if p.returncode != 1 or says not in p.stdout:
             failures.append(f"a view in torch_api: exit {p.returncode}, expected 1 and a line "
                             f"with {says!r}:\n{p.stdout}")
+    with tempfile.TemporaryDirectory() as tree:
+        copy_tree(root, tree)
+        victim = os.path.join(tree, "src", "core", "trace", "stats", "trace_series.cpp")
+        with open(victim, "a", encoding="utf-8") as fh:
+            fh.write('\n#include "tprobe/core/trace/read/trace_reader.hpp"\n')
+        p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), tree],
+                           capture_output=True, text=True)
+        says = "src/core/trace/stats/trace_series.cpp"
+        if p.returncode != 1 or says not in p.stdout or "core/trace/stats may not include core/trace/read" not in p.stdout:
+            failures.append(f"a trace room including the reader above it: exit {p.returncode}, "
+                            f"expected 1 and a line naming {says}:\n{p.stdout}")
     for f in failures:
         print(f)
-    print(f"{len(failures)} of 7 controls misbehaved" if failures else "7 of 7 controls behaved")
+    print(f"{len(failures)} of 8 controls misbehaved" if failures else "8 of 8 controls behaved")
     return 1 if failures else 0
 
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "tprobe/core/trace/kernel_record.hpp"
-#include "tprobe/core/trace/step_trace.hpp"
+#include "tprobe/core/trace/record/kernel_record.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
 
 namespace tprobe::cupti {
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "tprobe/core/trace/step_trace.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
 
 namespace tprobe::model {
 

@@ -14,7 +14,7 @@
 
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/step/step_config.hpp"
-#include "tprobe/core/trace/step_trace.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
 #include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {

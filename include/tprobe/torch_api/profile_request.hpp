@@ -13,7 +13,7 @@
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
-#include "tprobe/core/trace/kernel_table.hpp"
+#include "tprobe/core/trace/stats/kernel_table.hpp"
 #include "tprobe/torch_api/step_spec.hpp"
 
 namespace tprobe::torch_api {

@@ -13,8 +13,8 @@
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/step/step_config.hpp"
-#include "tprobe/core/trace/step_memory.hpp"
-#include "tprobe/core/trace/step_trace.hpp"
+#include "tprobe/core/trace/attribute/step_memory.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
 
 namespace tprobe::torch_api {
 

@@ -143,6 +143,7 @@ std::string naming_form(const std::string& stored, const ParsedName& p, const Ad
 
 }  // namespace
 
+// Size: adapter_config.json read field by field in one pass, each check beside its field.
 AdapterConfig parse_adapter_config(const std::string& text, const std::string& path) {
   Json doc = detail::parse_json_strict(text, path);
   if (!doc.is_object()) fail("{}: adapter_config.json must be a JSON object", path);

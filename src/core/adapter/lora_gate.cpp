@@ -334,6 +334,7 @@ std::optional<GateBase> gate_base_from_adapter(const LoraAdapter& adapter) {
   return base;
 }
 
+// Size: the gate's checks in the order the verdict weighs them, over one set of module maps.
 LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional<GateBase>& base) {
   LoraGateReport r;
   r.dir = adapter.dir;

@@ -295,6 +295,7 @@ std::vector<LayerType> parse_fast_path_types(const std::string& text) {
   return out;
 }
 
+// Size: the bands, the assertions and the plan per path over one walk of the query rows.
 MaskReport analyze_mask(const ModelConfig& config, const MaskRequest& request) {
   // The geometry walks every query row (closed form per row), so the width is bounded: 4M
   // tokens is 16× Gemma-4's longest context and takes seconds.

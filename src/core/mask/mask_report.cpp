@@ -224,6 +224,7 @@ void check_first(bool present, int64_t count, const char* first_key, const char*
 
 }  // namespace
 
+// Size: a field-by-field reader of mask's results, in the order to_json writes them.
 MaskReport mask_report_from_json(const Json& results, const std::string& where) {
   using namespace json_read;
   if (!results.is_object()) fail("{} must be an object", where);

@@ -102,6 +102,7 @@ std::string axis_number(double v) {
   return fmt::format("{:.4g}", v);
 }
 
+// Size: one SVG drawn top to bottom (axes, ticks, series, legend) in one set of coordinates.
 std::string render_svg(const XYChart& c) {
   const double left = 72, right = 16, top = 34, bottom = 54;
   std::size_t labelled = 0;  // unlabelled series (a line joining points) get no legend row

@@ -32,6 +32,7 @@ std::vector<KnobValue> attention_values() {
   return out;
 }
 
+// Size: the knob registry itself, one entry per knob: a table, not logic.
 std::vector<KnobInfo> make_registry() {
   const Requirement grouped = {2, 8, true, true, false, "at::_grouped_mm"};
   std::vector<KnobInfo> r;

@@ -1,0 +1,134 @@
+// Where a training step's memory goes: the allocator's events of one recorded step, each carrying
+// the same launch context the kernel attribution uses (the engine scope or the autograd node on
+// the allocating thread), replayed into the step's peak, the bytes alive at the peak by phase ×
+// part × layer, the items an operator budgets with, and a timeline (docs/profile.md, "Memory").
+//
+// Replay in short: the allocated bytes start at what was allocated when the window opened (the
+// resident set: weights, adapters, inputs, workspace) and move by every event's signed size, so
+// they follow the allocator's own total exactly; the peak is the first event where they are
+// largest. An allocation is alive at the peak when it was made at or before the peak event and
+// not freed by then. Its phase, part and layer come from its context like a kernel's: an engine
+// scope directly, a backward node through the forward op that made it; an allocation with neither
+// is untagged — counted, never given to a part.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
+
+namespace tprobe::core {
+
+// One event of the allocator (c10's memory reporting: every allocation and free of a block).
+struct MemoryEvent {
+  int64_t t_ns = 0;     // host steady clock, from the window's start
+  uint64_t ptr = 0;     // the block's address
+  int64_t bytes = 0;    // > 0 allocated, < 0 freed (the block's size, the allocator's rounding)
+  int64_t total_allocated = -1;  // the allocator's own total after the event; -1 where unknown
+  int64_t total_reserved = -1;
+  LaunchContext context;  // the allocating thread's innermost entry; tag 0 and !node: none
+};
+
+// What the engine knows beside the events: the sizes of the resident set's known members and the
+// blocks that hold the adapters' gradients when the step ends.
+struct MemoryFacts {
+  int64_t weights_bytes = 0;          // base model parameters (storage bytes)
+  int64_t lora_parameter_bytes = 0;   // LoRA factors
+  int64_t lora_parameters = 0;        // their count (for the optimizer's states)
+  std::set<uint64_t> lora_grad_ptrs;  // data pointers of the LoRA gradients after the step
+  bool checkpointing = true;          // forward tensors kept are checkpointed layer inputs
+  // The step ended with an optimizer step (--optimizer adamw) that had run before the window
+  // opened: its states (optimizer_state_bytes, the moments' storage) are resident, in the peak.
+  // false: the step ran no optimizer, and AdamW's states are computed beside the peak.
+  bool optimizer_ran = false;
+  int64_t optimizer_state_bytes = 0;
+};
+
+// What one memory window recorded, before attribution (schema tprobe.raw_memory, version 1):
+// replayable without a GPU.
+struct RawMemory {
+  std::string device;           // "cuda:0" or "cpu"
+  bool totals_known = false;    // the events carry the allocator's totals (CUDA's caching allocator)
+  int64_t start_allocated = 0;  // allocated when the window opened
+  int64_t start_reserved = 0;
+  std::vector<MemoryEvent> events;
+  std::vector<StepTag> tags;
+  std::vector<ForwardLink> forward_ops;
+  int64_t dropped_events = 0;  // events past the recorder's cap (then the replay is refused)
+  MemoryFacts facts;
+};
+Json to_json(const RawMemory& raw);
+// Bounds-checked; throws tprobe::Error naming `where` and the field.
+RawMemory parse_raw_memory(std::string_view text, const std::string& where);
+RawMemory read_raw_memory(const std::string& path);
+
+// Bytes alive at the peak in one phase × layer kind × part × layer cell.
+struct MemoryCell {
+  std::string phase, part, layer_kind;  // "untagged" phase and part for no context
+  int32_t layer = -1;
+  int64_t bytes = 0;
+  int64_t blocks = 0;
+};
+
+// One item of the budget. The items with in_peak add up to the peak exactly; the others stand
+// beside it (reserved minus allocated, AdamW's states where the step ran no optimizer).
+struct MemoryItem {
+  std::string key, label;
+  int64_t bytes = 0;
+  bool in_peak = true;
+  std::string note;
+};
+
+// The parts of a timeline sample, in this order: resident (alive since before the window),
+// every StepPart in all_step_parts() order, untagged.
+constexpr size_t kMemorySlots = 10;
+const std::array<const char*, kMemorySlots>& memory_slot_names();
+
+struct MemorySample {
+  int64_t event = 0;  // index into the events (-1: the window's start)
+  int64_t t_ns = 0;
+  int64_t allocated = 0;
+  int64_t reserved = -1;  // -1 where unknown
+  std::array<int64_t, kMemorySlots> by_slot{};
+};
+
+struct StepMemory {
+  std::string device;
+  bool totals_known = false;
+  int64_t events = 0;
+  int64_t start_allocated = 0, end_allocated = 0;
+  int64_t peak_allocated = 0;
+  int64_t peak_event = -1;  // -1: the peak is the window's start
+  int64_t peak_t_ns = 0;
+  int64_t reserved_at_peak = -1;  // -1 where unknown
+  int64_t peak_reserved = -1;     // the largest reserved total over the window
+  std::string peak_phase, peak_part, peak_layer_kind;  // of the allocation that made the peak
+  int32_t peak_layer = -1;
+  // Checks of the replay against the allocator (CUDA): events whose running total differs from
+  // the allocator's own, frees of blocks allocated before the window.
+  int64_t total_mismatches = 0;
+  int64_t frees_of_resident = 0;
+  int64_t untagged_bytes_at_peak = 0;
+  std::vector<MemoryCell> alive_at_peak;  // phase order, layer kind, part, layer
+  std::vector<MemoryItem> items;
+  std::vector<MemorySample> timeline;  // downsampled: each bucket's largest, the peak kept
+};
+
+// Throws tprobe::Error when the events cannot be replayed (dropped events, a block allocated
+// twice without a free).
+StepMemory analyze_step_memory(const RawMemory& raw, size_t max_samples = 400);
+Json to_json(const StepMemory& m);
+// Its reader: every field to_json writes (items_sum_bytes and the timeline's slot names checked
+// against what to_json would write), so to_json(step_memory_from_json(to_json(m))) is to_json(m).
+// Throws tprobe::Error naming `where` and the field.
+StepMemory step_memory_from_json(const Json& j, const std::string& where);
+
+// AdamW's two fp32 moments per trainable parameter (the playbook's count).
+int64_t adamw_state_bytes(int64_t parameters);
+
+}  // namespace tprobe::core

@@ -1,0 +1,119 @@
+// Streaming reader of torch.profiler / Kineto Chrome traces (.json, .json.gz): device rows become
+// core::KernelRecord and go into the kernel table; host rows are kept only as far as the
+// key_averages()-style double count, the forward/backward split and the steps need them.
+// Memory is bounded by the distinct kernel names and the events kept, never by the file size
+// (tprobe's own streaming JSON tokenizer, no document tree). docs/kernels.md: what is read and
+// what is checked.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tprobe/core/trace/stats/critical_path.hpp"
+#include "tprobe/core/trace/stats/kernel_sequences.hpp"
+#include "tprobe/core/trace/stats/kernel_table.hpp"
+#include "tprobe/core/trace/stats/trace_memory.hpp"
+#include "tprobe/core/trace/attribute/trace_parts.hpp"
+#include "tprobe/core/trace/stats/trace_series.hpp"
+#include "tprobe/core/trace/stats/trace_stats.hpp"
+#include "tprobe/core/trace/stats/user_ranges.hpp"
+
+namespace tprobe::core {
+
+// What a careful reader of this trace should know before trusting its table.
+struct TraceHealth {
+  int64_t zero_duration = 0;      // device rows with dur == 0
+  int64_t negative_duration = 0;  // device rows with dur < 0 (kept out of the table)
+  int64_t stream_overlaps = 0;    // consecutive device rows on one stream that overlap
+  int64_t stream_overlap_ns = 0;
+  int64_t out_of_range = 0;           // device rows outside the host events' span (±1 s)
+  int64_t past_trace_end = 0;         // device rows ending after the last host event ended
+  int64_t unmatched_begin = 0;        // "B" events with no "E": the trace ended mid-event
+  int64_t skipped_events = 0;  // events without "ph"; device, host-op, python_function or fwdbwd
+                               // events missing ts, dur, name or id, or with an impossible
+                               // duration (left out)
+  int64_t bad_launch_durations = 0;   // launch calls with dur < 0 or > a day (kept without it)
+  std::vector<std::string> messages;  // Kineto warnings / INFO records, as written (first 20)
+};
+
+// What key_averages() would report if a user summed every row's self device time: each kernel
+// once as its own device row, once more in the host op that launched it (the op whose
+// "External id" the kernel carries), and the gpu_user_annotation ranges (ProfilerStep#N,
+// Optimizer.step#... on the device), which key_averages() lists as device rows too. Measured on
+// torch 2.11 (docs/kernels.md): exactly that sum. Labelled as the trap in every view, never as a
+// total.
+struct DoubleCount {
+  int64_t device_rows_ns = 0;      // kernel/memcpy/memset rows: the real total
+  int64_t host_attributed_ns = 0;  // the same rows again, through their launching host op
+  int64_t annotation_ns = 0;       // gpu_user_annotation rows in the selected steps
+  int64_t annotations = 0;
+  std::vector<std::string> annotation_names;  // distinct, in file order (first 8)
+  int64_t linked_rows = 0;    // device rows whose External id names a host op
+  int64_t unlinked_rows = 0;  // no External id, or no host op with it
+  int64_t flows = 0;          // ac2g flow events seen
+  // Kernels counted twice: the op + kernel part of the trap (about 2x when every row is linked).
+  int64_t op_and_kernel_ns() const { return device_rows_ns + host_attributed_ns; }
+  int64_t key_averages_style_ns() const { return op_and_kernel_ns() + annotation_ns; }
+  double ratio() const {  // key_averages-style / real total
+    return device_rows_ns > 0 ? double(key_averages_style_ns()) / double(device_rows_ns) : 0.0;
+  }
+  double op_and_kernel_ratio() const {
+    return device_rows_ns > 0 ? double(op_and_kernel_ns()) / double(device_rows_ns) : 0.0;
+  }
+};
+
+struct TraceSummary {
+  std::string source;  // path or the buffer's label
+  bool gzip = false;
+  int64_t uncompressed_bytes = 0;
+  int64_t events = 0;                         // traceEvents entries
+  std::map<std::string, int64_t> categories;  // "cat" -> count, as spelled in the trace
+  int64_t base_time_ns = 0;                   // baseTimeNanoseconds, 0 if absent
+  std::vector<DeviceProperties> devices;      // deviceProperties
+  std::vector<TraceStepRange> steps;          // ProfilerStep#N ranges, ascending N
+  int64_t rank = -1, world_size = -1;         // distributedInfo, -1 if absent
+  std::string schema_version;                 // schemaVersion, as written
+  TraceHealth health;
+  DoubleCount double_count;
+  TraceStats stats;  // over the table's selection (trace_stats.hpp)
+  CriticalPath critical_path;  // over the selection's window (critical_path.hpp)
+  UserRanges user_ranges;      // the selected rows by the user's own ranges (user_ranges.hpp)
+  KernelSequences kernel_sequences;  // repeated kernel sequences (kernel_sequences.hpp)
+  TraceSeries series;  // queue length and copy bandwidth over time (trace_series.hpp)
+  TraceParts parts;  // over the same selection (trace_parts.hpp)
+  // The [memory] events (profile_memory=True), over the whole trace: a step's peak holds what
+  // earlier steps left allocated (trace_memory.hpp).
+  TraceMemory memory;
+};
+
+struct TraceResult {
+  TraceSummary summary;
+  KernelTable table;
+};
+
+// Reads a trace file (gzip detected by its magic bytes, not the suffix). Throws tprobe::Error
+// naming the file and, for JSON problems, the byte offset; a selection with no device rows is an
+// error too (exit 1, docs/kernels.md).
+TraceResult read_trace_file(const std::string& path, const KernelTableOptions& options = {},
+                            const TracePartsOptions& parts = {});
+// The same from bytes already in memory (tests, fuzzing). `label` names it in messages.
+TraceResult read_trace_buffer(std::string_view bytes, const std::string& label,
+                              const KernelTableOptions& options = {},
+                              const TracePartsOptions& parts = {});
+
+// The per-rank traces of a directory (*.json, *.json.gz, *.pt.trace.json[.gz]), sorted by rank
+// (distributedInfo.rank, else file name order). Throws when none is found or one is bad.
+struct RankTrace {
+  std::string path;
+  int64_t rank = -1;
+  TraceResult result;
+};
+// Every rank gets the same phase × part attribution as a single trace (`parts`: the layer kinds).
+std::vector<RankTrace> read_trace_directory(const std::string& dir,
+                                            const KernelTableOptions& options = {},
+                                            const TracePartsOptions& parts = {});
+
+}  // namespace tprobe::core
