@@ -27,8 +27,7 @@ struct FlopsOptions {
 };
 
 core::Outcome run(const FlopsOptions& o, RunContext& ctx) {
-  core::ModelConfig config = o.config_path.empty() ? core::embedded_model(o.model)
-                                                   : core::read_config_json(o.config_path).config;
+  core::ModelConfig config = core::model_config_of(o.model, "", o.config_path);
   core::FlopsRequest req;
   req.batch = o.batch;
   req.width = o.width;

@@ -21,15 +21,8 @@ struct MaskOptions {
   runs::MaskOptions analysis;
 };
 
-core::ModelConfig load_config(const std::string& model) {
-  for (const std::string& name : core::embedded_model_names()) {
-    if (model == name) return core::embedded_model(name);
-  }
-  return core::read_config_json(model).config;
-}
-
 core::Outcome run(MaskOptions& o, RunContext& ctx) {
-  const core::ModelConfig config = load_config(o.model);
+  const core::ModelConfig config = core::model_config_of(o.model);
   core::MaskRequest& req = o.analysis.request;
   req.rules = *core::parse_mask_rules(o.attn);
   if (o.expect_window > 0) req.expect.window = o.expect_window;

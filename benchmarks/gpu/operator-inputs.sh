@@ -12,6 +12,8 @@
 #                    from_pretrained(device_map="cuda") and `tprobe profile --checkpoint` (the load,
 #                    its host RssAnon peak and device peak; the step at 2x2,048), and the
 #                    random-init step beside it
+#   PART=combo       PART=load's warm half in one lease: the checkpoint written and the family
+#                    traces recorded while tprobe builds
 # Output under $OUT/opin/, tarred into $OUT/opin-$PART.tgz (a call brings few files back).
 set -u
 export PYTHONUNBUFFERED=1
@@ -62,10 +64,27 @@ hf-routing)
     --json "$D/hf-routing.json" >"$D/hf-routing.txt" 2>&1
   echo "exit $?" | tee -a "$LOG"; grep -E "^HF|routing hook|Error" "$D/hf-routing.txt" | tee -a "$LOG"
   finish ;;
-load)
+load|combo)
   df -h . /tmp | tee -a "$LOG"
   free -g | tee -a "$LOG"
   C=${CKPT_DIR:-$PWD/.gpu-ckpt-26b}
+  if [ "$PART" = combo ]; then
+    # One lease: the checkpoint written and the family traces recorded on the GPU while the CPU
+    # builds tprobe; then the warm loads (no cold pass).
+    say "combo: write + family traces in the background, build in front"
+    rm -rf "$C"
+    ( timeout 420 python3 benchmarks/checkpoint_load.py write "$C" >"$D/write.json" 2>"$D/write.err" ) &
+    wpid=$!
+    ( timeout 200 bash benchmarks/gpu/record-family-traces.sh >"$D/families.txt" 2>&1 ) &
+    fpid=$!
+    s=$(date +%s)
+    TPROBE_BUILD_TARGETS="tprobe tprobe_torch" bash scripts/gpu-build.sh -DTPROBE_WERROR=ON >"$D/build.txt" 2>&1
+    echo "build exit $? in $(( $(date +%s) - s )) s; warnings: $(grep -c 'warning:' "$D/build.txt")" | tee -a "$LOG"
+    grep -m5 -A6 'error:\|warning:' "$D/build.txt" | tee -a "$LOG"
+    wait $fpid; echo "families exit $?" | tee -a "$LOG"; tail -4 "$D/families.txt" | tee -a "$LOG"
+    wait $wpid; echo "write exit $?" | tee -a "$LOG"; cat "$D/write.json" | tee -a "$LOG"; tail -3 "$D/write.err" | tee -a "$LOG"
+    EXTRA_TAR=family-traces
+  fi
   if [ ! -f "$C/model.safetensors.index.json" ]; then
     say "write the checkpoint to $C"
     rm -rf "$C"
@@ -89,7 +108,8 @@ print(f'load {l.get("seconds", 0):.1f} s ({l.get("bytes", 0) / 2**30:.1f} GiB, {
       f'init {r["init_s"]:.1f} s; step {p["step"]["median_s"]:.4f} s, peak {g(p["peak_allocated_bytes"])}')
 PY
   }
-  for temp in warm cold; do
+  temps=${TEMPS:-warm cold}; [ "$PART" = combo ] && temps=${TEMPS:-warm}
+  for temp in $temps; do
     if [ $temp = cold ]; then python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"; fi
     say "HF from_pretrained ($temp)"
     timeout 200 python3 benchmarks/checkpoint_load.py hf "$C" 2>"$D/hf-$temp.err" | tee -a "$LOG" "$D/hf-$temp.json"
@@ -101,5 +121,5 @@ PY
   say "tprobe random init"
   tp tprobe-random ""
   finish ;;
-*) echo "PART=routing|hf-routing|load" >&2; exit 2 ;;
+*) echo "PART=routing|hf-routing|load|combo" >&2; exit 2 ;;
 esac

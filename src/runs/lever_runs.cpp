@@ -321,8 +321,7 @@ EpochInput prepare_epoch(const EpochOptions& o, const ProfileOptions& step) {
 }
 
 core::ModelConfig model_config_of(const StepSpec& s) {
-  if (!s.checkpoint_dir.empty()) return core::read_config_json(s.checkpoint_dir + "/config.json").config;
-  return core::embedded_model(s.model);
+  return core::model_config_of(s.model, s.checkpoint_dir);
 }
 
 // Runs the sampled micro-batches of `draw` on one configuration, one step each after the

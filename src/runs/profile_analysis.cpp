@@ -12,7 +12,7 @@
 #include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/data/dataset_batch.hpp"
-#include "tprobe/core/gemma4/checkpoint.hpp"
+#include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/core/trace/export/trace_export.hpp"
 #include "tprobe/runs/profile_costs.hpp"
@@ -285,9 +285,7 @@ class DatasetTokens {
     base_.filled = o.sampler == core::kFilledSampler;
     if (!base_.filled) base_.sampler = core::parse_epoch_sampler(o.sampler, "--sampler");
     base_.seed = o.sampler_seed;
-    const core::ModelConfig config = spec.checkpoint_dir.empty()
-                                         ? core::embedded_model(spec.model)
-                                         : core::Checkpoint::open(spec.checkpoint_dir).config();
+    const core::ModelConfig config = core::model_config_of(spec.model, spec.checkpoint_dir);
     base_.pad_id = config.pad_token_id;
     base_.vocab_size = config.vocab_size;
   }

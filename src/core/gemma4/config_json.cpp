@@ -609,4 +609,14 @@ Json to_config_json(const ModelConfig& c, ConfigJsonForm form) {
   return doc;
 }
 
+ModelConfig model_config_of(const std::string& model, const std::string& checkpoint_dir,
+                            const std::string& config_path) {
+  if (!config_path.empty()) return read_config_json(config_path).config;
+  if (!checkpoint_dir.empty()) return read_config_json(checkpoint_dir + "/config.json").config;
+  for (const std::string& name : embedded_model_names()) {
+    if (model == name) return embedded_model(name);
+  }
+  return read_config_json(model).config;
+}
+
 }  // namespace tprobe::core

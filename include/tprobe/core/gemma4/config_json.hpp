@@ -44,6 +44,12 @@ ConfigJson parse_config_json(const Json& doc, const std::string& source);
 // Reads and parses a file; JSON syntax errors name the file, line and column.
 ConfigJson read_config_json(const std::string& path);
 
+// The one resolver of "an embedded model, a checkpoint or a config.json" every probe and
+// analysis uses: `config_path` when given, else the checkpoint directory's config.json, else
+// `model` — an embedded model's name, or (mask's --model) a config.json path.
+ModelConfig model_config_of(const std::string& model, const std::string& checkpoint_dir = "",
+                            const std::string& config_path = "");
+
 // The inverse, for tests and for writing checkpoints: a config.json document in one of the forms
 // the reader accepts. The multimodal form wraps the text config (vision_config/audio_config null).
 enum class ConfigJsonForm { kMultimodalFlat, kTextOnlyFlat, kMultimodalPerLayer };

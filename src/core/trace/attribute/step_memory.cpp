@@ -169,7 +169,11 @@ namespace {
 
 constexpr size_t kResidentSlot = 0, kUntaggedSlot = kMemorySlots - 1;
 
-size_t slot_of(StepPart part) { return 1 + static_cast<size_t>(part); }
+// The engine's parts in enum order; shared_experts (a user's trace only) has no slot here: the
+// engine never allocates under it.
+size_t slot_of(StepPart part) {
+  return part == StepPart::kSharedExperts ? kUntaggedSlot : 1 + static_cast<size_t>(part);
+}
 
 struct Alive {
   int64_t bytes = 0;

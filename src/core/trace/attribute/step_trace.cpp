@@ -24,8 +24,8 @@ namespace {
 constexpr std::array<const char*, 5> kPhaseNames = {"forward", "loss", "recompute", "backward",
                                                     "optimizer"};
 constexpr std::array<const char*, 9> kPartNames = {
-    "embedding", "attention_proj", "attention_core", "dense_mlp", "router",
-    "experts",   "shared_experts", "loss_head",      "other"};
+    "embedding", "attention_proj", "attention_core", "dense_mlp",     "router",
+    "experts",   "loss_head",      "other",          "shared_experts"};
 
 template <typename Enum, size_t N>
 std::optional<Enum> parse_name(std::string_view text, const std::array<const char*, N>& names) {
@@ -51,7 +51,10 @@ int phase_rank(std::string_view phase) {
   return 100;  // untagged last
 }
 int part_rank(std::string_view part) {
-  if (auto p = parse_step_part(part)) return static_cast<int>(*p);
+  if (auto p = parse_step_part(part)) {
+    const auto& order = all_step_parts();
+    return static_cast<int>(std::find(order.begin(), order.end(), *p) - order.begin());
+  }
   return 100;
 }
 int layer_kind_rank(std::string_view kind) {

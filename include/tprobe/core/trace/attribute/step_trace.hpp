@@ -40,9 +40,11 @@ enum class StepPart {
   kDenseMlp,
   kRouter,
   kExperts,
-  kSharedExperts,
   kLossHead,
   kOther,
+  // Last in the enum so that the engine's parts keep their numbers (step_memory's slots are
+  // indexed by them); shown after experts (all_step_parts() is the display order).
+  kSharedExperts,
 };
 
 const char* to_string(StepPhase phase);  // "forward", "loss", "recompute", "backward", "optimizer"
