@@ -85,6 +85,11 @@ load|combo)
     wait $wpid; echo "write exit $?" | tee -a "$LOG"; cat "$D/write.json" | tee -a "$LOG"; tail -3 "$D/write.err" | tee -a "$LOG"
     EXTRA_TAR=family-traces
   fi
+  if [ ! -x "$T" ]; then
+    say build
+    TPROBE_BUILD_TARGETS="tprobe tprobe_torch" bash scripts/gpu-build.sh -DTPROBE_WERROR=ON >"$D/build.txt" 2>&1
+    echo "build exit $?" | tee -a "$LOG"; grep -m5 -A6 'error:' "$D/build.txt" | tee -a "$LOG"
+  fi
   if [ ! -f "$C/model.safetensors.index.json" ]; then
     say "write the checkpoint to $C"
     rm -rf "$C"

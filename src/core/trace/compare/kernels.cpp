@@ -64,13 +64,6 @@ bool looks_like_evidence(const std::string& path) {
   return len - i >= sizeof kKey - 1 && std::memcmp(buf + i, kKey, sizeof kKey - 1) == 0;
 }
 
-// "ProfilerStep#2, ProfilerStep#3, …": the annotation names the trace holds (first 8).
-std::string annotation_list(const DoubleCount& d) {
-  std::string out;
-  for (const std::string& n : d.annotation_names) out += (out.empty() ? "" : ", ") + n;
-  if (d.annotation_names.size() >= 8) out += ", …";
-  return out;
-}
 
 void diagnose_source(const KernelSource& s, const std::string& prefix,
                      std::vector<Diagnostic>& out) {
@@ -223,6 +216,14 @@ void diagnose_memory(const KernelSource& s, const std::string& prefix,
 }
 
 }  // namespace
+
+// "ProfilerStep#2, ProfilerStep#3, …": the annotation names the trace holds (first 8).
+std::string annotation_list(const DoubleCount& d) {
+  std::string out;
+  for (const std::string& n : d.annotation_names) out += (out.empty() ? "" : ", ") + n;
+  if (d.annotation_names.size() >= 8) out += ", …";
+  return out;
+}
 
 int64_t kernel_table_steps(const KernelTable& t) {
   int64_t n = 0;

@@ -89,4 +89,8 @@ Json to_json(const TraceSummary& summary);
 TraceSummary trace_summary_from_json(const Json& j, const std::string& where);
 std::vector<Table> kernels_tables(const KernelsReport& report, int top = 25);
 
+// "ProfilerStep#2, ProfilerStep#3, …": the annotation names a trace holds (its first 8), for the
+// double-count trap's line in the analysis and the views.
+std::string annotation_list(const DoubleCount& d);
+
 }  // namespace tprobe::core
