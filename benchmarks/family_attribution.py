@@ -48,6 +48,8 @@ def class_of(instance):
 
 def classify(cls):
     """The module class rules (docs/kernels.md, "Parts")."""
+    if cls == "ParamWrapper":  # PEFT's LoRA on a module's parameters: the role of what it wraps
+        return "param_wrapper"
     if cls.endswith("DecoderLayer"):
         return "layer"
     if "Rotary" in cls:
@@ -285,8 +287,20 @@ class Attribution:
                 p = t.parent_module(i)
                 if p >= 0 and self.eff(t.ivs[p]) == "block":
                     kids.setdefault(p, []).append(i)
+        def wrapped(k):
+            v = t.ivs[k]
+            if v.cls != "param_wrapper":
+                return self.eff(v)
+            for j in range(k + 1, len(t.ivs)):
+                w = t.ivs[j]
+                if w.start >= v.end:
+                    break
+                if w.kind == "module" and w.cls not in ("param_wrapper", "other"):
+                    return self.eff(w)
+            return "other"
+
         for children in kids.values():
-            classes = [self.eff(t.ivs[k]) for k in children]
+            classes = [wrapped(k) for k in children]
             router, experts, first_linear = "router" in classes, "experts" in classes, True
             for k, c in zip(children, classes):
                 role = "unplaced"

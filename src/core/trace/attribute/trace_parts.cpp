@@ -37,6 +37,9 @@ enum class ModClass : uint8_t {
   kTextModel,
   kBaseModel,  // "…Model": the decoder stack when it sits inside a "…ForCausalLM" (Llama's)
   kCausalLm,
+  // PEFT's LoRA on a module's parameters (target_parameters: ParamWrapper, around the experts'
+  // fused weights): it computes for the module it wraps, so it takes that module's role.
+  kPeftParamWrapper,
   kOther,
 };
 
@@ -53,6 +56,7 @@ std::string class_of(const std::string& instance) {
 }
 
 ModClass classify_module(const std::string& cls) {
+  if (cls == "ParamWrapper") return ModClass::kPeftParamWrapper;
   if (ends_with(cls, "DecoderLayer")) return ModClass::kDecoderLayer;
   if (contains(cls, "Rotary")) return ModClass::kRotary;
   if (contains(cls, "Embedding")) return ModClass::kEmbedding;
@@ -454,15 +458,29 @@ class Attributor {
     }
     for (const auto& [block, children] : kids) {
       bool router = false, experts = false, first_linear = true;
+      // A ParamWrapper stands for the first module inside it that is not one (PEFT nests one
+      // per wrapped parameter); with none inside it, it stays unplaced.
+      auto wrapped = [&](int32_t k) {
+        const Iv& iv = tree.ivs[static_cast<std::size_t>(k)];
+        if (iv.cls != ModClass::kPeftParamWrapper) return eff(iv);
+        for (std::size_t j = static_cast<std::size_t>(k) + 1;
+             j < tree.ivs.size() && tree.ivs[j].start < iv.end; ++j) {
+          const Iv& in = tree.ivs[j];
+          if (in.kind == IvKind::kModule && in.cls != ModClass::kPeftParamWrapper &&
+              in.cls != ModClass::kOther)
+            return eff(in);
+        }
+        return ModClass::kOther;
+      };
       for (int32_t k : children) {
-        const ModClass c = eff(tree.ivs[static_cast<std::size_t>(k)]);
+        const ModClass c = wrapped(k);
         router |= c == ModClass::kRouter;
         experts |= c == ModClass::kExperts;
       }
       for (int32_t k : children) {  // in call order: ivs are by start
         const Iv& iv = tree.ivs[static_cast<std::size_t>(k)];
         Role r = Role::kUnplaced;
-        switch (eff(iv)) {
+        switch (wrapped(k)) {
           case ModClass::kRouter:
             r = Role::kRouter;
             break;
