@@ -351,36 +351,33 @@ std::vector<Table> trace_parts_tables(const TraceParts& p, const std::string& ti
   }
   for (const std::string& n : p.notes) m.note(n);
   out.push_back(m);
-  if (!p.unplaced.empty()) {
-    Table u(title_prefix +
-            "unplaced: modules inside the decoder layers no rule places (in the table above as "
-            "untagged)");
-    u.column("module", Align::kLeft)
+  // One row per (name, phase): the unplaced modules and the ops outside the model alike.
+  auto by_name = [&](const std::string& title, const char* what, const auto& rows,
+                     auto name_of) {
+    Table t(title_prefix + title);
+    t.column(what, Align::kLeft)
         .column("phase", Align::kLeft)
         .column("rows")
         .column("kernel time")
         .column("of kernel time");
-    for (const UnplacedModuleRow& r : p.unplaced) {
-      u.row({clip(r.module, 80), r.phase, format_count(r.rows), format_ns(r.kernel_ns),
+    for (const auto& r : rows) {
+      t.row({clip(name_of(r), 80), r.phase, format_count(r.rows), format_ns(r.kernel_ns),
              share(r.kernel_ns)});
     }
+    return t;
+  };
+  if (!p.unplaced.empty()) {
+    Table u = by_name("unplaced: modules inside the decoder layers no rule places (in the table "
+                      "above as untagged)",
+                      "module", p.unplaced, [](const UnplacedModuleRow& r) { return r.module; });
     u.note("docs/kernels.md, \"Parts\": a layer's child or an MoE block's child of a class no "
            "rule names; its time is listed here, never given to a neighbouring part");
     out.push_back(u);
   }
   if (!p.outside_model.empty()) {
-    Table o(title_prefix +
-            "time outside the model's modules by launching op (in the table above as part other, "
-            "layers -)");
-    o.column("op", Align::kLeft)
-        .column("phase", Align::kLeft)
-        .column("rows")
-        .column("kernel time")
-        .column("of kernel time");
-    for (const OutsideModelRow& r : p.outside_model) {
-      o.row({clip(r.op, 80), r.phase, format_count(r.rows), format_ns(r.kernel_ns),
-             share(r.kernel_ns)});
-    }
+    Table o = by_name("time outside the model's modules by launching op (in the table above as "
+                      "part other, layers -)",
+                      "op", p.outside_model, [](const OutsideModelRow& r) { return r.op; });
     o.separator();
     o.row({"all", "", format_count(c.outside_model), format_ns(p.outside_model_kernel_ns),
            share(p.outside_model_kernel_ns)});
