@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -170,7 +169,6 @@ void run_pieces(const std::vector<Piece>& pieces, const LoadPlan& plan, bool pin
 
 Gemma4Model load_model(const core::Checkpoint& ckpt, const ModelOptions& options,
                        const LoadPlan& plan, core::LoadFigures* figures) {
-  const auto t0 = std::chrono::steady_clock::now();
   const std::string& prefix = ckpt.text_prefix();
   auto disagreements = core::cross_check(ckpt.config(), ckpt.tensors(), prefix);
   if (!disagreements.empty()) {
@@ -226,8 +224,6 @@ Gemma4Model load_model(const core::Checkpoint& ckpt, const ModelOptions& options
         options.device.is_cuda() ? "device" : "host");
     figures->readers = plan.readers;
     figures->bytes = bytes;
-    figures->seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   return model;
 }

@@ -22,7 +22,8 @@ namespace tprobe::model {
 // buffers, pinned on a CUDA device, two per reader) while this thread copies each filled buffer
 // into the parameter the model already holds: no second copy of the weights on the device, and
 // on the host only the staging buffers beside the page cache. A tensor of another dtype is read
-// whole and converted. `figures`, when given, gets the method, bytes and seconds.
+// whole and converted. `figures`, when given, gets the method, the bytes and the readers (the
+// caller times the load with the model's construction around it).
 struct LoadPlan {
   int64_t readers = 4;
   int64_t chunk_bytes = int64_t{32} << 20;

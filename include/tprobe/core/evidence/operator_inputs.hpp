@@ -96,7 +96,7 @@ constexpr auto evidence_fields(const LoadFigures*) {
   return std::make_tuple(
       field("method", &LoadFigures::method, "",
             "random init, or how the checkpoint was read (the staging and the copies)"),
-      field("seconds", &LoadFigures::seconds, "s", "from the first byte to the last on the device"),
+      field("seconds", &LoadFigures::seconds, "s", "wall time of the weights' way onto the device: the model's construction and the checkpoint's read (or the random init)"),
       field("bytes", &LoadFigures::bytes, "B", "the tensor bytes read from the checkpoint (0 for random init)"),
       field("readers", &LoadFigures::readers, "", "the threads that read the files"),
       field("host_rss_anon_peak_bytes", &LoadFigures::host_rss_anon_peak_bytes, "B",
