@@ -13,7 +13,8 @@
 #                    its host RssAnon peak and device peak; the step at 2x2,048), and the
 #                    random-init step beside it
 #   PART=combo       PART=load's warm half in one lease: the checkpoint written and the family
-#                    traces recorded while tprobe builds
+#                    traces recorded (SKIP_FAMILIES=1: not) while tprobe builds; TEMPS="warm cold"
+#                    adds the cold pass
 # Output under $OUT/opin/, tarred into $OUT/opin-$PART.tgz (a call brings few files back).
 set -u
 export PYTHONUNBUFFERED=1
@@ -75,13 +76,19 @@ load|combo)
     rm -rf "$C"
     ( timeout 420 python3 benchmarks/checkpoint_load.py write "$C" >"$D/write.json" 2>"$D/write.err" ) &
     wpid=$!
-    ( timeout 200 bash benchmarks/gpu/record-family-traces.sh >"$D/families.txt" 2>&1 ) &
-    fpid=$!
+    fpid=
+    if [ -z "${SKIP_FAMILIES:-}" ]; then
+      ( timeout 200 bash benchmarks/gpu/record-family-traces.sh >"$D/families.txt" 2>&1 ) &
+      fpid=$!
+    fi
     s=$(date +%s)
     TPROBE_BUILD_TARGETS="tprobe tprobe_torch" bash scripts/gpu-build.sh -DTPROBE_WERROR=ON >"$D/build.txt" 2>&1
     echo "build exit $? in $(( $(date +%s) - s )) s; warnings: $(grep -c 'warning:' "$D/build.txt")" | tee -a "$LOG"
     grep -m5 -A6 'error:\|warning:' "$D/build.txt" | tee -a "$LOG"
-    wait $fpid; echo "families exit $?" | tee -a "$LOG"; tail -4 "$D/families.txt" | tee -a "$LOG"
+    if [ -n "$fpid" ]; then
+      wait $fpid; echo "families exit $?" | tee -a "$LOG"; tail -4 "$D/families.txt" | tee -a "$LOG"
+      EXTRA_TAR=family-traces
+    fi
     wait $wpid; echo "write exit $?" | tee -a "$LOG"; cat "$D/write.json" | tee -a "$LOG"; tail -3 "$D/write.err" | tee -a "$LOG"
     EXTRA_TAR=family-traces
   fi
