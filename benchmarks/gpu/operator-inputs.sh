@@ -14,7 +14,7 @@
 #                    random-init step beside it
 #   PART=combo       PART=load's warm half in one lease: the checkpoint written and the family
 #                    traces recorded (SKIP_FAMILIES=1: not) while tprobe builds; TEMPS="warm cold"
-#                    adds the cold pass
+#                    adds the cold pass; WAIT_PID=P: the loads wait until process P has ended
 # Output under $OUT/opin/, tarred into $OUT/opin-$PART.tgz (a call brings few files back).
 set -u
 export PYTHONUNBUFFERED=1
@@ -104,6 +104,10 @@ load|combo)
     tail -3 "$D/write.err" | tee -a "$LOG"
   fi
   du -sh "$C" | tee -a "$LOG"
+  if [ -n "${WAIT_PID:-}" ]; then  # a GPU job started beside this one: the loads run alone
+    say "wait for process $WAIT_PID"
+    while kill -0 "$WAIT_PID" 2>/dev/null; do sleep 2; done
+  fi
   tp() {  # one tprobe profile on the checkpoint, or random init when $2 is empty
     local src=(--model gemma4-26b-a4b); [ -n "$2" ] && src=(--checkpoint "$2")
     timeout 200 $T profile "${src[@]}" --widths 2048 --warmup 1 \
