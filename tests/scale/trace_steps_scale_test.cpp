@@ -392,7 +392,7 @@ TEST(TraceStepsScale, UnshiftedIdsDoNotReadAsKSteps) {
 // 2026-12-07 before the reader handed the host ops to the statistics, the critical path and the
 // attribution in place and freed the first half's arrays before the attribution's (the bound then
 // was 2.0); 0.92 after. 1.2 fails the earlier reader. Linear still: every host event is kept
-// (parts-small's events are small; the HF fixture repeated 5 to 46 times: 0.16 B of peak RSS
+// (parts-small's events are small; the HF fixture repeated 5 to 46 times: 0.14 B of peak RSS
 // per byte, 0.26 before; issue 48's 26B trace before: 249 MiB of RSS for 910 MiB, ~0.27). See
 // docs/benchmarks.md, "Trace size".
 constexpr double kHeapPerTraceByte = 1.2;

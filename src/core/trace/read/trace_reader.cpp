@@ -538,6 +538,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   }
   result.table = builder.finish();
   table_builder.reset();  // its per-row intervals and durations
+  release(ext);           // the host ops' External ids: the double count above alone reads them
 
   // The launch-bound statistics over the same selection.
   std::vector<detail::StatLaunch> stat_launches(launches.size());
@@ -634,7 +635,7 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   // What only the table, the statistics and the critical path read is freed before the part
   // attribution builds its thread trees: the peak is the larger of the two halves, not their sum.
   release(op_selected, stat_launches, stat_rows, selected_rows, row_step, row_phase, row_launch,
-          ev.rows, ev.launches, ev.annotations, ev.user_ranges, ev.host_external_ids, ev.steps);
+          ev.rows, ev.launches, ev.annotations, ev.user_ranges, ev.steps);
   backward = RangeIndex();
   optimizer = RangeIndex();
 
