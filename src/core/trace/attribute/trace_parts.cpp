@@ -142,6 +142,12 @@ struct Iv {
   StepPart norm_part = StepPart::kOther;  // a decoder layer's own norm: its part by neighbours
 };
 
+// A flow-bound backward op by its thread and "Sequence number".
+struct SeqNode {
+  int64_t tid = 0, seq = 0;
+  Iv iv;
+};
+
 // The kept intervals of one thread as a nesting tree (by time containment).
 struct ThreadTree {
   std::vector<Iv> ivs;  // by start ascending, end descending
@@ -288,55 +294,115 @@ class Attributor {
   // its thread, as Kineto's enclosing-slice binding has it), and every evaluate_function range
   // (a backward op without a link when no flow binds inside it).
   void add_nodes() {
-    std::map<int64_t, std::pair<int64_t, int64_t>> starts;  // id -> (tid, ts) of the "s" end
-    std::map<int64_t, int> seen_s, seen_f;
-    for (const FlowEnd& f : in_.flows) (f.start ? seen_s : seen_f)[f.id] += 1;
+    // Per flow id (sorted vectors, not maps: a long trace holds a few thousand flows a step):
+    // how many "s" and "f" ends it has, and where its "s" end is.
+    struct Count {
+      int s = 0, f = 0;
+      std::pair<int64_t, int64_t> start;  // (tid, ts) of the "s" end
+    };
+    std::vector<int64_t> ids;
+    ids.reserve(in_.flows.size());
+    for (const FlowEnd& f : in_.flows) ids.push_back(f.id);
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    const auto index = [&](int64_t id) {
+      return static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), id) - ids.begin());
+    };
+    std::vector<Count> count(ids.size());
     for (const FlowEnd& f : in_.flows) {
-      if (f.start && seen_s[f.id] == 1) starts[f.id] = {f.tid, f.ts_ns};
+      Count& c = count[index(f.id)];
+      if (f.start) {
+        ++c.s;
+        c.start = {f.tid, f.ts_ns};
+      } else {
+        ++c.f;
+      }
     }
-    std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> ends;  // (tid, ts) -> ids
+    struct End {
+      int64_t tid, ts, id;
+    };
+    std::vector<End> ends;  // the paired "f" ends, by (tid, ts), file order within one
     for (const FlowEnd& f : in_.flows) {
       if (f.start) continue;
-      if (seen_f[f.id] != 1 || !starts.count(f.id)) {
+      const Count& c = count[index(f.id)];
+      if (c.f != 1 || c.s != 1) {
         ++out_.fwdbwd_unpaired;
         continue;
       }
       ++out_.fwdbwd_links;
-      ends[{f.tid, f.ts_ns}].push_back(f.id);
+      ends.push_back({f.tid, f.ts_ns, f.id});
     }
-    for (const auto& [id, n] : seen_s) {
-      if (n != 1 || !seen_f.count(id)) out_.fwdbwd_unpaired += n;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      if (count[i].s > 0 && (count[i].s != 1 || count[i].f == 0))
+        out_.fwdbwd_unpaired += count[i].s;
+      if (count[i].s == 1) start_of_.push_back({ids[i], count[i].start});
     }
-    start_of_ = std::move(starts);
-    // The longest cpu_op at each end.
-    std::map<std::pair<int64_t, int64_t>, const PartsOp*> bound;
-    if (!ends.empty() && in_.ops) {
+    std::vector<int64_t>().swap(ids);
+    std::vector<Count>().swap(count);
+    std::stable_sort(ends.begin(), ends.end(), [](const End& x, const End& y) {
+      return x.tid != y.tid ? x.tid < y.tid : x.ts < y.ts;
+    });
+    // The distinct (tid, ts) of the ends, each with its first end, and the longest cpu_op there.
+    std::vector<std::pair<int64_t, int64_t>> keys;
+    std::vector<std::size_t> first_end;
+    for (std::size_t i = 0; i < ends.size(); ++i) {
+      if (keys.empty() || keys.back() != std::make_pair(ends[i].tid, ends[i].ts)) {
+        keys.emplace_back(ends[i].tid, ends[i].ts);
+        first_end.push_back(i);
+      }
+    }
+    std::vector<const PartsOp*> bound(keys.size(), nullptr);
+    if (!keys.empty() && in_.ops) {
       for (const PartsOp& op : *in_.ops) {
-        auto it = ends.find({op.tid, op.start_ns});
-        if (it == ends.end()) continue;
-        const PartsOp*& b = bound[it->first];
+        const std::pair<int64_t, int64_t> at{op.tid, op.start_ns};
+        auto it = std::lower_bound(keys.begin(), keys.end(), at);
+        if (it == keys.end() || *it != at) continue;
+        const PartsOp*& b = bound[static_cast<std::size_t>(it - keys.begin())];
         if (b == nullptr || op.end_ns > b->end_ns) b = &op;
       }
     }
     // The bound ops by (thread, sequence number): the node op an evaluate_function range runs.
-    std::map<std::pair<int64_t, int64_t>, std::vector<Iv>> by_seq;
-    for (const auto& [key, ids] : ends) {
-      auto b = bound.find(key);
-      if (b == bound.end()) continue;  // no op to bind to: its rows stay with the enclosing range
+    std::vector<SeqNode> by_seq;
+    for (std::size_t k = 0; k < keys.size(); ++k) {
+      const PartsOp* op = bound[k];
+      if (op == nullptr) continue;  // no op to bind to: its rows stay with the enclosing range
       ++out_.backward_ops_linked;
       Iv iv;
       iv.kind = IvKind::kNode;
-      iv.start = b->second->start_ns;
-      iv.end = b->second->end_ns;
-      iv.flow = ids.front();  // two flows binding to one op: the first (both name its forward)
-      iv.name_id = b->second->name_id;
-      trees_[key.first].ivs.push_back(iv);
-      if (b->second->seq >= 0) by_seq[{key.first, b->second->seq}].push_back(iv);
+      iv.start = op->start_ns;
+      iv.end = op->end_ns;
+      iv.flow = ends[first_end[k]].id;  // two flows binding to one op: the first (both name its
+                                        // forward)
+      iv.name_id = op->name_id;
+      trees_[keys[k].first].ivs.push_back(iv);
+      if (op->seq >= 0) by_seq.push_back({keys[k].first, op->seq, iv});
     }
-    for (auto& [key, v] : by_seq) {
-      std::sort(v.begin(), v.end(), [](const Iv& a, const Iv& c) { return a.start < c.start; });
+    std::vector<End>().swap(ends);
+    std::stable_sort(by_seq.begin(), by_seq.end(), [](const SeqNode& x, const SeqNode& y) {
+      return x.tid != y.tid ? x.tid < y.tid : x.seq < y.seq;
+    });
+    // Each (thread, number)'s ops by start.
+    for (std::size_t i = 0; i < by_seq.size();) {
+      std::size_t j = i;
+      while (j < by_seq.size() && by_seq[j].tid == by_seq[i].tid && by_seq[j].seq == by_seq[i].seq)
+        ++j;
+      std::sort(by_seq.begin() + static_cast<std::ptrdiff_t>(i),
+                by_seq.begin() + static_cast<std::ptrdiff_t>(j),
+                [](const SeqNode& x, const SeqNode& c) { return x.iv.start < c.iv.start; });
+      i = j;
     }
     add_backward_ranges(by_seq);
+  }
+
+  // The "s" end of flow `id` as (tid, ts), nullptr when it has none (or more than one).
+  const std::pair<int64_t, int64_t>* flow_start(int64_t id) const {
+    if (id < 0) return nullptr;
+    auto it = std::lower_bound(
+        start_of_.begin(), start_of_.end(), id,
+        [](const std::pair<int64_t, std::pair<int64_t, int64_t>>& e, int64_t x) {
+          return e.first < x;
+        });
+    return it != start_of_.end() && it->first == id ? &it->second : nullptr;
   }
 
   // Every evaluate_function range is a backward op; its flow, when it can have one:
@@ -351,7 +417,7 @@ class Attributor {
   //   ready queue runs it as soon as the node that produced its gradient has finished.
   // Without the number, or with no linked range before it, a range has no flow (its rows stay
   // with an enclosing backward op's flow, or untagged): the negative controls in the tests.
-  void add_backward_ranges(const std::map<std::pair<int64_t, int64_t>, std::vector<Iv>>& by_seq) {
+  void add_backward_ranges(const std::vector<SeqNode>& by_seq) {
     std::vector<const PartsRange*> order;
     order.reserve(in_.backward_ranges.size());
     for (const PartsRange& r : in_.backward_ranges) order.push_back(&r);
@@ -379,15 +445,17 @@ class Attributor {
           iv.via = Via::kAfter;
         }
       } else if (r.seq >= 0) {
-        auto s = by_seq.find({r.tid, r.seq});
-        if (s != by_seq.end()) {
-          auto b = std::lower_bound(s->second.begin(), s->second.end(), r.start_ns,
-                                    [](const Iv& x, int64_t t) { return x.start < t; });
-          if (b != s->second.end() && b->end <= r.end_ns) {
-            iv.flow = b->flow;
-            iv.name_id = b->name_id;
-            iv.via = Via::kSequence;
-          }
+        const auto [lo, hi] = std::equal_range(
+            by_seq.begin(), by_seq.end(), SeqNode{r.tid, r.seq, Iv{}},
+            [](const SeqNode& x, const SeqNode& y) {
+              return x.tid != y.tid ? x.tid < y.tid : x.seq < y.seq;
+            });
+        auto b = std::lower_bound(lo, hi, r.start_ns,
+                                  [](const SeqNode& x, int64_t t) { return x.iv.start < t; });
+        if (b != hi && b->iv.end <= r.end_ns) {
+          iv.flow = b->iv.flow;
+          iv.name_id = b->iv.name_id;
+          iv.via = Via::kSequence;
         }
       }
       ended[{r.end_ns, r.start_ns}] = iv;
@@ -691,18 +759,18 @@ class Attributor {
         }
       } else {
         const Iv& bw = tr->second.ivs[static_cast<std::size_t>(chain[node])];
-        auto s = bw.flow >= 0 ? start_of_.find(bw.flow) : start_of_.end();
+        const std::pair<int64_t, int64_t>* s = flow_start(bw.flow);
         std::optional<StepTag> outer;
-        if (s == start_of_.end()) outer = enclosing_link(tr->second, chain, node);
-        if (s == start_of_.end() && outer) {
+        if (s == nullptr) outer = enclosing_link(tr->second, chain, node);
+        if (s == nullptr && outer) {
           // The autograd engine's glue inside an enclosing backward op: a reentrant
           // checkpoint's backward runs its layer's recompute and nodes inside one op.
           pl.tag = outer;
           pl.linked = pl.linked_enclosing = true;
-        } else if (s == start_of_.end()) {
+        } else if (s == nullptr) {
           pl.why = PlaceWhy::kUnlinked;
         } else {
-          Resolved fr = resolve_flow_start(s->second, fwd_chain);
+          Resolved fr = resolve_flow_start(*s, fwd_chain);
           if (fr.ok) {
             pl.tag = backward_of(fr.tag);
             pl.linked = true;
@@ -895,9 +963,9 @@ class Attributor {
     for (std::size_t p = node + 1; p < chain.size(); ++p) {
       const Iv& iv = tree.ivs[static_cast<std::size_t>(chain[p])];
       if (iv.kind != IvKind::kNode || iv.flow < 0) continue;
-      auto s = start_of_.find(iv.flow);
-      if (s == start_of_.end()) continue;
-      Resolved fr = resolve_flow_start(s->second, fwd);
+      const std::pair<int64_t, int64_t>* s = flow_start(iv.flow);
+      if (s == nullptr) continue;
+      Resolved fr = resolve_flow_start(*s, fwd);
       if (!fr.ok) continue;
       StepTag tag = backward_of(fr.tag);
       if (tag.layer < 0) {
@@ -995,7 +1063,8 @@ class Attributor {
   std::vector<ModClass> classes_;
   std::map<uint32_t, int32_t> layer_of_;
   std::unordered_map<int64_t, ThreadTree> trees_;
-  std::map<int64_t, std::pair<int64_t, int64_t>> start_of_;
+  // Flow id -> (tid, ts) of its one "s" end, by id.
+  std::vector<std::pair<int64_t, std::pair<int64_t, int64_t>>> start_of_;
   RangeSet optimizer_;
   std::map<Key, PartRow> rows_;
   std::map<int32_t, LayerRow> layers_;

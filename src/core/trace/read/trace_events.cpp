@@ -1035,7 +1035,7 @@ class TraceSax {
         }
         out_.host_min_ns = std::min(out_.host_min_ns, ev_.ts_ns);
         out_.host_max_ns = std::max(out_.host_max_ns, end);
-        if (k.cpu_op) push(out_.host_ops, {ev_.tid, ev_.ts_ns, end, ev_.seq, intern_op(ev_.name)});
+        if (k.cpu_op) push(out_.host_ops, {ev_.tid, ev_.ts_ns, end, intern_op(ev_.name), ev_.seq});
         if (ev_.external_id != 0) push(out_.host_external_ids, ev_.external_id);
         const std::string& n = ev_.name;
         static const char kEvaluate[] = "autograd::engine::evaluate_function";

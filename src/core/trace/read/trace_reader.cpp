@@ -280,6 +280,12 @@ std::vector<TraceStepRange> profiler_steps(const detail::ParsedEvents& ev) {
   return out;
 }
 
+// Frees each vector's storage (clear() keeps its capacity).
+template <typename... V>
+void release(V&... v) {
+  (V().swap(v), ...);
+}
+
 // Repeated kernel sequences over the selected rows (kernel_sequences.hpp).
 KernelSequences kernel_sequences_of(const detail::ParsedEvents& ev,
                                     const std::vector<std::size_t>& selected_rows,
@@ -452,7 +458,8 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
   }
 
   // The table, and the key_averages()-style double count over the same selection.
-  KernelTableBuilder builder(s.devices, options, present, selected);
+  auto table_builder = std::make_unique<KernelTableBuilder>(s.devices, options, present, selected);
+  KernelTableBuilder& builder = *table_builder;
   KernelRecord rec;
   static const char* const kPhase[] = {"", "forward", "backward", "optimizer"};
   DoubleCount& dc = s.double_count;
@@ -488,20 +495,6 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
     sr.device = r.device;
     sr.kind = r.kind;
     stat_rows.push_back(sr);
-    if (parts) {
-      detail::PartsRow pr;
-      pr.start_ns = r.start_ns;
-      pr.end_ns = r.end_ns;
-      pr.kind = r.kind;
-      if (r.recorded_tag != detail::kNoRecordedTag) pr.recorded_tag = r.recorded_tag;
-      if (row_launch[i] >= 0) {
-        const Launch& l = launches[static_cast<std::size_t>(row_launch[i])];
-        pr.launched = true;
-        pr.tid = l.tid;
-        pr.launch_ns = l.ts_ns;
-      }
-      parts_in.rows.push_back(pr);
-    }
     dc.device_rows_ns += r.end_ns - r.start_ns;
     if (r.external_id != 0 && std::binary_search(ext.begin(), ext.end(), r.external_id)) {
       dc.host_attributed_ns += r.end_ns - r.start_ns;
@@ -544,20 +537,27 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
          rows.size(), list, chosen);
   }
   result.table = builder.finish();
+  table_builder.reset();  // its per-row intervals and durations
+  release(ext);           // the host ops' External ids: the double count above alone reads them
 
   // The launch-bound statistics over the same selection.
   std::vector<detail::StatLaunch> stat_launches(launches.size());
   for (std::size_t i = 0; i < launches.size(); ++i)
     stat_launches[i] = {launches[i].ts_ns, launches[i].dur_ns, launches[i].tid};
   const bool all_steps = options.steps.empty() && options.skip_first <= 0;
-  std::vector<detail::StatOp> stat_ops;
-  stat_ops.reserve(ev.host_ops.size());
-  for (const HostOp& op : ev.host_ops) {
-    const bool sel =
-        all_steps || std::binary_search(selected.begin(), selected.end(), step_of(op.start_ns));
-    stat_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id, sel});
+  // The host ops are the parse's array, read in place; which lie in the selected steps, one byte
+  // each (none: every op does).
+  const std::vector<HostOp>& stat_ops = ev.host_ops;
+  std::vector<uint8_t> op_selected;
+  if (!all_steps) {
+    op_selected.reserve(stat_ops.size());
+    for (const HostOp& op : stat_ops) {
+      op_selected.push_back(
+          std::binary_search(selected.begin(), selected.end(), step_of(op.start_ns)) ? 1 : 0);
+    }
   }
-  s.stats = detail::compute_trace_stats(stat_rows, stat_launches, stat_ops, names, ev.op_names);
+  s.stats = detail::compute_trace_stats(stat_rows, stat_launches, stat_ops, op_selected, names,
+                                        ev.op_names);
   s.series = detail::compute_trace_series(stat_rows, stat_launches, names);
 
   s.kernel_sequences = kernel_sequences_of(ev, selected_rows, row_launch);
@@ -611,13 +611,36 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
       cp.phase_ranges.push_back({r.tid, r.start_ns, r.end_ns, r.kind == RangeKind::kOptimizer});
     s.critical_path = detail::analyze_critical_path(cp);
   }
+  parts_in.selected_rows = static_cast<int64_t>(stat_rows.size());
+  // The selected rows for the part attribution (built here, after the first half's analyses, so
+  // that the two halves' arrays are not held at once).
+  if (parts) {
+    parts_in.rows.reserve(selected_rows.size());
+    for (const std::size_t i : selected_rows) {
+      const DeviceRow& r = rows[i];
+      detail::PartsRow pr;
+      pr.start_ns = r.start_ns;
+      pr.end_ns = r.end_ns;
+      pr.kind = r.kind;
+      if (r.recorded_tag != detail::kNoRecordedTag) pr.recorded_tag = r.recorded_tag;
+      if (row_launch[i] >= 0) {
+        const Launch& l = launches[static_cast<std::size_t>(row_launch[i])];
+        pr.launched = true;
+        pr.tid = l.tid;
+        pr.launch_ns = l.ts_ns;
+      }
+      parts_in.rows.push_back(pr);
+    }
+  }
+  // What only the table, the statistics and the critical path read is freed before the part
+  // attribution builds its thread trees: the peak is the larger of the two halves, not their sum.
+  release(op_selected, stat_launches, stat_rows, selected_rows, row_step, row_phase, row_launch,
+          ev.rows, ev.launches, ev.annotations, ev.user_ranges, ev.steps);
+  backward = RangeIndex();
+  optimizer = RangeIndex();
 
   // Phase × part × layer through the module events and the fwdbwd flows (trace_parts.hpp).
-  std::vector<detail::PartsOp> parts_ops;
   if (parts) {
-    parts_ops.reserve(ev.host_ops.size());
-    for (const HostOp& op : ev.host_ops)
-      parts_ops.push_back({op.tid, op.start_ns, op.end_ns, op.name_id, op.seq});
     for (const HostRange& r : ev.ranges) {
       (r.kind == RangeKind::kBackward ? parts_in.backward_ranges : parts_in.optimizer_ranges)
           .push_back({r.tid, r.start_ns, r.end_ns, r.seq, r.accumulate_grad});
@@ -625,11 +648,10 @@ TraceResult read_counted(ByteSource& src, CountingSource& counted, const std::st
     parts_in.python = std::move(ev.python);
     parts_in.module_names = std::move(ev.module_names);
     parts_in.flows = std::move(ev.flows);
-    parts_in.ops = &parts_ops;
+    parts_in.ops = &ev.host_ops;  // HostOp is PartsOp: the parse's array, read in place
     parts_in.op_names = &ev.op_names;
   }
   parts_in.recorded_tags = std::move(ev.recorded_tags);
-  parts_in.selected_rows = static_cast<int64_t>(stat_rows.size());
   parts_in.python_events = ev.python_events;
 
   // The [memory] events: timeline, peak and the allocations alive at it, which the attribution

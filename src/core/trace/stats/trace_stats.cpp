@@ -275,8 +275,8 @@ void copies(const std::vector<StatRow>& rows, const std::vector<std::string>& na
 }
 
 void host_op_census(const std::vector<StatRow>& rows, const std::vector<StatLaunch>& launches,
-                    const std::vector<StatOp>& ops, const std::vector<std::string>& op_names,
-                    TraceStats& out) {
+                    const std::vector<StatOp>& ops, const std::vector<uint8_t>& selected,
+                    const std::vector<std::string>& op_names, TraceStats& out) {
   HostOpCensus& c = out.host_ops;
   std::vector<std::size_t> order(ops.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -298,7 +298,7 @@ void host_op_census(const std::vector<StatRow>& rows, const std::vector<StatLaun
     const bool is_top = new_tid || op.end_ns > max_end;
     max_end = new_tid ? op.end_ns : std::max(max_end, op.end_ns);
     if (is_top) top[op.tid].push_back(order[k]);
-    if (!op.selected) continue;
+    if (!selected.empty() && !selected[order[k]]) continue;
     HostOpRow& row = by_id[op.name_id];
     ++row.calls;
     ++c.ops;
@@ -421,6 +421,7 @@ void fold(TraceStats& out) {
 TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
                                const std::vector<StatLaunch>& launches,
                                const std::vector<StatOp>& ops,
+                               const std::vector<uint8_t>& op_selected,
                                const std::vector<std::string>& row_names,
                                const std::vector<std::string>& op_names) {
   TraceStats out;
@@ -429,7 +430,7 @@ TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
   launch_stats(rows, launches, row_names, out);
   queue_lengths(rows, launches, out);
   copies(rows, row_names, out);
-  host_op_census(rows, launches, ops, op_names, out);
+  host_op_census(rows, launches, ops, op_selected, op_names, out);
   fold(out);
   return out;
 }

@@ -46,14 +46,10 @@ struct DeviceRow {
   uint32_t recorded_tag = kNoRecordedTag;
 };
 
-// A cpu_op event, for the host-op census (the name interned apart from the kernels').
-struct HostOp {
-  int64_t tid;
-  int64_t start_ns;
-  int64_t end_ns;
-  int64_t seq;  // args."Sequence number" (an autograd node's or its forward op's), -1 if absent
-  uint32_t name_id;
-};
+// A cpu_op event, for the host-op census and the part attribution (the name interned apart from
+// the kernels'): the attribution's own PartsOp (tid, start, end, name, "Sequence number"), so that
+// the reader hands the attribution the parse's array itself, not a copy.
+using HostOp = PartsOp;
 
 enum class RangeKind : uint8_t { kBackward, kOptimizer };
 

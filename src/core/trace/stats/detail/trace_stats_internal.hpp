@@ -7,6 +7,7 @@
 
 #include "tprobe/core/trace/stats/trace_series.hpp"
 #include "tprobe/core/trace/stats/trace_stats.hpp"
+#include "trace/attribute/detail/trace_parts_internal.hpp"
 
 namespace tprobe::core::detail {
 
@@ -27,22 +28,19 @@ struct StatRow {
   ActivityKind kind = ActivityKind::kKernel;
 };
 
-// A cpu_op event; `selected`: in the selected steps (every op when no step is selected).
-struct StatOp {
-  int64_t tid = 0;
-  int64_t start_ns = 0, end_ns = 0;
-  uint32_t name_id = 0;
-  bool selected = true;
-};
+// A cpu_op event: the parse's own record (the part attribution's PartsOp), read in place.
+using StatOp = PartsOp;
 
 // The two time series over the same rows (trace_series.hpp).
 TraceSeries compute_trace_series(const std::vector<StatRow>& rows,
                                  const std::vector<StatLaunch>& launches,
                                  const std::vector<std::string>& names);
 
+// `op_selected`: per op, 1 when it lies in the selected steps; empty: every op is.
 TraceStats compute_trace_stats(const std::vector<StatRow>& rows,
                                const std::vector<StatLaunch>& launches,
                                const std::vector<StatOp>& ops,
+                               const std::vector<uint8_t>& op_selected,
                                const std::vector<std::string>& row_names,
                                const std::vector<std::string>& op_names);
 
