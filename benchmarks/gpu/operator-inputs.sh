@@ -127,12 +127,12 @@ PY
   temps=${TEMPS:-warm cold}; [ "$PART" = combo ] && temps=${TEMPS:-warm}
   for temp in $temps; do
     if [ $temp = cold ]; then python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"; fi
+    say "tprobe profile --checkpoint ($temp)"
+    tp "tprobe-ckpt-$temp" "$C"
+    if [ $temp = cold ]; then python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"; fi
     say "HF from_pretrained ($temp)"
     timeout 200 python3 benchmarks/checkpoint_load.py hf "$C" 2>"$D/hf-$temp.err" | tee -a "$LOG" "$D/hf-$temp.json"
     tail -2 "$D/hf-$temp.err" | tee -a "$LOG"
-    if [ $temp = cold ]; then python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"; fi
-    say "tprobe profile --checkpoint ($temp)"
-    tp "tprobe-ckpt-$temp" "$C"
   done
   say "tprobe random init"
   tp tprobe-random ""
