@@ -3,7 +3,7 @@
 
     family_attribution.py TRACE[.json|.json.gz]            per-cell kernel ns as JSON on stdout
     family_attribution.py TRACE --compare EVIDENCE.json     compare with `tprobe kernels TRACE
-                                                            --evidence-out EVIDENCE.json`'s cells
+                                                            --json EVIDENCE.json`'s cells
 
 Written from the documentation, not from tprobe's code, with the standard library only (json,
 gzip, decimal): every selected device row (kernel, memcpy, memset) is placed by its launch call's

@@ -1,5 +1,6 @@
 // `kernels` on HF + PEFT LoRA steps of other decoder families (issue 48), recorded on an H100 with
-// transformers 5.17 / PEFT 0.21 at tiny shapes (tests/fixtures/traces/families/recorded.txt):
+// transformers 5.17 / PEFT 0.21 at tiny shapes and, for two MoE families, at the released models'
+// widths with fewer layers (tests/fixtures/traces/families/recorded.txt):
 // every family places all but ≤ 0.5 % of its kernel time, and its phase × layer × part cells equal
 // the plain-Python attribution by the documented rules (benchmarks/family_attribution.py, its
 // output committed beside each trace as <family>.cells.json). A renamed router is unplaced, not
@@ -58,7 +59,8 @@ json kernels(const std::string& trace, const std::string& config, const std::str
 
 TEST(KernelsFamilies, EveryFamilyIsPlacedAndEqualsThePythonAttribution) {
   const std::string dir = make_temp_dir();
-  for (const std::string family : {"llama", "qwen3_moe", "mixtral", "gpt_oss", "gemma3"}) {
+  for (const std::string family : {"llama", "qwen3_moe", "mixtral", "gpt_oss", "gemma3",
+                                   "qwen3_moe_30b", "mixtral_8x7b"}) {
     SCOPED_TRACE(family);
     const json r = kernels(kDir + family + ".json.gz", kDir + family + ".config.json",
                            dir + "/" + family + ".json");
