@@ -63,7 +63,7 @@ ALLOWED = {
 }
 
 # The only sources of the engine's face (torch_api): every other .cpp there is refused.
-TYPES_ONLY_SOURCES = {"src/torch_api/torch_api.cpp", "src/torch_api/step_spec.cpp"}
+TYPES_ONLY_SOURCES = {"src/torch_api/torch_api.cpp"}
 
 VERSION_GUARD = re.compile(r"TORCH_VERSION_M(AJOR|INOR)|TPROBE_TORCH_AT_LEAST")
 GUARD_HOME = "src/model/torch_compat.cpp"

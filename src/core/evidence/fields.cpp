@@ -2,7 +2,18 @@
 
 #include <fmt/format.h>
 
+#include "tprobe/core/evidence/operator_inputs.hpp"
+#include "tprobe/core/evidence/profile_point.hpp"
+
 namespace tprobe::core::evidence {
+
+namespace detail {
+
+std::string field_where(const std::string& where, const char* key, bool scalar) {
+  return scalar ? fmt::format("{}: field '{}'", where, key) : where + "." + key;
+}
+
+}  // namespace detail
 
 std::string field_rows(const std::vector<FieldDoc>& docs) {
   std::string out;
@@ -10,6 +21,15 @@ std::string field_rows(const std::vector<FieldDoc>& docs) {
     out += fmt::format("| `{}` | {} | {} | {} |\n", d.path, d.type, d.unit.empty() ? "–" : d.unit,
                        d.doc);
   }
+  return out;
+}
+
+std::vector<FieldDoc> declared_fields() {
+  std::vector<FieldDoc> out;
+  for (auto docs : {field_docs<PointFigures>("points[]."), field_docs<StepFigures>(),
+                    field_docs<PointTokens>("points[].tokens."),
+                    field_docs<ExpertLoad>("points[]."), field_docs<LoadFigures>("load.")})
+    out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }
 
