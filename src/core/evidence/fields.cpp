@@ -4,6 +4,7 @@
 
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
+#include "tprobe/core/evidence/step_memory.hpp"
 
 namespace tprobe::core::evidence {
 
@@ -28,7 +29,9 @@ std::vector<FieldDoc> declared_fields() {
   std::vector<FieldDoc> out;
   for (auto docs : {field_docs<PointFigures>("points[]."), field_docs<StepFigures>(),
                     field_docs<PointTokens>("points[].tokens."),
-                    field_docs<ExpertLoad>("points[]."), field_docs<LoadFigures>("load.")})
+                    field_docs<ExpertLoad>("points[]."), field_docs<LoadFigures>("load."),
+                    field_docs<StepMemory>("points[].memory."),
+                    field_docs<MemorySample>("points[].memory.timeline.samples[].")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

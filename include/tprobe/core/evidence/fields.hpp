@@ -7,7 +7,7 @@
 //     return std::make_tuple(field("layer", &ExpertLoad::layer, "", "the decoder layer"), …);
 //   }
 //
-// Members may be int64_t, double, bool, std::string, std::vector<T>, std::optional<T> (written as
+// Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T> (written as
 // null, read from null or absent) or another struct with a table (an object). `.at_least(n)` bounds
 // an integer; `.or_null()` writes an empty string as null (and reads null as empty), the key
 // still required. A field whose JSON is not one member as it is (a null that a flag decides, an
@@ -16,6 +16,7 @@
 // null).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -135,7 +136,7 @@ std::string field_where(const std::string& where, const char* key, bool scalar);
 
 template <typename T>
 std::string type_name() {
-  if constexpr (std::is_same_v<T, int64_t>) {
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>) {
     return "integer";
   } else if constexpr (std::is_same_v<T, double>) {
     return "number";
@@ -155,8 +156,9 @@ std::string type_name() {
 
 template <typename T>
 Json encode(const T& v) {
-  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-                std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t> ||
+                std::is_same_v<T, double> || std::is_same_v<T, bool> ||
+                std::is_same_v<T, std::string>) {
     return Json(v);
   } else if constexpr (is_vector<T>::value) {
     Json out = Json::array();
@@ -190,6 +192,8 @@ T decode(const Json& v, const std::string& where, int64_t min) {
   namespace jr = core::json_read;
   if constexpr (std::is_same_v<T, int64_t>) {
     return jr::element_integer(v, where, min);
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return static_cast<int32_t>(jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN), INT32_MAX));
   } else if constexpr (std::is_same_v<T, double>) {
     return jr::element_number(v, where);
   } else if constexpr (std::is_same_v<T, bool>) {
