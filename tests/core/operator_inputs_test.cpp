@@ -18,6 +18,7 @@
 #include "tprobe/core/data/dataset_batch.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
+#include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/step/routing.hpp"
 
@@ -181,7 +182,10 @@ TEST(EvidenceFields, RoundTripTypedReadsAndTheDocsList) {
       {"points[].", evidence::field_docs<ExpertLoad>("points[].")},
       {"load.", evidence::field_docs<LoadFigures>("load.")},
       {"points[].", evidence::field_docs<PointFigures>("points[].")},
-      {"", evidence::field_docs<StepFigures>()}};
+      {"", evidence::field_docs<StepFigures>()},
+      {"points[].memory.", evidence::field_docs<StepMemory>("points[].memory.")},
+      {"points[].memory.timeline.samples[].",
+       evidence::field_docs<MemorySample>("points[].memory.timeline.samples[].")}};
   for (const auto& [prefix, docs] : lists) {
     ASSERT_FALSE(docs.empty());
     for (const evidence::FieldDoc& d : docs) {

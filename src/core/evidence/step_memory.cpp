@@ -23,26 +23,11 @@ namespace evidence_detail {
 
 namespace jr = json_read;
 
-Json null_if_negative(int64_t v) { return v >= 0 ? Json(v) : Json(nullptr); }
-
-// to_json writes an unknown (-1) as null, so a number read here is never negative.
-static int64_t minus_one_if_null(const Json& v, const std::string& w, const char* key) {
-  return v.is_null() ? -1 : jr::element_integer(v, evidence::detail::field_where(w, key, true), 0);
-}
-void read_sample_reserved(MemorySample& s, const Json& v, const std::string& w, const char* key) {
-  s.reserved = minus_one_if_null(v, w, key);
-}
-void read_reserved_at_peak(StepMemory& m, const Json& v, const std::string& w, const char* key) {
-  m.reserved_at_peak = minus_one_if_null(v, w, key);
-}
-void read_peak_reserved(StepMemory& m, const Json& v, const std::string& w, const char* key) {
-  m.peak_reserved = minus_one_if_null(v, w, key);
-}
-
 void read_by_slot(MemorySample& s, const Json& v, const std::string& w, const char* key) {
   const auto by = evidence::detail::decode<std::vector<int64_t>>(v, w + "." + key);
   if (by.size() != kMemorySlots)
-    fail("{}: field '{}' has {} entries, expected {} (one per slot)", w, key, by.size(), kMemorySlots);
+    fail("{}: field '{}' has {} entries, expected {} (one per slot)", w, key, by.size(),
+         kMemorySlots);
   std::copy(by.begin(), by.end(), s.by_slot.begin());
 }
 

@@ -7,9 +7,10 @@
 //     return std::make_tuple(field("layer", &ExpertLoad::layer, "", "the decoder layer"), …);
 //   }
 //
-// Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T> (written as
-// null, read from null or absent) or another struct with a table (an object). `.at_least(n)` bounds
-// an integer; `.or_null()` writes an empty string as null (and reads null as empty), the key
+// Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T>
+// (written as null, read from null or absent) or another struct with a table (an object).
+// `.at_least(n)` bounds an integer; `.or_null()` writes an empty string or a negative integer
+// (-1: unknown) as null (and reads null back as empty or -1; a number read is then >= 0), the key
 // still required. A field whose JSON is not one member as it is (a null that a flag decides, an
 // enum) is `custom(key, write, read, type, unit, doc)`; with `read` null it is derived: written
 // from the other members, and on reading checked against what they give (absent where that is
@@ -37,7 +38,7 @@ struct Field {
   const char* unit;  // "B", "s", "tokens", … or "" for a count or a name
   const char* doc;   // one line for the docs' field list
   int64_t min = json_read::kMinInt;  // integers (and their lists) only
-  bool null_when_empty = false;       // strings only
+  bool null_when_empty = false;  // or_null(): "" (a string) or a negative integer (-1) is null
   constexpr Field at_least(int64_t lo) const {
     Field f = *this;
     f.min = lo;
@@ -127,6 +128,9 @@ struct is_custom : std::false_type {};
 template <typename S>
 struct is_custom<Custom<S>> : std::true_type {};
 
+inline bool is_empty(const std::string& s) { return s.empty(); }
+inline bool is_empty(int64_t v) { return v < 0; }  // -1: unknown
+
 template <typename T>
 Json encode(const T& v);
 template <typename T>
@@ -173,8 +177,9 @@ Json encode(const T& v) {
         out[f.key] = f.write(v);
       } else {
         const auto& m = v.*(f.member);
-        if constexpr (std::is_same_v<std::decay_t<decltype(m)>, std::string>) {
-          if (f.null_when_empty && m.empty()) {
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+          if (f.null_when_empty && is_empty(m)) {
             out[f.key] = nullptr;
             return;
           }
@@ -193,7 +198,8 @@ T decode(const Json& v, const std::string& where, int64_t min) {
   if constexpr (std::is_same_v<T, int64_t>) {
     return jr::element_integer(v, where, min);
   } else if constexpr (std::is_same_v<T, int32_t>) {
-    return static_cast<int32_t>(jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN), INT32_MAX));
+    return static_cast<int32_t>(
+        jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN), INT32_MAX));
   } else if constexpr (std::is_same_v<T, double>) {
     return jr::element_number(v, where);
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -232,12 +238,17 @@ T decode(const Json& v, const std::string& where, int64_t min) {
           if constexpr (is_optional<M>::value) return;
           ::tprobe::fail("{}: missing field '{}'", where, f.key);
         }
-        if constexpr (std::is_same_v<M, std::string>) {
-          if (f.null_when_empty && it->is_null()) return;
+        int64_t lo = f.min;
+        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+          if (f.null_when_empty && it->is_null()) {
+            if constexpr (std::is_same_v<M, int64_t>) out.*(f.member) = -1;
+            return;
+          }
+          if (f.null_when_empty) lo = std::max<int64_t>(lo, 0);  // a number is never the -1
         }
         using E = typename element<M>::type;
         const bool scalar = !is_vector<M>::value && !has_fields<E>::value;
-        out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), f.min);
+        out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo);
       }
     };
     // A derived field: what the members read make of it (absent where that is null).
@@ -271,9 +282,7 @@ void docs(std::vector<FieldDoc>& out, const std::string& prefix) {
              using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
              using E = typename element<M>::type;
              std::string type = type_name<M>();
-             if constexpr (std::is_same_v<M, std::string>) {
-               if (f.null_when_empty) type += " or null";
-             }
+             if (f.null_when_empty) type += " or null";
              out.push_back({path, type, f.unit, f.doc});
              if constexpr (has_fields<E>::value)
                docs<E>(out, path + (is_vector<M>::value ? "[]." : "."));

@@ -72,11 +72,7 @@ Json to_json(const StepMemory& m);
 StepMemory step_memory_from_json(const Json& j, const std::string& where);
 
 namespace evidence_detail {
-Json null_if_negative(int64_t v);  // -1 (unknown) is written null
-void read_sample_reserved(MemorySample& s, const Json& v, const std::string& w, const char* key);
 void read_by_slot(MemorySample& s, const Json& v, const std::string& w, const char* key);
-void read_reserved_at_peak(StepMemory& m, const Json& v, const std::string& w, const char* key);
-void read_peak_reserved(StepMemory& m, const Json& v, const std::string& w, const char* key);
 void read_peak_at(StepMemory& m, const Json& v, const std::string& w, const char* key);
 void read_timeline(StepMemory& m, const Json& v, const std::string& w, const char* key);
 Json peak_at_json(const StepMemory& m);
@@ -89,8 +85,8 @@ constexpr auto evidence_fields(const MemoryCell*) {
   using C = MemoryCell;
   return std::make_tuple(field("phase", &C::phase, "", "the step's phase"),
                          field("part", &C::part, "", "the model's part"),
-                         field("layer_kind", &C::layer_kind, "", "sliding, full or none"),
-                         field("layer", &C::layer, "", "the decoder layer, -1 for none").at_least(-1),
+                         field("layer_kind", &C::layer_kind, "", "sliding, full or - (none)"),
+                         field("layer", &C::layer, "", "decoder layer, -1 for none").at_least(-1),
                          field("bytes", &C::bytes, "B", "alive at the peak").at_least(0),
                          field("blocks", &C::blocks, "", "the allocator's blocks").at_least(0));
 }
@@ -111,11 +107,10 @@ inline auto evidence_fields(const MemorySample*) {
   using S = MemorySample;
   namespace d = evidence_detail;
   return std::make_tuple(
-      field("event", &S::event, "", "index into the events, -1 for the window's start").at_least(-1),
+      field("event", &S::event, "", "index into the events, -1: the window's start").at_least(-1),
       field("t_ns", &S::t_ns, "ns", "from the window's start"),
       field("allocated", &S::allocated, "B", "the replay's total"),
-      custom<S>("reserved", +[](const S& s) { return d::null_if_negative(s.reserved); },
-                d::read_sample_reserved, "integer or null", "B", "the allocator's reserved total"),
+      field("reserved", &S::reserved, "B", "the allocator's reserved total").or_null(),
       custom<S>("by_slot", +[](const S& s) { return Json(s.by_slot); }, d::read_by_slot,
                 "[integer]", "B", "allocated per slot (timeline.slots)"));
 }
@@ -134,19 +129,17 @@ inline auto evidence_fields(const StepMemory*) {
           .at_least(0),
       field("end_allocated_bytes", &M::end_allocated, "B", "allocated when it closed"),
       field("peak_allocated_bytes", &M::peak_allocated, "B", "the replay's peak").at_least(0),
-      field("peak_event", &M::peak_event, "", "the event of the peak, -1 for the start").at_least(-1),
+      field("peak_event", &M::peak_event, "", "the peak's event, -1 for the start").at_least(-1),
       field("peak_t_ns", &M::peak_t_ns, "ns", "its time"),
-      custom<M>("reserved_at_peak_bytes", +[](const M& m) { return d::null_if_negative(m.reserved_at_peak); },
-                d::read_reserved_at_peak, "integer or null", "B", "reserved at the peak"),
-      custom<M>("peak_reserved_bytes", +[](const M& m) { return d::null_if_negative(m.peak_reserved); },
-                d::read_peak_reserved, "integer or null", "B", "the largest reserved total"),
+      field("reserved_at_peak_bytes", &M::reserved_at_peak, "B", "reserved at the peak").or_null(),
+      field("peak_reserved_bytes", &M::peak_reserved, "B", "the largest reserved total").or_null(),
       custom<M>("peak_at", d::peak_at_json, d::read_peak_at, "object", "",
                 "phase, part, layer_kind, layer of the allocation that made the peak"),
       field("total_mismatches", &M::total_mismatches, "", "events where the replay's total differs")
           .at_least(0),
-      field("frees_of_resident", &M::frees_of_resident, "", "frees of blocks from before the window")
+      field("frees_of_resident", &M::frees_of_resident, "", "frees of blocks older than it")
           .at_least(0),
-      field("untagged_bytes_at_peak", &M::untagged_bytes_at_peak, "B", "alive at the peak, no context")
+      field("untagged_bytes_at_peak", &M::untagged_bytes_at_peak, "B", "alive at the peak, no tag")
           .at_least(0),
       field("items", &M::items, "", "the peak's budget"),
       derived<M>("items_sum_bytes", d::items_sum_json, "integer", "B", "the in-peak items' sum"),
