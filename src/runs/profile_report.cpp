@@ -14,6 +14,7 @@
 #include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
+#include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
@@ -709,52 +710,49 @@ void memory_step_figures(core::SectionBuilder& c, const core::Json& pts) {
            "off, or an older tprobe): memory timeline not drawn");
     return;
   }
-  const Json& m = (*best)["memory"];
   const std::string field = fmt::format("points[{}].memory", best_i);
-  const Json* samples = core::array_at(m, "timeline.samples");
-  const Json* slots = core::array_at(m, "timeline.slots");
-  const auto peak = core::number_at(m, "peak_allocated_bytes");
-  if (samples == nullptr || slots == nullptr || !peak || samples->empty()) {
+  core::StepMemory m;
+  try {
+    m = core::step_memory_from_json((*best)["memory"], "results." + field);
+  } catch (const std::exception& e) {
+    c.note(std::string("memory timeline not drawn: ") + e.what());
+    return;
+  }
+  const double peak = static_cast<double>(m.peak_allocated);
+  if (m.timeline.empty()) {
     c.absent(field + ".timeline", "memory timeline");
     return;
   }
   // GiB for a GPU step, MiB for the CPU's tiny ones (a figure of 0.00 GiB says nothing).
-  const bool gib = *peak >= 1024.0 * 1024 * 1024;
+  const bool gib = peak >= 1024.0 * 1024 * 1024;
   const double kGiB = gib ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
   const char* unit = gib ? "GiB" : "MiB";
-  const size_t nslots = slots->size();
   std::vector<double> x;
-  std::vector<std::vector<double>> cum(nslots);
+  std::vector<std::vector<double>> cum(core::kMemorySlots);
   std::vector<double> reserved;
   bool have_reserved = true;
-  for (const Json& s : *samples) {
-    const Json* by = core::array_at(s, "by_slot");
-    const auto t = core::number_at(s, "t_ns");
-    if (by == nullptr || by->size() != nslots || !t) {
-      c.absent(field + ".timeline.samples[]", "memory timeline");
-      return;
-    }
-    x.push_back(*t / 1e6);
+  for (const core::MemorySample& s : m.timeline) {
+    x.push_back(static_cast<double>(s.t_ns) / 1e6);
     double run = 0;
-    for (size_t k = 0; k < nslots; ++k) {
-      run += (*by)[k].is_number() ? (*by)[k].get<double>() : 0.0;
+    for (size_t k = 0; k < core::kMemorySlots; ++k) {
+      run += static_cast<double>(s.by_slot[k]);
       cum[k].push_back(run / kGiB);
     }
-    const auto r = core::number_at(s, "reserved");
-    if (r) {
-      reserved.push_back(*r / kGiB);
+    if (s.reserved >= 0) {
+      reserved.push_back(static_cast<double>(s.reserved) / kGiB);
     } else {
       have_reserved = false;
     }
   }
+  const std::string shape =
+      fmt::format("{}x{}", core::axis_number(core::number_at(*best, "batch").value_or(0)),
+                  core::axis_number(core::number_at(*best, "width").value_or(0)));
   core::XYChart chart;
-  chart.title = fmt::format("Memory over one {}x{} step, stacked by part",
-                            core::axis_number(core::number_at(*best, "batch").value_or(0)),
-                            core::axis_number(core::number_at(*best, "width").value_or(0)));
+  chart.title = "Memory over one " + shape + " step, stacked by part";
   chart.x_label = "time in the memory step (ms)";
   chart.y_label = fmt::format("allocated ({})", unit);
   chart.height = 380;
-  for (size_t k = 0; k < nslots; ++k) {
+  for (size_t k = 0; k < core::kMemorySlots; ++k) {
     bool any = false;
     for (size_t i = 0; i < x.size(); ++i) {
       const double prev = k == 0 ? 0.0 : cum[k - 1][i];
@@ -766,7 +764,7 @@ void memory_step_figures(core::SectionBuilder& c, const core::Json& pts) {
     s.x = x;
     s.y = cum[k];
     s.color = static_cast<int>(k);
-    s.label = any && (*slots)[k].is_string() ? (*slots)[k].get<std::string>() : "";
+    s.label = any ? core::memory_slot_names()[k] : "";
     chart.series.push_back(std::move(s));
   }
   if (have_reserved) {
@@ -779,13 +777,9 @@ void memory_step_figures(core::SectionBuilder& c, const core::Json& pts) {
     r.label = "reserved (the allocator's cache)";
     chart.series.push_back(std::move(r));
   }
-  if (auto pt = core::number_at(m, "peak_t_ns")) {
-    const std::string at = core::string_at(m, "peak_at.phase");
-    const std::string part = core::string_at(m, "peak_at.part");
-    chart.markers.push_back(
-        {true, *pt / 1e6,
-         fmt::format("peak {:.2f} {} ({} {})", *peak / kGiB, unit, at, part)});
-  }
+  chart.markers.push_back({true, static_cast<double>(m.peak_t_ns) / 1e6,
+                           fmt::format("peak {:.2f} {} ({} {})", peak / kGiB, unit, m.peak_phase,
+                                       m.peak_part)});
   c.figure("memory-timeline", chart.title, core::render_svg(chart),
            {field + ".timeline", field + ".peak_t_ns", field + ".peak_allocated_bytes"},
            "One more step per point under the allocator's event hook: each block carries the "
@@ -793,22 +787,17 @@ void memory_step_figures(core::SectionBuilder& c, const core::Json& pts) {
            "step (weights, adapters, inputs, workspace).");
   core::ReportTable t;
   t.id = "memory-items";
-  t.title = fmt::format("Where the {}x{} peak goes",
-                        core::axis_number(core::number_at(*best, "batch").value_or(0)),
-                        core::axis_number(core::number_at(*best, "width").value_or(0)));
+  t.title = "Where the " + shape + " peak goes";
   t.header = {"item", unit, "share of the peak", "note"};
   t.fields = {core::SectionBuilder::field_name(field + ".items")};
-  if (const Json* items = core::array_at(m, "items")) {
-    for (const Json& it : *items) {
-      const auto b = core::number_at(it, "bytes");
-      const bool in = it.is_object() && it.value("in_peak", true);
-      t.rows.push_back({core::string_at(it, "label") + (in ? "" : " (beside the peak)"),
-                        b ? fmt::format("{:.2f}", *b / kGiB) : "-",
-                        b && in && *peak > 0 ? fmt::format("{:.1f} %", 100.0 * *b / *peak) : "",
-                        core::string_at(it, "note")});
-    }
+  for (const core::MemoryItem& it : m.items) {
+    const double b = static_cast<double>(it.bytes);
+    t.rows.push_back({it.label + (it.in_peak ? "" : " (beside the peak)"),
+                      fmt::format("{:.2f}", b / kGiB),
+                      it.in_peak && peak > 0 ? fmt::format("{:.1f} %", 100.0 * b / peak) : "",
+                      it.note});
   }
-  t.rows.push_back({"peak allocated", fmt::format("{:.2f}", *peak / kGiB), "100 %", ""});
+  t.rows.push_back({"peak allocated", fmt::format("{:.2f}", peak / kGiB), "100 %", ""});
   c.table(std::move(t));
 }
 

@@ -17,6 +17,8 @@
 #include "tprobe/core/base/sha256.hpp"
 #include "tprobe/core/data/dataset_batch.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
+#include "tprobe/core/evidence/profile_point.hpp"
+#include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/io/lengths.hpp"
 #include "tprobe/core/step/routing.hpp"
 
@@ -178,7 +180,12 @@ TEST(EvidenceFields, RoundTripTypedReadsAndTheDocsList) {
   const std::vector<std::pair<std::string, std::vector<evidence::FieldDoc>>> lists = {
       {"points[].tokens.", evidence::field_docs<PointTokens>("points[].tokens.")},
       {"points[].", evidence::field_docs<ExpertLoad>("points[].")},
-      {"load.", evidence::field_docs<LoadFigures>("load.")}};
+      {"load.", evidence::field_docs<LoadFigures>("load.")},
+      {"points[].", evidence::field_docs<PointFigures>("points[].")},
+      {"", evidence::field_docs<StepFigures>()},
+      {"points[].memory.", evidence::field_docs<StepMemory>("points[].memory.")},
+      {"points[].memory.timeline.samples[].",
+       evidence::field_docs<MemorySample>("points[].memory.timeline.samples[].")}};
   for (const auto& [prefix, docs] : lists) {
     ASSERT_FALSE(docs.empty());
     for (const evidence::FieldDoc& d : docs) {

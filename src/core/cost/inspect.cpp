@@ -10,6 +10,7 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/evidence/step_memory.hpp"
 
 namespace tprobe::core {
 
@@ -232,24 +233,25 @@ MemoryCheck check_memory_estimate(const MemoryEstimate& est, const Json& results
         est.inputs.batch, est.inputs.width, est.inputs.batch, est.inputs.width);
     return c;
   }
+  StepMemory m;
+  try {
+    m = step_memory_from_json(*mem, "results.points[].memory");
+  } catch (const Error& e) {
+    c.why_not = e.what();
+    return c;
+  }
   std::map<std::string, int64_t> items;
   bool states_in_peak = false;  // the step ran AdamW (--optimizer adamw): its moments are resident
-  if (mem->contains("items") && (*mem)["items"].is_array()) {
-    for (const Json& it : (*mem)["items"]) {
-      if (it.is_object() && it.contains("key") && it["key"].is_string() && it.contains("bytes") &&
-          it["bytes"].is_number_integer()) {
-        items[it["key"].get<std::string>()] = it["bytes"].get<int64_t>();
-        if (it["key"] == "adamw_states" && it.contains("in_peak") && it["in_peak"].is_boolean())
-          states_in_peak = it["in_peak"].get<bool>();
-      }
-    }
+  for (const MemoryItem& it : m.items) {
+    items[it.key] = it.bytes;
+    if (it.key == "adamw_states") states_in_peak = it.in_peak;
   }
   if (items.empty()) {
     c.why_not = "the memory step has no items (results.points[].memory.items)";
     return c;
   }
   c.done = true;
-  c.device = mem->contains("device") && (*mem)["device"].is_string() ? (*mem)["device"].get<std::string>() : "";
+  c.device = m.device;
   auto sum = [&](std::initializer_list<const char*> keys, std::string* names) -> std::optional<int64_t> {
     int64_t total = 0;
     bool any = false;
@@ -287,9 +289,8 @@ MemoryCheck check_memory_estimate(const MemoryEstimate& est, const Json& results
   MemoryCheckRow total;
   total.label = "total with chunked CE";
   total.estimated = est.total_chunked_ce_bytes;
-  if (mem->contains("peak_allocated_bytes") && (*mem)["peak_allocated_bytes"].is_number_integer())
-    total.measured = (*mem)["peak_allocated_bytes"].get<int64_t>();
-  total.measured_items = "peak_allocated_bytes";
+  total.measured = m.peak_allocated;
+  total.measured_items = "peak allocated";
   total.note = states_in_peak ? "the measured peak, AdamW's states in it"
                               : "the measured peak; AdamW's states are beside it, not in it";
   // The measured items the estimate has no row for: its named limits.

@@ -2,7 +2,19 @@
 
 #include <fmt/format.h>
 
+#include "tprobe/core/evidence/operator_inputs.hpp"
+#include "tprobe/core/evidence/profile_point.hpp"
+#include "tprobe/core/evidence/step_memory.hpp"
+
 namespace tprobe::core::evidence {
+
+namespace detail {
+
+std::string field_where(const std::string& where, const char* key, bool scalar) {
+  return scalar ? fmt::format("{}: field '{}'", where, key) : where + "." + key;
+}
+
+}  // namespace detail
 
 std::string field_rows(const std::vector<FieldDoc>& docs) {
   std::string out;
@@ -10,6 +22,17 @@ std::string field_rows(const std::vector<FieldDoc>& docs) {
     out += fmt::format("| `{}` | {} | {} | {} |\n", d.path, d.type, d.unit.empty() ? "–" : d.unit,
                        d.doc);
   }
+  return out;
+}
+
+std::vector<FieldDoc> declared_fields() {
+  std::vector<FieldDoc> out;
+  for (auto docs : {field_docs<PointFigures>("points[]."), field_docs<StepFigures>(),
+                    field_docs<PointTokens>("points[].tokens."),
+                    field_docs<ExpertLoad>("points[]."), field_docs<LoadFigures>("load."),
+                    field_docs<StepMemory>("points[].memory."),
+                    field_docs<MemorySample>("points[].memory.timeline.samples[].")})
+    out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }
 

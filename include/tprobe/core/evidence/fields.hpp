@@ -7,10 +7,17 @@
 //     return std::make_tuple(field("layer", &ExpertLoad::layer, "", "the decoder layer"), …);
 //   }
 //
-// Members may be int64_t, double, bool, std::string, std::vector<T>, std::optional<T> (written as
-// null, read from null or absent) or another struct with a table (an object).
+// Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T>
+// (written as null, read from null or absent) or another struct with a table (an object).
+// `.at_least(n)` bounds an integer; `.or_null()` writes an empty string or a negative integer
+// (-1: unknown) as null (and reads null back as empty or -1; a number read is then >= 0), the key
+// still required. A field whose JSON is not one member as it is (a null that a flag decides, an
+// enum) is `custom(key, write, read, type, unit, doc)`; with `read` null it is derived: written
+// from the other members, and on reading checked against what they give (absent where that is
+// null).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -30,11 +37,60 @@ struct Field {
   M S::*member;
   const char* unit;  // "B", "s", "tokens", … or "" for a count or a name
   const char* doc;   // one line for the docs' field list
+  int64_t min = json_read::kMinInt;  // integers (and their lists) only
+  bool null_when_empty = false;  // or_null(): "" (a string) or a negative integer (-1) is null
+  constexpr Field at_least(int64_t lo) const {
+    Field f = *this;
+    f.min = lo;
+    return f;
+  }
+  constexpr Field or_null() const {
+    Field f = *this;
+    f.null_when_empty = true;
+    return f;
+  }
 };
 
 template <typename S, typename M>
 constexpr Field<S, M> field(const char* key, M S::*member, const char* unit, const char* doc) {
   return {key, member, unit, doc};
+}
+
+// `read` gets the field's value, the object's `where` and the key; a missing key is an error,
+// unless `.absent_ok()` (evidence from before the field: read is not called) or
+// `.absent_if_null()` (where it would be written null).
+template <typename S>
+struct Custom {
+  using Read = void (*)(S&, const Json&, const std::string&, const char*);
+  const char* key;
+  Json (*write)(const S&);
+  Read read;  // nullptr: derived
+  const char* type;
+  const char* unit;
+  const char* doc;
+  bool may_be_absent = false;
+  bool absent_when_null = false;  // absent only where write() of the fields read before is null
+  constexpr Custom absent_ok() const {
+    Custom c = *this;
+    c.may_be_absent = true;
+    return c;
+  }
+  constexpr Custom absent_if_null() const {
+    Custom c = *this;
+    c.absent_when_null = true;
+    return c;
+  }
+};
+
+template <typename S>
+constexpr Custom<S> custom(const char* key, Json (*write)(const S&), typename Custom<S>::Read read,
+                           const char* type, const char* unit, const char* doc) {
+  return {key, write, read, type, unit, doc};
+}
+template <typename S>
+constexpr Custom<S> derived(const char* key, Json (*write)(const S&), const char* type,
+                            const char* unit, const char* doc) {
+  return {key, write, nullptr, type, unit, doc};
 }
 
 // One row of the docs' field list: the path below the struct ("tokens.records[][]"), the JSON
@@ -67,15 +123,24 @@ template <typename T>
 struct is_optional : std::false_type {};
 template <typename T>
 struct is_optional<std::optional<T>> : std::true_type {};
+template <typename F>
+struct is_custom : std::false_type {};
+template <typename S>
+struct is_custom<Custom<S>> : std::true_type {};
+
+inline bool is_empty(const std::string& s) { return s.empty(); }
+inline bool is_empty(int64_t v) { return v < 0; }  // -1: unknown
 
 template <typename T>
 Json encode(const T& v);
 template <typename T>
-T decode(const Json& v, const std::string& where);
+T decode(const Json& v, const std::string& where, int64_t min = json_read::kMinInt);
+// "where: field 'key'" for a scalar, "where.key" for a list or an object (its elements add to it).
+std::string field_where(const std::string& where, const char* key, bool scalar);
 
 template <typename T>
 std::string type_name() {
-  if constexpr (std::is_same_v<T, int64_t>) {
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t>) {
     return "integer";
   } else if constexpr (std::is_same_v<T, double>) {
     return "number";
@@ -95,8 +160,9 @@ std::string type_name() {
 
 template <typename T>
 Json encode(const T& v) {
-  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
-                std::is_same_v<T, bool> || std::is_same_v<T, std::string>) {
+  if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, int32_t> ||
+                std::is_same_v<T, double> || std::is_same_v<T, bool> ||
+                std::is_same_v<T, std::string>) {
     return Json(v);
   } else if constexpr (is_vector<T>::value) {
     Json out = Json::array();
@@ -106,17 +172,34 @@ Json encode(const T& v) {
     return v ? encode(*v) : Json(nullptr);
   } else {
     Json out = Json::object();
-    std::apply([&](const auto&... f) { ((out[f.key] = encode(v.*(f.member))), ...); },
-               evidence_fields(static_cast<const T*>(nullptr)));
+    auto one = [&](const auto& f) {
+      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
+        out[f.key] = f.write(v);
+      } else {
+        const auto& m = v.*(f.member);
+        using M = std::decay_t<decltype(m)>;
+        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+          if (f.null_when_empty && is_empty(m)) {
+            out[f.key] = nullptr;
+            return;
+          }
+        }
+        out[f.key] = encode(m);
+      }
+    };
+    std::apply([&](const auto&... f) { (one(f), ...); }, evidence_fields(static_cast<const T*>(nullptr)));
     return out;
   }
 }
 
 template <typename T>
-T decode(const Json& v, const std::string& where) {
+T decode(const Json& v, const std::string& where, int64_t min) {
   namespace jr = core::json_read;
   if constexpr (std::is_same_v<T, int64_t>) {
-    return jr::element_integer(v, where);
+    return jr::element_integer(v, where, min);
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return static_cast<int32_t>(
+        jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN), INT32_MAX));
   } else if constexpr (std::is_same_v<T, double>) {
     return jr::element_number(v, where);
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -130,29 +213,59 @@ T decode(const Json& v, const std::string& where) {
     T out;
     out.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i)
-      out.push_back(decode<typename T::value_type>(v[i], where + "[" + std::to_string(i) + "]"));
+      out.push_back(
+          decode<typename T::value_type>(v[i], where + "[" + std::to_string(i) + "]", min));
     return out;
   } else if constexpr (is_optional<T>::value) {
     if (v.is_null()) return std::nullopt;
-    return decode<typename T::value_type>(v, where);
+    return decode<typename T::value_type>(v, where, min);
   } else {
     if (!v.is_object()) ::tprobe::fail("{}: must be an object", where);
     T out{};
-    std::apply(
-        [&](const auto&... f) {
-          (([&] {
-             using M = std::decay_t<decltype(out.*(f.member))>;
-             const auto it = v.find(f.key);
-             const std::string at = where + "." + f.key;
-             if (it == v.end()) {
-               if constexpr (is_optional<M>::value) return;
-               ::tprobe::fail("{}: missing field '{}'", where, f.key);
-             }
-             out.*(f.member) = decode<M>(*it, at);
-           }()),
-           ...);
-        },
-        evidence_fields(static_cast<const T*>(nullptr)));
+    const auto table = evidence_fields(static_cast<const T*>(nullptr));
+    auto read = [&](const auto& f) {
+      const auto it = v.find(f.key);
+      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
+        if (f.read == nullptr) return;  // derived: checked below
+        if (it == v.end()) {
+          if (f.may_be_absent || (f.absent_when_null && f.write(out).is_null())) return;
+          ::tprobe::fail("{}: missing field '{}'", where, f.key);
+        }
+        f.read(out, *it, where, f.key);
+      } else {
+        using M = std::decay_t<decltype(out.*(f.member))>;
+        if (it == v.end()) {
+          if constexpr (is_optional<M>::value) return;
+          ::tprobe::fail("{}: missing field '{}'", where, f.key);
+        }
+        int64_t lo = f.min;
+        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+          if (f.null_when_empty && it->is_null()) {
+            if constexpr (std::is_same_v<M, int64_t>) out.*(f.member) = -1;
+            return;
+          }
+          if (f.null_when_empty) lo = std::max<int64_t>(lo, 0);  // a number is never the -1
+        }
+        using E = typename element<M>::type;
+        const bool scalar = !is_vector<M>::value && !has_fields<E>::value;
+        out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo);
+      }
+    };
+    // A derived field: what the members read make of it (absent where that is null).
+    auto check = [&](const auto& f) {
+      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
+        if (f.read != nullptr) return;
+        const Json want = f.write(out);
+        const auto it = v.find(f.key);
+        if (it == v.end() && !want.is_null())
+          ::tprobe::fail("{}: missing field '{}'", where, f.key);
+        if (it != v.end() && *it != want)
+          ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
+                         it->dump(), want.dump());
+      }
+    };
+    std::apply([&](const auto&... f) { (read(f), ...); }, table);
+    std::apply([&](const auto&... f) { (check(f), ...); }, table);
     return out;
   }
 }
@@ -162,11 +275,18 @@ void docs(std::vector<FieldDoc>& out, const std::string& prefix) {
   std::apply(
       [&](const auto&... f) {
         (([&] {
-           using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
-           using E = typename element<M>::type;
            const std::string path = prefix + f.key;
-           out.push_back({path, type_name<M>(), f.unit, f.doc});
-           if constexpr (has_fields<E>::value) docs<E>(out, path + (is_vector<M>::value ? "[]." : "."));
+           if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
+             out.push_back({path, f.type, f.unit, f.doc});
+           } else {
+             using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
+             using E = typename element<M>::type;
+             std::string type = type_name<M>();
+             if (f.null_when_empty) type += " or null";
+             out.push_back({path, type, f.unit, f.doc});
+             if constexpr (has_fields<E>::value)
+               docs<E>(out, path + (is_vector<M>::value ? "[]." : "."));
+           }
          }()),
          ...);
       },
@@ -195,5 +315,8 @@ std::vector<FieldDoc> field_docs(const std::string& prefix = "") {
 }
 // One markdown table row per field: "| `path` | type | unit | doc |".
 std::string field_rows(const std::vector<FieldDoc>& docs);
+// Every field of every table in core/evidence (fields.cpp lists the tables): the keys no source
+// outside core/evidence may name (tests/core/evidence_keys_test.cpp).
+std::vector<FieldDoc> declared_fields();
 
 }  // namespace tprobe::core::evidence

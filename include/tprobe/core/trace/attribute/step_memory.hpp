@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/trace/attribute/step_trace.hpp"
 
 namespace tprobe::core {
@@ -67,67 +68,9 @@ Json to_json(const RawMemory& raw);
 RawMemory parse_raw_memory(std::string_view text, const std::string& where);
 RawMemory read_raw_memory(const std::string& path);
 
-// Bytes alive at the peak in one phase × layer kind × part × layer cell.
-struct MemoryCell {
-  std::string phase, part, layer_kind;  // "untagged" phase and part for no context
-  int32_t layer = -1;
-  int64_t bytes = 0;
-  int64_t blocks = 0;
-};
-
-// One item of the budget. The items with in_peak add up to the peak exactly; the others stand
-// beside it (reserved minus allocated, AdamW's states where the step ran no optimizer).
-struct MemoryItem {
-  std::string key, label;
-  int64_t bytes = 0;
-  bool in_peak = true;
-  std::string note;
-};
-
-// The parts of a timeline sample, in this order: resident (alive since before the window),
-// every StepPart in all_step_parts() order, untagged.
-constexpr size_t kMemorySlots = 10;
-const std::array<const char*, kMemorySlots>& memory_slot_names();
-
-struct MemorySample {
-  int64_t event = 0;  // index into the events (-1: the window's start)
-  int64_t t_ns = 0;
-  int64_t allocated = 0;
-  int64_t reserved = -1;  // -1 where unknown
-  std::array<int64_t, kMemorySlots> by_slot{};
-};
-
-struct StepMemory {
-  std::string device;
-  bool totals_known = false;
-  int64_t events = 0;
-  int64_t start_allocated = 0, end_allocated = 0;
-  int64_t peak_allocated = 0;
-  int64_t peak_event = -1;  // -1: the peak is the window's start
-  int64_t peak_t_ns = 0;
-  int64_t reserved_at_peak = -1;  // -1 where unknown
-  int64_t peak_reserved = -1;     // the largest reserved total over the window
-  std::string peak_phase, peak_part, peak_layer_kind;  // of the allocation that made the peak
-  int32_t peak_layer = -1;
-  // Checks of the replay against the allocator (CUDA): events whose running total differs from
-  // the allocator's own, frees of blocks allocated before the window.
-  int64_t total_mismatches = 0;
-  int64_t frees_of_resident = 0;
-  int64_t untagged_bytes_at_peak = 0;
-  std::vector<MemoryCell> alive_at_peak;  // phase order, layer kind, part, layer
-  std::vector<MemoryItem> items;
-  std::vector<MemorySample> timeline;  // downsampled: each bucket's largest, the peak kept
-};
-
 // Throws tprobe::Error when the events cannot be replayed (dropped events, a block allocated
 // twice without a free).
 StepMemory analyze_step_memory(const RawMemory& raw, size_t max_samples = 400);
-Json to_json(const StepMemory& m);
-// Its reader: every field to_json writes (items_sum_bytes and the timeline's slot names checked
-// against what to_json would write), so to_json(step_memory_from_json(to_json(m))) is to_json(m).
-// Throws tprobe::Error naming `where` and the field.
-StepMemory step_memory_from_json(const Json& j, const std::string& where);
-
 // AdamW's two fp32 moments per trainable parameter (the playbook's count).
 int64_t adamw_state_bytes(int64_t parameters);
 
