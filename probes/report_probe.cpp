@@ -8,6 +8,7 @@
 #include "probes/option_checks.hpp"
 #include "probes/probe.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/report/report_summary.hpp"
 
 namespace tprobe::probes {
@@ -21,14 +22,10 @@ struct ReportOptions {
   std::string since;
 };
 
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // The two outputs: given, or for one directory next to its evidence.
 std::pair<std::string, std::string> output_paths(const ReportOptions& o) {
-  const std::string dir = o.inputs.size() == 1 && is_dir(o.inputs[0]) ? o.inputs[0] + "/" : "";
+  const std::string dir =
+      o.inputs.size() == 1 && core::is_directory(o.inputs[0]) ? o.inputs[0] + "/" : "";
   return {o.html.empty() ? dir + "report.html" : o.html,
           o.markdown.empty() ? dir + "report.md" : o.markdown};
 }

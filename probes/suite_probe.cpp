@@ -57,11 +57,6 @@ bool exists(const std::string& p) {
   return ::stat(p.c_str(), &st) == 0;
 }
 
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 void make_dirs(const std::string& dir) {
   std::string cur;
   for (std::size_t i = 0; i <= dir.size(); ++i) {
@@ -76,7 +71,7 @@ void make_dirs(const std::string& dir) {
 
 // Where this run's steps read their fixtures (suite_plan.hpp: --fixtures, installed, source tree).
 FixturesChoice fixtures_for(const std::string& given, const std::string& exe) {
-  return find_fixtures(given, exe, TPROBE_SOURCE_FIXTURES_DIR, is_dir);
+  return find_fixtures(given, exe, TPROBE_SOURCE_FIXTURES_DIR, core::is_directory);
 }
 
 // What the torch module says about CUDA (loads it: asked only in a CUDA build).

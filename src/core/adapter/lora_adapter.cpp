@@ -46,11 +46,6 @@ void check_alpha(double alpha, const std::string& path, const std::string& what)
 // re.match(r"(^|.*\.)KEY$"), i.e. the whole name is KEY after an optional "<prefix>.".
 std::string module_pattern(const std::string& key) { return "(?:.*\\.)?(?:" + key + ")"; }
 
-bool is_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 std::string read_text(const std::string& path) {
   return read_input_file(path, "adapter file", kMaxSmallInputBytes);
 }
@@ -423,14 +418,15 @@ LoraAdapter read_lora_adapter(const std::string& dir_in) {
   LoraAdapter adapter;
   adapter.dir = dir;
   const std::string config_path = dir + "/" + kAdapterConfigName;
-  if (!is_file(config_path)) fail("{}: no {} in the adapter directory", dir, kAdapterConfigName);
+  if (!is_regular_file(config_path))
+    fail("{}: no {} in the adapter directory", dir, kAdapterConfigName);
   adapter.config = parse_adapter_config(read_text(config_path), config_path);
 
   // The files and, for shards, which tensors each must hold.
   std::vector<std::unique_ptr<SafetensorsFile>> files;
   const std::string index_path = dir + "/" + kAdapterIndexName;
   const std::string single_path = dir + "/" + kAdapterWeightsName;
-  if (is_file(index_path)) {
+  if (is_regular_file(index_path)) {
     adapter.sharded = true;
     Json index = detail::parse_json_strict(read_text(index_path), index_path);
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
@@ -455,7 +451,7 @@ LoraAdapter read_lora_adapter(const std::string& dir_in) {
     std::set<std::string> seen;
     for (const auto& s : shards) {
       const std::string path = dir + "/" + s;
-      if (!is_file(path))
+      if (!is_regular_file(path))
         fail("{}: shard '{}' listed in the weight_map does not exist", index_path, s);
       files.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(path)));
       for (const auto& t : files.back()->tensors()) {
@@ -476,9 +472,9 @@ LoraAdapter read_lora_adapter(const std::string& dir_in) {
              file);
       }
     }
-  } else if (is_file(single_path)) {
+  } else if (is_regular_file(single_path)) {
     files.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(single_path)));
-  } else if (is_file(dir + "/adapter_model.bin")) {
+  } else if (is_regular_file(dir + "/adapter_model.bin")) {
     fail(
         "{}: only a pickled adapter_model.bin is here; tprobe reads safetensors only (re-save "
         "with PEFT's save_pretrained(..., safe_serialization=True))",

@@ -17,6 +17,7 @@
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 
 namespace tprobe::core {
@@ -129,11 +130,6 @@ std::string resolve_link_itself(const std::string& path) {
 bool under(const std::string& path, const std::string& folder) {
   const std::string f = folder == "/" ? "/" : folder + "/";
   return path.compare(0, f.size(), f) == 0;
-}
-
-bool is_dir(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 bool exists(const std::string& path) {
@@ -273,7 +269,7 @@ void OutputGuard::check() const {
       fail_usage("{} {}: not a file name", o.role, shown(o.path));
     }
     // A reserved file's folder is made by the run (the suite's --out); its target is still judged.
-    if (o.kind == Entry::Kind::kOutput && !is_dir(dir)) {
+    if (o.kind == Entry::Kind::kOutput && !is_directory(dir)) {
       fail("{} {}: the folder {} does not exist", o.role, shown(o.path), shown(dir));
     }
     if (o.kind == Entry::Kind::kOutput && ::access(dir.c_str(), W_OK | X_OK) != 0) {

@@ -18,11 +18,6 @@ namespace tprobe::core {
 
 namespace {
 
-bool is_file(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
 Json read_json_file(const std::string& path) {
   return detail::parse_json_strict(read_input_file(path, "JSON file", kMaxSmallInputBytes), path);
 }
@@ -39,12 +34,12 @@ Checkpoint Checkpoint::open(const std::string& dir_in) {
   Checkpoint ck;
   ck.dir_ = dir;
   const std::string config_path = dir + "/config.json";
-  if (!is_file(config_path)) fail("{}: no config.json in the checkpoint directory", dir);
+  if (!is_regular_file(config_path)) fail("{}: no config.json in the checkpoint directory", dir);
   ck.config_ = read_config_json(config_path);
 
   const std::string index_path = dir + "/" + kSafetensorsIndexName;
   const std::string single_path = dir + "/" + kSingleSafetensorsName;
-  if (is_file(index_path)) {
+  if (is_regular_file(index_path)) {
     ck.sharded_ = true;
     Json index = read_json_file(index_path);
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object()) {
@@ -69,7 +64,7 @@ Checkpoint Checkpoint::open(const std::string& dir_in) {
     std::map<std::string, std::size_t> shard_index;
     for (const auto& s : shard_names) {
       std::string path = dir + "/" + s;
-      if (!is_file(path))
+      if (!is_regular_file(path))
         fail("{}: shard '{}' listed in the weight_map does not exist", index_path, s);
       shard_index[s] = ck.files_.size();
       ck.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(path)));
@@ -111,7 +106,7 @@ Checkpoint Checkpoint::open(const std::string& dir_in) {
                         index_path, declared, actual));
       }
     }
-  } else if (is_file(single_path)) {
+  } else if (is_regular_file(single_path)) {
     ck.files_.push_back(std::make_unique<SafetensorsFile>(SafetensorsFile::open(single_path)));
     for (const auto& t : ck.files_[0]->tensors()) ck.index_.emplace(t.name, Entry{0, &t});
   } else {

@@ -31,11 +31,6 @@ namespace {
 using detail::ends_with;
 using detail::starts_with;
 
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 std::string base_name(const std::string& p) {
   std::size_t s = p.rfind('/');
   return s == std::string::npos ? p : p.substr(s + 1);
@@ -46,7 +41,7 @@ std::string base_name(const std::string& p) {
 std::vector<std::string> list_evidence_files(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const auto& p : paths) {
-    if (is_dir(p)) {
+    if (is_directory(p)) {
       DIR* d = ::opendir(p.c_str());
       if (!d) fail("{}: cannot list the directory", p);
       std::vector<std::string> names;

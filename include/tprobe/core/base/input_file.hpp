@@ -9,6 +9,11 @@
 
 namespace tprobe::core {
 
+// Whether `path` names a directory / a regular file (stat(2), links followed); false when it
+// cannot be stat'ed. Not std::filesystem: the GPU host's libtorch interposes it.
+bool is_directory(const std::string& path);
+bool is_regular_file(const std::string& path);
+
 // The bound on a small JSON input read whole (a config, an index, an adapter's config).
 inline constexpr std::size_t kMaxSmallInputBytes = std::size_t{64} << 20;
 

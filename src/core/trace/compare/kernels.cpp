@@ -26,11 +26,6 @@
 namespace tprobe::core {
 namespace {
 
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // An evidence envelope starts with {"schema": ...; a Kineto trace with {"schemaVersion" or
 // {"deviceProperties" or {"traceEvents". Reads at most 4 KiB (through zlib, so .gz works too).
 bool looks_like_evidence(const std::string& path) {
