@@ -18,7 +18,9 @@ namespace {
 std::string fixture() { return std::string(TPROBE_FIXTURES_DIR) + "/raw_trace_small.json"; }
 
 TEST(StepVocabulary, NamesRoundTrip) {
-  for (StepPhase p : all_step_phases()) EXPECT_EQ(parse_step_phase(to_string(p)), p);
+  for (StepPhase p : {StepPhase::kForward, StepPhase::kLoss, StepPhase::kRecompute,
+                      StepPhase::kBackward, StepPhase::kOptimizer})
+    EXPECT_EQ(parse_step_phase(to_string(p)), p);
   for (StepPart p : all_step_parts()) EXPECT_EQ(parse_step_part(to_string(p)), p);
   // One enum of layer types, two spellings: the trace's words and HF's config names, each with
   // its inverse, and nothing else parsed.

@@ -66,12 +66,6 @@ int layer_kind_rank(std::optional<LayerType> type) {
   return *type == LayerType::kSliding ? 0 : 1;
 }
 
-const std::vector<StepPhase>& all_step_phases() {
-  static const std::vector<StepPhase> v = {StepPhase::kForward, StepPhase::kLoss,
-                                           StepPhase::kRecompute, StepPhase::kBackward,
-                                           StepPhase::kOptimizer};
-  return v;
-}
 const std::vector<StepPart>& all_step_parts() {
   static const std::vector<StepPart> v = {
       StepPart::kEmbedding, StepPart::kAttentionProj, StepPart::kAttentionCore,

@@ -183,7 +183,6 @@ class RangeIndex {
     --r;
     return ts >= r->first && ts <= r->second;
   }
-  bool has_tid(int64_t tid) const { return by_tid_.count(tid) > 0; }
   std::vector<int64_t> tids() const {
     std::vector<int64_t> out;
     for (const auto& [tid, v] : by_tid_) out.push_back(tid);

@@ -293,24 +293,6 @@ std::string indented(const UserRangeRow& r) {
 }
 }  // namespace
 
-std::string user_range_path(const UserRanges& u, std::size_t i, std::size_t max_names) {
-  std::vector<const std::string*> names;
-  bool elided = false;
-  for (int64_t k = static_cast<int64_t>(i); k >= 0; k = u.rows[static_cast<std::size_t>(k)].parent) {
-    if (names.size() == std::max<std::size_t>(max_names, 1)) {
-      elided = true;
-      break;
-    }
-    names.push_back(&u.rows[static_cast<std::size_t>(k)].name);
-  }
-  std::string out = elided ? "\u2026 > " : "";
-  for (std::size_t k = names.size(); k-- > 0;) {
-    out += *names[k];
-    if (k > 0) out += " > ";
-  }
-  return out;
-}
-
 Json to_json(const UserRanges& u) {
   Json rows = Json::array();
   for (const UserRangeRow& r : u.rows) {

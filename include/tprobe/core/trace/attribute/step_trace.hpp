@@ -53,7 +53,6 @@ const char* to_string(StepPart part);    // "embedding", "attention_proj", "atte
 std::optional<StepPhase> parse_step_phase(std::string_view text);
 std::optional<StepPart> parse_step_part(std::string_view text);
 // Every value, in display order.
-const std::vector<StepPhase>& all_step_phases();
 const std::vector<StepPart>& all_step_parts();
 // The one display order of rows by phase, part and layer kind, wherever they are listed (the
 // breakdown's rows, the phase x part matrix, the memory by part, the part diff): phases and parts

@@ -52,9 +52,6 @@ UserRanges user_ranges_from_json(const Json& j, const std::string& where);
 // path holding one of them (so the tree stays whole), in depth-first order; a note counts the rest.
 constexpr std::size_t kMaxShownRanges = 60;
 std::vector<Table> user_range_tables(const UserRanges& u);
-// Row i's path for display ("train_step > forward"), built when printed: at most `max_names`
-// names, the outermost ones elided ("… > ") past that.
-std::string user_range_path(const UserRanges& u, std::size_t i, std::size_t max_names = 8);
 
 class SectionBuilder;
 // The report's figure and table of results.<base> (a `kernels` evidence's "trace.user_ranges").

@@ -94,7 +94,6 @@ class JsonTokenizer {
   JsonToken value(char c);
   void scan_string();
   void scan_escape();
-  void scan_utf8_slow(unsigned char lead);
   void scan_number();
   void classify_number();
   JsonToken scan_literal(char c);
