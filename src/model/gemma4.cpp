@@ -547,13 +547,6 @@ std::vector<std::pair<std::string, Tensor*>> Gemma4Model::parameters() {
   return out;
 }
 
-std::vector<int64_t> Gemma4Model::expected_shape(const std::string& name) const {
-  for (auto& [n, t] : const_cast<Gemma4Model*>(this)->parameters()) {
-    if (n == name) return t->sizes().vec();
-  }
-  fail("model '{}': no tensor named '{}'", config_.name, name);
-}
-
 void Gemma4Model::add_lora(const LoraConfig& lora, uint64_t seed) {
   validate_lora(lora);
   lora_ = lora;

@@ -326,10 +326,6 @@ void check_labels(const std::vector<double>& labels, const std::vector<int64_t>&
   }
 }
 
-double parity_tolerance(const std::string& dtype) {
-  return dtype == "bf16" ? kBf16FallbackTolerance : kFp32Tolerance;
-}
-
 VerdictRule verdict_rule(const std::string& dtype, std::optional<double> baseline_rel_l2) {
   if (dtype != "bf16") return {"fixed_fp32", kFp32Tolerance};
   if (baseline_rel_l2 && std::isfinite(*baseline_rel_l2)) {

@@ -78,14 +78,6 @@ core::EngineFacts engine_facts(const std::string& device, const std::string& dty
   return f;
 }
 
-bool has_grouped_mm() {
-#if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 8)
-  return true;
-#else
-  return false;
-#endif
-}
-
 torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b,
                          const torch::Tensor& offs) {
 #if TPROBE_HAS_TORCH_CUDA && TPROBE_TORCH_AT_LEAST(2, 8)

@@ -114,7 +114,7 @@ torch::Tensor bmm_fp32_out(const torch::Tensor& a, const torch::Tensor& b);
 bool has_bmm_fp32_out(const torch::Tensor& like);
 
 // a [M, K] with rows sorted by group, b [G, K, N], `offs` int32 [G] the cumulative row end of each
-// group: out[rows of g] = a[rows of g] · b[g]. Only call when has_grouped_mm().
+// group: out[rows of g] = a[rows of g] · b[g]. Needs CUDA and libtorch >= 2.8.
 torch::Tensor grouped_mm(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& offs);
 
 // RMSNorm over the last dimension through libtorch's own at::rms_norm: x · rsqrt(mean(x²) + eps)

@@ -72,7 +72,6 @@ ProfileReport run_profile(const ProfileRequest& request,
 
 // ---- parity (parity.cpp) ----------------------------------------------------------------------
 
-double parity_tolerance(const std::string& dtype);  // the fixed ones: 1e-4 or 5e-2
 // baseline_rel_l2: HF's own bf16 error against the same fp32 reference, if the reference has it.
 VerdictRule verdict_rule(const std::string& dtype, std::optional<double> baseline_rel_l2);
 

@@ -174,7 +174,6 @@ class Gemma4Model {
   // "layers.3.self_attn.q_proj.weight", "layers.3.experts.gate_up_proj", ...), with the shape
   // each must have. Pointers stay valid while the model lives.
   std::vector<std::pair<std::string, torch::Tensor*>> parameters();
-  std::vector<int64_t> expected_shape(const std::string& name) const;
   // LoRA tensors by PEFT-relative name ("layers.0.self_attn.q_proj.lora_A.weight").
   std::vector<std::pair<std::string, torch::Tensor*>> lora_parameters();
   int64_t count_base_parameters() const;

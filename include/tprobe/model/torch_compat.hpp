@@ -12,7 +12,6 @@
 
 namespace tprobe::model {
 
-
 // c10's memory reporting (the hook torch.profiler's profile_memory uses): while one of these
 // lives, every allocation and free of a reporting allocator — CUDA's caching allocator, and the
 // CPU allocator — made on the constructing thread, or on a thread that inherits its thread-local
@@ -55,9 +54,6 @@ std::vector<core::SdpaBackend> sdpa_backends();
 // `device` in `dtype`: what every knob value's requirement (core/step/knobs.hpp) is held against —
 // the one check of what can run; the registry, not this file, says what each value needs.
 core::EngineFacts engine_facts(const std::string& device, const std::string& dtype);
-
-// Whether the linked libtorch has at::_grouped_mm (CUDA, >= 2.8): the grouped MoE dispatches.
-bool has_grouped_mm();
 
 // CUDA device 0 helpers for timing and memory (no-ops / 0 on CPU-only builds).
 void cuda_synchronize();
