@@ -4,8 +4,6 @@
 
 #include <utility>
 
-#include "tprobe/core/base/error.hpp"
-
 namespace tprobe::cupti {
 
 int64_t TagTable::intern(const core::StepTag& tag) {

@@ -12,7 +12,6 @@
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/model/attention.hpp"
 #include "tprobe/model/autograd_links.hpp"
-#include "tprobe/model/torch_compat.hpp"
 
 namespace tprobe::model {
 namespace {

@@ -17,7 +17,6 @@
 
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/step/knobs.hpp"
 #include "tprobe/model/attention.hpp"
 
 #if TPROBE_HAS_TORCH_CUDA
@@ -290,7 +289,6 @@ torch::Tensor flash_varlen(const torch::Tensor& q, const torch::Tensor& k, const
        torch_version());
 #endif
 }
-
 
 // ---- backend pinning, warning capture and kernel names (tprobe mask --backends) ----
 

@@ -18,7 +18,6 @@ namespace tprobe::runs {
 
 using torch_api::PointOutcome;
 using torch_api::PointResult;
-using torch_api::StepPoint;
 using torch_api::StepReport;
 
 SampleStats sample_stats(const std::vector<double>& samples) {

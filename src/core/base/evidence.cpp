@@ -12,7 +12,6 @@
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
-#include "tprobe/core/base/input_file.hpp"
 
 namespace tprobe::core {
 

@@ -11,7 +11,6 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
-#include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::core {
 namespace {

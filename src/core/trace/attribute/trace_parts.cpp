@@ -13,7 +13,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "trace/attribute/detail/trace_parts_internal.hpp"

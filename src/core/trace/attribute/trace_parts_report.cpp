@@ -11,15 +11,12 @@
 #include <tuple>
 
 #include "base/strict_json.hpp"
-#include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 
 namespace tprobe::core {
 
 namespace {
-
-
 
 // At most `n` bytes of `s`, cut at a UTF-8 character boundary.
 std::string clip(const std::string& s, std::size_t n) {

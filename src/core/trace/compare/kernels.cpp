@@ -10,18 +10,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include "base/string_util.hpp"
 #include "base/decoded_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/input_file.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/trace/stats/critical_path.hpp"
-#include "tprobe/core/trace/stats/kernel_sequences.hpp"
 #include "tprobe/core/trace/stats/kernel_table_report.hpp"
-#include "tprobe/core/trace/stats/trace_memory_report.hpp"
-#include "tprobe/core/trace/stats/trace_series.hpp"
-#include "tprobe/core/trace/stats/trace_stats_report.hpp"
-#include "tprobe/core/trace/stats/user_ranges.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -58,7 +52,6 @@ bool looks_like_evidence(const std::string& path) {
   static const char kKey[] = "\"schema\"";
   return len - i >= sizeof kKey - 1 && std::memcmp(buf + i, kKey, sizeof kKey - 1) == 0;
 }
-
 
 void diagnose_source(const KernelSource& s, const std::string& prefix,
                      std::vector<Diagnostic>& out) {

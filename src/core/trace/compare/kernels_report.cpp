@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/trace/compare/kernels.hpp"

@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "base/strict_json.hpp"
-#include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 

@@ -23,17 +23,12 @@
 namespace tprobe::core {
 namespace {
 
-using detail::Annotation;
 using detail::DeviceRow;
-using detail::HostOp;
-using detail::HostRange;
 using detail::JsonNumberKind;
 using detail::JsonToken;
 using detail::JsonTokenizer;
 using detail::RangeKind;
 using detail::saturating_add;
-using detail::StepSeen;
-using Launch = detail::RuntimeCall;
 
 constexpr int64_t kMaxDurationNs = int64_t{86400} * 1000 * 1000 * 1000;  // one day
 constexpr std::size_t kMaxMessages = 20;
@@ -102,7 +97,6 @@ bool decimal_us_to_ns(std::string_view raw, int64_t& out) {
   return true;
 }
 
-
 // Integer part of a double, clamped to int64 (a pid/tid written as a fraction).
 int64_t to_int64(double d) {
   if (!(d == d)) return 0;
@@ -165,10 +159,6 @@ Classified classify(std::string_view cat) {
   return {};
 }
 
-
-
-
-
 // N of "ProfilerStep#N", -1 for any other name.
 int64_t profiler_step_number(const std::string& name) {
   if (!detail::starts_with(name, "ProfilerStep#")) return -1;
@@ -176,8 +166,6 @@ int64_t profiler_step_number(const std::string& name) {
   if (num.empty() || num.size() > 11 || !std::all_of(num.begin(), num.end(), ::isdigit)) return -1;
   return std::stoll(num);
 }
-
-
 
 // What is being read at each nesting level.
 enum class Ctx {

@@ -17,7 +17,6 @@
 #include <set>
 #include <unordered_map>
 
-#include "base/strict_json.hpp"
 #include "base/string_util.hpp"
 #include "base/decoded_file.hpp"
 #include "base/out_of_memory.hpp"
@@ -46,7 +45,6 @@ using detail::RangeKind;
 using detail::saturating_add;
 using detail::StepSeen;
 using Launch = detail::RuntimeCall;
-
 
 // ---------------------------------------------------------------------------------------------
 // Bytes in: a gzip or plain file (base/decoded_file.hpp), or a buffer

@@ -12,7 +12,6 @@
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/report/section.hpp"
 #include "tprobe/core/trace/stats/kernel_category.hpp"
-#include "trace/stats/detail/distinct_labels.hpp"
 #include "trace/stats/detail/kernel_sequences_internal.hpp"
 
 namespace tprobe::core {
