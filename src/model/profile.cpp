@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include "tprobe/core/base/atomic_file.hpp"

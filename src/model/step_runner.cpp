@@ -7,7 +7,6 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <cstdio>
 #include <limits>
 #include <mutex>
 #include <regex>

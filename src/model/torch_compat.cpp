@@ -12,9 +12,6 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
-#include <atomic>
-#include <cstdlib>
-
 #include "tprobe/config.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/model/attention.hpp"

@@ -80,7 +80,6 @@ struct Measured {
   std::optional<core::LeverEdge> edge;  // with a memory edge asked for
 };
 
-
 core::EdgeProbe edge_probe(const PointResult& r) {
   core::EdgeProbe p;
   p.batch = r.point.batch;
@@ -214,7 +213,6 @@ bool wanted(const LeversRequest& in, const std::string& lever) {
 }
 
 }  // namespace
-
 
 StepPoint epoch_point(const core::EpochMicroBatch& s) {
   StepPoint p;

@@ -3,10 +3,8 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>

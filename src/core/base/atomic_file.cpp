@@ -1,7 +1,6 @@
 // Temporary file + fsync + rename, so readers see the old file or the whole new one.
 #include "tprobe/core/base/atomic_file.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -2,8 +2,6 @@
 #include "tprobe/core/base/evidence.hpp"
 
 #include <ctime>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 

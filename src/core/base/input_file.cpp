@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 
 #include <fmt/format.h>
 

@@ -2,8 +2,6 @@
 
 #include <openssl/evp.h>
 
-#include <cstring>
-
 #include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <map>
 #include <optional>
 #include <string>
 #include <tuple>

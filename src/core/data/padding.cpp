@@ -2,7 +2,6 @@
 #include "tprobe/core/data/padding.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -20,7 +19,6 @@ int64_t checked_mul(int64_t a, int64_t b, const char* what) {
 }
 
 int floor_log2(int64_t v) { return 63 - __builtin_clzll(static_cast<unsigned long long>(v)); }
-
 
 }  // namespace
 

@@ -4,10 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"

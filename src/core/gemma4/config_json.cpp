@@ -4,9 +4,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"

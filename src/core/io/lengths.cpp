@@ -1,16 +1,9 @@
 // Reads token-length datasets (JSONL, CSV, text; plain or gzip) and builds the synthetic corpus.
 #include "tprobe/core/io/lengths.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <memory>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>

@@ -7,12 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cmath>
-#include <fstream>
-#include <map>
-#include <optional>
 #include <set>
-#include <sstream>
 
 #include "base/strict_json.hpp"
 #include "base/string_util.hpp"

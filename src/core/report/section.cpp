@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -216,7 +215,6 @@ ReportTable SectionBuilder::generic_table(const std::string& id, const std::stri
   }
   return t;
 }
-
 
 void environment_section(SectionBuilder& c) {
   static const Json kEmpty = Json::object();

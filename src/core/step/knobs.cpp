@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "tprobe/core/base/error.hpp"
 
 namespace tprobe::core {

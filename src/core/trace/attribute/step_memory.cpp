@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -173,7 +172,6 @@ struct Alive {
   int64_t event = 0;
   std::optional<StepTag> tag;
 };
-
 
 }  // namespace
 

@@ -6,9 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <optional>
-#include <tuple>
 
 #include "base/strict_json.hpp"
 #include "tprobe/core/base/error.hpp"

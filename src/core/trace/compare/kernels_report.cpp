@@ -2,8 +2,6 @@
 // reader, and the tables.
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/trace/compare/kernels.hpp"

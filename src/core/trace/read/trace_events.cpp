@@ -11,7 +11,6 @@
 #include <cstring>
 #include <limits>
 #include <map>
-#include <set>
 #include <unordered_map>
 
 #include "base/out_of_memory.hpp"

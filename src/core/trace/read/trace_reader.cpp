@@ -15,7 +15,6 @@
 #include <memory>
 #include <map>
 #include <set>
-#include <unordered_map>
 
 #include "base/string_util.hpp"
 #include "base/decoded_file.hpp"

@@ -16,7 +16,6 @@ namespace tprobe::core {
 
 namespace {
 
-
 void put_shares(Json& j, const PathShares& s) {
   const int64_t total = s.total_ns();
   j["host_ns"] = s.host_ns();
@@ -35,7 +34,6 @@ void put_shares(Json& j, const PathShares& s) {
   j["delay_ratio"] = detail::ratio(s.delay_ns(), total);
   j["bound"] = s.bound();
 }
-
 
 // "host (launch-bound)" etc.: the verdict a person reads.
 std::string verdict(const PathShares& s) {

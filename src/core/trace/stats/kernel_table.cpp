@@ -38,7 +38,6 @@ int64_t merge(Intervals& v) {
   return busy;
 }
 
-
 }  // namespace
 
 std::vector<int64_t> select_steps(const std::vector<int64_t>& present,

@@ -104,7 +104,6 @@ std::vector<MemoryPoint> downsample(const MemEvent* ev, std::size_t n) {
   return out;
 }
 
-
 }  // namespace
 
 void analyze_memory(std::vector<MemEvent>& events, const std::vector<TraceStepRange>& steps,

@@ -22,7 +22,6 @@ Json point_json(const MemoryPoint& p) {
           {"reserved_bytes", p.reserved_bytes}};
 }
 
-
 std::string bytes(int64_t b) { return format_bytes(double(b)); }
 
 // "+48.3 ms": time since the device's first event.
