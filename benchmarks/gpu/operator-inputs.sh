@@ -12,9 +12,11 @@
 #                    from_pretrained(device_map="cuda") and `tprobe profile --checkpoint` (the load,
 #                    its host RssAnon peak and device peak; the step at 2x2,048), and the
 #                    random-init step beside it
+#   PART=routing-all PART=routing, then PART=hf-routing, in one call (one lease's time is short)
 #   PART=combo       PART=load's warm half in one lease: the checkpoint written and the family
 #                    traces recorded (SKIP_FAMILIES=1: not) while tprobe builds; TEMPS="warm cold"
-#                    adds the cold pass; WAIT_PID=P: the loads wait until process P has ended
+#                    adds the cold pass; WAIT_PID=P: the loads wait until process P has ended;
+#                    RANDOM_STEP=0: no random-init step (PART=routing's computed run stands for it)
 # Output under $OUT/opin/, tarred into $OUT/opin-$PART.tgz (a call brings few files back).
 set -u
 export PYTHONUNBUFFERED=1
@@ -29,6 +31,9 @@ nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv
 ROUTINGS=${ROUTINGS:-computed balanced zipf:0.5 zipf:1.0 zipf:1.5}
 finish() { tar -C "$OUT" -czf "$OUT/opin-$PART.tgz" opin ${EXTRA_TAR:-}; ls -la "$OUT"; }
 case "$PART" in
+routing-all)
+  PART=routing bash "$0"; PART=hf-routing bash "$0"
+  PART=routing-all; finish ;;
 routing)
   say build
   s=$(date +%s)
@@ -134,8 +139,10 @@ PY
     timeout 200 python3 benchmarks/checkpoint_load.py hf "$C" 2>"$D/hf-$temp.err" | tee -a "$LOG" "$D/hf-$temp.json"
     tail -2 "$D/hf-$temp.err" | tee -a "$LOG"
   done
-  say "tprobe random init"
-  tp tprobe-random ""
+  if [ "${RANDOM_STEP:-1}" = 1 ]; then  # RANDOM_STEP=0: PART=routing's `computed` run is the reference
+    say "tprobe random init"
+    tp tprobe-random ""
+  fi
   finish ;;
 *) echo "PART=routing|hf-routing|load|combo" >&2; exit 2 ;;
 esac
