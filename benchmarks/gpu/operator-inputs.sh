@@ -33,7 +33,8 @@ ROUTINGS=${ROUTINGS:-computed balanced zipf:0.5 zipf:1.0 zipf:1.5}
 finish() { tar -C "$OUT" -czf "$OUT/opin-$PART.tgz" opin ${EXTRA_TAR:-}; ls -la "$OUT"; }
 # PART=all: everything issue 45 needs of one lease, in order of need, inside $BUDGET seconds:
 # the build with the checkpoint written beside it; tprobe's and HF's warm loads and steps; the
-# forced routings (tprobe, then HF); the cold pass last, each piece only if its time is left.
+# forced routings (tprobe, then HF; HF_ROUTING=0: not); the cold pass; LATE_ROUTINGS (tprobe
+# alone); each piece only if its time is left.
 if [ "$PART" = all ]; then
   START=$(date +%s); BUDGET=${BUDGET:-550}
   left() { echo $(( BUDGET - ($(date +%s) - START) )); }
@@ -83,7 +84,7 @@ PY
   for r in $ROUTINGS; do
     prof "routing-${r/:/-}" 90 --model gemma4-26b-a4b --widths 2048,8192 --warmup 1 --repeats 2 --routing "$r"
   done
-  if [ "$(left)" -gt 150 ]; then
+  if [ "${HF_ROUTING:-1}" = 1 ] && [ "$(left)" -gt 150 ]; then
     say "HF + PEFT + AdamW, forced routings: $ROUTINGS"
     timeout $(( $(left) - 100 )) python3 benchmarks/hf_lora_step.py --seq 2048 8192 --reps 2 \
       --routing $ROUTINGS --json "$D/hf-routing.json" >"$D/hf-routing.txt" 2>&1
@@ -99,6 +100,9 @@ PY
   else
     echo "skip the cold pass: $(left) s left" | tee -a "$LOG"
   fi
+  for r in ${LATE_ROUTINGS:-}; do  # tprobe alone, after the cold pass, while time is left
+    prof "routing-${r/:/-}" 90 --model gemma4-26b-a4b --widths 2048,8192 --warmup 1 --repeats 2 --routing "$r"
+  done
   finish; exit 0
 fi
 case "$PART" in
