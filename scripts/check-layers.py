@@ -47,7 +47,7 @@ ALLOWED = {
     "core/mask": ["core/base", "core/gemma4", "core/step", "core/report"],
     "core/trace/record": [],
     "core/trace/attribute": ["core/base", "core/evidence", "core/trace/record"],
-    "core/trace/stats": ["core/base", "core/report", "core/trace/record", "core/trace/attribute"],
+    "core/trace/stats": ["core/base", "core/evidence", "core/report", "core/trace/record", "core/trace/attribute"],
     "core/trace/read": ["core/base", "core/trace/record", "core/trace/attribute", "core/trace/stats"],
     "core/trace/compare": ["core/base", "core/trace/record", "core/trace/attribute", "core/trace/stats",
                            "core/trace/read"],

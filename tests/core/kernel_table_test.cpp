@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
+
+#include "tprobe/core/evidence/kernel_trace.hpp"
+
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/trace/record/activity_name.hpp"
 #include "tprobe/core/trace/stats/kernel_category.hpp"
@@ -347,6 +352,53 @@ TEST(KernelTableTables, DistinctNamesAndWhatIsLeftOut) {
   EXPECT_NE(every.find("add up to 60.0 %"), std::string::npos) << every;
   // The category table names the categories it does not list.
   EXPECT_NE(every.find("no rows, not listed: attention"), std::string::npos) << every;
+}
+
+}  // namespace
+}  // namespace tprobe::core
+
+namespace tprobe::core {
+namespace {
+
+// The kernels command's rows declared in core/evidence/kernel_trace.hpp: docs/kernels.md holds
+// their field lists as the tables give them, and a row read back writes what was read.
+TEST(KernelTraceFields, DocsListAndRoundTrip) {
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  for (const auto& docs :
+       {evidence::field_docs<BusyTotals>("kernel_table.totals."),
+        evidence::field_docs<OverlapFigures>("kernel_table.devices[]."),
+        evidence::field_docs<RankRow>("rank_summary[]."), evidence::field_docs<PartCells>(),
+        evidence::field_docs<PartRow>("by_phase_part[]."),
+        evidence::field_docs<LayerRow>("by_layer[]."),
+        evidence::field_docs<DoubleCount>("trace.key_averages_trap.")}) {
+    ASSERT_FALSE(docs.empty());
+    for (const evidence::FieldDoc& d : docs) {
+      const std::string row = evidence::field_rows({d});
+      EXPECT_NE(doc.find(row), std::string::npos) << "docs/kernels.md lacks the row:\n" << row;
+    }
+  }
+  PartRow r;
+  r.phase = "forward";
+  r.kernel_ns = 1500;
+  r.span_share_ratio = 0.25;
+  const Json j = evidence::to_json(r);
+  EXPECT_EQ(evidence::to_json(evidence::from_json<PartRow>(j, "r")), j);
+  EXPECT_TRUE(j["kernel_share_ratio"].is_null());
+  // Refused: a time that is not one (negative, past 1e6 s), a derived trap figure that disagrees.
+  for (const double bad : {-1.0, 2e6}) {
+    Json x = j;
+    x["kernel_s"] = bad;
+    EXPECT_THROW(evidence::from_json<PartRow>(x, "r"), Error) << bad;
+  }
+  DoubleCount d;
+  d.device_rows_ns = 10;
+  d.host_attributed_ns = 8;
+  Json t = evidence::to_json(d);
+  EXPECT_EQ(evidence::to_json(evidence::from_json<DoubleCount>(t, "t")), t);
+  t["op_and_kernel_ns"] = 17;
+  EXPECT_THROW(evidence::from_json<DoubleCount>(t, "t"), Error);
 }
 
 }  // namespace

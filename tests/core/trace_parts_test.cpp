@@ -580,7 +580,8 @@ TEST(PartDiff, EvidenceRowsAreBoundsCheckedAndComparedPerStep) {
                                                             {"layer_kind", "sliding"},
                                                             {"part", "experts"},
                                                             {"kernels", 3},
-                                                            {"kernel_s", 0.002}}})}}}}})},
+                                                            {"kernel_s", 0.002},
+                                                            {"memcpy_memset_s", 0}}})}}}}})},
                   {"kernel_table_point", {{"batch", 2}, {"width", 256}}}};
   PartSide b = part_side_from_evidence(results, "profile", "p.json");
   ASSERT_TRUE(b.available);
@@ -605,7 +606,9 @@ TEST(PartDiff, EvidenceRowsAreBoundsCheckedAndComparedPerStep) {
   EXPECT_FALSE(part_diff_tables(d).empty());
   EXPECT_TRUE(to_json(d)["rows"].is_array());
 
-  auto bad = [&](Json row) {
+  auto bad = [&](Json row) {  // a whole row (the table's fields) but for its one defect
+    if (!row.contains("kernels")) row["kernels"] = 1;
+    if (!row.contains("memcpy_memset_s")) row["memcpy_memset_s"] = 0;
     Json res = {{"by_phase_part", Json::array({row})}};
     EXPECT_THROW(part_side_from_evidence(res, "kernels", "bad.json"), Error) << row.dump();
   };

@@ -448,87 +448,50 @@ StepBreakdown break_down(const std::vector<KernelRecord>& records) {
   return b;
 }
 
-Json to_json(const StepBreakdown& b) {
+PartCells phase_part_cells(const StepBreakdown& b) {
   auto share = [](int64_t ns, int64_t of) {
-    return of > 0 ? Json(static_cast<double>(ns) / static_cast<double>(of)) : Json(nullptr);
+    return of > 0 ? std::optional<double>(static_cast<double>(ns) / static_cast<double>(of))
+                  : std::nullopt;
   };
+  PartCells c{b.rows, b.layers};
+  for (PartRow& r : *c.by_phase_part) {
+    r.kernel_share_ratio = share(r.kernel_ns, b.kernel_ns);
+    r.span_share_ratio = share(r.kernel_ns, b.span_ns);
+  }
+  return c;
+}
+
+Json to_json(const StepBreakdown& b) {
+  using evidence_detail::seconds_json;
   Json out;
   out["kernels"] = b.kernels;
-  out["kernel_s"] = static_cast<double>(b.kernel_ns) * 1e-9;
-  out["memcpy_memset_s"] = static_cast<double>(b.memcpy_memset_ns) * 1e-9;
-  out["span_s"] = static_cast<double>(b.span_ns) * 1e-9;
-  out["untagged_kernel_s"] = static_cast<double>(b.untagged_kernel_ns) * 1e-9;
-  out["untagged_kernel_share_ratio"] = share(b.untagged_kernel_ns, b.kernel_ns);
-  out["rows"] = Json::array();
-  for (const auto& r : b.rows) {
-    out["rows"].push_back({{"phase", r.phase},
-                           {"layer_kind", r.layer_kind},
-                           {"part", r.part},
-                           {"kernels", r.kernels},
-                           {"kernel_s", static_cast<double>(r.kernel_ns) * 1e-9},
-                           {"memcpy_memset_s", static_cast<double>(r.memcpy_memset_ns) * 1e-9},
-                           {"kernel_share_ratio", share(r.kernel_ns, b.kernel_ns)},
-                           {"span_share_ratio", share(r.kernel_ns, b.span_ns)}});
-  }
-  out["layers"] = Json::array();
-  for (const auto& l : b.layers) {
-    Json phases = Json::object();
-    for (const auto& [phase, parts] : l.kernel_ns) {
-      Json p = Json::object();
-      for (const auto& [part, ns] : parts) p[part] = static_cast<double>(ns) * 1e-9;
-      phases[phase] = std::move(p);
-    }
-    out["layers"].push_back(
-        {{"layer", l.layer}, {"layer_kind", l.layer_kind}, {"kernel_s", std::move(phases)}});
-  }
+  out["kernel_s"] = seconds_json(b.kernel_ns);
+  out["memcpy_memset_s"] = seconds_json(b.memcpy_memset_ns);
+  out["span_s"] = seconds_json(b.span_ns);
+  out["untagged_kernel_s"] = seconds_json(b.untagged_kernel_ns);
+  out["untagged_kernel_share_ratio"] =
+      b.kernel_ns > 0 ? Json(static_cast<double>(b.untagged_kernel_ns) / b.kernel_ns) : Json(nullptr);
+  const PartCells c = phase_part_cells(b);
+  out["rows"] = evidence::to_json(*c.by_phase_part);
+  out["layers"] = evidence::to_json(*c.by_layer);
   return out;
 }
 
 StepBreakdown step_breakdown_from_json(const Json& j, const std::string& where,
                                       bool check_derived) {
   namespace jr = json_read;
+  using evidence_detail::ns_from_seconds;
   if (!j.is_object()) fail("{} must be an object", where);
-  auto ns = [](const Json& obj, const char* key, const std::string& w) {
-    const double s = jr::number(obj, key, w);
-    if (s < 0) fail("{}.{}: negative", w, key);
-    return static_cast<int64_t>(std::llround(s * 1e9));
-  };
   StepBreakdown b;
   b.kernels = jr::integer(j, "kernels", where, 0);
-  b.kernel_ns = ns(j, "kernel_s", where);
-  b.memcpy_memset_ns = ns(j, "memcpy_memset_s", where);
-  b.span_ns = ns(j, "span_s", where);
-  b.untagged_kernel_ns = ns(j, "untagged_kernel_s", where);
-  const Json& rows = jr::array(j, "rows", where);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::string w = jr::at(where, "rows", i);
-    PartRow r;
-    r.phase = jr::string(rows[i], "phase", w);
-    r.layer_kind = jr::string(rows[i], "layer_kind", w);
-    r.part = jr::string(rows[i], "part", w);
-    r.kernels = jr::integer(rows[i], "kernels", w, 0);
-    r.kernel_ns = ns(rows[i], "kernel_s", w);
-    r.memcpy_memset_ns = ns(rows[i], "memcpy_memset_s", w);
-    b.rows.push_back(std::move(r));
-  }
-  const Json& layers = jr::array(j, "layers", where);
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const std::string w = jr::at(where, "layers", i);
-    LayerRow l;
-    l.layer = static_cast<int32_t>(jr::integer(layers[i], "layer", w, 0, INT32_MAX));
-    l.layer_kind = jr::string(layers[i], "layer_kind", w);
-    const Json& phases = jr::object(layers[i], "kernel_s", w);
-    for (const auto& [phase, parts] : phases.items()) {
-      const std::string pw = w + ".kernel_s." + phase;
-      if (!parts.is_object()) fail("{} must be an object", pw);
-      for (const auto& [part, seconds] : parts.items()) {
-        const double v = jr::element_number(seconds, pw + "." + part);
-        if (v < 0) fail("{}.{}: negative", pw, part);
-        l.kernel_ns[phase][part] = static_cast<int64_t>(std::llround(v * 1e9));
-      }
-    }
-    b.layers.push_back(std::move(l));
-  }
+  b.kernel_ns = ns_from_seconds(jr::field(j, "kernel_s", where), where, "kernel_s");
+  b.memcpy_memset_ns = ns_from_seconds(jr::field(j, "memcpy_memset_s", where), where, "memcpy_memset_s");
+  b.span_ns = ns_from_seconds(jr::field(j, "span_s", where), where, "span_s");
+  b.untagged_kernel_ns =
+      ns_from_seconds(jr::field(j, "untagged_kernel_s", where), where, "untagged_kernel_s");
+  b.rows = evidence::from_json<std::vector<PartRow>>(jr::field(j, "rows", where), where + ".rows");
+  b.layers =
+      evidence::from_json<std::vector<LayerRow>>(jr::field(j, "layers", where), where + ".layers");
   if (check_derived) jr::check_rewritten(j, to_json(b), where);
   return b;
 }

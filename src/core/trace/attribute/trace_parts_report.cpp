@@ -76,8 +76,8 @@ Json to_json(const TraceParts& p) {
                         {"outside_model_rows", c.outside_model},
                         {"recorded_rows", c.recorded}};
   if (!p.has_breakdown()) {
-    out["by_phase_part"] = nullptr;
-    out["by_layer"] = nullptr;
+    const Json none = evidence::to_json(PartCells{});  // named: items() of a temporary would dangle
+    for (const auto& [key, value] : none.items()) out[key] = value;
     out["outside_model"] = nullptr;
     return out;
   }
@@ -113,8 +113,8 @@ Json to_json(const TraceParts& p) {
           ? static_cast<double>(p.outside_model_kernel_ns) / static_cast<double>(p.breakdown.kernel_ns)
           : 0.0;
   const Json b = to_json(p.breakdown);
-  out["by_phase_part"] = b["rows"];
-  out["by_layer"] = b["layers"];
+  const Json cells = evidence::to_json(phase_part_cells(p.breakdown));
+  for (const auto& [key, value] : cells.items()) out[key] = value;
   out["attribution"]["kernels"] = p.breakdown.kernels;
   out["attribution"]["kernel_s"] = b["kernel_s"];
   out["attribution"]["kernel_ns"] = p.breakdown.kernel_ns;
@@ -215,9 +215,13 @@ TraceParts trace_parts_from_json(const Json& j, const std::string& where) {
                             {"untagged_kernel_s", jr::field(a, "untagged_kernel_s", aw)},
                             {"untagged_kernel_share_ratio",
                              jr::field(a, "untagged_kernel_share_ratio", aw)},
-                            {"rows", jr::field(j, "by_phase_part", where)},
-                            {"layers", jr::field(j, "by_layer", where)}};
+                            {"rows", Json::array()},
+                            {"layers", Json::array()}};
     p.breakdown = step_breakdown_from_json(breakdown, where, /*check_derived=*/false);
+    const PartCells cells = evidence::from_json<PartCells>(j, where);
+    if (!cells.by_phase_part || !cells.by_layer) fail("{}: the phase × part cells are null", where);
+    p.breakdown.rows = *cells.by_phase_part;
+    p.breakdown.layers = *cells.by_layer;
   }
   // The parts' keys share their object with others (kernels writes them beside the summary).
   const Json rewritten = to_json(p);

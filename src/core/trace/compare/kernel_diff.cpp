@@ -46,12 +46,9 @@ Json row_json(const DiffRow& r) {
               {"b_share_ratio", r.b_share_ratio}};
 }
 
+// Start and end are not in a diff's totals.
 Json diff_totals_json(const BusyTotals& t) {
-  return Json{{"events", t.events},
-              {"sum_ns", t.sum_ns},
-              {"union_busy_ns", t.union_busy_ns},
-              {"span_ns", t.span_ns},
-              {"idle_ns", t.idle_ns}};
+  return evidence::to_json(static_cast<const BusyFigures&>(t));
 }
 
 }  // namespace
@@ -123,13 +120,8 @@ KernelDiff kernel_diff_from_json(const Json& j, const std::string& where) {
     const std::string w = where + "." + key;
     const Json& o = jr::object(j, key, where);
     label = jr::string(o, "label", w);
-    const Json& tj = jr::object(o, "totals", w);
-    const std::string tw = w + ".totals";
-    t.events = jr::integer(tj, "events", tw, 0);
-    t.sum_ns = jr::integer(tj, "sum_ns", tw, 0);
-    t.union_busy_ns = jr::integer(tj, "union_busy_ns", tw, 0);
-    t.span_ns = jr::integer(tj, "span_ns", tw, 0);
-    t.idle_ns = jr::integer(tj, "idle_ns", tw);  // start and end are not in a diff's totals
+    static_cast<BusyFigures&>(t) =
+        evidence::from_json<BusyFigures>(jr::object(o, "totals", w), w + ".totals");
   };
   side("a", d.a_label, d.a_totals);
   side("b", d.b_label, d.b_totals);

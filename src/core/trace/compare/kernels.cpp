@@ -284,7 +284,7 @@ std::vector<RankRow> rank_rows(const std::vector<RankTrace>& ranks) {
     RankRow row;
     row.rank = t.rank;
     row.path = t.path;
-    row.totals = t.result.table.totals;
+    static_cast<BusyFigures&>(row) = t.result.table.totals;
     std::vector<DeviceRow> devices = t.result.table.devices;
     if (t.result.table.other_devices > 0) devices.push_back(t.result.table.other_device);
     for (const DeviceRow& d : devices) {
@@ -295,7 +295,7 @@ std::vector<RankRow> rank_rows(const std::vector<RankTrace>& ranks) {
     }
     row.exposed_communication_ns = row.communication_union_ns - row.overlap_ns;
     row.communication_share_ratio =
-        row.totals.sum_ns > 0 ? double(row.communication_ns) / double(row.totals.sum_ns) : 0;
+        row.sum_ns > 0 ? double(row.communication_ns) / double(row.sum_ns) : 0;
     row.overlap_ratio = row.communication_union_ns > 0
                             ? double(row.overlap_ns) / double(row.communication_union_ns)
                             : 0;
@@ -318,8 +318,8 @@ KernelsReport analyze_kernels(const KernelsRequest& q) {
     r.ranks = rank_rows(ranks);
     int64_t longest = -1;
     for (const RankRow& row : r.ranks) {
-      if (row.totals.span_ns > longest) {
-        longest = row.totals.span_ns;
+      if (row.span_ns > longest) {
+        longest = row.span_ns;
         r.slowest_rank = row.rank;
       }
     }

@@ -81,20 +81,7 @@ Json trace_summary_json(const TraceSummary& s) {
         {"skipped_events", h.skipped_events},
         {"bad_launch_durations", h.bad_launch_durations},
         {"messages", h.messages}}},
-      {"key_averages_trap",
-       {{"what", "NOT a total: what summing every key_averages() row's self device time reports"},
-        {"device_rows_ns", d.device_rows_ns},
-        {"host_attributed_ns", d.host_attributed_ns},
-        {"gpu_user_annotation_ns", d.annotation_ns},
-        {"gpu_user_annotations", d.annotations},
-        {"gpu_user_annotation_names", d.annotation_names},
-        {"op_and_kernel_ns", d.op_and_kernel_ns()},
-        {"op_and_kernel_ratio", d.op_and_kernel_ratio()},
-        {"key_averages_style_ns", d.key_averages_style_ns()},
-        {"double_count_ratio", d.ratio()},
-        {"linked_rows", d.linked_rows},
-        {"unlinked_rows", d.unlinked_rows},
-        {"ac2g_flows", d.flows}}}};
+      {"key_averages_trap", evidence::to_json(d)}};
 }
 }  // namespace
 
@@ -142,22 +129,7 @@ Json to_json(const KernelsReport& r) {
       break;
     case KernelsReport::Mode::kRanks: {
       Json rows = Json::array();
-      for (const RankRow& row : r.ranks) {
-        rows.push_back({{"rank", row.rank},
-                        {"path", row.path},
-                        {"events", row.totals.events},
-                        {"sum_ns", row.totals.sum_ns},
-                        {"union_busy_ns", row.totals.union_busy_ns},
-                        {"span_ns", row.totals.span_ns},
-                        {"idle_ns", row.totals.idle_ns},
-                        {"communication_ns", row.communication_ns},
-                        {"communication_share_ratio", row.communication_share_ratio},
-                        {"communication_union_ns", row.communication_union_ns},
-                        {"compute_union_ns", row.compute_union_ns},
-                        {"overlap_ns", row.overlap_ns},
-                        {"overlap_ratio", row.overlap_ratio},
-                        {"exposed_communication_ns", row.exposed_communication_ns}});
-      }
+      for (const RankRow& row : r.ranks) rows.push_back(evidence::to_json(row));
       out["rank_summary"] = rows;
       out["slowest_rank"] = r.slowest_rank;
       Json per = Json::array();
@@ -225,17 +197,8 @@ void summary_facts_from_json(const Json& j, const std::string& where, TraceSumma
   s.health.skipped_events = jr::integer(h, "skipped_events", hw, 0);
   s.health.bad_launch_durations = jr::integer(h, "bad_launch_durations", hw, 0);
   s.health.messages = jr::strings(h, "messages", hw);
-  const std::string tw = where + ".key_averages_trap";
-  const Json& t = jr::object(j, "key_averages_trap", where);
-  DoubleCount& d = s.double_count;
-  d.device_rows_ns = jr::integer(t, "device_rows_ns", tw, 0);
-  d.host_attributed_ns = jr::integer(t, "host_attributed_ns", tw, 0);
-  d.annotation_ns = jr::integer(t, "gpu_user_annotation_ns", tw, 0);
-  d.annotations = jr::integer(t, "gpu_user_annotations", tw, 0);
-  d.annotation_names = jr::strings(t, "gpu_user_annotation_names", tw);
-  d.linked_rows = jr::integer(t, "linked_rows", tw, 0);
-  d.unlinked_rows = jr::integer(t, "unlinked_rows", tw, 0);
-  d.flows = jr::integer(t, "ac2g_flows", tw, 0);
+  s.double_count = evidence::from_json<DoubleCount>(jr::object(j, "key_averages_trap", where),
+                                                    where + ".key_averages_trap");
 }
 
 // A source as source_json wrote it: path, kind, kernel table, and a trace's phase × part rows.
@@ -253,12 +216,12 @@ KernelSource source_from_json(const Json& j, const std::string& where) {
   // Files from before parts_steps was written cover one step.
   if (jr::optional(j, "parts_steps"))
     s.parts.steps = jr::integer(j, "parts_steps", where, 1, int64_t{1} << 30);
-  if (!jr::optional(j, "by_phase_part")) {
+  const PartCells cells = evidence::from_json<PartCells>(j, where);
+  if (!cells.by_phase_part) {
     s.parts.why_not = "its results hold no by_phase_part (a trace without module events)";
     return s;
   }
-  s.parts.rows =
-      part_rows_from_json(jr::field(j, "by_phase_part", where), where + ".by_phase_part");
+  s.parts.rows = part_rows_from_json(cells, where);
   for (const PartRow& r : s.parts.rows) s.parts.kernel_ns += r.kernel_ns;
   s.parts.origin = "trace";
   s.parts.available = true;
@@ -316,26 +279,8 @@ void diff_from_json(const Json& j, const std::string& where, KernelsReport& r) {
 
 void ranks_from_json(const Json& j, const std::string& where, KernelsReport& r) {
   const Json& rows = jr::array(j, "rank_summary", where);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::string w = jr::at(where, "rank_summary", i);
-    const Json& x = rows[i];
-    RankRow row;
-    row.rank = jr::integer(x, "rank", w, 0);
-    row.path = jr::string(x, "path", w);
-    row.totals.events = jr::integer(x, "events", w, 0);
-    row.totals.sum_ns = jr::integer(x, "sum_ns", w, 0);
-    row.totals.union_busy_ns = jr::integer(x, "union_busy_ns", w, 0);
-    row.totals.span_ns = jr::integer(x, "span_ns", w, 0);
-    row.totals.idle_ns = jr::integer(x, "idle_ns", w);
-    row.communication_ns = jr::integer(x, "communication_ns", w, 0);
-    row.communication_share_ratio = jr::number(x, "communication_share_ratio", w);
-    row.communication_union_ns = jr::integer(x, "communication_union_ns", w, 0);
-    row.compute_union_ns = jr::integer(x, "compute_union_ns", w, 0);
-    row.overlap_ns = jr::integer(x, "overlap_ns", w, 0);
-    row.overlap_ratio = jr::number(x, "overlap_ratio", w);
-    row.exposed_communication_ns = jr::integer(x, "exposed_communication_ns", w);
-    r.ranks.push_back(std::move(row));
-  }
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    r.ranks.push_back(evidence::from_json<RankRow>(rows[i], jr::at(where, "rank_summary", i)));
   r.slowest_rank = jr::integer(j, "slowest_rank", where, -1);
   const Json& per = jr::array(j, "ranks", where);
   if (per.size() != r.ranks.size())
@@ -469,8 +414,8 @@ std::vector<Table> kernels_tables(const KernelsReport& r, int top) {
       for (const RankRow& row : r.ranks) {
         auto s = [](int64_t ns) { return format_seconds(double(ns) * 1e-9); };
         t.row({std::to_string(row.rank) + (row.rank == r.slowest_rank ? " *" : ""),
-               format_count(row.totals.events), s(row.totals.sum_ns), s(row.totals.union_busy_ns),
-               s(row.totals.span_ns), s(row.totals.idle_ns), s(row.communication_ns),
+               format_count(row.events), s(row.sum_ns), s(row.union_busy_ns),
+               s(row.span_ns), s(row.idle_ns), s(row.communication_ns),
                format_percent(row.communication_share_ratio),
                row.communication_union_ns ? format_percent(row.overlap_ratio) : "",
                s(row.exposed_communication_ns)});

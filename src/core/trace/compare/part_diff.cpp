@@ -18,59 +18,26 @@
 namespace tprobe::core {
 namespace {
 
-
-}  // namespace
-
-
-namespace {
-
-double finite_seconds(const Json& v, const std::string& where) {
-  if (!v.is_number()) fail("{}: 'kernel_s' must be a number", where);
-  const double s = v.get<double>();
-  if (!std::isfinite(s) || s < 0 || s > 1e6)
-    fail("{}: 'kernel_s' = {} is not a time in 0..1e6 s", where, s);
-  return s;
-}
-
-std::string vocab_string(const Json& row, const char* key, const std::string& where) {
-  auto it = row.find(key);
-  if (it == row.end() || !it->is_string()) fail("{}: '{}' must be a string", where, key);
-  const std::string v = it->get<std::string>();
+void check_vocab(const std::string& v, const char* key, const std::string& where) {
   const std::string k = key;
   std::optional<LayerType> type;
   const bool ok = v == "untagged" || (k == "phase" && parse_step_phase(v)) ||
                   (k == "part" && parse_step_part(v)) ||
                   (k == "layer_kind" && parse_layer_kind(v, type));
   if (!ok) fail("{}: '{}' = \"{}\" is not in tprobe's vocabulary", where, key, detail::printable(v));
-  return v;
 }
 
 }  // namespace
 
-std::vector<PartRow> part_rows_from_json(const Json& rows, const std::string& where) {
-  if (!rows.is_array()) fail("{}: must be an array", where);
-  std::vector<PartRow> out;
+std::vector<PartRow> part_rows_from_json(const PartCells& cells, const std::string& where) {
+  std::vector<PartRow> rows = cells.by_phase_part.value_or(std::vector<PartRow>{});
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string w = fmt::format("{}[{}]", where, i);
-    const Json& r = rows[i];
-    if (!r.is_object()) fail("{}: not an object", w);
-    PartRow p;
-    p.phase = vocab_string(r, "phase", w);
-    p.layer_kind = vocab_string(r, "layer_kind", w);
-    p.part = vocab_string(r, "part", w);
-    auto ks = r.find("kernel_s");
-    if (ks == r.end()) fail("{}: 'kernel_s' is missing", w);
-    p.kernel_ns = std::llround(finite_seconds(*ks, w) * 1e9);
-    auto kn = r.find("kernels");
-    if (kn != r.end()) {
-      if (!kn->is_number_integer() || (!kn->is_number_unsigned() && kn->get<int64_t>() < 0) ||
-          (kn->is_number_unsigned() && kn->get<uint64_t>() > uint64_t{1} << 53))
-        fail("{}: 'kernels' must be a non-negative integer", w);
-      p.kernels = kn->get<int64_t>();
-    }
-    out.push_back(std::move(p));
+    check_vocab(rows[i].phase, "phase", w);
+    check_vocab(rows[i].layer_kind, "layer_kind", w);
+    check_vocab(rows[i].part, "part", w);
   }
-  return out;
+  return rows;
 }
 
 PartSide part_side_from_evidence(const Json& results, const std::string& probe,
@@ -99,8 +66,8 @@ PartSide part_side_from_evidence(const Json& results, const std::string& probe,
       const Json& p = (*pts)[i];
       if (!p.is_object()) fail("{}: results.points[{}] is not an object", where, i);
       auto kt = p.find("kernel_trace");
-      if (kt == p.end() || !kt->is_object() || !kt->contains("by_phase_part") ||
-          !(*kt)["by_phase_part"].is_array())
+      if (kt == p.end() || !kt->is_object() ||
+          !evidence::from_json<PartCells>(*kt, where + ": results.points[].kernel_trace").by_phase_part)
         continue;
       const bool has_bw = p.contains("batch") && p["batch"].is_number_integer() &&
                           p.contains("width") && p["width"].is_number_integer();
@@ -120,16 +87,16 @@ PartSide part_side_from_evidence(const Json& results, const std::string& probe,
                   "without a kernel trace)";
       return s;
     }
-    s.rows = part_rows_from_json((*chosen)["kernel_trace"]["by_phase_part"],
-                            where + ": results.points[" + chosen_name + "].kernel_trace.by_phase_part");
+    const std::string w = where + ": results.points[" + chosen_name + "].kernel_trace";
+    s.rows = part_rows_from_json(evidence::from_json<PartCells>((*chosen)["kernel_trace"], w), w);
     s.origin = "profile evidence, point " + chosen_name;
   } else {
-    auto rows = results.find("by_phase_part");
-    if (rows == results.end() || rows->is_null()) {
+    const PartCells cells = evidence::from_json<PartCells>(results, where + ": results");
+    if (!cells.by_phase_part) {
       s.why_not = "its results hold no by_phase_part (a trace without module events)";
       return s;
     }
-    s.rows = part_rows_from_json(*rows, where + ": results.by_phase_part");
+    s.rows = part_rows_from_json(cells, where + ": results");
     s.origin = probe + " evidence";
     // The steps the rows sum over (a per-step diff divides by it): absent is one step; anything
     // else than a count is refused, never read as one step.

@@ -13,6 +13,7 @@
 #include "base/string_util.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/json_read.hpp"
+#include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/stats/kernel_sequences.hpp"
 #include "tprobe/core/trace/stats/trace_memory_report.hpp"
@@ -23,12 +24,6 @@
 
 namespace tprobe::core {
 namespace {
-
-Json totals_json(const BusyTotals& t) {
-  return Json{{"events", t.events},   {"sum_ns", t.sum_ns},   {"union_busy_ns", t.union_busy_ns},
-              {"span_ns", t.span_ns}, {"idle_ns", t.idle_ns}, {"start_ns", t.start_ns},
-              {"end_ns", t.end_ns}};
-}
 
 // Typed field access that names the document and the field on failure.
 const Json& field(const Json& j, const char* key, const std::string& where) {
@@ -63,21 +58,6 @@ const Json& array_field(const Json& j, const char* key, const std::string& where
   return v;
 }
 
-BusyTotals totals_from(const Json& j, const std::string& where) {
-  BusyTotals t;
-  t.events = int_field(j, "events", where);
-  t.sum_ns = int_field(j, "sum_ns", where);
-  t.union_busy_ns = int_field(j, "union_busy_ns", where);
-  t.span_ns = int_field(j, "span_ns", where);
-  t.idle_ns = int_field(j, "idle_ns", where);
-  t.start_ns = int_field(j, "start_ns", where);
-  t.end_ns = int_field(j, "end_ns", where);
-  if (t.events < 0 || t.sum_ns < 0 || t.union_busy_ns < 0 || t.span_ns < 0) {
-    fail("{}: negative totals", where);
-  }
-  return t;
-}
-
 ActivityKind kind_from(const std::string& s, const std::string& where) {
   if (s == "kernel") return ActivityKind::kKernel;
   if (s == "memcpy") return ActivityKind::kMemcpy;
@@ -97,28 +77,20 @@ Json to_json(const KernelTable& t) {
                       {"skip_first", t.options.skip_first},
                       {"steps", t.options.steps},
                       {"device", t.options.device}};
-  out["totals"] = totals_json(t.totals);
+  out["totals"] = evidence::to_json(t.totals);
+  // A device's row: its totals, its index (other_devices: their count), its overlap figures.
+  auto device_json = [](const DeviceRow& d, const char* key, int64_t value) {
+    Json row = evidence::to_json(d.totals);
+    row[key] = value;
+    const Json overlap = evidence::to_json(static_cast<const OverlapFigures&>(d));  // named: items()
+    for (const auto& [k, v] : overlap.items()) row[k] = v;
+    return row;
+  };
   Json devices = Json::array();
-  for (const DeviceRow& d : t.devices) {
-    Json row = totals_json(d.totals);
-    row["device"] = d.device;
-    row["communication_ns"] = d.communication_ns;
-    row["compute_union_ns"] = d.compute_union_ns;
-    row["communication_union_ns"] = d.communication_union_ns;
-    row["overlap_ns"] = d.overlap_ns;
-    devices.push_back(row);
-  }
+  for (const DeviceRow& d : t.devices) devices.push_back(device_json(d, "device", d.device));
   out["devices"] = devices;
-  if (t.other_devices > 0) {
-    const DeviceRow& d = t.other_device;
-    Json row = totals_json(d.totals);
-    row["devices"] = t.other_devices;
-    row["communication_ns"] = d.communication_ns;
-    row["compute_union_ns"] = d.compute_union_ns;
-    row["communication_union_ns"] = d.communication_union_ns;
-    row["overlap_ns"] = d.overlap_ns;
-    out["other_devices"] = row;
-  }
+  if (t.other_devices > 0)
+    out["other_devices"] = device_json(t.other_device, "devices", t.other_devices);
   Json props = Json::array();
   for (const DeviceProperties& p : t.device_properties) {
     props.push_back({{"id", p.id},
@@ -162,7 +134,7 @@ Json to_json(const KernelTable& t) {
   out["kernels"] = kernels;
   Json steps = Json::array();
   for (const StepRow& s : t.steps) {
-    Json row = totals_json(s.totals);
+    Json row = evidence::to_json(s.totals);
     row["step"] = s.step;
     steps.push_back(row);
   }
@@ -201,30 +173,25 @@ KernelTable kernel_table_from_json(const Json& j, const std::string& where) {
     fail("{}: kernel_table schema_version {} (this tprobe reads 1 to {})", where, version,
          kKernelTableSchemaVersion);
   }
-  t.totals = totals_from(field(j, "totals", where), where + " totals");
+  t.totals = evidence::from_json<BusyTotals>(field(j, "totals", where), where + " totals");
+  auto device_from = [](const Json& d, const std::string& w, DeviceRow& row) {
+    row.totals = evidence::from_json<BusyTotals>(d, w);
+    static_cast<OverlapFigures&>(row) = evidence::from_json<OverlapFigures>(d, w);
+  };
   for (const Json& d : array_field(j, "devices", where)) {
     const std::string w = where + " devices[]";
     DeviceRow row;
     row.device = static_cast<int32_t>(int_field(d, "device", w));
-    row.totals = totals_from(d, w);
-    row.communication_ns = int_field(d, "communication_ns", w);
-    row.compute_union_ns = int_field(d, "compute_union_ns", w);
-    row.communication_union_ns = int_field(d, "communication_union_ns", w);
-    row.overlap_ns = int_field(d, "overlap_ns", w);
+    device_from(d, w, row);
     t.devices.push_back(row);
   }
   if (j.contains("other_devices")) {
     const Json& d = j["other_devices"];
     const std::string w = where + " other_devices";
-    DeviceRow& row = t.other_device;
-    row.device = -1;
+    t.other_device.device = -1;
     t.other_devices = int_field(d, "devices", w);
     if (t.other_devices < 1) fail("{}: field 'devices' must be at least 1", w);
-    row.totals = totals_from(d, w);
-    row.communication_ns = int_field(d, "communication_ns", w);
-    row.compute_union_ns = int_field(d, "compute_union_ns", w);
-    row.communication_union_ns = int_field(d, "communication_union_ns", w);
-    row.overlap_ns = int_field(d, "overlap_ns", w);
+    device_from(d, w, t.other_device);
   }
   for (const Json& p : array_field(j, "device_properties", where)) {
     const std::string w = where + " device_properties[]";
@@ -283,7 +250,7 @@ KernelTable kernel_table_from_json(const Json& j, const std::string& where) {
   }
   for (const Json& s : array_field(j, "steps", where)) {
     const std::string w = where + " steps[]";
-    t.steps.push_back(StepRow{int_field(s, "step", w), totals_from(s, w)});
+    t.steps.push_back(StepRow{int_field(s, "step", w), evidence::from_json<BusyTotals>(s, w)});
   }
   for (const Json& p : array_field(j, "phases", where)) {
     const std::string w = where + " phases[]";

@@ -19,6 +19,7 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/layer_type.hpp"
+#include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/trace/record/kernel_record.hpp"
 
 namespace tprobe::core {
@@ -168,18 +169,8 @@ struct AttributionCounts {
 // where the launch context has them); untagged records get phase and part "untagged".
 AttributionCounts attribute(const RawTrace& trace, std::vector<KernelRecord>& records);
 
-// Device time of one traced step by phase × layer kind × part, and per layer.
-struct PartRow {
-  std::string phase, part, layer_kind;
-  int64_t kernels = 0;
-  int64_t kernel_ns = 0;
-  int64_t memcpy_memset_ns = 0;
-};
-struct LayerRow {
-  int32_t layer = 0;
-  std::string layer_kind;
-  std::map<std::string, std::map<std::string, int64_t>> kernel_ns;  // phase -> part -> ns
-};
+// Device time of one traced step by phase × layer kind × part (PartRow), and per layer (LayerRow):
+// core/evidence/kernel_trace.hpp.
 struct StepBreakdown {
   std::vector<PartRow> rows;  // phase order, then layer kind, then part order; untagged last
   std::vector<LayerRow> layers;
@@ -190,6 +181,8 @@ struct StepBreakdown {
   int64_t untagged_kernel_ns = 0;
 };
 StepBreakdown break_down(const std::vector<KernelRecord>& attributed);
+// Its rows with their shares of the step's kernel time and span, and its layers.
+PartCells phase_part_cells(const StepBreakdown& b);
 Json to_json(const StepBreakdown& b);
 // Its reader: every field, times back to nanoseconds, the shares checked by writing them again
 // (unless `check_derived` is false: a caller that holds the breakdown under other names checks

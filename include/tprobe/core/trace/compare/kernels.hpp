@@ -34,19 +34,7 @@ struct KernelSource {
 KernelSource load_kernel_source(const std::string& path, const KernelTableOptions& options,
                                 const TracePartsOptions& parts = {});
 
-// Per rank of a multi-rank job.
-struct RankRow {
-  int64_t rank = -1;
-  std::string path;
-  BusyTotals totals;
-  int64_t communication_ns = 0;          // sum of communication kernel time
-  int64_t communication_union_ns = 0;    // busy time with communication running
-  int64_t compute_union_ns = 0;          // busy time with anything else running
-  int64_t overlap_ns = 0;                // both at once
-  int64_t exposed_communication_ns = 0;  // communication with no compute beside it
-  double communication_share_ratio = 0;  // communication_ns / sum_ns
-  double overlap_ratio = 0;              // overlap_ns / communication_union_ns
-};
+// Per rank of a multi-rank job (RankRow: core/evidence/kernel_trace.hpp).
 std::vector<RankRow> rank_rows(const std::vector<RankTrace>& ranks);
 
 struct KernelsRequest {

@@ -24,13 +24,13 @@ struct PartSide {
   std::vector<PartRow> rows;
   int64_t kernel_ns = 0;  // Σ rows' kernel time
 };
-// From evidence results (`where` names the file in errors). Bounds-checked: every row an object
-// with phase, layer_kind and part strings of the vocabulary (or "untagged"), kernel_s a finite
-// number in 0..1e6 s, kernels a non-negative integer when given.
+// From evidence results (`where` names the file in errors). Read by the rows' table
+// (core/evidence/kernel_trace.hpp: kernel_s a finite number in 0..1e6 s, kernels a non-negative
+// integer) and checked: phase, layer_kind and part of the vocabulary (or "untagged").
 PartSide part_side_from_evidence(const Json& results, const std::string& probe,
                                  const std::string& where);
-// The by_phase_part rows of `kernels` evidence, bounds-checked as above.
-std::vector<PartRow> part_rows_from_json(const Json& rows, const std::string& where);
+// The phase × part rows of cells read from evidence (none where null), checked as above.
+std::vector<PartRow> part_rows_from_json(const PartCells& cells, const std::string& where);
 PartSide part_side_from_trace(const TraceParts& parts, int64_t steps, const std::string& label);
 
 struct PartDiffRow {

@@ -45,25 +45,7 @@ struct TraceHealth {
 // Optimizer.step#... on the device), which key_averages() lists as device rows too. Measured on
 // torch 2.11 (docs/kernels.md): exactly that sum. Labelled as the trap in every view, never as a
 // total.
-struct DoubleCount {
-  int64_t device_rows_ns = 0;      // kernel/memcpy/memset rows: the real total
-  int64_t host_attributed_ns = 0;  // the same rows again, through their launching host op
-  int64_t annotation_ns = 0;       // gpu_user_annotation rows in the selected steps
-  int64_t annotations = 0;
-  std::vector<std::string> annotation_names;  // distinct, in file order (first 8)
-  int64_t linked_rows = 0;    // device rows whose External id names a host op
-  int64_t unlinked_rows = 0;  // no External id, or no host op with it
-  int64_t flows = 0;          // ac2g flow events seen
-  // Kernels counted twice: the op + kernel part of the trap (about 2x when every row is linked).
-  int64_t op_and_kernel_ns() const { return device_rows_ns + host_attributed_ns; }
-  int64_t key_averages_style_ns() const { return op_and_kernel_ns() + annotation_ns; }
-  double ratio() const {  // key_averages-style / real total
-    return device_rows_ns > 0 ? double(key_averages_style_ns()) / double(device_rows_ns) : 0.0;
-  }
-  double op_and_kernel_ratio() const {
-    return device_rows_ns > 0 ? double(op_and_kernel_ns()) / double(device_rows_ns) : 0.0;
-  }
-};
+// DoubleCount (the key_averages() trap): core/evidence/kernel_trace.hpp.
 
 struct TraceSummary {
   std::string source;  // path or the buffer's label

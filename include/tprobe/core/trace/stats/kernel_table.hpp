@@ -6,7 +6,7 @@
 // Use, from any source of records:
 //   core::KernelTableOptions options;            // all steps, all devices
 //   core::KernelTable t = core::build_kernel_table(records, devices, options);
-//   results["kernel_table"] = core::to_json(t);  // kernel_table_report.hpp
+//   Json table = core::to_json(t);  // kernel_table_report.hpp
 // or, to keep memory bounded when records arrive one by one (the trace reader does this):
 //   core::KernelTableBuilder b(devices);  b.add(record) ...;  KernelTable t = b.finish();
 // An empty selection is not a table: finish()/build_kernel_table() throw tprobe::Error (exit 1)
@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/trace/stats/kernel_category.hpp"
 #include "tprobe/core/trace/record/kernel_record.hpp"
 
@@ -42,18 +43,7 @@ struct KernelTableOptions {
 std::vector<int64_t> select_steps(const std::vector<int64_t>& present,
                                   const KernelTableOptions& options);
 
-// Sum, union and span of a set of intervals on one device. union_busy_ns merges overlapping
-// intervals across streams; idle_ns = span_ns - union_busy_ns. sum_ns >= union_busy_ns always;
-// sum_ns > union_busy_ns means streams overlapped (or one stream's records overlap: trace health).
-struct BusyTotals {
-  int64_t events = 0;
-  int64_t sum_ns = 0;
-  int64_t union_busy_ns = 0;
-  int64_t span_ns = 0;
-  int64_t idle_ns = 0;
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-};
+// BusyTotals (sum, union and span of a set of intervals on one device): core/evidence/kernel_trace.hpp.
 
 struct KernelRow {
   std::string name;  // demangled, whole
@@ -82,13 +72,9 @@ struct CategoryRow {
   double share_ratio = 0;
 };
 
-struct DeviceRow {
+struct DeviceRow : OverlapFigures {
   int32_t device = 0;
   BusyTotals totals;
-  int64_t communication_ns = 0;        // sum of kCommunication time
-  int64_t compute_union_ns = 0;        // union of everything except communication
-  int64_t communication_union_ns = 0;  // union of communication
-  int64_t overlap_ns = 0;              // time both were busy: compute ∩ communication
 };
 
 struct StepRow {
