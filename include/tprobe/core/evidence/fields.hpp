@@ -313,6 +313,22 @@ std::vector<FieldDoc> field_docs(const std::string& prefix = "") {
   detail::docs<S>(out, prefix);
   return out;
 }
+// The items' fields that are scalars in the evidence, in table order, each with one cell per item
+// (its value by its unit: "s" a time, "B" bytes, an integer a count, null "-"): what a view of
+// the items, field by field, shows, so a field added to the table is in the text table and the
+// report with no other edit. A field that is a list or an object for an item, or null (or absent)
+// for every item, is left out.
+struct FieldCells {
+  FieldDoc doc;
+  std::vector<std::string> cells;
+};
+std::vector<FieldCells> field_cells(const std::vector<FieldDoc>& docs, const std::vector<Json>& items);
+template <typename S>
+std::vector<FieldCells> field_cells(const std::vector<const S*>& items) {
+  std::vector<Json> js;
+  for (const S* s : items) js.push_back(to_json(*s));
+  return field_cells(field_docs<S>(), js);
+}
 // One markdown table row per field: "| `path` | type | unit | doc |".
 std::string field_rows(const std::vector<FieldDoc>& docs);
 // Every field of every table in core/evidence (fields.cpp lists the tables): the keys no source
