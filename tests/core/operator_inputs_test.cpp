@@ -196,6 +196,33 @@ TEST(EvidenceFields, RoundTripTypedReadsAndTheDocsList) {
   }
 }
 
+// A derived field added after evidence was written: `.absent_ok()` reads that evidence, and a
+// file that has the field is still checked against what the other fields make of it.
+struct Doubled {
+  int64_t n = 0;
+};
+auto evidence_fields(const Doubled*) {
+  return std::make_tuple(
+      evidence::field("n", &Doubled::n, "", "a count"),
+      evidence::derived<Doubled>("twice", +[](const Doubled& d) { return Json(2 * d.n); },
+                                 "integer", "", "n doubled")
+          .absent_ok());
+}
+
+TEST(EvidenceFields, ADerivedFieldAbsentOkReadsOlderEvidenceAndChecksNewer) {
+  EXPECT_EQ(evidence::to_json(Doubled{3}), (Json{{"n", 3}, {"twice", 6}}));
+  EXPECT_EQ(evidence::from_json<Doubled>(Json{{"n", 3}}, "d").n, 3);  // from before the field
+  EXPECT_EQ(evidence::from_json<Doubled>(Json{{"n", 3}, {"twice", 6}}, "d").n, 3);
+  try {
+    evidence::from_json<Doubled>(Json{{"n", 3}, {"twice", 7}}, "d");
+    ADD_FAILURE() << "a derived field that does not match was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'twice' is 7 but the other fields make it 6"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The views' field-by-field tables: one row per field that is a scalar for every item and set
 // for one at least, in table order, each cell by the field's unit.
 TEST(EvidenceFields, FieldCellsAreTheScalarFieldsByUnit) {

@@ -14,7 +14,7 @@
 // still required. A field whose JSON is not one member as it is (a null that a flag decides, an
 // enum) is `custom(key, write, read, type, unit, doc)`; with `read` null it is derived: written
 // from the other members, and on reading checked against what they give (absent where that is
-// null).
+// null, or with `.absent_ok()` in evidence from before the field).
 #pragma once
 
 #include <algorithm>
@@ -257,7 +257,7 @@ T decode(const Json& v, const std::string& where, int64_t min) {
         if (f.read != nullptr) return;
         const Json want = f.write(out);
         const auto it = v.find(f.key);
-        if (it == v.end() && !want.is_null())
+        if (it == v.end() && !want.is_null() && !f.may_be_absent)
           ::tprobe::fail("{}: missing field '{}'", where, f.key);
         if (it != v.end() && *it != want)
           ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
