@@ -12,9 +12,12 @@
 #                    from_pretrained(device_map="cuda") and `tprobe profile --checkpoint` (the load,
 #                    its host RssAnon peak and device peak; the step at 2x2,048), and the
 #                    random-init step beside it
+#   PART=routing-all PART=routing, then PART=hf-routing, in one call (one lease's time is short)
 #   PART=combo       PART=load's warm half in one lease: the checkpoint written and the family
 #                    traces recorded (SKIP_FAMILIES=1: not) while tprobe builds; TEMPS="warm cold"
-#                    adds the cold pass; WAIT_PID=P: the loads wait until process P has ended
+#                    adds the cold pass; WAIT_PID=P: the loads wait until process P has ended;
+#                    RANDOM_STEP=0: no random-init step (PART=routing's computed run stands for it)
+#   PART=all         all of the above that fits one call's $BUDGET (550 s), in order of need
 # Output under $OUT/opin/, tarred into $OUT/opin-$PART.tgz (a call brings few files back).
 set -u
 export PYTHONUNBUFFERED=1
@@ -28,7 +31,84 @@ say() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
 nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader | tee -a "$LOG"
 ROUTINGS=${ROUTINGS:-computed balanced zipf:0.5 zipf:1.0 zipf:1.5}
 finish() { tar -C "$OUT" -czf "$OUT/opin-$PART.tgz" opin ${EXTRA_TAR:-}; ls -la "$OUT"; }
+# PART=all: everything issue 45 needs of one lease, in order of need, inside $BUDGET seconds:
+# the build with the checkpoint written beside it; tprobe's and HF's warm loads and steps; the
+# forced routings (tprobe, then HF; HF_ROUTING=0: not); the cold pass; LATE_ROUTINGS (tprobe
+# alone); each piece only if its time is left.
+if [ "$PART" = all ]; then
+  START=$(date +%s); BUDGET=${BUDGET:-550}
+  left() { echo $(( BUDGET - ($(date +%s) - START) )); }
+  C=${CKPT_DIR:-$PWD/.gpu-ckpt-26b}
+  rm -rf "$C"
+  ( timeout 300 python3 benchmarks/checkpoint_load.py write "$C" >"$D/write.json" 2>"$D/write.err" ) &
+  wpid=$!
+  say "all: build, the checkpoint written beside it"
+  TPROBE_BUILD_TARGETS="tprobe tprobe_torch" bash scripts/gpu-build.sh -DTPROBE_WERROR=ON >"$D/build.txt" 2>&1
+  echo "build exit $? in $(( $(date +%s) - START )) s; warnings: $(grep -c 'warning:' "$D/build.txt")" | tee -a "$LOG"
+  grep -m5 -A6 'error:\|warning:' "$D/build.txt" | tee -a "$LOG"
+  wait $wpid; echo "write exit $?" | tee -a "$LOG"; cat "$D/write.json" | tee -a "$LOG"
+  du -sh "$C" | tee -a "$LOG"
+  summarize() {
+    python3 - "$1" <<'PY' | tee -a "$LOG"
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+l = r.get("load") or {}
+g = lambda v: f"{v / 2**30:.2f} GiB" if v else "-"
+if l:
+    print(f'load {l.get("seconds", 0):.1f} s ({l.get("bytes", 0) / 2**30:.1f} GiB, {l.get("readers")} readers), '
+          f'RssAnon peak {g(l.get("host_rss_anon_peak_bytes"))}, device peak {g(l.get("device_peak_allocated_bytes"))}')
+for p in r["points"]:
+    el = p.get("expert_load") or []
+    mm = max((e["max_over_mean"] for e in el), default=0)
+    st = p["step"]["median_s"] if p.get("step") else None
+    print(f'{p["batch"]}x{p["width"]} {p["outcome"]}: step {st} s, peak {g(p.get("peak_allocated_bytes"))}, '
+          f'max/mean (worst layer) {mm:.2f}; init {r["init_s"]:.1f} s')
+PY
+  }
+  prof() {  # name, seconds allowed, then profile's arguments
+    local name=$1 t=$2; shift 2
+    [ "$(left)" -gt "$t" ] || { echo "skip $name: $(left) s left" | tee -a "$LOG"; return; }
+    say "tprobe $name"
+    timeout "$t" $T profile --trace off --memory off --json "$D/$name.json" "$@" >"$D/$name.txt" 2>"$D/$name.err"
+    echo "exit $?" | tee -a "$LOG"; tail -2 "$D/$name.err" | tee -a "$LOG"
+    [ -s "$D/$name.json" ] && summarize "$D/$name.json"
+  }
+  hfload() {
+    [ "$(left)" -gt 60 ] || { echo "skip HF $1: $(left) s left" | tee -a "$LOG"; return; }
+    say "HF from_pretrained ($1)"
+    timeout 90 python3 benchmarks/checkpoint_load.py hf "$C" 2>"$D/hf-$1.err" | tee -a "$LOG" "$D/hf-$1.json"
+    tail -1 "$D/hf-$1.err" | tee -a "$LOG"
+  }
+  prof ckpt-warm 120 --checkpoint "$C" --widths 2048 --warmup 1 --repeats 3
+  hfload warm
+  for r in $ROUTINGS; do
+    prof "routing-${r/:/-}" 90 --model gemma4-26b-a4b --widths 2048,8192 --warmup 1 --repeats 2 --routing "$r"
+  done
+  if [ "${HF_ROUTING:-1}" = 1 ] && [ "$(left)" -gt 150 ]; then
+    say "HF + PEFT + AdamW, forced routings: $ROUTINGS"
+    timeout $(( $(left) - 100 )) python3 benchmarks/hf_lora_step.py --seq 2048 8192 --reps 2 \
+      --routing $ROUTINGS --json "$D/hf-routing.json" >"$D/hf-routing.txt" 2>&1
+    echo "exit $?" | tee -a "$LOG"; grep -E "^HF|routing hook|Error" "$D/hf-routing.txt" | tee -a "$LOG"
+  else
+    echo "skip HF routing: $(left) s left" | tee -a "$LOG"
+  fi
+  if [ "$(left)" -gt 150 ]; then
+    python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"
+    prof ckpt-cold 90 --checkpoint "$C" --widths 2048 --warmup 1 --repeats 3
+    python3 benchmarks/checkpoint_load.py evict "$C" | tee -a "$LOG"
+    hfload cold
+  else
+    echo "skip the cold pass: $(left) s left" | tee -a "$LOG"
+  fi
+  for r in ${LATE_ROUTINGS:-}; do  # tprobe alone, after the cold pass, while time is left
+    prof "routing-${r/:/-}" 90 --model gemma4-26b-a4b --widths 2048,8192 --warmup 1 --repeats 2 --routing "$r"
+  done
+  finish; exit 0
+fi
 case "$PART" in
+routing-all)
+  PART=routing bash "$0"; PART=hf-routing bash "$0"
+  PART=routing-all; finish ;;
 routing)
   say build
   s=$(date +%s)
@@ -134,8 +214,10 @@ PY
     timeout 200 python3 benchmarks/checkpoint_load.py hf "$C" 2>"$D/hf-$temp.err" | tee -a "$LOG" "$D/hf-$temp.json"
     tail -2 "$D/hf-$temp.err" | tee -a "$LOG"
   done
-  say "tprobe random init"
-  tp tprobe-random ""
+  if [ "${RANDOM_STEP:-1}" = 1 ]; then  # RANDOM_STEP=0: PART=routing's `computed` run is the reference
+    say "tprobe random init"
+    tp tprobe-random ""
+  fi
   finish ;;
 *) echo "PART=routing|hf-routing|load|combo" >&2; exit 2 ;;
 esac

@@ -27,6 +27,7 @@ struct OptionDoc {
   std::string help;
   std::string default_value;
   std::vector<std::string> choices;  // from a CLI::IsMember check
+  bool grammar = false;  // a validator describes its values ("computed|balanced|zipf:S"): no path
   std::vector<std::string> needs;    // options it is given only with
   std::vector<std::string> excludes; // options it is not given with
 };
@@ -72,6 +73,9 @@ OptionDoc option_doc(const CLI::Option& opt) {
   d.help = opt.get_description();
   d.default_value = opt.get_default_str();
   d.choices = choices_of(type_name);
+  // CLI11's path checks describe themselves as one word (FILE, DIR); a grammar has alternatives.
+  d.grammar = d.choices.empty() && type_name.find(':') != std::string::npos &&
+              type_name.find('|') != std::string::npos;
   // The options it needs or excludes, as --help says them (sorted: CLI11 keeps them in a set).
   std::set<std::string> needs, excludes;
   for (const CLI::Option* o : opt.get_needs()) needs.insert(o->get_name());
@@ -103,9 +107,10 @@ std::vector<CommandDoc> commands_of(const CLI::App& app) {
 }
 
 // Whether a value is completed with file names: a positional, or a text option with no choices
-// (tprobe's text options without a fixed set are paths, or comma lists of names).
+// and no validator's grammar (tprobe's text options without either are paths, or comma lists of
+// names).
 bool completes_files(const OptionDoc& o) {
-  return !o.flag && o.choices.empty() && o.type == "TEXT";
+  return !o.flag && o.choices.empty() && !o.grammar && o.type == "TEXT";
 }
 
 std::string one_line(std::string text) {

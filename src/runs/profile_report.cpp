@@ -1,6 +1,6 @@
 // JSON and table views of a profile run (no libtorch).
-// Size: profile's writer, reader, tables and report section, which issue 47's core/evidence is to
-// replace field by field; kept whole until then.
+// Size: profile's writer, reader, tables and report section; the kernel trace's fields move to
+// core/evidence next (issue 47), and with them trace_json and trace_from_json.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "tprobe/core/trace/stats/kernel_table_report.hpp"
 #include "tprobe/core/trace/attribute/trace_parts.hpp"
 #include "tprobe/core/cost/step_shares.hpp"
+#include "tprobe/runs/profile_analysis.hpp"
 #include "tprobe/runs/profile_report.hpp"
 #include "tprobe/runs/step_report.hpp"
 #include "tprobe/torch_api/profile_request.hpp"
@@ -396,10 +397,11 @@ ProfileEvidence profile_evidence_from_json(const core::Json& results, const std:
   return out;
 }
 
-// Size: the printed tables one after another; issue 47's core/evidence is to replace them.
+// Size: the printed tables one after another.
 std::vector<core::Table> profile_tables(const ProfileReport& rep) {
   std::vector<core::Table> out;
   out.push_back(timing_table(rep.steps));
+  for (auto& t : field_tables(rep.steps)) out.push_back(std::move(t));
   for (auto& t : memory_tables(rep.steps)) out.push_back(std::move(t));
 
   core::Table cost(fmt::format(
@@ -572,15 +574,11 @@ using core::axis_number;
 using core::BarChart;
 using core::ChartSeries;
 using core::find_path;
-using core::format_percent;
 using core::format_seconds;
 using core::Json;
 using core::median;
 using core::number_at;
-using core::pct;
 using core::render_svg;
-using core::row_label;
-using core::row_seconds;
 using core::string_at;
 using core::XYChart;
 
@@ -688,359 +686,46 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
 
 namespace {
 
-// The memory step of the widest unpadded point that has one (results.points[].memory): its
-// timeline stacked by part with the peak marked, and the items of its peak.
-void memory_step_figures(core::SectionBuilder& c, const core::Json& pts) {
-  using core::Json;
-  const Json* best = nullptr;
-  double best_tokens = -1;
-  size_t best_i = 0;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    const Json& p = pts[i];
-    if (!p.is_object() || !p.contains("memory") || !p["memory"].is_object()) continue;
-    const double tokens = core::number_at(p, "batch").value_or(0) * core::number_at(p, "width").value_or(0);
-    if (tokens > best_tokens) {
-      best = &p;
-      best_tokens = tokens;
-      best_i = i;
-    }
+using core::kGiB;
+using torch_api::ProfileReport;
+
+// The points over widths (results.points[]: the unpadded ones, in sweep order).
+std::vector<const PointResult*> unpadded_points(const StepReport& r) {
+  std::vector<const PointResult*> out;
+  for (const PointResult& p : r.points) {
+    if (!p.point.padded()) out.push_back(&p);
   }
-  if (best == nullptr) {
-    c.note("no memory step in this evidence (results.points[].memory is null: profile --memory "
-           "off, or an older tprobe): memory timeline not drawn");
-    return;
-  }
-  const std::string field = fmt::format("points[{}].memory", best_i);
-  core::StepMemory m;
-  try {
-    m = core::step_memory_from_json((*best)["memory"], "results." + field);
-  } catch (const std::exception& e) {
-    c.note(std::string("memory timeline not drawn: ") + e.what());
-    return;
-  }
-  const double peak = static_cast<double>(m.peak_allocated);
-  if (m.timeline.empty()) {
-    c.absent(field + ".timeline", "memory timeline");
-    return;
-  }
-  // GiB for a GPU step, MiB for the CPU's tiny ones (a figure of 0.00 GiB says nothing).
-  const bool gib = peak >= 1024.0 * 1024 * 1024;
-  const double kGiB = gib ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
-  const char* unit = gib ? "GiB" : "MiB";
-  std::vector<double> x;
-  std::vector<std::vector<double>> cum(core::kMemorySlots);
-  std::vector<double> reserved;
-  bool have_reserved = true;
-  for (const core::MemorySample& s : m.timeline) {
-    x.push_back(static_cast<double>(s.t_ns) / 1e6);
-    double run = 0;
-    for (size_t k = 0; k < core::kMemorySlots; ++k) {
-      run += static_cast<double>(s.by_slot[k]);
-      cum[k].push_back(run / kGiB);
-    }
-    if (s.reserved >= 0) {
-      reserved.push_back(static_cast<double>(s.reserved) / kGiB);
-    } else {
-      have_reserved = false;
-    }
-  }
-  const std::string shape =
-      fmt::format("{}x{}", core::axis_number(core::number_at(*best, "batch").value_or(0)),
-                  core::axis_number(core::number_at(*best, "width").value_or(0)));
-  core::XYChart chart;
-  chart.title = "Memory over one " + shape + " step, stacked by part";
-  chart.x_label = "time in the memory step (ms)";
-  chart.y_label = fmt::format("allocated ({})", unit);
-  chart.height = 380;
-  for (size_t k = 0; k < core::kMemorySlots; ++k) {
-    bool any = false;
-    for (size_t i = 0; i < x.size(); ++i) {
-      const double prev = k == 0 ? 0.0 : cum[k - 1][i];
-      if (cum[k][i] - prev > 1e-9) any = true;
-    }
-    core::ChartSeries s;
-    s.kind = core::ChartSeries::Kind::kLine;
-    s.fill_below = true;
-    s.x = x;
-    s.y = cum[k];
-    s.color = static_cast<int>(k);
-    s.label = any ? core::memory_slot_names()[k] : "";
-    chart.series.push_back(std::move(s));
-  }
-  if (have_reserved) {
-    core::ChartSeries r;
-    r.kind = core::ChartSeries::Kind::kLine;
-    r.dashed = true;
-    r.x = x;
-    r.y = reserved;
-    r.color = 9;
-    r.label = "reserved (the allocator's cache)";
-    chart.series.push_back(std::move(r));
-  }
-  chart.markers.push_back({true, static_cast<double>(m.peak_t_ns) / 1e6,
-                           fmt::format("peak {:.2f} {} ({} {})", peak / kGiB, unit, m.peak_phase,
-                                       m.peak_part)});
-  c.figure("memory-timeline", chart.title, core::render_svg(chart),
-           {field + ".timeline", field + ".peak_t_ns", field + ".peak_allocated_bytes"},
-           "One more step per point under the allocator's event hook: each block carries the "
-           "engine scope or autograd node that allocated it. Resident = alive since before the "
-           "step (weights, adapters, inputs, workspace).");
-  core::ReportTable t;
-  t.id = "memory-items";
-  t.title = "Where the " + shape + " peak goes";
-  t.header = {"item", unit, "share of the peak", "note"};
-  t.fields = {core::SectionBuilder::field_name(field + ".items")};
-  for (const core::MemoryItem& it : m.items) {
-    const double b = static_cast<double>(it.bytes);
-    t.rows.push_back({it.label + (it.in_peak ? "" : " (beside the peak)"),
-                      fmt::format("{:.2f}", b / kGiB),
-                      it.in_peak && peak > 0 ? fmt::format("{:.1f} %", 100.0 * b / peak) : "",
-                      it.note});
-  }
-  t.rows.push_back({"peak allocated", fmt::format("{:.2f}", peak / kGiB), "100 %", ""});
-  c.table(std::move(t));
+  return out;
 }
 
-// What fits (results.memory_fit, profile --gpu-memory): each budget's predicted edges beside what
-// was measured under the allocator cap.
-void memory_fit_table(core::SectionBuilder& c) {
-  using core::Json;
-  const Json* mf = c.find("memory_fit");
-  if (mf == nullptr || !mf->is_object()) return;
-  using core::kGiB;
-  core::ReportTable t;
-  t.id = "memory-fit";
-  t.title = "What fits: predicted edges measured under an allocator cap of each budget";
-  t.header = {"budget", "edge", "predicted", "predicted peak", "measured", "step past it",
-              "measured", "verdict"};
-  t.fields = {core::SectionBuilder::field_name("memory_fit.budgets")};
-  if (!core::true_at(*mf, "fit.ok")) {
-    t.rows.push_back({"-", "no fit: " + core::string_at(*mf, "fit.why_not"), "", "", "", "", "", ""});
-    c.table(std::move(t));
-    return;
-  }
-  const bool reserved = core::string_at(*mf, "fit.peak") == "reserved";
-  auto measured = [&](const Json& p) -> std::string {
-    if (core::true_at(p, "oom")) return "OOM";
-    const auto b = core::number_at(p, reserved ? "peak_reserved_bytes" : "peak_allocated_bytes");
-    return b ? fmt::format("{:.2f} GiB", *b / kGiB) : "-";
-  };
-  if (const Json* budgets = core::array_at(*mf, "budgets")) {
-    for (const Json& b : *budgets) {
-      const std::string budget =
-          fmt::format("{:.1f} GiB", core::number_at(b, "budget_bytes").value_or(0) / kGiB);
-      const Json* checks = core::array_at(b, "checks");
-      for (size_t i = 0; checks && i < checks->size(); ++i) {
-        const Json& ck = (*checks)[i];
-        if (!ck.is_object() || !ck.contains("predicted") || !ck.contains("edge") || !ck.contains("next"))
-          continue;
-        const Json& e = ck["predicted"];
-        const bool by_width = core::string_at(e, "axis") == "width";
-        const std::string key = by_width ? "width" : "batch";
-        t.rows.push_back(
-            {budget,
-             by_width ? fmt::format("largest width at batch {}", core::cell(e.value("batch", Json())))
-                      : fmt::format("largest batch at width {}", core::cell(e.value("width", Json()))),
-             core::cell(e.value(key, Json())),
-             fmt::format("{:.2f} GiB", core::number_at(e, "predicted_peak_bytes").value_or(0) / kGiB) +
-                 (core::true_at(e, "extrapolated") ? " (extrapolated)" : ""),
-             measured(ck["edge"]), core::cell(ck["next"].value(key, Json())), measured(ck["next"]),
-             core::string_at(ck, "verdict")});
-        t.highlight.push_back(core::string_at(ck, "verdict") == "over");
-      }
-    }
-  }
-  while (t.highlight.size() < t.rows.size()) t.highlight.push_back(false);
-  if (!t.rows.empty()) c.table(std::move(t));  // with the edge search on, none: its table follows
-  c.note(fmt::format("Fitted peak: {}. {}", reserved ? "reserved" : "allocated",
-                     core::string_at(*mf, "fit.c2_test.verdict")));
-}
-
-// The edges searched by running them (results.memory_fit.budgets[].searches, issue 44): per budget
-// the probes on a batch x width grid, fits and OOM apart, the measured edges and the model's
-// predictions beside them; then a table of each edge.
-void edge_search_figures(core::SectionBuilder& c) {
-  using core::Json;
-  const Json* budgets = c.array_at("memory_fit.budgets");
-  if (budgets == nullptr) return;
-  using core::kGiB;
-  core::ReportTable t;
-  t.id = "edge-search";
-  t.title = "What fits, measured: each edge searched under its budget's allocator cap";
-  t.header = {"budget", "edge", "model's prediction", "measured (fits)", "past it (OOM)",
-              "model error (steps)", "probes", "status"};
-  t.fields = {core::SectionBuilder::field_name("memory_fit.budgets[].searches")};
-  for (size_t bi = 0; bi < budgets->size(); ++bi) {
-    const Json& b = (*budgets)[bi];
-    const Json* searches = core::array_at(b, "searches");
-    if (searches == nullptr || searches->empty()) continue;
-    const double budget = core::number_at(b, "budget_bytes").value_or(0);
-    const std::string name = fmt::format("{:.1f} GiB", budget / kGiB);
-    core::XYChart chart;
-    chart.title = fmt::format("Edge search under a {} budget: probes by batch and width", name);
-    const std::string sources = fmt::format(
-        "The budget: a {:.1f} GiB card ({}) less a {:.1f} GiB reserve ({}).",
-        core::number_at(b, "gpu_memory_bytes").value_or(0) / kGiB,
-        core::string_at(b, "gpu_memory_source"), core::number_at(b, "reserve_bytes").value_or(0) / kGiB,
-        core::string_at(b, "reserve_source"));
-    chart.x_label = "width (tokens per sequence)";
-    chart.y_label = "batch (sequences)";
-    core::ChartSeries fits{"probe fits", core::ChartSeries::Kind::kPoints, {}, {}, {}, {}, false, 2, false};
-    core::ChartSeries oom{"probe OOM", core::ChartSeries::Kind::kPoints, {}, {}, {}, {}, false, 3, false};
-    // A hostile file may hold any number of probes: the grid draws the first 200 of each search.
-    constexpr size_t kMaxDrawn = 200;
-    for (const Json& s : *searches) {
-      if (!s.is_object()) continue;
-      const bool by_width = core::string_at(s, "axis") == "width";
-      const double fixed = core::number_at(s, by_width ? "batch" : "width").value_or(0);
-      const Json* probes = core::array_at(s, "probes");
-      for (size_t i = 0; probes && i < probes->size() && i < kMaxDrawn; ++i) {
-        const Json& p = (*probes)[i];
-        const auto w = core::number_at(p, "width"), n = core::number_at(p, "batch");
-        if (!w || !n) continue;
-        core::ChartSeries& into = core::string_at(p, "outcome") == "fits" ? fits : oom;
-        into.x.push_back(*w);
-        into.y.push_back(*n);
-      }
-      // The edge and the model's prediction as lines across the grid: a width edge is a
-      // vertical line, a batch edge a horizontal one.
-      const auto e = core::number_at(s, "edge");
-      const std::string at = by_width ? fmt::format(" (batch {})", core::axis_number(fixed))
-                                      : fmt::format(" (width {})", core::axis_number(fixed));
-      if (e && *e > 0)
-        chart.markers.push_back({by_width, *e, "measured edge " + core::axis_number(*e) + at});
-      const auto pr = core::number_at(s, "predicted");
-      if (pr && *pr > 0)
-        chart.markers.push_back({by_width, *pr, "model " + core::axis_number(*pr) + at});
-      const auto err = core::number_at(s, "error_steps");
-      t.rows.push_back({name,
-                        by_width ? fmt::format("largest width at batch {}", core::cell(s.value("batch", Json())))
-                                 : fmt::format("largest batch at width {}", core::cell(s.value("width", Json()))),
-                        pr ? (*pr == 0 ? std::string("none fits") : core::axis_number(*pr)) : "no model",
-                        e && *e > 0 ? core::axis_number(*e) : "-",
-                        core::number_at(s, "past").value_or(0) > 0 ? core::axis_number(*core::number_at(s, "past")) : "-",
-                        err ? fmt::format("{:+.0f}", *err) : "-",
-                        probes ? std::to_string(probes->size()) : "0", core::string_at(s, "status")});
-      t.highlight.push_back(core::string_at(s, "status") != "found");
-    }
-    for (core::ChartSeries* s : {&fits, &oom}) {
-      if (!s->x.empty()) chart.series.push_back(std::move(*s));
-    }
-    if (chart.series.empty()) continue;
-    chart.width = 720;
-    chart.height = 420;
-    c.figure(fmt::format("edge-search-{}", bi), chart.title, core::render_svg(chart),
-             {fmt::format("memory_fit.budgets[{}].searches[].probes[]", bi)},
-             "Each probe ran its steps (results.memory_fit.budgets[].searches[].steps, 3) in a row "
-             "under the budget's allocator cap; an OOM at any of them fails it. The measured "
-             "edge fits and the step past it runs out of memory; the model's prediction is where "
-             "the search started. " + sources);
-  }
-  if (!t.rows.empty()) c.table(std::move(t));
-}
-
-}  // namespace
-
-// The experts' load of the widest unpadded point as a layer × expert heat map, read through its
-// typed reader (core/evidence).
-void expert_load_figure(core::SectionBuilder& c, const Json& pts) {
-  const Json* chosen = nullptr;
-  for (const Json& p : pts) {
-    if (p.is_object() && p.contains("expert_load") && p["expert_load"].is_array() &&
-        !p["expert_load"].empty())
-      chosen = &p;
-  }
-  if (chosen == nullptr) return;
-  core::ExpertLoad load;
-  try {
-    load = core::evidence::from_json<core::ExpertLoad>(*chosen, "results.points[]");
-  } catch (const std::exception& e) {
-    c.note(std::string("experts' load not drawn: ") + e.what());
-    return;
-  }
-  core::HeatMap map;
-  map.title = fmt::format("Experts' load at {}x{}: tokens per expert, per layer",
-                          chosen->value("batch", int64_t{0}), chosen->value("width", int64_t{0}));
-  map.x_label = "expert";
-  map.y_label = "layer";
-  map.value_label = "(token, choice) pairs";
-  double worst = 0;
-  int64_t worst_layer = 0;
-  for (const core::ExpertLoadLayer& e : load.layers) {
-    map.row_labels.push_back(std::to_string(e.layer));
-    map.values.emplace_back(e.tokens.begin(), e.tokens.end());
-    if (e.max_over_mean > worst) {
-      worst = e.max_over_mean;
-      worst_layer = e.layer;
-    }
-  }
-  c.figure("expert-load", map.title, core::render_svg(map),
-           {"points[].expert_load[].tokens", "points[].expert_load[].max_over_mean"},
-           fmt::format("Each layer routes {} pairs; the busiest expert holds {:.2f}x the mean "
-                       "(layer {}). Routing: {}.",
-                       load.routed_per_layer, worst, worst_layer,
-                       core::string_at(c.results(), "provenance.config.routing")));
-}
-
-// Size: the section's facts and figures in the report's order; issue 47's typed evidence is to
-// replace its string paths.
-void profile_report_section(core::SectionBuilder& c) {
-  const Json& r = c.results();
-  const Json* pts = array_at(r, "points");
-  if (!pts) {
-    c.absent("points", "the profile figures");
-    return;
-  }
+// Step time and peak memory against width, one series per batch; the widths that did not run
+// are crosses. The memory figure also draws what fits: each budget as a line, and the width
+// edges measured under its cap (points where they fit, crosses where they ran out of memory).
+void time_and_memory_figures(core::SectionBuilder& c, const std::vector<const PointResult*>& pts,
+                             const MemoryFitReport& mf) {
   std::map<double, ChartSeries> time_by_batch, mem_by_batch;
   std::vector<double> oom;
-  std::string mem_key;
-  int64_t failed = 0;
-  for (const auto& p : *pts) {
-    auto b = number_at(p, "batch"), w = number_at(p, "width");
-    if (!b || !w) continue;
-    if (string_at(p, "outcome") != "ok") {
-      oom.push_back(*w);
-      ++failed;
+  bool unmeasured = false;
+  for (const PointResult* p : pts) {
+    const double b = static_cast<double>(p->point.batch), w = static_cast<double>(p->point.width);
+    if (p->outcome != PointOutcome::kOk) {
+      oom.push_back(w);
       continue;
     }
-    std::vector<double> samples;
-    if (const Json* s = array_at(p, "samples_s")) {
-      for (const auto& v : *s) {
-        if (v.is_number()) samples.push_back(v.get<double>());
-      }
+    if (!p->step_s.empty()) {
+      ChartSeries& s = time_by_batch[b];
+      s.label = fmt::format("batch {} (median, bar: min–max)", axis_number(b));
+      s.x.push_back(w);
+      s.y.push_back(median(p->step_s));
+      s.y_low.push_back(*std::min_element(p->step_s.begin(), p->step_s.end()));
+      s.y_high.push_back(*std::max_element(p->step_s.begin(), p->step_s.end()));
     }
-    if (!samples.empty()) {
-      ChartSeries& s = time_by_batch[*b];
-      s.label = fmt::format("batch {} (median, bar: min–max)", axis_number(*b));
-      s.x.push_back(*w);
-      s.y.push_back(median(samples));
-      s.y_low.push_back(*std::min_element(samples.begin(), samples.end()));
-      s.y_high.push_back(*std::max_element(samples.begin(), samples.end()));
-    }
-    for (const char* k : {"peak_allocated_bytes", "peak_reserved_bytes", "peak_bytes"}) {
-      if (auto m = number_at(p, k)) {
-        mem_key = k;
-        ChartSeries& s = mem_by_batch[*b];
-        s.label = fmt::format("batch {}", axis_number(*b));
-        s.x.push_back(*w);
-        s.y.push_back(*m / (1024.0 * 1024 * 1024));
-        break;
-      }
-    }
-  }
-  c.fact("points",
-         fmt::format("{} measured, {} failed (OOM or refused)", pts->size() - failed, failed),
-         "points[].outcome", failed > 0);
-  if (const Json* t = c.find("trace_out"); t != nullptr && t->is_object()) {
-    // --trace-out's file, linked relative to the evidence's folder (docs/profile.md).
-    c.link_fact("trace for a viewer",
-                fmt::format("{} ({} events: {} device rows, {} launches, {} memory samples; "
-                            "batch {} x width {})",
-                            string_at(*t, "path"), string_at(*t, "events"),
-                            string_at(*t, "device_rows"), string_at(*t, "host_launches"),
-                            string_at(*t, "memory_samples"), string_at(*t, "point.batch"),
-                            string_at(*t, "point.width")),
-                string_at(*t, "link"), "trace_out.link");
+    unmeasured = unmeasured || !p->memory_measured;
+    if (!p->memory_measured) continue;
+    ChartSeries& s = mem_by_batch[b];
+    s.label = fmt::format("batch {}", axis_number(b));
+    s.x.push_back(w);
+    s.y.push_back(static_cast<double>(p->peak_allocated_bytes) / kGiB);
   }
   XYChart t;
   t.title = "Step time against width";
@@ -1059,101 +744,371 @@ void profile_report_section(core::SectionBuilder& c) {
     t.series.push_back(joined);
     t.series.push_back(s);
   }
-
   c.figure("time", t.title, render_svg(t), {"points[].batch/width/outcome/samples_s"},
            "Every timed repeat is in the evidence; the point is the median.");
-  if (!mem_by_batch.empty()) {
-    XYChart m;
-    m.title = "Peak memory against width";
-    m.x_label = "width (tokens per sequence)";
-    m.y_label = "peak memory (GiB)";
-    m.crosses_label = "out of memory / failed";
-    m.crosses_x = oom;
-    color = 0;
-    for (auto& [b, s] : mem_by_batch) {
-      s.color = color++;
-      m.series.push_back(s);
-    }
-    if (auto cap = number_at(c.document(), "environment.device.memory_bytes"); cap && *cap > 0) {
-      m.markers.push_back({false, *cap / (1024.0 * 1024 * 1024), "device memory"});
-    }
-    // What fits: each budget as a line, and the width edges measured at the run's batch as
-    // points (fitting) or crosses (OOM).
-    if (const Json* budgets = c.array_at("memory_fit.budgets")) {
-      ChartSeries fit_edges;
-      fit_edges.label = "width edge measured under a budget's cap (fits)";
-      fit_edges.color = 3;
-      for (const Json& b : *budgets) {
-        if (auto v = number_at(b, "budget_bytes")) {
-          m.markers.push_back({false, *v / (1024.0 * 1024 * 1024),
-                               fmt::format("budget {:.1f} GiB", *v / (1024.0 * 1024 * 1024))});
-        }
-        const Json* checks = array_at(b, "checks");
-        for (size_t i = 0; checks && i < checks->size(); ++i) {
-          const Json& ck = (*checks)[i];
-          if (core::string_at(ck, "predicted.axis") != "width") continue;
-          for (const char* side : {"edge", "next"}) {
-            if (!ck.contains(side)) continue;
-            const Json& pt = ck[side];
-            const auto w = number_at(pt, "width");
-            if (!w) continue;
-            if (core::true_at(pt, "oom")) {
-              m.crosses_x.push_back(*w);
-            } else if (auto a = number_at(pt, "peak_allocated_bytes")) {
-              fit_edges.x.push_back(*w);
-              fit_edges.y.push_back(*a / (1024.0 * 1024 * 1024));
-            }
+  if (mem_by_batch.empty()) {
+    if (unmeasured)
+      c.note("peak memory not measured (results.points[].peak_allocated_bytes is null: tprobe "
+             "reads CUDA's caching allocator, and this run had none, e.g. on the CPU): memory "
+             "figure not drawn");
+    return;
+  }
+  XYChart m;
+  m.title = "Peak memory against width";
+  m.x_label = "width (tokens per sequence)";
+  m.y_label = "peak memory (GiB)";
+  m.crosses_label = "out of memory / failed";
+  m.crosses_x = oom;
+  color = 0;
+  for (auto& [b, s] : mem_by_batch) {
+    s.color = color++;
+    m.series.push_back(s);
+  }
+  if (auto cap = number_at(c.document(), "environment.device.memory_bytes"); cap && *cap > 0)
+    m.markers.push_back({false, *cap / kGiB, "device memory"});
+  if (!mf.budgets.empty()) {
+    ChartSeries fit_edges;
+    fit_edges.label = "width edge measured under a budget's cap (fits)";
+    fit_edges.color = 3;
+    for (const MemoryBudget& b : mf.budgets) {
+      const double budget = b.gpu_memory_bytes - b.reserve_bytes;
+      m.markers.push_back({false, budget / kGiB, fmt::format("budget {:.1f} GiB", budget / kGiB)});
+      for (const core::MemoryEdgeCheck& ck : b.checks) {
+        if (ck.predicted.axis != "width") continue;
+        for (const core::MemoryFitPoint* pt : {&ck.edge, &ck.next}) {
+          if (pt->oom) {
+            m.crosses_x.push_back(static_cast<double>(pt->width));
+          } else {
+            fit_edges.x.push_back(static_cast<double>(pt->width));
+            fit_edges.y.push_back(static_cast<double>(pt->peak_allocated_bytes) / kGiB);
           }
         }
       }
-      if (!fit_edges.x.empty()) m.series.push_back(fit_edges);
-      m.crosses_label = "out of memory / failed (sweep, or a budget's edge under its cap)";
     }
-    c.figure("memory", m.title, render_svg(m), {"points[]." + mem_key},
-             "Crosses mark widths that did not fit.");
-  } else if (std::any_of(pts->begin(), pts->end(), [](const Json& p) {
-               return p.is_object() && p.contains("peak_allocated_bytes") &&
-                      p["peak_allocated_bytes"].is_null();
-             })) {
-    c.note(
-        "peak memory not measured (results.points[].peak_allocated_bytes is null: tprobe reads "
-        "CUDA's caching allocator, and this run had none, e.g. on the CPU): memory figure not "
-        "drawn");
-  } else {
-    c.note(
-        "no peak-memory field found in results.points[] (looked for peak_allocated_bytes, "
-        "peak_reserved_bytes, peak_bytes): memory figure not drawn");
+    if (!fit_edges.x.empty()) m.series.push_back(fit_edges);
+    m.crosses_label = "out of memory / failed (sweep, or a budget's edge under its cap)";
   }
-  memory_step_figures(c, *pts);
-  memory_fit_table(c);
-  edge_search_figures(c);
-  expert_load_figure(c, *pts);
-  // Time by phase and by layer type, if the profile breaks it down.
-  for (const auto& [key, title] :
-       std::vector<std::pair<std::string, std::string>>{{"phases", "Time by phase"},
-                                                        {"by_phase", "Time by phase"},
-                                                        {"layer_types", "Time by layer type"},
-                                                        {"by_layer_type", "Time by layer type"}}) {
-    const Json* rows = array_at(r, key);
-    if (!rows) continue;
-    BarChart chart;
-    chart.title = title;
-    std::string tkey, lkey;
-    for (const auto& row : *rows) {
-      auto tt = row_seconds(row, &tkey);
-      std::string label = row_label(row, &lkey);
-      if (tt) chart.items.push_back({label, {*tt}, false, format_seconds(*tt)});
-    }
-    chart.value_label = "seconds, field " + tkey;
-    if (!chart.items.empty()) {
-      c.figure(key, title, render_svg(chart), {key + "[]." + lkey, key + "[]." + tkey},
-               "");
+  c.figure("memory", m.title, render_svg(m), {"points[].peak_allocated_bytes"},
+           "Crosses mark widths that did not fit.");
+}
+
+// The memory step of the widest unpadded point that has one (results.points[].memory): its
+// timeline stacked by part with the peak marked, and the items of its peak.
+void memory_step_figures(core::SectionBuilder& c, const std::vector<const PointResult*>& pts) {
+  const PointResult* best = nullptr;
+  size_t best_i = 0;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (pts[i]->memory && (!best || pts[i]->point.batch * pts[i]->point.width >
+                                        best->point.batch * best->point.width)) {
+      best = pts[i];
+      best_i = i;
     }
   }
-  phase_part_figures(c, *pts);
-  for (const char* k : {"kernel_table", "kernels"}) {
-    const Json* kt = find_path(r, k);
-    if (kt && kt->is_object()) kernel_table_figures(c, *kt, std::string(k) + ".");
+  if (best == nullptr) {
+    c.note("no memory step in this evidence (results.points[].memory is null: profile --memory "
+           "off, or an older tprobe): memory timeline not drawn");
+    return;
   }
+  const std::string field = fmt::format("points[{}].memory", best_i);
+  const core::StepMemory& m = *best->memory;
+  const double peak = static_cast<double>(m.peak_allocated);
+  if (m.timeline.empty()) {
+    c.absent(field + ".timeline", "memory timeline");
+    return;
+  }
+  // GiB for a GPU step, MiB for the CPU's tiny ones (a figure of 0.00 GiB says nothing).
+  const bool gib = peak >= kGiB;
+  const double scale = gib ? kGiB : 1024.0 * 1024;
+  const char* unit = gib ? "GiB" : "MiB";
+  std::vector<double> x;
+  std::vector<std::vector<double>> cum(core::kMemorySlots);
+  std::vector<double> reserved;
+  bool have_reserved = true;
+  for (const core::MemorySample& s : m.timeline) {
+    x.push_back(static_cast<double>(s.t_ns) / 1e6);
+    double run = 0;
+    for (size_t k = 0; k < core::kMemorySlots; ++k) {
+      run += static_cast<double>(s.by_slot[k]);
+      cum[k].push_back(run / scale);
+    }
+    if (s.reserved >= 0) {
+      reserved.push_back(static_cast<double>(s.reserved) / scale);
+    } else {
+      have_reserved = false;
+    }
+  }
+  const std::string shape = point_name(*best);
+  XYChart chart;
+  chart.title = "Memory over one " + shape + " step, stacked by part";
+  chart.x_label = "time in the memory step (ms)";
+  chart.y_label = fmt::format("allocated ({})", unit);
+  chart.height = 380;
+  for (size_t k = 0; k < core::kMemorySlots; ++k) {
+    bool any = false;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double prev = k == 0 ? 0.0 : cum[k - 1][i];
+      if (cum[k][i] - prev > 1e-9) any = true;
+    }
+    ChartSeries s;
+    s.kind = ChartSeries::Kind::kLine;
+    s.fill_below = true;
+    s.x = x;
+    s.y = cum[k];
+    s.color = static_cast<int>(k);
+    s.label = any ? core::memory_slot_names()[k] : "";
+    chart.series.push_back(std::move(s));
+  }
+  if (have_reserved) {
+    ChartSeries r;
+    r.kind = ChartSeries::Kind::kLine;
+    r.dashed = true;
+    r.x = x;
+    r.y = reserved;
+    r.color = 9;
+    r.label = "reserved (the allocator's cache)";
+    chart.series.push_back(std::move(r));
+  }
+  chart.markers.push_back({true, static_cast<double>(m.peak_t_ns) / 1e6,
+                           fmt::format("peak {:.2f} {} ({} {})", peak / scale, unit, m.peak_phase,
+                                       m.peak_part)});
+  c.figure("memory-timeline", chart.title, render_svg(chart),
+           {field + ".timeline", field + ".peak_t_ns", field + ".peak_allocated_bytes"},
+           "One more step per point under the allocator's event hook: each block carries the "
+           "engine scope or autograd node that allocated it. Resident = alive since before the "
+           "step (weights, adapters, inputs, workspace).");
+  core::ReportTable t;
+  t.id = "memory-items";
+  t.title = "Where the " + shape + " peak goes";
+  t.header = {"item", unit, "share of the peak", "note"};
+  t.fields = {core::SectionBuilder::field_name(field + ".items")};
+  for (const core::MemoryItem& it : m.items) {
+    const double b = static_cast<double>(it.bytes);
+    t.rows.push_back({it.label + (it.in_peak ? "" : " (beside the peak)"),
+                      fmt::format("{:.2f}", b / scale),
+                      it.in_peak && peak > 0 ? fmt::format("{:.1f} %", 100.0 * b / peak) : "",
+                      it.note});
+  }
+  t.rows.push_back({"peak allocated", fmt::format("{:.2f}", peak / scale), "100 %", ""});
+  c.table(std::move(t));
+}
+
+// What fits (results.memory_fit, profile --gpu-memory): each budget's predicted edges beside what
+// was measured under the allocator cap.
+void memory_fit_table(core::SectionBuilder& c, const MemoryFitReport& mf) {
+  if (!mf.requested) return;
+  core::ReportTable t;
+  t.id = "memory-fit";
+  t.title = "What fits: predicted edges measured under an allocator cap of each budget";
+  t.header = {"budget", "edge", "predicted", "predicted peak", "measured", "step past it",
+              "measured", "verdict"};
+  t.fields = {core::SectionBuilder::field_name("memory_fit.budgets")};
+  if (!mf.fit.ok) {
+    t.rows.push_back({"-", "no fit: " + mf.fit.why_not, "", "", "", "", "", ""});
+    c.table(std::move(t));
+    return;
+  }
+  auto measured = [&](const core::MemoryFitPoint& p) -> std::string {
+    if (p.oom) return "OOM";
+    const int64_t b = mf.fit.reserved ? p.peak_reserved_bytes : p.peak_allocated_bytes;
+    return fmt::format("{:.2f} GiB", static_cast<double>(b) / kGiB);
+  };
+  for (const MemoryBudget& b : mf.budgets) {
+    const std::string budget = fmt::format("{:.1f} GiB", (b.gpu_memory_bytes - b.reserve_bytes) / kGiB);
+    for (const core::MemoryEdgeCheck& ck : b.checks) {
+      const core::MemoryEdge& e = ck.predicted;
+      const bool by_width = e.axis == "width";
+      t.rows.push_back(
+          {budget,
+           by_width ? fmt::format("largest width at batch {}", e.batch)
+                    : fmt::format("largest batch at width {}", e.width),
+           std::to_string(by_width ? e.width : e.batch),
+           fmt::format("{:.2f} GiB", e.predicted_peak_bytes / kGiB) +
+               (e.extrapolated ? " (extrapolated)" : ""),
+           measured(ck.edge), std::to_string(by_width ? ck.next.width : ck.next.batch),
+           measured(ck.next), ck.verdict});
+      t.highlight.push_back(ck.verdict == "over");
+    }
+  }
+  if (!t.rows.empty()) c.table(std::move(t));  // with the edge search on, none: its table follows
+  c.note(fmt::format("Fitted peak: {}. {}", mf.fit.reserved ? "reserved" : "allocated",
+                     mf.fit.c2_test.verdict));
+}
+
+// The edges searched by running them (results.memory_fit.budgets[].searches, issue 44): per budget
+// the probes on a batch x width grid, fits and OOM apart, the measured edges and the model's
+// predictions beside them; then a table of each edge.
+void edge_search_figures(core::SectionBuilder& c, const MemoryFitReport& mf) {
+  core::ReportTable t;
+  t.id = "edge-search";
+  t.title = "What fits, measured: each edge searched under its budget's allocator cap";
+  t.header = {"budget", "edge", "model's prediction", "measured (fits)", "past it (OOM)",
+              "model error (steps)", "probes", "status"};
+  t.fields = {core::SectionBuilder::field_name("memory_fit.budgets[].searches")};
+  for (size_t bi = 0; bi < mf.budgets.size(); ++bi) {
+    const MemoryBudget& b = mf.budgets[bi];
+    if (b.searches.empty()) continue;
+    const std::string name = fmt::format("{:.1f} GiB", (b.gpu_memory_bytes - b.reserve_bytes) / kGiB);
+    XYChart chart;
+    chart.title = fmt::format("Edge search under a {} budget: probes by batch and width", name);
+    const std::string sources =
+        fmt::format("The budget: a {:.1f} GiB card ({}) less a {:.1f} GiB reserve ({}).",
+                    b.gpu_memory_bytes / kGiB, b.gpu_memory_source, b.reserve_bytes / kGiB,
+                    b.reserve_source);
+    chart.x_label = "width (tokens per sequence)";
+    chart.y_label = "batch (sequences)";
+    ChartSeries fits{"probe fits", ChartSeries::Kind::kPoints, {}, {}, {}, {}, false, 2, false};
+    ChartSeries oom{"probe OOM", ChartSeries::Kind::kPoints, {}, {}, {}, {}, false, 3, false};
+    // A search may hold any number of probes: the grid draws the first 200 of each.
+    constexpr size_t kMaxDrawn = 200;
+    for (const core::EdgeSearchResult& s : b.searches) {
+      const bool by_width = s.request.axis == "width";
+      for (size_t i = 0; i < s.probes.size() && i < kMaxDrawn; ++i) {
+        ChartSeries& into = s.probes[i].outcome == "fits" ? fits : oom;
+        into.x.push_back(static_cast<double>(s.probes[i].width));
+        into.y.push_back(static_cast<double>(s.probes[i].batch));
+      }
+      // The edge and the model's prediction as lines across the grid: a width edge is a
+      // vertical line, a batch edge a horizontal one.
+      const std::string at = by_width ? fmt::format(" (batch {})", s.request.batch)
+                                      : fmt::format(" (width {})", s.request.width);
+      const double e = static_cast<double>(s.edge);
+      if (s.edge > 0) chart.markers.push_back({by_width, e, "measured edge " + axis_number(e) + at});
+      const std::optional<int64_t>& pr = s.request.predicted;
+      if (pr && *pr > 0) {
+        const double v = static_cast<double>(*pr);
+        chart.markers.push_back({by_width, v, "model " + axis_number(v) + at});
+      }
+      t.rows.push_back(
+          {name,
+           by_width ? fmt::format("largest width at batch {}", s.request.batch)
+                    : fmt::format("largest batch at width {}", s.request.width),
+           pr ? (*pr == 0 ? std::string("none fits") : axis_number(static_cast<double>(*pr)))
+              : "no model",
+           s.edge > 0 ? axis_number(e) : "-",
+           s.past > 0 ? axis_number(static_cast<double>(s.past)) : "-",
+           s.error_steps ? fmt::format("{:+d}", *s.error_steps) : "-",
+           std::to_string(s.probes.size()), s.status});
+      t.highlight.push_back(s.status != "found");
+    }
+    for (ChartSeries* s : {&fits, &oom}) {
+      if (!s->x.empty()) chart.series.push_back(std::move(*s));
+    }
+    if (chart.series.empty()) continue;
+    chart.width = 720;
+    chart.height = 420;
+    c.figure(fmt::format("edge-search-{}", bi), chart.title, render_svg(chart),
+             {fmt::format("memory_fit.budgets[{}].searches[].probes[]", bi)},
+             "Each probe ran its steps (results.memory_fit.budgets[].searches[].steps, 3) in a row "
+             "under the budget's allocator cap; an OOM at any of them fails it. The measured "
+             "edge fits and the step past it runs out of memory; the model's prediction is where "
+             "the search started. " + sources);
+  }
+  if (!t.rows.empty()) c.table(std::move(t));
+}
+
+// The experts' load of the widest unpadded point that has one, as a layer × expert heat map.
+void expert_load_figure(core::SectionBuilder& c, const std::vector<const PointResult*>& pts,
+                        const core::StepConfig& config) {
+  const PointResult* chosen = nullptr;
+  for (const PointResult* p : pts) {
+    if (!p->expert_load.layers.empty()) chosen = p;
+  }
+  if (chosen == nullptr) return;
+  const core::ExpertLoad& load = chosen->expert_load;
+  core::HeatMap map;
+  map.title = fmt::format("Experts' load at {}: tokens per expert, per layer", point_name(*chosen));
+  map.x_label = "expert";
+  map.y_label = "layer";
+  map.value_label = "(token, choice) pairs";
+  double worst = 0;
+  int64_t worst_layer = 0;
+  for (const core::ExpertLoadLayer& e : load.layers) {
+    map.row_labels.push_back(std::to_string(e.layer));
+    map.values.emplace_back(e.tokens.begin(), e.tokens.end());
+    if (e.max_over_mean > worst) {
+      worst = e.max_over_mean;
+      worst_layer = e.layer;
+    }
+  }
+  c.figure("expert-load", map.title, render_svg(map),
+           {"points[].expert_load[].tokens", "points[].expert_load[].max_over_mean"},
+           fmt::format("Each layer routes {} pairs; the busiest expert holds {:.2f}x the mean "
+                       "(layer {}). Routing: {}.",
+                       load.routed_per_layer, worst, worst_layer, core::to_string(config.routing)));
+}
+
+// Every scalar field of the sweep and of its points, straight from the field tables
+// (core/evidence/profile_point.hpp): a field added there is a row here.
+void field_report_tables(core::SectionBuilder& c, const StepReport& r) {
+  core::ReportTable sweep;
+  sweep.id = "sweep-fields";
+  sweep.title = "The sweep, field by field";
+  sweep.header = {"field", "value", "unit", "what it is"};
+  sweep.fields = {core::SectionBuilder::field_name("model ... interrupted_at")};
+  const core::StepFigures& f = r;
+  for (const core::evidence::FieldCells& row : core::evidence::field_cells<core::StepFigures>({&f}))
+    sweep.rows.push_back({row.doc.path, row.cells.front(), row.doc.unit, row.doc.doc});
+  c.table(std::move(sweep));
+  core::ReportTable points;
+  points.id = "point-fields";
+  points.title = "The points, field by field (unpadded, then padded)";
+  points.header = {"field", "unit"};
+  std::vector<const core::PointFigures*> figures;
+  for (const PointResult& p : r.points) {
+    points.header.push_back(point_name(p));
+    figures.push_back(&p);
+  }
+  points.header.push_back("what it is");
+  points.fields = {core::SectionBuilder::field_name("points[]"),
+                   core::SectionBuilder::field_name("padded_points[]")};
+  for (const core::evidence::FieldCells& row : core::evidence::field_cells(figures)) {
+    std::vector<std::string> cells{row.doc.path, row.doc.unit};
+    cells.insert(cells.end(), row.cells.begin(), row.cells.end());
+    cells.push_back(row.doc.doc);
+    points.rows.push_back(std::move(cells));
+  }
+  if (!figures.empty()) c.table(std::move(points));
+}
+
+}  // namespace
+
+// The section reads the results through profile's own reader (profile_analysis_from_json), so
+// every figure draws typed fields; results it refuses (another tprobe's, or broken) are a note
+// naming the field, and nothing of them is drawn.
+void profile_report_section(core::SectionBuilder& c) {
+  ProfileAnalysis a;
+  try {
+    a = profile_analysis_from_json(c.results(), "results");
+  } catch (const std::exception& e) {
+    c.note(std::string("profile figures not drawn: ") + e.what());
+    return;
+  }
+  const StepReport& steps = a.report.steps;
+  const std::vector<const PointResult*> pts = unpadded_points(steps);
+  int64_t failed = 0;
+  for (const PointResult& p : steps.points) failed += p.outcome != PointOutcome::kOk;
+  c.fact("points",
+         fmt::format("{} measured, {} failed (OOM or refused)",
+                     static_cast<int64_t>(steps.points.size()) - failed, failed),
+         "points[].outcome", failed > 0);
+  if (a.trace_out) {
+    // --trace-out's file, linked relative to the evidence's folder (docs/profile.md).
+    const TraceOutFile& t = *a.trace_out;
+    c.link_fact("trace for a viewer",
+                fmt::format("{} ({} events: {} device rows, {} launches, {} memory samples; "
+                            "batch {} x width {})",
+                            t.path, t.events, t.device_rows, t.host_launches, t.memory_samples,
+                            t.batch, t.width),
+                t.link, "trace_out.link");
+  }
+  time_and_memory_figures(c, pts, a.memory_fit);
+  memory_step_figures(c, pts);
+  memory_fit_table(c, a.memory_fit);
+  edge_search_figures(c, a.memory_fit);
+  expert_load_figure(c, pts, a.report.config);
+  phase_part_figures(c, c.results().at("points"));
+  if (a.report.table_point)
+    kernel_table_figures(c, c.results().at("kernel_table"), "kernel_table.");
+  field_report_tables(c, steps);
 }
 }  // namespace tprobe::runs

@@ -249,6 +249,32 @@ std::vector<core::Table> memory_tables(const StepReport& r) {
   return out;
 }
 
+std::vector<core::Table> field_tables(const StepReport& r) {
+  std::vector<core::Table> out;
+  core::Table sweep("the sweep, field by field (results; docs/profile.md's field list)");
+  sweep.column("field", core::Align::kLeft).column("value", core::Align::kLeft).column("unit");
+  const core::StepFigures& f = r;
+  for (const auto& row : core::evidence::field_cells<core::StepFigures>({&f}))
+    sweep.row({row.doc.path, row.cells.front(), row.doc.unit});
+  out.push_back(std::move(sweep));
+  if (r.points.empty()) return out;
+  core::Table points("the points, field by field (results.points[], then padded_points[])");
+  points.column("field", core::Align::kLeft).column("unit");
+  std::vector<const core::PointFigures*> figures;
+  for (const PointResult& p : r.points) {
+    points.column(fmt::format("{}x{}{}", p.point.batch, p.point.width, p.point.padded() ? " pad" : ""),
+                  core::Align::kLeft);
+    figures.push_back(&p);
+  }
+  for (const auto& row : core::evidence::field_cells(figures)) {
+    std::vector<std::string> cells{row.doc.path, row.doc.unit};
+    cells.insert(cells.end(), row.cells.begin(), row.cells.end());
+    points.row(cells);
+  }
+  out.push_back(std::move(points));
+  return out;
+}
+
 core::Table timing_table(const StepReport& r) {
   core::Table t(fmt::format("step times ({} on {}, {}; median of the timed repeats)", r.model,
                             r.device_resolved, r.clock));

@@ -313,6 +313,14 @@ TEST_F(CliDocs, BashCompletionOffersTheSubcommandsAndEachOnesOptionsAndChoices) 
   // A comma list completes the word after its last comma, keeping what came before.
   const std::set<std::string> after = complete(script, {"tprobe", "profile", "--targets", "q_proj,k"});
   EXPECT_EQ(after, (std::set<std::string>{"q_proj,k_proj"}));
+  // A value with a grammar (profile's --routing: computed|balanced|zipf:S) is not a path: no
+  // file names; a path option still completes them (negative control).
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/a-file.txt", "x");
+  const std::string prefix = dir + "/a-";
+  EXPECT_TRUE(complete(script, {"tprobe", "profile", "--routing", prefix}).empty());
+  EXPECT_EQ(complete(script, {"tprobe", "profile", "--dataset", prefix}),
+            (std::set<std::string>{dir + "/a-file.txt"}));
   // An unknown subcommand offers nothing.
   EXPECT_TRUE(complete(script, {"tprobe", "no-such-probe", "-"}).empty());
 }

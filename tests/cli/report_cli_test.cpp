@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "run_tprobe.hpp"
+#include "tprobe/core/evidence/profile_point.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 
 namespace tprobe::testing {
@@ -54,8 +55,7 @@ const std::vector<std::string> kFigures = {
     "fig-inspect-blocks",         "fig-padding-lengths",
     "fig-bucket-waste",           "fig-bucket-time",
     "fig-bucket-sources",         "fig-profile-time",
-    "fig-profile-memory",         "fig-profile-phases",
-    "fig-profile-layer_types",    "fig-scaling-fit-time",
+    "fig-profile-expert-load",    "fig-scaling-fit-time",
     "fig-kernels-categories",     "fig-kernels-top-kernels",
     "fig-kernels-sum-union-wall", "fig-kernels-kernel-phases",
     "fig-flops-components",       "fig-flops-mfu",
@@ -148,26 +148,87 @@ TEST(ReportCli, DirectoryDefaultsAndEmptyInput) {
   EXPECT_EQ(run_tprobe({"report", "/nonexistent/x.json"}).exit_code, 1);  // like every missing input
 }
 
-// A CPU profile has no caching allocator: its points carry null peak memory, and the report says
-// "not measured" instead of drawing a chart at 0 GiB or claiming the field is missing.
-TEST(ReportCli, ProfileWithoutMemoryFiguresSaysNotMeasured) {
-  const std::string dir = make_temp_dir();
+// A CPU profile has no caching allocator: its points carry null peak memory (the fixture is a CPU
+// run), and the report says "not measured" instead of drawing a chart at 0 GiB. With the peaks a
+// CUDA run writes (allocated, and reserved above it), the same file draws the figure.
+TEST(ReportCli, ProfileMemoryFigureOnlyWithMeasuredPeaks) {
   nlohmann::json doc = nlohmann::json::parse(read_text(kFixtures + "/report/profile.json"));
+  const std::string dir = make_temp_dir();
+  write_text(dir + "/profile.json", doc.dump(2));
+  RunResult r = run_tprobe({"report", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string md = read_text(dir + "/report.md");
+  EXPECT_NE(md.find("peak memory not measured"), std::string::npos) << md;
+  EXPECT_EQ(md.find("Peak memory against width"), std::string::npos) << md;
+  ASSERT_FALSE(doc["results"]["points"].empty());
   for (auto& p : doc["results"]["points"]) {
-    p["peak_allocated_bytes"] = nullptr;
-    p["peak_reserved_bytes"] = nullptr;
+    ASSERT_TRUE(p["peak_allocated_bytes"].is_null());
+    p["peak_allocated_bytes"] = int64_t{3} << 30;
+    p["peak_reserved_bytes"] = int64_t{4} << 30;
   }
+  const std::string measured = make_temp_dir();
+  write_text(measured + "/profile.json", doc.dump(2));
+  r = run_tprobe({"report", measured});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  md = read_text(measured + "/report.md");
+  EXPECT_NE(md.find("Peak memory against width"), std::string::npos) << md;
+  EXPECT_EQ(md.find("peak memory not measured"), std::string::npos) << md;
+  EXPECT_EQ(md.find("profile figures not drawn"), std::string::npos) << md;
+}
+
+// The points' and the sweep's tables come from the field tables: every field of the point table
+// that the file's points hold as a scalar (not null in one of them at least) is a row; a list
+// (samples_s), an object (step) or a field profile adds beside the table (intended_flops) is not.
+TEST(ReportCli, ProfileFieldTablesHoldEveryScalarField) {
+  const json doc = json::parse(read_text(kFixtures + "/report/profile.json"));
+  const std::string html = read_text(built().html);
+  const std::size_t at = html.find("id=\"point-fields\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string table = html.substr(at, html.find("</table>", at) - at);
+  std::set<std::string> declared;
+  for (const auto& d : core::evidence::field_docs<core::PointFigures>()) declared.insert(d.path);
+  ASSERT_TRUE(declared.count("samples_s") && declared.count("loss_targets"));
+  std::size_t rows = 0;
+  for (const auto& [key, v] : doc["results"]["points"][0].items()) {
+    bool shown = declared.count(key) > 0;
+    bool any = false;
+    for (const auto& p : doc["results"]["points"]) {
+      shown = shown && !p[key].is_array() && !p[key].is_object();
+      any = any || !p[key].is_null();
+    }
+    const bool row = table.find("<tr><td>" + key + "</td>") != std::string::npos;
+    EXPECT_EQ(row, shown && any) << key;
+    rows += shown && any;
+  }
+  EXPECT_GT(rows, 10u);
+  EXPECT_EQ(table.find("<tr><td>intended_flops</td>"), std::string::npos);
+  EXPECT_EQ(table.find("<tr><td>samples_s</td>"), std::string::npos);
+  EXPECT_EQ(count(table, "<tr>") - 1, rows);  // the header, then one row per field
+  const std::size_t sweep = html.find("id=\"sweep-fields\"");
+  ASSERT_NE(sweep, std::string::npos);
+  EXPECT_NE(html.find("<td>" + doc["results"]["config_digest"].get<std::string>() + "</td>", sweep),
+            std::string::npos);
+}
+
+// Profile evidence the reader refuses (a hand-written point of an older shape, missing fields)
+// draws no profile figure and says which field, instead of drawing what it can guess.
+TEST(ReportCli, ProfileEvidenceTheReaderRefusesIsANote) {
+  nlohmann::json doc = nlohmann::json::parse(read_text(kFixtures + "/report/profile.json"));
+  doc["results"]["points"][1].erase("loss_targets");
+  const std::string dir = make_temp_dir();
   write_text(dir + "/profile.json", doc.dump(2));
   RunResult r = run_tprobe({"report", dir});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string md = read_text(dir + "/report.md");
-  EXPECT_NE(md.find("peak memory not measured"), std::string::npos) << md;
-  EXPECT_EQ(md.find("Peak memory against width"), std::string::npos) << md;
+  EXPECT_NE(md.find("profile figures not drawn: results points\\[1\\]: missing field 'loss_targets'"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("Step time against width"), std::string::npos) << md;
 }
 
 // The edge search (issue 44): the probes on a batch x width grid with the measured edges and the
 // model's predictions as lines, and a table of each edge; a search whose probes are not an array
-// (a hostile file) draws nothing of it and still renders the rest.
+// (a hostile file) is refused by the reader: nothing of the profile is drawn, and a note says where.
 TEST(ReportCli, ProfileEdgeSearchIsDrawn) {
   const std::string dir = make_temp_dir();
   nlohmann::json doc =
@@ -200,6 +261,9 @@ TEST(ReportCli, ProfileEdgeSearchIsDrawn) {
   r = run_tprobe({"report", bare});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(read_text(bare + "/report.html").find("fig-profile-edge-search-0"), std::string::npos);
+  // The reader refuses the file, and the page says where.
+  EXPECT_NE(read_text(bare + "/report.md").find("budgets\\[0\\] searches\\[0\\]: field 'probes' must be an array"),
+            std::string::npos);
 }
 
 // ---- a real browser ----

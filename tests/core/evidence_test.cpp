@@ -9,6 +9,7 @@
 
 #include "test_paths.hpp"
 #include "tprobe/core/base/error.hpp"
+#include "tprobe/core/base/json_read.hpp"
 
 namespace tprobe::core {
 namespace {
@@ -93,6 +94,21 @@ TEST(Evidence, ReaderRejectsBrokenFiles) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("named.json"), std::string::npos);
+  }
+}
+
+// A field written twice is checked by writing it again; the keys' order is not a difference (a
+// file sorted by another JSON tool is the same evidence), a value is.
+TEST(Evidence, CheckRewrittenIgnoresKeyOrderOnly) {
+  const Json written = Json::parse(R"({"b": 1, "a": {"y": [1, 2], "x": "s"}})");
+  const Json sorted = Json::parse(R"({"a": {"x": "s", "y": [1, 2]}, "b": 1})");
+  EXPECT_NO_THROW(json_read::check_rewritten(sorted, written, "r"));
+  const Json changed = Json::parse(R"({"a": {"x": "s", "y": [2, 1]}, "b": 1})");
+  try {
+    json_read::check_rewritten(changed, written, "r");
+    ADD_FAILURE() << "a changed value was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("r.a.y.0"), std::string::npos) << e.what();
   }
 }
 

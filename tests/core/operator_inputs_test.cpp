@@ -15,6 +15,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/host_memory.hpp"
 #include "tprobe/core/base/sha256.hpp"
+#include "tprobe/core/base/table.hpp"
 #include "tprobe/core/data/dataset_batch.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
@@ -193,6 +194,69 @@ TEST(EvidenceFields, RoundTripTypedReadsAndTheDocsList) {
       EXPECT_NE(doc.find(row), std::string::npos) << "docs/profile.md lacks the row:\n" << row;
     }
   }
+}
+
+// A derived field added after evidence was written: `.absent_ok()` reads that evidence, and a
+// file that has the field is still checked against what the other fields make of it.
+struct Doubled {
+  int64_t n = 0;
+};
+auto evidence_fields(const Doubled*) {
+  return std::make_tuple(
+      evidence::field("n", &Doubled::n, "", "a count"),
+      evidence::derived<Doubled>("twice", +[](const Doubled& d) { return Json(2 * d.n); },
+                                 "integer", "", "n doubled")
+          .absent_ok());
+}
+
+TEST(EvidenceFields, ADerivedFieldAbsentOkReadsOlderEvidenceAndChecksNewer) {
+  EXPECT_EQ(evidence::to_json(Doubled{3}), (Json{{"n", 3}, {"twice", 6}}));
+  EXPECT_EQ(evidence::from_json<Doubled>(Json{{"n", 3}}, "d").n, 3);  // from before the field
+  EXPECT_EQ(evidence::from_json<Doubled>(Json{{"n", 3}, {"twice", 6}}, "d").n, 3);
+  try {
+    evidence::from_json<Doubled>(Json{{"n", 3}, {"twice", 7}}, "d");
+    ADD_FAILURE() << "a derived field that does not match was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'twice' is 7 but the other fields make it 6"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The views' field-by-field tables: one row per field that is a scalar for every item and set
+// for one at least, in table order, each cell by the field's unit.
+TEST(EvidenceFields, FieldCellsAreTheScalarFieldsByUnit) {
+  PointFigures a, b;
+  a.point = StepPoint(2, 16);
+  b.point = StepPoint(4, 32, {32, 32, 32, 8});
+  b.memory_measured = true;
+  b.peak_allocated_bytes = int64_t{3} << 30;
+  b.peak_reserved_bytes = int64_t{4} << 30;
+  a.step_s = b.step_s = {0.5, 0.25};
+  const std::vector<evidence::FieldCells> rows = evidence::field_cells<PointFigures>({&a, &b});
+  std::vector<std::string> keys;
+  for (const auto& r : rows) keys.push_back(r.doc.path);
+  auto row = [&](const std::string& k) -> const evidence::FieldCells* {
+    for (const auto& r : rows)
+      if (r.doc.path == k) return &r;
+    return nullptr;
+  };
+  ASSERT_TRUE(row("batch") && row("real_tokens") && row("peak_allocated_bytes") && row("traced"));
+  EXPECT_EQ(row("batch")->cells, (std::vector<std::string>{"2", "4"}));
+  EXPECT_EQ(row("real_tokens")->cells, (std::vector<std::string>{"32", "104"}));
+  EXPECT_EQ(row("peak_allocated_bytes")->cells, (std::vector<std::string>{"-", "3.00 GiB"}));
+  EXPECT_EQ(row("traced")->cells, (std::vector<std::string>{"no", "no"}));
+  // Lists (samples_s, lengths once one item has them), objects (step) and fields null for every
+  // item (message, oom_tried_bytes) are not rows; the rest keep the table's order.
+  for (const char* k : {"samples_s", "lengths", "step", "message", "oom_tried_bytes"})
+    EXPECT_EQ(row(k), nullptr) << k;
+  EXPECT_LT(std::find(keys.begin(), keys.end(), "batch"), std::find(keys.begin(), keys.end(), "outcome"));
+  // A time by its unit, a ratio as a number.
+  const std::vector<evidence::FieldDoc> docs = {{"t", "number", "s", ""}, {"r", "number", "", ""}};
+  const auto cells = evidence::field_cells(docs, {Json{{"t", 0.0123}, {"r", 0.5}}});
+  ASSERT_EQ(cells.size(), 2u);
+  EXPECT_EQ(cells[0].cells.front(), format_seconds(0.0123));
+  EXPECT_EQ(cells[1].cells.front(), "0.5");
 }
 
 TEST(Sha256, LibcryptoMatchesTheStandardVectors) {

@@ -45,6 +45,9 @@ core::Json to_json(const torch_api::StepReport& report);
 // "2x8192 ok: step 1.234 s (min 1.230, spread 0.4 %), fwd ..., peak 12.3 GiB"
 std::string point_line(const torch_api::PointResult& point);
 core::Table timing_table(const torch_api::StepReport& report);
+// The sweep's and the points' scalar fields, one row each, straight from their field tables
+// (core/evidence/profile_point.hpp): a field added to a table is a row here with no other edit.
+std::vector<core::Table> field_tables(const torch_api::StepReport& report);
 // Where each point's peak goes (the memory step's items) and the widest point's alive bytes by
 // part × phase; none when no point recorded its memory.
 std::vector<core::Table> memory_tables(const torch_api::StepReport& report);

@@ -157,8 +157,9 @@ std::size_t choice(const Json& obj, const char* key, const std::string& where,
 }
 
 void check_rewritten(const Json& read, const Json& rewritten, const std::string& where) {
-  if (read == rewritten) return;
-  const Json patch = Json::diff(rewritten, read);
+  if (read == rewritten) return;  // ordered_json: equal in key order too
+  const Json patch = Json::diff(rewritten, read);  // by key: empty when only the order differs
+  if (patch.empty()) return;
   const std::string pointer = patch.empty() ? "" : patch[0].value("path", "");
   std::string field = pointer;
   std::replace(field.begin(), field.end(), '/', '.');

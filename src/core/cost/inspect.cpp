@@ -244,7 +244,7 @@ MemoryCheck check_memory_estimate(const MemoryEstimate& est, const Json& results
   bool states_in_peak = false;  // the step ran AdamW (--optimizer adamw): its moments are resident
   for (const MemoryItem& it : m.items) {
     items[it.key] = it.bytes;
-    if (it.key == "adamw_states") states_in_peak = it.in_peak;
+    if (it.key == memory_item::kAdamwStates) states_in_peak = it.in_peak;
   }
   if (items.empty()) {
     c.why_not = "the memory step has no items (results.points[].memory.items)";
@@ -273,16 +273,17 @@ MemoryCheck check_memory_estimate(const MemoryEstimate& est, const Json& results
     x.note = std::move(note);
     c.rows.push_back(std::move(x));
   };
-  row(est.rows[0], {"weights"},
+  row(est.rows[0], {memory_item::kWeights},
       "the estimate counts the stored text tensors; the step's weights are the base parameters it "
       "built");
-  row(est.rows[1], {"lora_parameters", "lora_gradients", "adamw_states"},
+  row(est.rows[1],
+      {memory_item::kLoraParameters, memory_item::kLoraGradients, memory_item::kAdamwStates},
       states_in_peak
           ? "AdamW's moments measured: resident since the optimizer's first step (--optimizer "
             "adamw); the gradients are what is alive at the peak"
           : "AdamW's moments are computed on the measured side too (the step ran no optimizer: "
             "--optimizer none); the gradients are what is alive at the peak");
-  row(est.rows[2], {"forward_kept"}, "forward allocations alive at the peak");
+  row(est.rows[2], {memory_item::kForwardKept}, "forward allocations alive at the peak");
   row(est.rows[4], {"loss_head"},
       "the loss head's transient alive at the peak: 0 when the peak is elsewhere (it is then not "
       "what sets the peak)");

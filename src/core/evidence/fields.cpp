@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "tprobe/core/base/table.hpp"
 #include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
@@ -16,6 +17,39 @@ std::string field_where(const std::string& where, const char* key, bool scalar) 
 }
 
 }  // namespace detail
+
+namespace {
+
+std::string cell_of(const Json& v, const std::string& unit) {
+  if (v.is_null()) return "-";
+  if (v.is_boolean()) return v.get<bool>() ? "yes" : "no";
+  if (v.is_string()) return v.get<std::string>();
+  const double x = v.get<double>();
+  if (unit == "s") return format_seconds(x);
+  if (unit == "B") return format_bytes(x);
+  if (v.is_number_integer()) return format_count(v.get<int64_t>());
+  return fmt::format("{:.4g}", x);
+}
+
+}  // namespace
+
+std::vector<FieldCells> field_cells(const std::vector<FieldDoc>& docs,
+                                    const std::vector<Json>& items) {
+  std::vector<FieldCells> out;
+  for (const FieldDoc& d : docs) {
+    if (d.path.find_first_of(".[") != std::string::npos) continue;  // a member's own fields
+    FieldCells row{d, {}};
+    bool any = false, scalar = true;
+    for (const Json& j : items) {
+      const Json v = j.is_object() && j.contains(d.path) ? j[d.path] : Json(nullptr);
+      scalar = scalar && !v.is_array() && !v.is_object();
+      any = any || !v.is_null();
+      row.cells.push_back(scalar ? cell_of(v, d.unit) : "");
+    }
+    if (scalar && any) out.push_back(std::move(row));
+  }
+  return out;
+}
 
 std::string field_rows(const std::vector<FieldDoc>& docs) {
   std::string out;

@@ -109,11 +109,6 @@ std::string row_label(const Json& row, std::string* key) {
   return "";
 }
 
-bool true_at(const Json& j, const std::string& dotted) {
-  const Json* v = find_path(j, dotted);
-  return v && v->is_boolean() && v->get<bool>();
-}
-
 FieldPath outside_results(std::string path) {
   FieldPath f(std::move(path));
   f.in_results = false;

@@ -60,7 +60,8 @@ uint64_t unsigned_integer(const Json& obj, const char* key, const std::string& w
 // Fields written twice or derived, checked by writing them again from what was read: `read` (as
 // the file holds it) must equal `rewritten` (the writer's output from the fields read). Else the
 // error names the first JSON path where they part ("where.rows.2.share_ratio") and what the other
-// fields make of it.
+// fields make of it. An object's keys may come in any order (a file re-written by another JSON
+// tool, keys sorted, is the same evidence).
 void check_rewritten(const Json& read, const Json& rewritten, const std::string& where);
 // An enum spelled by its to_string(): the one of `values` whose spelling the field holds.
 template <typename E>

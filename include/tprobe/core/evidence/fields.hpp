@@ -14,7 +14,7 @@
 // still required. A field whose JSON is not one member as it is (a null that a flag decides, an
 // enum) is `custom(key, write, read, type, unit, doc)`; with `read` null it is derived: written
 // from the other members, and on reading checked against what they give (absent where that is
-// null).
+// null, or with `.absent_ok()` in evidence from before the field).
 #pragma once
 
 #include <algorithm>
@@ -257,7 +257,7 @@ T decode(const Json& v, const std::string& where, int64_t min) {
         if (f.read != nullptr) return;
         const Json want = f.write(out);
         const auto it = v.find(f.key);
-        if (it == v.end() && !want.is_null())
+        if (it == v.end() && !want.is_null() && !f.may_be_absent)
           ::tprobe::fail("{}: missing field '{}'", where, f.key);
         if (it != v.end() && *it != want)
           ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
@@ -312,6 +312,22 @@ std::vector<FieldDoc> field_docs(const std::string& prefix = "") {
   std::vector<FieldDoc> out;
   detail::docs<S>(out, prefix);
   return out;
+}
+// The items' fields that are scalars in the evidence, in table order, each with one cell per item
+// (its value by its unit: "s" a time, "B" bytes, an integer a count, null "-"): what a view of
+// the items, field by field, shows, so a field added to the table is in the text table and the
+// report with no other edit. A field that is a list or an object for an item, or null (or absent)
+// for every item, is left out.
+struct FieldCells {
+  FieldDoc doc;
+  std::vector<std::string> cells;
+};
+std::vector<FieldCells> field_cells(const std::vector<FieldDoc>& docs, const std::vector<Json>& items);
+template <typename S>
+std::vector<FieldCells> field_cells(const std::vector<const S*>& items) {
+  std::vector<Json> js;
+  for (const S* s : items) js.push_back(to_json(*s));
+  return field_cells(field_docs<S>(), js);
 }
 // One markdown table row per field: "| `path` | type | unit | doc |".
 std::string field_rows(const std::vector<FieldDoc>& docs);

@@ -29,6 +29,15 @@ struct MemoryItem {
   bool in_peak = true;
   std::string note;
 };
+// The items' keys a view looks up by name (inspect --measured sets its estimate beside them);
+// trace/attribute's analyze_step_memory writes the items.
+namespace memory_item {
+inline constexpr const char kWeights[] = "weights";
+inline constexpr const char kLoraParameters[] = "lora_parameters";
+inline constexpr const char kLoraGradients[] = "lora_gradients";
+inline constexpr const char kAdamwStates[] = "adamw_states";
+inline constexpr const char kForwardKept[] = "forward_kept";
+}  // namespace memory_item
 
 // The parts of a timeline sample, in this order: resident (alive since before the window),
 // every StepPart in all_step_parts() order, untagged.

@@ -21,8 +21,6 @@ std::optional<double> number_at(const Json& j, const std::string& dotted);
 // A string as is, null or absent as "", anything else as its JSON text.
 std::string string_at(const Json& j, const std::string& dotted);
 const Json* array_at(const Json& j, const std::string& dotted);
-// True only for a JSON true.
-bool true_at(const Json& j, const std::string& dotted);
 
 // A scalar cell for tables of unknown shape.
 std::string cell(const Json& v);
