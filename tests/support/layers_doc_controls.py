@@ -50,7 +50,7 @@ def main():
 
     stats = row("| `trace/stats/` |")
     narrowed = list(lines)
-    assert narrowed[stats].endswith("| base, report, trace/record, trace/attribute |")
+    assert narrowed[stats].endswith("| base, evidence, report, trace/record, trace/attribute |")
     narrowed[stats] = narrowed[stats].replace(", trace/attribute |", " |")
     swapped = list(lines)
     rep = swapped.pop(row("| `report/` |"))
@@ -61,7 +61,7 @@ def main():
                                             "`core/trace/stats`, `core/io`, CUPTI")
     for name, doc, says in [
         ("trace/stats/ narrowed", narrowed,
-         "`trace/stats/` may include ['core/base', 'core/report', 'core/trace/record']"),
+         "`trace/stats/` may include ['core/base', 'core/evidence', 'core/report', 'core/trace/record']"),
         ("report/ moved below adapter/", swapped, "which the folder table lists below it"),
         ("cupti widened", widened, "may use ['core/base', 'core/io', 'core/trace/attribute'"),
     ]:
