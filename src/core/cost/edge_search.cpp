@@ -248,17 +248,6 @@ Json opt(const std::optional<int64_t>& v) { return v ? Json(*v) : Json(nullptr);
 
 Json to_json(const EdgeSearchResult& s) {
   const EdgeSearchRequest& r = s.request;
-  Json probes = Json::array();
-  for (const EdgeSearchProbe& p : s.probes) {
-    probes.push_back(Json{{"batch", p.batch},
-                          {"width", p.width},
-                          {"outcome", p.outcome},
-                          {"steps", p.steps},
-                          {"peak_allocated_bytes", opt(p.peak_allocated_bytes)},
-                          {"peak_reserved_bytes", opt(p.peak_reserved_bytes)},
-                          {"wall_s", p.wall_s},
-                          {"message", p.message}});
-  }
   return Json{{"axis", r.axis},
               {"batch", r.batch},
               {"width", r.width},
@@ -274,7 +263,7 @@ Json to_json(const EdgeSearchResult& s) {
               {"past", s.past},
               {"error_steps", opt(s.error_steps)},
               {"note", s.note},
-              {"probes", std::move(probes)}};
+              {"probes", evidence::to_json(s.probes)}};
 }
 
 EdgeSearchResult edge_search_result_from_json(const Json& j, const std::string& where) {
@@ -301,18 +290,8 @@ EdgeSearchResult edge_search_result_from_json(const Json& j, const std::string& 
   const Json& probes = jr::array(j, "probes", where);
   for (std::size_t i = 0; i < probes.size(); ++i) {
     const std::string pw = jr::at(where, "probes", i);
-    const Json& x = probes[i];
-    if (!x.is_object()) fail("{} must be an object", pw);
-    EdgeSearchProbe p;
-    p.batch = jr::integer(x, "batch", pw, 1, kEdgeSearchMaxValue);
-    p.width = jr::integer(x, "width", pw, 1, kEdgeSearchMaxValue);
-    p.outcome = std::vector<std::string>{"fits", "oom", "error"}[jr::choice(x, "outcome", pw, {"fits", "oom", "error"})];
-    p.steps = jr::integer(x, "steps", pw, 0, 1000);
-    p.peak_allocated_bytes = jr::nullable_integer(x, "peak_allocated_bytes", pw, 0);
-    p.peak_reserved_bytes = jr::nullable_integer(x, "peak_reserved_bytes", pw, 0);
-    p.wall_s = jr::number(x, "wall_s", pw);
-    if (p.wall_s < 0) fail("{}.wall_s: negative", pw);
-    p.message = jr::string(x, "message", pw);
+    const auto p = evidence::from_json<EdgeSearchProbe>(probes[i], pw);
+    if (p.wall_s < 0) fail("{}: field 'wall_s' is negative", pw);
     try {
       search.record(p);
     } catch (const Error& e) {

@@ -274,20 +274,12 @@ Json to_json(const LeversReport& report) {
                 {"lengths", r.lengths},
                 {"tokens", r.tokens},
                 {"outcome", r.outcome},
-                {"message", r.message},
-                {"samples_s", r.timing.samples_s}};
-    if (r.outcome == "ok" && !r.timing.samples_s.empty()) {
-      row["median_s"] = r.timing.median_s;
-      row["min_s"] = r.timing.min_s;
-      row["max_s"] = r.timing.max_s;
-    } else {
-      row["median_s"] = nullptr;
-      row["min_s"] = nullptr;
-      row["max_s"] = nullptr;
-    }
-    row["peak_allocated_bytes"] = json_or_null(r.peak_allocated_bytes);
-    row["peak_reserved_bytes"] = json_or_null(r.peak_reserved_bytes);
-    row["performed_mfu_ratio"] = json_or_null(r.performed_mfu);
+                {"message", r.message}};
+    const bool ran = r.outcome == "ok" && !r.timing.samples_s.empty();
+    auto spread = [&](double v) { return ran ? std::optional<double>(v) : std::nullopt; };
+    row.update(evidence::to_json(LeverFigures{
+        r.timing.samples_s, spread(r.timing.median_s), spread(r.timing.min_s),
+        spread(r.timing.max_s), r.peak_allocated_bytes, r.peak_reserved_bytes, r.performed_mfu}));
     if (r.delta) {
       row["vs_baseline"] = {{"delta_s", r.delta->delta_s},
                             {"speedup_ratio", r.delta->ratio},
@@ -315,15 +307,6 @@ Json to_json(const LeversReport& report) {
   if (report.edge_card_gib) {
     Json edges = Json::array();
     for (const LeverEdge& e : report.edges) {
-      Json probes = Json::array();
-      for (const EdgeProbe& p : e.probes) {
-        probes.push_back({{"batch", p.batch},
-                          {"outcome", p.outcome},
-                          {"peak_allocated_bytes", p.peak_allocated_bytes ? Json(*p.peak_allocated_bytes) : Json(nullptr)},
-                          {"peak_reserved_bytes", p.peak_reserved_bytes ? Json(*p.peak_reserved_bytes) : Json(nullptr)},
-                          {"message", p.message},
-                          {"uncapped", p.uncapped}});
-      }
       edges.push_back({{"lever", e.lever},
                        {"setting", e.setting},
                        {"width", e.width},
@@ -331,7 +314,7 @@ Json to_json(const LeversReport& report) {
                        {"largest_batch", e.largest_batch},
                        {"outcome", e.outcome},
                        {"message", e.message},
-                       {"probes", probes}});
+                       {"probes", evidence::to_json(e.probes)}});
     }
     const double reserve = report.edge_reserve_gib.value_or(0);
     j["memory_edge"] = {{"gpu_memory_gib", *report.edge_card_gib},
@@ -360,13 +343,14 @@ LeverRow lever_row_from_json(const Json& j, const std::string& w) {
   r.outcome = jr::string(j, "outcome", w);
   r.message = jr::string(j, "message", w);
   // The spread as written where it was (an ok row), else as the repeats give it.
-  r.timing = make_timing(jr::numbers(j, "samples_s", w));
-  if (auto m = jr::nullable_number(j, "median_s", w)) r.timing.median_s = *m;
-  if (auto m = jr::nullable_number(j, "min_s", w)) r.timing.min_s = *m;
-  if (auto m = jr::nullable_number(j, "max_s", w)) r.timing.max_s = *m;
-  r.peak_allocated_bytes = jr::nullable_integer(j, "peak_allocated_bytes", w, 0);
-  r.peak_reserved_bytes = jr::nullable_integer(j, "peak_reserved_bytes", w, 0);
-  r.performed_mfu = jr::nullable_number(j, "performed_mfu_ratio", w);
+  const auto f = evidence::from_json<LeverFigures>(j, w);
+  r.timing = make_timing(f.samples_s);
+  r.timing.median_s = f.median_s.value_or(r.timing.median_s);
+  r.timing.min_s = f.min_s.value_or(r.timing.min_s);
+  r.timing.max_s = f.max_s.value_or(r.timing.max_s);
+  r.peak_allocated_bytes = f.peak_allocated_bytes;
+  r.peak_reserved_bytes = f.peak_reserved_bytes;
+  r.performed_mfu = f.performed_mfu_ratio;
   if (!jr::field(j, "vs_baseline", w).is_null()) {
     const Json& d = jr::object(j, "vs_baseline", w);
     const std::string dw = w + ".vs_baseline";
@@ -391,17 +375,8 @@ LeverEdge lever_edge_from_json(const Json& j, const std::string& w) {
   e.outcome = jr::string(j, "outcome", w);
   e.message = jr::string(j, "message", w);
   const Json& probes = jr::array(j, "probes", w);
-  for (std::size_t i = 0; i < probes.size(); ++i) {
-    const std::string pw = jr::at(w, "probes", i);
-    EdgeProbe p;
-    p.batch = jr::integer(probes[i], "batch", pw, 0);
-    p.outcome = jr::string(probes[i], "outcome", pw);
-    p.peak_allocated_bytes = jr::nullable_integer(probes[i], "peak_allocated_bytes", pw, 0);
-    p.peak_reserved_bytes = jr::nullable_integer(probes[i], "peak_reserved_bytes", pw, 0);
-    p.message = jr::string(probes[i], "message", pw);
-    p.uncapped = jr::boolean(probes[i], "uncapped", pw);
-    e.probes.push_back(std::move(p));
-  }
+  for (std::size_t i = 0; i < probes.size(); ++i)
+    e.probes.push_back(evidence::from_json<EdgeProbe>(probes[i], jr::at(w, "probes", i)));
   return e;
 }
 

@@ -560,14 +560,6 @@ MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryFitPoint& ed
   return c;
 }
 
-Json to_json(const MemoryFitPoint& p) {
-  return Json{{"batch", p.batch},
-              {"width", p.width},
-              {"peak_allocated_bytes", p.peak_allocated_bytes},
-              {"peak_reserved_bytes", p.peak_reserved_bytes},
-              {"oom", p.oom}};
-}
-
 Json to_json(const MemoryFit& fit) {
   Json out;
   out["ok"] = fit.ok;
@@ -590,7 +582,7 @@ Json to_json(const MemoryFit& fit) {
   out["max_fitted_token_width"] = fit.max_fitted_token_width;
   Json rows = Json::array();
   for (size_t i = 0; i < fit.fitted_points.size(); ++i) {
-    Json row = to_json(fit.fitted_points[i]);
+    Json row = evidence::to_json(fit.fitted_points[i]);
     row["index"] = fit.fitted_indices[i];
     if (fit.ok) {
       const double measured = static_cast<double>(fitted_peak(fit.fitted_points[i], fit.reserved));
@@ -601,7 +593,7 @@ Json to_json(const MemoryFit& fit) {
   }
   out["fitted"] = std::move(rows);
   Json ooms = Json::array();
-  for (const auto& p : fit.oom_points) ooms.push_back(to_json(p));
+  for (const auto& p : fit.oom_points) ooms.push_back(evidence::to_json(p));
   out["oom_points"] = std::move(ooms);
   if (fit.ok) {
     // F is infinite when points generated from known coefficients leave no residual at all;
@@ -644,8 +636,8 @@ Json to_json(const MemoryEdgeCheck& c) {
               {"edge_error_bytes", json_or_null(c.edge_error_bytes)},
               {"next_error_bytes", json_or_null(c.next_error_bytes)},
               {"predicted", to_json(c.predicted)},
-              {"edge", to_json(c.edge)},
-              {"next", to_json(c.next)}};
+              {"edge", evidence::to_json(c.edge)},
+              {"next", evidence::to_json(c.next)}};
 }
 
 namespace {
@@ -657,17 +649,6 @@ bool peak_is_reserved(const Json& j, const std::string& where) {
 }
 
 }  // namespace
-
-MemoryFitPoint memory_fit_point_from_json(const Json& j, const std::string& where) {
-  if (!j.is_object()) fail("{} must be an object", where);
-  MemoryFitPoint p;
-  p.batch = jr::integer(j, "batch", where, 1, kMaxMemoryFitBatch);
-  p.width = jr::integer(j, "width", where, 1, kMaxMemoryFitWidth);
-  p.peak_allocated_bytes = jr::integer(j, "peak_allocated_bytes", where, 0);
-  p.peak_reserved_bytes = jr::integer(j, "peak_reserved_bytes", where, 0);
-  p.oom = jr::boolean(j, "oom", where);
-  return p;
-}
 
 MemoryFit memory_fit_from_json(const Json& j, const std::string& where) {
   if (!j.is_object()) fail("{} must be an object", where);
@@ -704,7 +685,7 @@ MemoryFit memory_fit_from_json(const Json& j, const std::string& where) {
   const Json& rows = jr::array(j, "fitted", where);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::string w = jr::at(where, "fitted", i);
-    f.fitted_points.push_back(memory_fit_point_from_json(rows[i], w));
+    f.fitted_points.push_back(evidence::from_json<MemoryFitPoint>(rows[i], w));
     f.fitted_indices.push_back(jr::integer(rows[i], "index", w, 0));
     if (!f.ok) continue;
     const double residual = jr::number(rows[i], "residual_bytes", w);
@@ -718,7 +699,7 @@ MemoryFit memory_fit_from_json(const Json& j, const std::string& where) {
     fail("{}: {} fitted rows but points is {}", where, f.fitted_points.size(), f.points);
   const Json& ooms = jr::array(j, "oom_points", where);
   for (std::size_t i = 0; i < ooms.size(); ++i)
-    f.oom_points.push_back(memory_fit_point_from_json(ooms[i], jr::at(where, "oom_points", i)));
+    f.oom_points.push_back(evidence::from_json<MemoryFitPoint>(ooms[i], jr::at(where, "oom_points", i)));
   const Json& test = jr::field(j, "c2_test", where);
   if (test.is_null() == f.ok) fail("{}: c2_test must be an object exactly when ok", where);
   if (f.ok) {
@@ -771,8 +752,8 @@ MemoryEdgeCheck memory_edge_check_from_json(const Json& j, const std::string& wh
   c.edge_error_bytes = jr::nullable_number(j, "edge_error_bytes", where);
   c.next_error_bytes = jr::nullable_number(j, "next_error_bytes", where);
   c.predicted = memory_edge_from_json(jr::object(j, "predicted", where), where + ".predicted");
-  c.edge = memory_fit_point_from_json(jr::object(j, "edge", where), where + ".edge");
-  c.next = memory_fit_point_from_json(jr::object(j, "next", where), where + ".next");
+  c.edge = evidence::from_json<MemoryFitPoint>(jr::field(j, "edge", where), where + ".edge");
+  c.next = evidence::from_json<MemoryFitPoint>(jr::field(j, "next", where), where + ".next");
   return c;
 }
 

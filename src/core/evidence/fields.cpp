@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "tprobe/core/base/table.hpp"
+#include "tprobe/core/evidence/cost_points.hpp"
 #include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
@@ -71,7 +72,11 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<OverlapFigures>("kernel_table.devices[]."),
                     field_docs<RankRow>("rank_summary[]."), field_docs<PartCells>(),
                     field_docs<PartRow>("by_phase_part[]."), field_docs<LayerRow>("by_layer[]."),
-                    field_docs<DoubleCount>("trace.key_averages_trap.")})
+                    field_docs<DoubleCount>("trace.key_averages_trap."),
+                    field_docs<MemoryFitPoint>("memory_fit.fit.fitted[]."),
+                    field_docs<EdgeSearchProbe>("memory_fit.budgets[].searches[].probes[]."),
+                    field_docs<EdgeProbe>("memory_edge.rows[].probes[]."),
+                    field_docs<LeverFigures>("rows[]."), field_docs<MemoryFacts>("facts.")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

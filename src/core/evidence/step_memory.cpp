@@ -23,6 +23,21 @@ namespace evidence_detail {
 
 namespace jr = json_read;
 
+void read_grad_ptrs(MemoryFacts& f, const Json& v, const std::string& w, const char* key) {
+  const std::string at = w + "." + key;
+  if (!v.is_array()) fail("{}: must be a list", at);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    f.lora_grad_ptrs.insert(jr::element_unsigned(v[i], fmt::format("{}[{}]", at, i)));
+}
+
+// Written since --optimizer (a file from before it ran no optimizer and has none).
+void read_state_bytes(MemoryFacts& f, const Json& v, const std::string& w, const char* key) {
+  f.optimizer_state_bytes = jr::element_integer(v, fmt::format("{}: field '{}'", w, key), 0,
+                                                kMaxMemoryBytes);
+  if (f.optimizer_state_bytes > 0 && !f.optimizer_ran)
+    fail("{}: '{}' is {} but 'optimizer_ran' is false", w, key, f.optimizer_state_bytes);
+}
+
 void read_by_slot(MemorySample& s, const Json& v, const std::string& w, const char* key) {
   const auto by = evidence::detail::decode<std::vector<int64_t>>(v, w + "." + key);
   if (by.size() != kMemorySlots)

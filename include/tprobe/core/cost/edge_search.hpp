@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/evidence/cost_points.hpp"
 
 namespace tprobe::core {
 
@@ -37,15 +38,7 @@ struct EdgeSearchRequest {
   int64_t max_probes = kEdgeSearchMaxProbes;
 };
 
-struct EdgeSearchProbe {
-  int64_t batch = 0, width = 0;
-  std::string outcome = "fits";  // fits | oom | error
-  int64_t steps = 0;             // steps asked of it (any OOM among them fails it)
-  std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes;
-  double wall_s = 0;  // the probe's steps, until the one that failed
-  std::string message;
-};
-
+// A probe: EdgeSearchProbe (core/evidence/cost_points.hpp).
 struct EdgeSearchResult {
   EdgeSearchRequest request;
   std::vector<EdgeSearchProbe> probes;  // in the order run

@@ -13,6 +13,7 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/cost/epoch.hpp"
+#include "tprobe/core/evidence/cost_points.hpp"
 #include "tprobe/core/step/knobs.hpp"
 
 namespace tprobe::core {
@@ -89,16 +90,7 @@ struct LeverRow {
 
 // What a configuration does to the memory edge (`levers --gpu-memory G --reserve R`): the largest
 // batch at its widest width that runs under an allocator cap of G − R, found by measuring, never
-// predicted. One probe is one step under the cap.
-struct EdgeProbe {
-  int64_t batch = 0;
-  std::string outcome;  // ok | oom | error
-  std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes;
-  std::string message;
-  // The sweep's own point, run on the whole card without a cap: an OOM there is an OOM under any
-  // cap, so it is the search's first failed probe (then the search walks down from it).
-  bool uncapped = false;
-};
+// predicted. One probe is one step under the cap: EdgeProbe (core/evidence/cost_points.hpp).
 // A point of a configuration's sweep, as the edge search sees it.
 struct EdgeCandidate {
   int64_t width = 0;

@@ -21,23 +21,12 @@
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/evidence/cost_points.hpp"
 
 namespace tprobe::core {
 
-// The largest shapes the memory model accepts: b·w² stays below 2^60, and the exact collinearity
-// test's cross products below 2^99 (beyond them a number is a typo, not a training setup).
-inline constexpr int64_t kMaxMemoryFitBatch = int64_t{1} << 16;
-inline constexpr int64_t kMaxMemoryFitWidth = int64_t{1} << 22;
-
-// One measured step. An OOM point has no peak to fit: its peaks may be 0 (unknown) or what the
-// allocator had reached when it failed; it is kept for the checks, never fitted.
-struct MemoryFitPoint {
-  int64_t batch = 0;
-  int64_t width = 0;
-  int64_t peak_allocated_bytes = 0;
-  int64_t peak_reserved_bytes = 0;
-  bool oom = false;
-};
+// One measured step, and the largest shapes the model accepts: MemoryFitPoint,
+// kMaxMemoryFitBatch and kMaxMemoryFitWidth (core/evidence/cost_points.hpp).
 
 // Is c2·b·w² needed? The F-test of c0 + c1·x1 against the full model (with one term between
 // them, F = t² of c2), at level alpha. Needs a residual degree of freedom: through 3 points the
@@ -145,16 +134,15 @@ struct MemoryEdgeCheck {
 MemoryEdgeCheck check_edge(const MemoryEdge& predicted, const MemoryFitPoint& edge,
                            const MemoryFitPoint& next, double budget_bytes);
 
-Json to_json(const MemoryFitPoint& point);
 Json to_json(const MemoryFit& fit);
 Json to_json(const MemoryEdge& edge);
 Json to_json(const MemoryEdgeCheck& check);
+// A point's writer and reader are its table's (evidence::to_json, evidence::from_json).
 // Their readers: every field the writers above write, each checked (counts not negative, shapes
 // within the accepted range, the derived fields — a fitted point's predicted bytes, the residual
 // statistics' presence — against what the read fields make of them), so that
 // to_json(x_from_json(to_json(x))) is to_json(x). An F written null (infinite) reads back as
 // none. Throw tprobe::Error naming `where` and the field.
-MemoryFitPoint memory_fit_point_from_json(const Json& j, const std::string& where);
 MemoryFit memory_fit_from_json(const Json& j, const std::string& where);
 MemoryEdge memory_edge_from_json(const Json& j, const std::string& where);
 MemoryEdgeCheck memory_edge_check_from_json(const Json& j, const std::string& where);

@@ -9,7 +9,7 @@
 //
 // Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T>
 // (written as null, read from null or absent) or another struct with a table (an object).
-// `.at_least(n)` bounds an integer; `.or_null()` writes an empty string or a negative integer
+// `.at_least(n)` and `.at_most(n)` bound an integer; `.or_null()` writes an empty string or a negative integer
 // (-1: unknown) as null (and reads null back as empty or -1; a number read is then >= 0), the key
 // still required. A field whose JSON is not one member as it is (a null that a flag decides, an
 // enum) is `custom(key, write, read, type, unit, doc)`; with `read` null it is derived: written
@@ -38,10 +38,16 @@ struct Field {
   const char* unit;  // "B", "s", "tokens", … or "" for a count or a name
   const char* doc;   // one line for the docs' field list
   int64_t min = json_read::kMinInt;  // integers (and their lists) only
+  int64_t max = json_read::kMaxInt;
   bool null_when_empty = false;  // or_null(): "" (a string) or a negative integer (-1) is null
   constexpr Field at_least(int64_t lo) const {
     Field f = *this;
     f.min = lo;
+    return f;
+  }
+  constexpr Field at_most(int64_t hi) const {
+    Field f = *this;
+    f.max = hi;
     return f;
   }
   constexpr Field or_null() const {
@@ -134,7 +140,8 @@ inline bool is_empty(int64_t v) { return v < 0; }  // -1: unknown
 template <typename T>
 Json encode(const T& v);
 template <typename T>
-T decode(const Json& v, const std::string& where, int64_t min = json_read::kMinInt);
+T decode(const Json& v, const std::string& where, int64_t min = json_read::kMinInt,
+         int64_t max = json_read::kMaxInt);
 // "where: field 'key'" for a scalar, "where.key" for a list or an object (its elements add to it).
 std::string field_where(const std::string& where, const char* key, bool scalar);
 
@@ -193,20 +200,20 @@ Json encode(const T& v) {
 }
 
 template <typename T>
-T decode(const Json& v, const std::string& where, int64_t min) {
+T decode(const Json& v, const std::string& where, int64_t min, int64_t max) {
   namespace jr = core::json_read;
   if constexpr (std::is_same_v<T, int64_t>) {
-    return jr::element_integer(v, where, min);
+    return jr::element_integer(v, where, min, max);
   } else if constexpr (std::is_same_v<T, int32_t>) {
     return static_cast<int32_t>(
-        jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN), INT32_MAX));
+        jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN), std::min<int64_t>(max, INT32_MAX)));
   } else if constexpr (std::is_same_v<T, double>) {
     return jr::element_number(v, where);
   } else if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) ::tprobe::fail("{}: must be true or false", where);
+    if (!v.is_boolean()) ::tprobe::fail("{} must be true or false", where);
     return v.get<bool>();
   } else if constexpr (std::is_same_v<T, std::string>) {
-    if (!v.is_string()) ::tprobe::fail("{}: must be a string", where);
+    if (!v.is_string()) ::tprobe::fail("{} must be a string", where);
     return v.get<std::string>();
   } else if constexpr (is_vector<T>::value) {
     if (!v.is_array()) ::tprobe::fail("{}: must be a list", where);
@@ -214,11 +221,11 @@ T decode(const Json& v, const std::string& where, int64_t min) {
     out.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i)
       out.push_back(
-          decode<typename T::value_type>(v[i], where + "[" + std::to_string(i) + "]", min));
+          decode<typename T::value_type>(v[i], where + "[" + std::to_string(i) + "]", min, max));
     return out;
   } else if constexpr (is_optional<T>::value) {
     if (v.is_null()) return std::nullopt;
-    return decode<typename T::value_type>(v, where, min);
+    return decode<typename T::value_type>(v, where, min, max);
   } else {
     if (!v.is_object()) ::tprobe::fail("{}: must be an object", where);
     T out{};
@@ -248,7 +255,7 @@ T decode(const Json& v, const std::string& where, int64_t min) {
         }
         using E = typename element<M>::type;
         const bool scalar = !is_vector<M>::value && !has_fields<E>::value;
-        out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo);
+        out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo, f.max);
       }
     };
     // A derived field: what the members read make of it (absent where that is null).

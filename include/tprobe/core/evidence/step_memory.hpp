@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -38,6 +39,23 @@ inline constexpr const char kLoraGradients[] = "lora_gradients";
 inline constexpr const char kAdamwStates[] = "adamw_states";
 inline constexpr const char kForwardKept[] = "forward_kept";
 }  // namespace memory_item
+
+// What the engine knows beside a memory window's events (the tprobe.raw_memory file's `facts`,
+// trace/attribute/step_memory.hpp): the sizes of the resident set's known members and the blocks
+// that hold the adapters' gradients when the step ends.
+inline constexpr int64_t kMaxMemoryBytes = int64_t{1} << 52;  // 4 PiB: no device holds more
+struct MemoryFacts {
+  int64_t weights_bytes = 0;          // base model parameters (storage bytes)
+  int64_t lora_parameter_bytes = 0;   // LoRA factors
+  int64_t lora_parameters = 0;        // their count (for the optimizer's states)
+  std::set<uint64_t> lora_grad_ptrs;  // data pointers of the LoRA gradients after the step
+  bool checkpointing = true;          // forward tensors kept are checkpointed layer inputs
+  // The step ended with an optimizer step (--optimizer adamw) that had run before the window
+  // opened: its states (optimizer_state_bytes, the moments' storage) are resident, in the peak.
+  // false: the step ran no optimizer, and AdamW's states are computed beside the peak.
+  bool optimizer_ran = false;
+  int64_t optimizer_state_bytes = 0;
+};
 
 // The parts of a timeline sample, in this order: resident (alive since before the window),
 // every StepPart in all_step_parts() order, untagged.
@@ -81,6 +99,8 @@ Json to_json(const StepMemory& m);
 StepMemory step_memory_from_json(const Json& j, const std::string& where);
 
 namespace evidence_detail {
+void read_grad_ptrs(MemoryFacts& f, const Json& v, const std::string& w, const char* key);
+void read_state_bytes(MemoryFacts& f, const Json& v, const std::string& w, const char* key);
 void read_by_slot(MemorySample& s, const Json& v, const std::string& w, const char* key);
 void read_peak_at(StepMemory& m, const Json& v, const std::string& w, const char* key);
 void read_timeline(StepMemory& m, const Json& v, const std::string& w, const char* key);
@@ -88,6 +108,27 @@ Json peak_at_json(const StepMemory& m);
 Json items_sum_json(const StepMemory& m);  // null where the in-peak items overflow
 Json timeline_json(const StepMemory& m);
 }  // namespace evidence_detail
+
+inline auto evidence_fields(const MemoryFacts*) {
+  using evidence::custom;
+  using evidence::field;
+  using F = MemoryFacts;
+  namespace d = evidence_detail;
+  return std::make_tuple(
+      field("weights_bytes", &F::weights_bytes, "B", "the base model's parameters")
+          .at_least(0).at_most(kMaxMemoryBytes),
+      field("lora_parameter_bytes", &F::lora_parameter_bytes, "B", "the LoRA factors")
+          .at_least(0).at_most(kMaxMemoryBytes),
+      field("lora_parameters", &F::lora_parameters, "", "their count")
+          .at_least(0).at_most(kMaxMemoryBytes),
+      custom<F>("lora_grad_ptrs", +[](const F& f) { return Json(f.lora_grad_ptrs); },
+                d::read_grad_ptrs, "[integer]", "", "the LoRA gradients' blocks after the step"),
+      field("checkpointing", &F::checkpointing, "", "forward tensors kept are layer inputs"),
+      field("optimizer_ran", &F::optimizer_ran, "", "AdamW had run before the window"),
+      custom<F>("optimizer_state_bytes", +[](const F& f) { return Json(f.optimizer_state_bytes); },
+                d::read_state_bytes, "integer", "B", "its states (absent before --optimizer)")
+          .absent_ok());
+}
 
 constexpr auto evidence_fields(const MemoryCell*) {
   using evidence::field;

@@ -32,15 +32,7 @@ Json to_json(const RawMemory& raw) {
   out["dropped_events"] = raw.dropped_events;
   out["tags"] = detail::tags_json(raw.tags);
   out["forward_ops"] = detail::forward_ops_json(raw.forward_ops);
-  Json grads = Json::array();
-  for (uint64_t p : raw.facts.lora_grad_ptrs) grads.push_back(p);
-  out["facts"] = {{"weights_bytes", raw.facts.weights_bytes},
-                  {"lora_parameter_bytes", raw.facts.lora_parameter_bytes},
-                  {"lora_parameters", raw.facts.lora_parameters},
-                  {"lora_grad_ptrs", std::move(grads)},
-                  {"checkpointing", raw.facts.checkpointing},
-                  {"optimizer_ran", raw.facts.optimizer_ran},
-                  {"optimizer_state_bytes", raw.facts.optimizer_state_bytes}};
+  out["facts"] = evidence::to_json(raw.facts);
   // One array per event, the context as [tag] or [node_thread, node_seq] (none: []): a step's
   // history is tens of thousands of events, and objects would triple the file.
   Json events = Json::array();
@@ -86,9 +78,8 @@ RawMemory parse_raw_memory(std::string_view text, const std::string& path) {
   auto known = doc.find("totals_known");
   if (known == doc.end() || !known->is_boolean()) fail("{}: 'totals_known' must be true or false", path);
   m.totals_known = known->get<bool>();
-  constexpr int64_t kMaxBytes = int64_t{1} << 52;  // 4 PiB: no device holds more
-  m.start_allocated = detail::json_int(doc, "start_allocated", path, 0, kMaxBytes);
-  m.start_reserved = detail::json_int(doc, "start_reserved", path, 0, kMaxBytes);
+  m.start_allocated = detail::json_int(doc, "start_allocated", path, 0, kMaxMemoryBytes);
+  m.start_reserved = detail::json_int(doc, "start_reserved", path, 0, kMaxMemoryBytes);
   m.dropped_events = detail::json_int(doc, "dropped_events", path, 0, INT64_MAX);
   auto tags = doc.find("tags");
   if (tags == doc.end() || !tags->is_array()) fail("{}: 'tags' must be an array", path);
@@ -97,30 +88,7 @@ RawMemory parse_raw_memory(std::string_view text, const std::string& path) {
   auto fwd = doc.find("forward_ops");
   if (fwd == doc.end() || !fwd->is_array()) fail("{}: 'forward_ops' must be an array", path);
   m.forward_ops = detail::parse_forward_ops(*fwd, path, ntags);
-  auto facts = doc.find("facts");
-  if (facts == doc.end() || !facts->is_object()) fail("{}: 'facts' must be an object", path);
-  const std::string fw = path + " facts";
-  m.facts.weights_bytes = detail::json_int(*facts, "weights_bytes", fw, 0, kMaxBytes);
-  m.facts.lora_parameter_bytes = detail::json_int(*facts, "lora_parameter_bytes", fw, 0, kMaxBytes);
-  m.facts.lora_parameters = detail::json_int(*facts, "lora_parameters", fw, 0, kMaxBytes);
-  auto gp = facts->find("lora_grad_ptrs");
-  if (gp == facts->end() || !gp->is_array()) fail("{}: 'lora_grad_ptrs' must be an array", fw);
-  for (size_t i = 0; i < gp->size(); ++i)
-    m.facts.lora_grad_ptrs.insert(detail::json_uint((*gp)[i], fmt::format("{} lora_grad_ptrs[{}]", fw, i)));
-  for (const char* key : {"checkpointing", "optimizer_ran"}) {
-    auto b = facts->find(key);
-    if (b == facts->end() || !b->is_boolean()) fail("{}: '{}' must be true or false", fw, key);
-  }
-  m.facts.checkpointing = (*facts)["checkpointing"].get<bool>();
-  m.facts.optimizer_ran = (*facts)["optimizer_ran"].get<bool>();
-  // Written since --optimizer (a file from before it ran no optimizer and has none).
-  if (facts->contains("optimizer_state_bytes")) {
-    m.facts.optimizer_state_bytes =
-        detail::json_int(*facts, "optimizer_state_bytes", fw, 0, kMaxBytes);
-  }
-  if (m.facts.optimizer_state_bytes > 0 && !m.facts.optimizer_ran)
-    fail("{}: 'optimizer_state_bytes' is {} but 'optimizer_ran' is false", fw,
-         m.facts.optimizer_state_bytes);
+  m.facts = evidence::from_json<MemoryFacts>(json_read::field(doc, "facts", path), path + " facts");
   auto events = doc.find("events");
   if (events == doc.end() || !events->is_array()) fail("{}: 'events' must be an array", path);
   m.events.reserve(events->size());
@@ -132,10 +100,10 @@ RawMemory parse_raw_memory(std::string_view text, const std::string& path) {
     MemoryEvent e;
     e.t_ns = element_int(j[0], where + " t_ns", 0, INT64_MAX / 2);
     e.ptr = detail::json_uint(j[1], where + " ptr");
-    e.bytes = element_int(j[2], where + " bytes", -kMaxBytes, kMaxBytes);
+    e.bytes = element_int(j[2], where + " bytes", -kMaxMemoryBytes, kMaxMemoryBytes);
     if (e.bytes == 0) fail("{}: bytes must not be 0", where);
-    e.total_allocated = element_int(j[3], where + " total_allocated", -1, kMaxBytes);
-    e.total_reserved = element_int(j[4], where + " total_reserved", -1, kMaxBytes);
+    e.total_allocated = element_int(j[3], where + " total_allocated", -1, kMaxMemoryBytes);
+    e.total_reserved = element_int(j[4], where + " total_reserved", -1, kMaxMemoryBytes);
     const Json& c = j[5];
     if (!c.is_array() || c.size() > 2) fail("{}: context must be [], [tag] or [thread, seq]", where);
     if (c.size() == 1) {
@@ -333,10 +301,10 @@ StepMemory analyze_step_memory(const RawMemory& raw, size_t max_samples) {
     m.items.push_back({std::move(key), std::move(label), bytes, in_peak, std::move(note)});
   };
   const bool cuda = raw.totals_known;
-  add("weights", "weights (frozen base)", weights, "the base model's parameters");
-  add("lora_parameters", "LoRA parameters", lora, "the adapters' factors");
+  add(memory_item::kWeights, "weights (frozen base)", weights, "the base model's parameters");
+  add(memory_item::kLoraParameters, "LoRA parameters", lora, "the adapters' factors");
   if (facts.optimizer_ran) {
-    add("adamw_states", "AdamW m and v (optimizer states)", states,
+    add(memory_item::kAdamwStates, "AdamW m and v (optimizer states)", states,
         "AdamW's two moments per LoRA parameter (fp32 adapters: 8 B each), allocated at the "
         "optimizer's first step and resident since");
   }
@@ -346,8 +314,8 @@ StepMemory analyze_step_memory(const RawMemory& raw, size_t max_samples) {
              "caches the warm-up made"
            : "on the CPU the allocator reports only what it allocated while recording: the "
              "resident set is the parameters' and the optimizer states' own bytes");
-  add("lora_gradients", "LoRA gradients", grads, "blocks that hold an adapter's .grad when the step ends");
-  add("forward_kept",
+  add(memory_item::kLoraGradients, "LoRA gradients", grads, "blocks that hold an adapter's .grad when the step ends");
+  add(memory_item::kForwardKept,
       facts.checkpointing ? "checkpointed layer inputs (forward)" : "autograd's saved tensors (forward)",
       by_phase[static_cast<int>(StepPhase::kForward)],
       facts.checkpointing ? "forward allocations alive at the peak: each checkpointed layer's input "
@@ -371,7 +339,7 @@ StepMemory analyze_step_memory(const RawMemory& raw, size_t max_samples) {
         false);
   }
   if (!facts.optimizer_ran) {
-    add("adamw_states", "AdamW m and v (not run by the step)", adamw_state_bytes(facts.lora_parameters),
+    add(memory_item::kAdamwStates, "AdamW m and v (not run by the step)", adamw_state_bytes(facts.lora_parameters),
         "two fp32 moments per LoRA parameter, computed: the measured step ran no optimizer "
         "(--optimizer none)", false);
   }

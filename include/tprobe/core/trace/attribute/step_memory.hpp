@@ -35,20 +35,7 @@ struct MemoryEvent {
   LaunchContext context;  // the allocating thread's innermost entry; tag 0 and !node: none
 };
 
-// What the engine knows beside the events: the sizes of the resident set's known members and the
-// blocks that hold the adapters' gradients when the step ends.
-struct MemoryFacts {
-  int64_t weights_bytes = 0;          // base model parameters (storage bytes)
-  int64_t lora_parameter_bytes = 0;   // LoRA factors
-  int64_t lora_parameters = 0;        // their count (for the optimizer's states)
-  std::set<uint64_t> lora_grad_ptrs;  // data pointers of the LoRA gradients after the step
-  bool checkpointing = true;          // forward tensors kept are checkpointed layer inputs
-  // The step ended with an optimizer step (--optimizer adamw) that had run before the window
-  // opened: its states (optimizer_state_bytes, the moments' storage) are resident, in the peak.
-  // false: the step ran no optimizer, and AdamW's states are computed beside the peak.
-  bool optimizer_ran = false;
-  int64_t optimizer_state_bytes = 0;
-};
+// What the engine knows beside the events: MemoryFacts (core/evidence/step_memory.hpp).
 
 // What one memory window recorded, before attribution (schema tprobe.raw_memory, version 1):
 // replayable without a GPU.
