@@ -80,7 +80,7 @@ MaskAnalysis analyze_mask(EngineAccess engine, const core::ModelConfig& config,
     for (const core::MaskBand& band : a.geometry.bands) {
       if (band.rules != o.request.rules) continue;
       const core::MaskLayer& l = a.geometry.layers[static_cast<size_t>(band.first_layer)];
-      b.shapes.push_back({core::to_string(l.type), l.window, l.query_heads, l.kv_heads, l.head_dim});
+      b.shapes.push_back({l.type, l.window, l.query_heads, l.kv_heads, l.head_dim});
     }
     a.backends = engine().run_mask_backends(b);
     if (!a.backends->supported) {

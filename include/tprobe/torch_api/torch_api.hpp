@@ -16,7 +16,7 @@ namespace tprobe::torch_api {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 12;  // 2: mask; 3: parity backward; 4: profile;
+inline constexpr int kTorchApiVersion = 13;  // 2: mask; 3: parity backward; 4: profile;
                                             // 5: StepSpec.should_stop/on_start;
                                             // 6: StepSpec.fused_rms_norm;
                                             // 7: ProfileRequest.moe_default;
@@ -26,6 +26,7 @@ inline constexpr int kTorchApiVersion = 12;  // 2: mask; 3: parity backward; 4: 
                                             // 11: StepSpec.config (core::StepConfig)
                                             // 12: device_memory, ExtraPoints.steps,
                                             //     PointResult.wall_s
+                                            // 13: MaskBackendShape/Row's layer type an enum
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header here, its entry point in model/engine.hpp, implement it in
