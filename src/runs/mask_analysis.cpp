@@ -6,13 +6,13 @@
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/mask/mask_report.hpp"
 #include "tprobe/runs/mask_check_report.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
-using torch_api::EngineAccess;
-using torch_api::MaskBackendsOptions;
-using torch_api::MaskCheckOptions;
+using engine::Access;
+using engine::MaskBackendsOptions;
+using engine::MaskCheckOptions;
 
 void validate(const MaskOptions& o) {
   const core::MaskRequest& r = o.request;
@@ -36,7 +36,7 @@ void validate(const MaskOptions& o) {
   }
 }
 
-MaskAnalysis analyze_mask(EngineAccess engine, const core::ModelConfig& config,
+MaskAnalysis analyze_mask(Access engine, const core::ModelConfig& config,
                           const MaskOptions& o) {
   validate(o);
   MaskAnalysis a;

@@ -11,11 +11,11 @@
 
 namespace tprobe::runs {
 
-using torch_api::MaskBackendRow;
-using torch_api::MaskBackendsResult;
-using torch_api::MaskCheckResult;
-using torch_api::MaskCheckRow;
-using torch_api::MaskTensorCheck;
+using engine::MaskBackendRow;
+using engine::MaskBackendsResult;
+using engine::MaskCheckResult;
+using engine::MaskCheckRow;
+using engine::MaskTensorCheck;
 namespace {
 
 std::string cell(const std::optional<double>& s) { return s ? core::format_seconds(*s) : "-"; }

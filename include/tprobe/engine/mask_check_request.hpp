@@ -10,7 +10,7 @@
 
 #include "tprobe/core/base/layer_type.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::engine {
 
 // One layer type whose mask is built and verified.
 struct MaskCheckLayer {
@@ -114,4 +114,4 @@ struct MaskBackendsResult {
 };
 
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::engine
