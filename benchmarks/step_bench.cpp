@@ -13,14 +13,14 @@
 #include "tprobe/core/cost/flops.hpp"
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/runs/step_report.hpp"
-#include "tprobe/torch_api/step_spec.hpp"
+#include "tprobe/engine/step_spec.hpp"
 #include "tprobe/model/engine.hpp"
 
 using namespace tprobe;
 
 int main(int argc, char** argv) {
   CLI::App app{"tprobe_step_bench: LoRA training step (fwd+bwd+optimizer) time and peak memory"};
-  torch_api::StepSpec spec;
+  engine::StepSpec spec;
   spec.model = "gemma4-26b-a4b";
   spec.device = "cuda";
   spec.lora_targets = core::linear_module_names();
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     core::set_knob(spec.config, core::Knob::kMoe, moe);
     core::set_knob(spec.config, core::Knob::kOptimizer, optimizer);
     for (int64_t s : seqs) spec.points.push_back({batch, s, {}});
-    torch_api::StepReport r = model::run_steps(spec, [](const torch_api::PointResult& p) {
+    engine::StepReport r = model::run_steps(spec, [](const engine::PointResult& p) {
       std::cout << runs::point_line(p) << "\n";
     });
     std::cout << fmt::format("init {:.1f} s, {} params, {} LoRA modules, {} trainable\n", r.init_s,

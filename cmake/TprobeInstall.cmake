@@ -8,7 +8,7 @@
 #   P/share/zsh/vendor-completions/_tprobe                     }  each link: src/app/CMakeLists.txt)
 # The paths are fixed, not GNUInstallDirs': the suite finds its fixtures at
 # <bindir>/../share/tprobe/fixtures and the binary its module in <bindir> (probes/suite_plan.hpp,
-# src/torch_api/torch_api.cpp).
+# src/engine/module_table.cpp).
 install(TARGETS tprobe RUNTIME DESTINATION bin)
 install(TARGETS tprobe_torch LIBRARY DESTINATION bin)
 # A libtorch outside the system paths (the GPU host's pip wheel, its CUPTI) stays found from P.

@@ -29,7 +29,7 @@ std::string row_line(const core::LeverRow& r) {
 
 core::Outcome run(const runs::LeversOptions& o, RunContext& ctx) {
   const core::LeversReport report = runs::analyze_levers(
-      &torch_api::engine, o, [] { return core::interrupt_requested(); },
+      &engine::load, o, [] { return core::interrupt_requested(); },
       [&](const core::LeverRow& r) { ctx.out << row_line(r) << std::endl; },
       [&](const std::string& line) { ctx.out << line << std::endl; });
   ctx.out << "\n";

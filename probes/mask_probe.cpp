@@ -29,7 +29,7 @@ core::Outcome run(MaskOptions& o, RunContext& ctx) {
   if (!o.expect_fast_path.empty())
     req.expect.fast_path = core::parse_fast_path_types(o.expect_fast_path);
   const runs::MaskAnalysis report =
-      runs::analyze_mask(&torch_api::engine, config, o.analysis);
+      runs::analyze_mask(&engine::load, config, o.analysis);
   for (const auto& t : runs::mask_tables(report)) ctx.out << t.render() << "\n";
   ctx.evidence.results() = runs::to_json(report);
   add_diagnostics(ctx.evidence, report.diagnostics);

@@ -16,11 +16,11 @@ struct ParityOptions {
   bool gradient_checkpointing = false;  // the old spelling of --checkpointing reentrant
   bool no_input_grads = false;
   std::string dump_hidden;
-  torch_api::ParityOptions analysis;
+  engine::ParityOptions analysis;
 };
 
 core::Outcome run(ParityOptions& o, RunContext& ctx) {
-  torch_api::ParityOptions& a = o.analysis;
+  engine::ParityOptions& a = o.analysis;
   a.attn = *o.knobs.attn;
   a.moe = *o.knobs.moe;
   if (o.gradient_checkpointing) o.knobs.checkpointing = core::Checkpointing::kReentrant;
@@ -29,8 +29,8 @@ core::Outcome run(ParityOptions& o, RunContext& ctx) {
   ctx.evidence.options()["checkpointing"] = core::to_string(o.knobs.checkpointing);
   a.input_grads = !o.no_input_grads;
   a.dump_hidden_path = side_output_path(ctx, o.dump_hidden);
-  const runs::ParityReport report = runs::analyze_parity(&torch_api::engine, a);
-  const torch_api::ParityResult& r = report.result;
+  const runs::ParityReport report = runs::analyze_parity(&engine::load, a);
+  const engine::ParityResult& r = report.result;
   ctx.environment.attn_requested = core::to_string(a.attn);
   ctx.environment.attn_resolved = fmt::format("sliding: {}; full: {}", r.attn_sliding, r.attn_full);
   const std::vector<core::Table> tables = runs::parity_tables(report);

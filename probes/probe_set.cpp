@@ -20,13 +20,12 @@
 
 #include "probes/option_checks.hpp"
 #include "tprobe/runs/profile_analysis.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 #include "tprobe/core/base/atomic_file.hpp"
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/base/interrupt.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
 
 namespace tprobe::probes {
 namespace {
@@ -116,9 +115,9 @@ core::Environment collect_environment(Needs needs) {
   core::Environment env = core::base_environment();
   if (needs == Needs::kCore) return env;
   try {
-    torch_api::engine().describe(env);
+    engine::load().describe(env);
     env.torch_loaded = true;
-    env.torch_module = torch_api::torch_module_path();
+    env.torch_module = engine::torch_module_path();
   } catch (const Error& e) {
     if (needs == Needs::kTorch) throw;
     env.torch_not_loaded_reason = e.what();
@@ -135,7 +134,7 @@ void add_dataset_options(CLI::App* command, std::string& dataset, std::string& f
   command->add_option("--format", format, "auto, jsonl, csv or text")->capture_default_str();
 }
 
-bool torch_module_loaded() { return !torch_api::torch_module_path().empty(); }
+bool torch_module_loaded() { return !engine::torch_module_path().empty(); }
 
 void add_lora_options(CLI::App* command, std::vector<std::string>& targets, int64_t& rank) {
   std::vector<std::string> known = core::linear_module_names();
@@ -352,7 +351,7 @@ void declare_files(const Probe& probe, core::OutputGuard& guard) {
   char self[4096];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n > 0) guard.input_file("the running tprobe executable", std::string(self, static_cast<size_t>(n)));
-  for (const std::string& module : torch_api::torch_module_candidates()) {
+  for (const std::string& module : engine::torch_module_candidates()) {
     guard.input_file("tprobe's torch module", module);
   }
   guard.check();

@@ -23,19 +23,19 @@ core::Outcome run(const runs::ProfileOptions& o, RunContext& ctx) {
   const bool tty = ctx.out.rdbuf() == std::cout.rdbuf() && isatty(STDOUT_FILENO);
   if (tty) {
     // The live indicator: what is being measured now, replaced by the point's line when done.
-    hooks.on_start = [&](const torch_api::StepPoint& p) {
+    hooks.on_start = [&](const engine::StepPoint& p) {
       ctx.out << fmt::format("measuring {}x{}{} ...", p.batch, p.width, p.padded() ? " (padded)" : "")
               << std::flush;
     };
   }
-  hooks.on_point = [&](const torch_api::PointResult& p) {
+  hooks.on_point = [&](const engine::PointResult& p) {
     if (tty) ctx.out << "\r\033[K";
     ctx.out << runs::point_line(p) << std::endl;
   };
   // One line per probe of the edge search, on stderr: the search's progress, not its result.
   hooks.on_progress = [](const std::string& line) { std::cerr << line << std::endl; };
   runs::ProfileAnalysis report =
-      runs::analyze_profile(&torch_api::engine, o, side_output_path(ctx, o.raw_trace), hooks,
+      runs::analyze_profile(&engine::load, o, side_output_path(ctx, o.raw_trace), hooks,
                                  side_output_path(ctx, o.raw_memory));
 
   ctx.environment.attn_requested = o.config.attn ? core::to_string(*o.config.attn) : "default";

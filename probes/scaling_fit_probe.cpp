@@ -14,15 +14,15 @@ namespace tprobe::probes {
 std::vector<core::FitPoint> read_profile_points_evidence(const std::string& path,
                                                          std::vector<std::string>* skipped) {
   const core::Json doc = core::read_evidence_file(path, "profile");
-  const std::vector<torch_api::PointResult> points = runs::profile_points_from_json(
+  const std::vector<engine::PointResult> points = runs::profile_points_from_json(
       core::json_read::object(doc, "results", "'" + path + "'"), "'" + path + "': results");
   std::vector<core::FitPoint> out;
   // The reader returns results.points[] first, in file order, then the padded points, which a
   // fit over widths never takes (a padded row's cost is not its width's).
   for (size_t i = 0; i < points.size() && !points[i].point.padded(); ++i) {
-    const torch_api::PointResult& p = points[i];
+    const engine::PointResult& p = points[i];
     const std::string where = fmt::format("results.points[{}]", i);
-    if (p.outcome != torch_api::PointOutcome::kOk) {
+    if (p.outcome != engine::PointOutcome::kOk) {
       if (skipped) {
         skipped->push_back(fmt::format("{} {} (batch {}, width {}): {}{}", path, where,
                                        p.point.batch, p.point.width, to_string(p.outcome),

@@ -10,7 +10,7 @@
 namespace tprobe::probes {
 
 // profile evidence's unpadded points (results.points[]), read whole by profile's reader
-// (torch_api's profile_points_from_json): one FitPoint per timed repeat of each "ok" point, in
+// (engine's profile_points_from_json): one FitPoint per timed repeat of each "ok" point, in
 // file order; `skipped` (may be null) receives one line per point that was not ok ("p.json
 // results.points[3] (batch 2, width 32768): oom: CUDA out of memory"). Padded points are not
 // fitted. Throws tprobe::Error naming the file and field.

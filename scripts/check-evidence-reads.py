@@ -22,7 +22,7 @@ DEFINITION = re.compile(r'^[A-Za-z_][\w:<>,*&\s]*?\b([A-Za-z_]\w*)\s*\(')
 READER = re.compile(r'(from_json|^read_\w*evidence)$')
 ENVELOPE = "src/core/base/evidence.cpp"
 # Open work, named so it cannot grow unseen: (file, function) pairs still reading by key.
-# None left: profile's points, the last, are read by torch_api's profile_points_from_json.
+# None left: profile's points, the last, are read by engine's profile_points_from_json.
 KNOWN_OPEN = set()
 
 

@@ -2,7 +2,7 @@
 """The library layering of docs/ARCHITECTURE.md, checked from the sources.
 
 Every quoted #include in include/tprobe/, src/ and probes/ is mapped to the unit it names (a core
-folder, torch_api, runs, model, cupti, probes, app) and checked against the table below: a unit
+folder, engine, runs, model, cupti, probes, app) and checked against the table below: a unit
 may include only the units it lists, so no include runs back up and no two units include each
 other.
 A quoted include of a private header ("src/...") from outside its own library is refused too.
@@ -13,11 +13,11 @@ column must list exactly the units below, and the folder table must be ordered s
 includes only folders above it.
 
 No file name repeats across libraries: a stem (the name less .cpp/.hpp/.h) belongs to one library
-(core, torch_api, runs, model, cupti, probes, app); a header and its source share it within one.
+(core, engine, runs, model, cupti, probes, app); a header and its source share it within one.
 
-torch_api holds the engine's request and result types and the module's loader, nothing else: its
+engine holds the engine's request and result types and the module's loader, nothing else: its
 only sources are TYPES_ONLY_SOURCES (the loader, and the few members of its types). An analysis or
-a view of those types is runs' (src/runs), and a new source in src/torch_api is refused.
+a view of those types is runs' (src/runs), and a new source in src/engine is refused.
 
 Version guards have one home: no file but src/model/torch_compat.cpp tests the libtorch version
 (TORCH_VERSION_MAJOR/MINOR or TPROBE_TORCH_AT_LEAST); the others ask it (has_sdpa(), ...).
@@ -55,15 +55,15 @@ ALLOWED = {
     "core/adapter": ["core/base", "core/io", "core/gemma4", "core/report"],
     "core/report": ["core/base"],
     "cupti": ["core/base", "core/trace/record", "core/trace/attribute", "core/trace/stats"],
-    "torch_api": CORE,
-    "runs": CORE + ["torch_api"],
-    "model": CORE + ["torch_api", "cupti"],
-    "probes": CORE + ["runs", "torch_api"],
+    "engine": CORE,
+    "runs": CORE + ["engine"],
+    "model": CORE + ["engine", "cupti"],
+    "probes": CORE + ["runs", "engine"],
     "app": ["core/base", "probes"],
 }
 
-# The only sources of the engine's face (torch_api): every other .cpp there is refused.
-TYPES_ONLY_SOURCES = {"src/torch_api/torch_api.cpp"}
+# The only sources of the engine's face (engine): every other .cpp there is refused.
+TYPES_ONLY_SOURCES = {"src/engine/module_table.cpp"}
 
 VERSION_GUARD = re.compile(r"TORCH_VERSION_M(AJOR|INOR)|TPROBE_TORCH_AT_LEAST")
 GUARD_HOME = "src/model/torch_compat.cpp"
@@ -114,7 +114,7 @@ def unit_of_include(inc, from_unit):
 
 
 LIBRARY_ROWS = {  # the library table's first column -> unit
-    "`include/tprobe/torch_api/`, `src/torch_api/`": "torch_api",
+    "`include/tprobe/engine/`, `src/engine/`": "engine",
     "`include/tprobe/runs/`, `src/runs/`": "runs",
     "`include/tprobe/model/`, `src/model/`": "model",
     "`include/tprobe/cupti/`, `src/cupti/`": "cupti",
@@ -231,8 +231,8 @@ def main():
                     problems.append(f"{rel}: unit '{unit}' is not in the layering table")
                     continue
                 seen_units.add(unit)
-                if unit == "torch_api" and rel.startswith("src/") and rel not in TYPES_ONLY_SOURCES:
-                    problems.append(f"{rel}: torch_api holds the engine's types and loader only; "
+                if unit == "engine" and rel.startswith("src/") and rel not in TYPES_ONLY_SOURCES:
+                    problems.append(f"{rel}: engine holds the engine's types and loader only; "
                                     "analyses and views of them belong in src/runs")
                 library = "core" if unit.startswith("core/") else unit
                 stems.setdefault(os.path.splitext(f)[0], {}).setdefault(library, rel)

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 build, clang, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 root = os.getcwd()
-torch_free = ("src/core/", "src/cupti/", "src/torch_api/", "src/runs/", "probes/", "src/app/")
+torch_free = ("src/core/", "src/cupti/", "src/engine/", "src/runs/", "probes/", "src/app/")
 # g++ spellings clang does not know (it would fail -Werror on the unknown option), and the
 # precompiled header g++ built (clang reads its own format only).
 drop = {"-Wshadow=local", "-Wno-maybe-uninitialized", "-Winvalid-pch"}

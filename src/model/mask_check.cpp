@@ -15,8 +15,8 @@
 
 namespace tprobe::model {
 
-// The engine works in torch_api's request and result types.
-using namespace torch_api;
+// The engine works in engine's request and result types.
+using namespace engine;
 namespace {
 
 double since(std::chrono::steady_clock::time_point t0) {

@@ -1,6 +1,6 @@
 // `tprobe parity`'s computation: tprobe's forward on a Hugging Face reference's input_ids against
 // HF's logits and loss, or (backward) its loss and LoRA gradients against HF + PEFT's.
-#include "tprobe/torch_api/parity_request.hpp"
+#include "tprobe/engine/parity_request.hpp"
 
 #include <fmt/format.h>
 
@@ -19,8 +19,8 @@
 
 namespace tprobe::model {
 
-// The engine works in torch_api's request and result types.
-using namespace torch_api;
+// The engine works in engine's request and result types.
+using namespace engine;
 
 using torch::Tensor;
 

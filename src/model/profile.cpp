@@ -1,7 +1,7 @@
 // `tprobe profile`'s computation in the engine: the sweep through the step runner with a kernel
 // source attached, the per-point trace summaries and the GEMM peak (docs/profile.md). What the
 // measurements give without the engine (FLOPs, MFUs, the scaling fit) is runs' profile_costs.
-#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
 
 #include <fmt/format.h>
 
@@ -17,8 +17,8 @@
 
 namespace tprobe::model {
 
-// The engine works in torch_api's request and result types.
-using namespace torch_api;
+// The engine works in engine's request and result types.
+using namespace engine;
 
 namespace {
 

@@ -1,7 +1,7 @@
-// The measured LoRA step (its types: torch_api/step_spec.hpp; run_steps: model/engine.hpp): model
+// The measured LoRA step (its types: engine/step_spec.hpp; run_steps: model/engine.hpp): model
 // build, per-point warm-up, timed repeats with forward / loss / backward / optimizer split, peak
 // memory, OOM as a result, and one optional traced step.
-#include "tprobe/torch_api/step_spec.hpp"
+#include "tprobe/engine/step_spec.hpp"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -32,8 +32,8 @@
 
 namespace tprobe::model {
 
-// The engine works in torch_api's request and result types.
-using namespace torch_api;
+// The engine works in engine's request and result types.
+using namespace engine;
 
 using torch::Tensor;
 
@@ -440,7 +440,7 @@ StepReport run_steps(const StepSpec& request,
   report.base_parameters = m.count_base_parameters();
   report.lora_modules = m.count_lora_modules();
   report.lora_parameters = m.count_lora_parameters();
-  report.weights_allocated_bytes = cuda_allocated_bytes();
+  report.weights_allocated_bytes = cuda ? cuda_allocated_bytes() : -1;  // the CPU: null
 
   bool tracer_primed = false;
   bool raw_kept = false;

@@ -15,14 +15,14 @@
 #include "tprobe/core/base/interrupt.hpp"
 #include "tprobe/cupti/cupti_info.hpp"
 #include "tprobe/model/engine.hpp"
-#include "tprobe/torch_api/mask_check_request.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/mask_check_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace {
 
 using tprobe::Error;
-namespace api = tprobe::torch_api;
+namespace api = tprobe::engine;
 
 std::string first_line(const std::string& s) {
   const std::string line = s.substr(0, s.find('\n'));
@@ -86,9 +86,9 @@ api::DeviceMemory device_memory() {
   return translated("the device's memory", [] { return tprobe::model::device_memory(); });
 }
 
-const api::TorchApi kApi = [] {
-  api::TorchApi table;
-  table.version = api::kTorchApiVersion;
+const api::Engine kApi = [] {
+  api::Engine table;
+  table.version = api::kEngineVersion;
   table.describe = &describe;
   table.run_parity = &run_parity;
   table.run_mask_check = &run_mask_check;
@@ -102,7 +102,7 @@ const api::TorchApi kApi = [] {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const tprobe::torch_api::TorchApi*
-tprobe_torch_api() {
+extern "C" __attribute__((visibility("default"))) const tprobe::engine::Engine*
+tprobe_engine() {
   return &kApi;
 }

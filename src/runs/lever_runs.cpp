@@ -14,19 +14,19 @@
 #include "tprobe/core/gemma4/config_json.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/runs/profile_costs.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
-using torch_api::EngineAccess;
-using torch_api::ExtraPoints;
-using torch_api::PointOutcome;
-using torch_api::PointResult;
-using torch_api::ProfileReport;
-using torch_api::ProfileRequest;
-using torch_api::StepPoint;
-using torch_api::StepReport;
-using torch_api::StepSpec;
+using engine::Access;
+using engine::ExtraPoints;
+using engine::PointOutcome;
+using engine::PointResult;
+using engine::ProfileReport;
+using engine::ProfileRequest;
+using engine::StepPoint;
+using engine::StepReport;
+using engine::StepSpec;
 
 ProfileRequest lever_request(const ProfileRequest& shared, const core::StepConfig& config,
                              bool padded_only) {
@@ -324,7 +324,7 @@ core::ModelConfig model_config_of(const StepSpec& s) {
 
 // Runs the sampled micro-batches of `draw` on one configuration, one step each after the
 // request's warm-up, stopping at the planned sample size.
-void measure_epoch(EngineAccess engine, core::EpochConfigRow& row, const EpochInput& in,
+void measure_epoch(Access engine, core::EpochConfigRow& row, const EpochInput& in,
                    const std::vector<int64_t>& draw, ProfileRequest req,
                    const std::function<bool()>& user_stop,
                    const std::function<void(const std::string&)>& on_line) {
@@ -626,7 +626,7 @@ core::LeversReport run_levers(const LeversRequest& in) {
   return out;
 }
 
-core::LeversReport analyze_levers(EngineAccess engine, const LeversOptions& options,
+core::LeversReport analyze_levers(Access engine, const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
                                   const std::function<void(const core::LeverRow&)>& on_row,
                                   const std::function<void(const std::string&)>& on_line) {

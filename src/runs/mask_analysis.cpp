@@ -6,13 +6,13 @@
 #include "tprobe/core/base/json_read.hpp"
 #include "tprobe/core/mask/mask_report.hpp"
 #include "tprobe/runs/mask_check_report.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
-using torch_api::EngineAccess;
-using torch_api::MaskBackendsOptions;
-using torch_api::MaskCheckOptions;
+using engine::Access;
+using engine::MaskBackendsOptions;
+using engine::MaskCheckOptions;
 
 void validate(const MaskOptions& o) {
   const core::MaskRequest& r = o.request;
@@ -36,7 +36,7 @@ void validate(const MaskOptions& o) {
   }
 }
 
-MaskAnalysis analyze_mask(EngineAccess engine, const core::ModelConfig& config,
+MaskAnalysis analyze_mask(Access engine, const core::ModelConfig& config,
                           const MaskOptions& o) {
   validate(o);
   MaskAnalysis a;
@@ -80,7 +80,7 @@ MaskAnalysis analyze_mask(EngineAccess engine, const core::ModelConfig& config,
     for (const core::MaskBand& band : a.geometry.bands) {
       if (band.rules != o.request.rules) continue;
       const core::MaskLayer& l = a.geometry.layers[static_cast<size_t>(band.first_layer)];
-      b.shapes.push_back({core::to_string(l.type), l.window, l.query_heads, l.kv_heads, l.head_dim});
+      b.shapes.push_back({l.type, l.window, l.query_heads, l.kv_heads, l.head_dim});
     }
     a.backends = engine().run_mask_backends(b);
     if (!a.backends->supported) {

@@ -11,11 +11,11 @@
 
 namespace tprobe::runs {
 
-using torch_api::MaskBackendRow;
-using torch_api::MaskBackendsResult;
-using torch_api::MaskCheckResult;
-using torch_api::MaskCheckRow;
-using torch_api::MaskTensorCheck;
+using engine::MaskBackendRow;
+using engine::MaskBackendsResult;
+using engine::MaskCheckResult;
+using engine::MaskCheckRow;
+using engine::MaskTensorCheck;
 namespace {
 
 std::string cell(const std::optional<double>& s) { return s ? core::format_seconds(*s) : "-"; }
@@ -119,7 +119,7 @@ core::Json backends_json(const MaskBackendsResult& r) {
   core::Json rows = core::Json::array();
   for (const MaskBackendRow& b : r.rows) {
     rows.push_back(
-        {{"layer_type", b.layer_type},
+        {{"layer_type", core::to_string(b.layer_type)},
          {"query_heads", b.query_heads},
          {"kv_heads", b.kv_heads},
          {"head_dim", b.head_dim},
@@ -172,7 +172,7 @@ MaskBackendsResult mask_backends_result_from_json(const core::Json& results,
     const core::Json& row = rows[i];
     const std::string w = at(where, "backends", i);
     MaskBackendRow b;
-    b.layer_type = string(row, "layer_type", w);
+    b.layer_type = enum_value(row, "layer_type", w, {core::LayerType::kSliding, core::LayerType::kFull});
     b.query_heads = integer(row, "query_heads", w, 1);
     b.kv_heads = integer(row, "kv_heads", w, 1);
     b.head_dim = integer(row, "head_dim", w, 1);
@@ -219,7 +219,7 @@ std::vector<core::Table> mask_backends_tables(const MaskBackendsResult& r) {
       .column("reason / kernels", core::Align::kLeft);
   std::string last;
   for (const MaskBackendRow& b : r.rows) {
-    const std::string group = b.layer_type + b.kv + b.mask_case;
+    const std::string group = core::to_string(b.layer_type) + b.kv + b.mask_case;
     if (!last.empty() && group != last) t.separator();
     last = group;
     std::string why =
@@ -228,7 +228,7 @@ std::vector<core::Table> mask_backends_tables(const MaskBackendsResult& r) {
       why = fmt::format("{}", fmt::join(b.warnings, " / "));
     }
     if (why.size() > 140) why = why.substr(0, 137) + "...";
-    t.row({b.layer_type, fmt::format("{}/{}/{}", b.query_heads, b.kv_heads, b.head_dim), b.kv,
+    t.row({core::to_string(b.layer_type), fmt::format("{}/{}/{}", b.query_heads, b.kv_heads, b.head_dim), b.kv,
            b.mask_case, b.backend, b.outcome, cell(b.fwd_median_s), cell(b.fwd_bwd_median_s),
            b.output_finite ? (*b.output_finite ? "yes" : "NO") : "-", why});
   }

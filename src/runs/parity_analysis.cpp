@@ -6,14 +6,14 @@
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/runs/parity_report.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
-using torch_api::BackwardParity;
-using torch_api::EngineAccess;
-using torch_api::ParityOptions;
-using torch_api::ParityResult;
+using engine::BackwardParity;
+using engine::Access;
+using engine::ParityOptions;
+using engine::ParityResult;
 
 void validate(const ParityOptions& o) {
   if (o.ce_chunk <= 0) fail_usage("--ce-chunk {}: must be positive", o.ce_chunk);
@@ -68,7 +68,7 @@ ParityReport judge_parity(const ParityOptions& options, ParityResult result) {
   return rep;
 }
 
-ParityReport analyze_parity(EngineAccess engine, const ParityOptions& options) {
+ParityReport analyze_parity(Access engine, const ParityOptions& options) {
   validate(options);  // before libtorch is loaded
   return judge_parity(options, engine().run_parity(options));
 }

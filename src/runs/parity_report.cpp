@@ -15,13 +15,13 @@
 
 namespace tprobe::runs {
 
-using torch_api::BackwardParity;
-using torch_api::GradModuleError;
-using torch_api::GradTensorError;
-using torch_api::LogitsError;
-using torch_api::ParityOptions;
-using torch_api::ParityResult;
-using torch_api::kBf16RelativeFactor;
+using engine::BackwardParity;
+using engine::GradModuleError;
+using engine::GradTensorError;
+using engine::LogitsError;
+using engine::ParityOptions;
+using engine::ParityResult;
+using engine::kBf16RelativeFactor;
 
 namespace {
 

@@ -17,18 +17,18 @@
 #include "tprobe/core/trace/export/trace_export.hpp"
 #include "tprobe/runs/profile_costs.hpp"
 #include "tprobe/runs/profile_report.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
-using torch_api::EngineAccess;
-using torch_api::ExtraPoints;
-using torch_api::PointOutcome;
-using torch_api::PointResult;
-using torch_api::ProfileRequest;
-using torch_api::StepReport;
-using torch_api::StepPoint;
-using torch_api::StepSpec;
+using engine::Access;
+using engine::ExtraPoints;
+using engine::PointOutcome;
+using engine::PointResult;
+using engine::ProfileRequest;
+using engine::StepReport;
+using engine::StepPoint;
+using engine::StepSpec;
 
 ProfileRequest profile_request(const ProfileOptions& o) {
   ProfileRequest req;
@@ -179,13 +179,13 @@ void validate_budgets(const ProfileOptions& o) {
 
 // Each card and its reserve, with where each figure came from: the options, or (with
 // --reserve-from-device) the device read now through the engine.
-std::vector<MemoryBudget> budget_cards(EngineAccess engine, const ProfileOptions& o) {
+std::vector<MemoryBudget> budget_cards(Access engine, const ProfileOptions& o) {
   std::vector<MemoryBudget> cards;
   std::optional<DeviceMemoryReading> dev;
   if (o.reserve_from_device) {
-    const torch_api::TorchApi& api = engine();
+    const engine::Engine& api = engine();
     if (api.device_memory == nullptr) fail("--reserve-from-device: the engine cannot read the device's memory");
-    const torch_api::DeviceMemory d = api.device_memory();
+    const engine::DeviceMemory d = api.device_memory();
     if (!d.unavailable.empty())
       fail_usage("--reserve-from-device needs a CUDA device: {}", d.unavailable);
     DeviceMemoryReading r;
@@ -316,7 +316,7 @@ class DatasetTokens {
 }  // namespace
 
 // Size: the sweep's rounds and what each point's measurement gives, over one request.
-ProfileAnalysis analyze_profile(EngineAccess engine, const ProfileOptions& options,
+ProfileAnalysis analyze_profile(Access engine, const ProfileOptions& options,
                                 const std::string& raw_trace_to, const ProfileHooks& hooks,
                                 const std::string& raw_memory_to) {
   ProfileAnalysis a;
@@ -465,7 +465,7 @@ ProfileAnalysis analyze_profile(EngineAccess engine, const ProfileOptions& optio
   derive_profile_costs(a.report, run);
   // Each layer's experts part on the device beside its load, where the point was traced.
   for (size_t i = 0; i < a.report.steps.points.size() && i < a.report.traces.size(); ++i) {
-    const torch_api::PointTrace& t = a.report.traces[i];
+    const engine::PointTrace& t = a.report.traces[i];
     if (!t.captured) continue;
     for (core::ExpertLoadLayer& e : a.report.steps.points[i].expert_load.layers) {
       for (const core::LayerRow& row : t.breakdown.layers) {
@@ -620,7 +620,7 @@ std::string relative_link(const std::string& from_file, const std::string& targe
 }  // namespace
 
 std::string trace_out_bytes(ProfileAnalysis& a, const ProfileOptions& o) {
-  const torch_api::ProfileReport& rep = a.report;
+  const engine::ProfileReport& rep = a.report;
   if (!rep.table_point || rep.traces[*rep.table_point].kept_records.empty()) {
     fail("--trace-out: no step was traced ({}), so there is no trace to write",
          !rep.kernel_table_reason.empty() ? rep.kernel_table_reason

@@ -14,10 +14,10 @@
 
 namespace tprobe::runs {
 
-using torch_api::PointCost;
-using torch_api::PointOutcome;
-using torch_api::ProfileReport;
-using torch_api::ProfileRequest;
+using engine::PointCost;
+using engine::PointOutcome;
+using engine::ProfileReport;
+using engine::ProfileRequest;
 
 namespace {
 

@@ -25,20 +25,20 @@
 #include "tprobe/runs/profile_analysis.hpp"
 #include "tprobe/runs/profile_report.hpp"
 #include "tprobe/runs/step_report.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
 
 namespace tprobe::runs {
 
-using torch_api::AttentionDelta;
-using torch_api::PointCost;
-using torch_api::PointOutcome;
-using torch_api::PointResult;
-using torch_api::PointTrace;
-using torch_api::ProfileReport;
-using torch_api::ProfileRequest;
-using torch_api::StepPoint;
-using torch_api::StepReport;
-using torch_api::StepSpec;
+using engine::AttentionDelta;
+using engine::PointCost;
+using engine::PointOutcome;
+using engine::PointResult;
+using engine::PointTrace;
+using engine::ProfileReport;
+using engine::ProfileRequest;
+using engine::StepPoint;
+using engine::StepReport;
+using engine::StepSpec;
 
 namespace {
 
@@ -687,7 +687,7 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
 namespace {
 
 using core::kGiB;
-using torch_api::ProfileReport;
+using engine::ProfileReport;
 
 // The points over widths (results.points[]: the unpadded ones, in sweep order).
 std::vector<const PointResult*> unpadded_points(const StepReport& r) {

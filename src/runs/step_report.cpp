@@ -15,9 +15,9 @@
 
 namespace tprobe::runs {
 
-using torch_api::PointOutcome;
-using torch_api::PointResult;
-using torch_api::StepReport;
+using engine::PointOutcome;
+using engine::PointResult;
+using engine::StepReport;
 
 SampleStats sample_stats(const std::vector<double>& samples) {
   SampleStats s;

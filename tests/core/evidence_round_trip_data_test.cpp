@@ -3,6 +3,7 @@
 // that names the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -265,7 +266,13 @@ TEST(EvidenceRoundTrip, LoraGate) {
     EXPECT_EQ(back.modules[i].state, r.modules[i].state) << r.modules[i].module;
     EXPECT_EQ(back.modules[i].b_norm, r.modules[i].b_norm) << r.modules[i].module;
     EXPECT_EQ(back.modules[i].layer, r.modules[i].layer) << r.modules[i].module;
+    EXPECT_EQ(back.modules[i].layer_type, r.modules[i].layer_type) << r.modules[i].module;
   }
+  // gemma4-tiny's layers are sliding but for the last of each group: both kinds were read back.
+  EXPECT_EQ(j["modules"][0]["layer_type"], "sliding_attention");
+  EXPECT_TRUE(std::any_of(back.modules.begin(), back.modules.end(), [](const GateModule& m) {
+    return m.layer_type == LayerType::kFull;
+  }));
   EXPECT_EQ(back.per_target.size(), r.per_target.size());
 
   // No base: the count is unchecked (its nulls), the per-target expectations absent (-1), and a
@@ -307,6 +314,14 @@ TEST(EvidenceRoundTrip, LoraGateBrokenInputNamesTheField) {
   EXPECT_TRUE(names(err([](Json& j) { j["per_target"][0]["found"] = 1.5; }),
                     "per_target[0]: field 'found'"));
   EXPECT_TRUE(names(err([](Json& j) { j["module_count"] = 1; }), "module_count"));
+  // The layer type is one of HF's two names or null; the trace's word is not it.
+  EXPECT_TRUE(names(err([](Json& j) { j["modules"][2]["layer_type"] = "sliding"; }),
+                    "modules[2]: field 'layer_type'"));
+  EXPECT_TRUE(names(err([](Json& j) { j["modules"][2]["layer_type"] = 3; }),
+                    "modules[2]: field 'layer_type'"));
+  Json null_type = good;
+  null_type["modules"][2]["layer_type"] = nullptr;  // the control: null reads as unknown
+  EXPECT_FALSE(lora_gate_report_from_json(null_type, "g.json results").modules[2].layer_type);
   EXPECT_TRUE(names(err([](Json& j) { j["adapter_config"]["target_modules"] = 7; }),
                     "'target_modules'"));
 }

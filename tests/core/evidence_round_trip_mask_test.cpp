@@ -154,7 +154,7 @@ TEST(MaskFromJson, RoundTripsFailedAssertionsAndViolations) {
 }
 
 // The probe's evidence is MaskAnalysis's: the geometry's keys plus materialised and backends,
-// which the core reader leaves to torch_api's.
+// which the core reader leaves to engine's.
 TEST(MaskFromJson, ReadsTheProbesResults) {
   const MaskReport r = analysed("gemma4-tiny", 24, {24, 3});
   Json j = to_json(r);

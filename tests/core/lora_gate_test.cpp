@@ -146,7 +146,7 @@ TEST(LoraGate, RealAdapterPassesWithTheExpectedCount) {
     if (m.module == "model.language_model.layers.0.self_attn.q_proj") {
       EXPECT_DOUBLE_EQ(*m.b_norm, std::sqrt(64.0 * 2));
       EXPECT_DOUBLE_EQ(*m.a_norm, 0.5 * std::sqrt(2.0 * 64));
-      EXPECT_EQ(m.layer_type, "sliding_attention");
+      EXPECT_EQ(m.layer_type, LayerType::kSliding);
     }
   }
   Json j = to_json(r);

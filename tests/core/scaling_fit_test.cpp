@@ -395,7 +395,7 @@ TEST_F(PointsCsv, BrokenInputsNameFileAndLine) {
 const std::string kFixtures = TPROBE_FIXTURES_DIR;
 
 // profile evidence's points (scaling-fit --profile) are read by profile's own reader: their
-// tests are tests/probes/profile_points_test.cpp's, which link torch_api.
+// tests are tests/probes/profile_points_test.cpp's, which link engine.
 
 TEST(WidthDistribution, ReadsPaddingWidthsAndBucketHistogram) {
   WidthDistribution a = read_width_distribution(kFixtures + "/padding_widths.json");

@@ -10,8 +10,8 @@
 
 namespace tprobe::model {
 
-// The engine works in torch_api's request and result types.
-using namespace torch_api;
+// The engine works in engine's request and result types.
+using namespace engine;
 namespace {
 
 bool has_kind(const MaskTensorCheck& c, const std::string& kind) {
@@ -177,7 +177,7 @@ TEST(MaskCheck, RunMaskCheckReportsEachLayerType) {
 TEST(MaskBackends, CpuBuildSaysNotSupported) {
   MaskBackendsOptions o;
   o.width = 64;
-  o.shapes = {{"sliding_attention", 8, 4, 2, 16}};
+  o.shapes = {{core::LayerType::kSliding, 8, 4, 2, 16}};
   MaskBackendsResult r = run_mask_backends(o);
   if (torch::cuda::is_available()) GTEST_SKIP() << "a CUDA device is visible";
   EXPECT_FALSE(r.supported);

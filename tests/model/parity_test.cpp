@@ -2,7 +2,7 @@
 // references (missing gradients, no gradients at all, broken attention masks and labels), and
 // right-padded batches against Hugging Face + PEFT (tests/fixtures/gemma4-tiny-hf).
 #include "tprobe/core/step/knobs.hpp"
-#include "tprobe/torch_api/parity_request.hpp"
+#include "tprobe/engine/parity_request.hpp"
 
 #include <fmt/format.h>
 #include <ftw.h>
@@ -26,8 +26,8 @@
 
 namespace tprobe::model {
 
-// The engine works in torch_api's request and result types.
-using namespace torch_api;
+// The engine works in engine's request and result types.
+using namespace engine;
 using namespace runs;
 namespace {
 

@@ -2,7 +2,7 @@
 // the CPU: points, samples, OOM parsing, bad specs, and the observer's phase/part tags.
 #include "tprobe/core/step/knobs.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
-#include "tprobe/torch_api/step_spec.hpp"
+#include "tprobe/engine/step_spec.hpp"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -24,8 +24,8 @@
 
 namespace tprobe::model {
 
-// The engine works in torch_api's request and result types.
-using namespace torch_api;
+// The engine works in engine's request and result types.
+using namespace engine;
 using namespace runs;
 namespace {
 
@@ -290,6 +290,7 @@ TEST(StepRunner, MeasuresEveryPointAndTagsEveryPart) {
   EXPECT_EQ(calls, 3);
   ASSERT_EQ(r.points.size(), 3u);
   EXPECT_EQ(r.clock, "steady_clock");
+  EXPECT_EQ(r.weights_allocated_bytes, -1);  // no allocator to ask on the CPU: null, not 0 B
   EXPECT_EQ(r.lora_modules, count_parameters(core::embedded_model("gemma4-tiny"),
                                              LoraConfig{core::linear_module_names(), 4, 8})
                                 .lora_modules);

@@ -12,12 +12,12 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/runs/profile_analysis.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 namespace {
 
-using namespace torch_api;  // the engine's request and result types
+using namespace engine;  // the engine's request and result types
 
 constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr int64_t kC0 = 8 * kGiB;
@@ -96,10 +96,10 @@ ProfileReport fake_run_profile(const ProfileRequest& request,
 
 DeviceMemory fake_device_memory() { return g.device; }
 
-const TorchApi& fake_engine() {
-  static const TorchApi table = [] {
-    TorchApi t;
-    t.version = kTorchApiVersion;
+const Engine& fake_engine() {
+  static const Engine table = [] {
+    Engine t;
+    t.version = kEngineVersion;
     t.run_profile = &fake_run_profile;
     t.device_memory = &fake_device_memory;
     return t;

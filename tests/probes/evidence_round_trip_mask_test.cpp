@@ -18,7 +18,7 @@
 namespace tprobe::runs {
 namespace {
 
-using namespace torch_api;  // the engine's request and result types
+using namespace engine;  // the engine's request and result types
 
 using core::Json;
 using testing_support::error_of;
@@ -76,7 +76,7 @@ MaskBackendsResult backends(bool supported) {
   r.device = "NVIDIA H200";
   r.torch_version = "2.11.0";
   MaskBackendRow a;
-  a.layer_type = "sliding_attention";
+  a.layer_type = core::LayerType::kSliding;
   a.query_heads = 4;
   a.kv_heads = 2;
   a.head_dim = 16;
@@ -104,6 +104,7 @@ MaskBackendsResult backends(bool supported) {
   b.fwd_bwd_median_s.reset();
   b.output_finite.reset();
   MaskBackendRow c = a;
+  c.layer_type = core::LayerType::kFull;
   c.kv = "repeated";
   c.mask_case = "explicit_band";
   c.backend = "efficient";
@@ -136,7 +137,10 @@ TEST(MaskAnalysisFromJson, RoundTripsEveryForm) {
         EXPECT_EQ(back.backends.has_value(), with_backends > 0) << label;
         if (with_backends > 0) {
           ASSERT_TRUE(back.backends.has_value()) << label;
-          EXPECT_EQ(back.backends->rows.size(), a.backends->rows.size()) << label;
+          ASSERT_EQ(back.backends->rows.size(), a.backends->rows.size()) << label;
+          for (std::size_t i = 0; i < a.backends->rows.size(); ++i) {
+            EXPECT_EQ(back.backends->rows[i].layer_type, a.backends->rows[i].layer_type) << label;
+          }
           EXPECT_EQ(back.backends->reason, a.backends->reason) << label;
         }
       }
@@ -193,6 +197,10 @@ TEST(MaskAnalysisFromJson, BrokenResultsNameTheField) {
   j["backends"][1]["kv"] = "shared";
   EXPECT_ERROR_NAMES(read(j), "t.json results backends[1]: field 'kv' must be one of repeated, "
                               "gqa");
+  j = good;
+  j["backends"][2]["layer_type"] = "full";  // the trace's word, not HF's
+  EXPECT_ERROR_NAMES(read(j), "t.json results backends[2]: field 'layer_type' must be one of "
+                              "sliding_attention, full_attention");
   j = good;
   j["backends"][0]["fwd_s"][1] = "fast";
   EXPECT_ERROR_NAMES(read(j), "backends[0] fwd_s[1] must be a finite number");

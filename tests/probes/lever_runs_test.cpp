@@ -1,5 +1,5 @@
-// `levers`' orchestration (torch_api/lever_runs) on a fake engine: the analysis takes the engine as
-// a parameter (torch_api::EngineAccess), so its whole run — the baseline, every lever, the best
+// `levers`' orchestration (engine/lever_runs) on a fake engine: the analysis takes the engine as
+// a parameter (engine::Access), so its whole run — the baseline, every lever, the best
 // combination, a refusal as a row — is checked here with no libtorch. The fake's step time is a
 // product of one factor per knob, so a row can only show the time of the configuration the sweep
 // was handed: a lever whose knobs were lost or swapped on the way down, or a sweep's points read
@@ -16,12 +16,12 @@
 #include "tprobe/core/base/median.hpp"
 #include "tprobe/core/cost/levers.hpp"
 #include "tprobe/runs/lever_runs.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 namespace {
 
-using namespace torch_api;  // the engine's request and result types
+using namespace engine;  // the engine's request and result types
 
 constexpr const char* kRefusal = "the fake engine has no naive CE";
 
@@ -54,10 +54,10 @@ ProfileReport fake_run_profile(const ProfileRequest& request,
   return rep;
 }
 
-const TorchApi& fake_engine() {
-  static const TorchApi table = [] {
-    TorchApi t;
-    t.version = kTorchApiVersion;
+const Engine& fake_engine() {
+  static const Engine table = [] {
+    Engine t;
+    t.version = kEngineVersion;
     t.run_profile = &fake_run_profile;
     return t;
   }();

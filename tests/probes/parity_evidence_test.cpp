@@ -18,7 +18,7 @@
 namespace tprobe::runs {
 namespace {
 
-using namespace torch_api;  // the engine's request and result types
+using namespace engine;  // the engine's request and result types
 
 using core::Json;
 using testing_support::error_of;

@@ -21,7 +21,7 @@
 namespace tprobe::runs {
 namespace {
 
-using namespace torch_api;  // the engine's request and result types
+using namespace engine;  // the engine's request and result types
 
 using core::Json;
 using testing_support::error_of;
@@ -153,6 +153,21 @@ TEST(ProfilePoints, HandMadePointsRoundTrip) {
   again["points"][0]["intended_flops"] = 1.5e12;
   EXPECT_EQ(again.dump(), results.dump());
   EXPECT_TRUE(std::isnan(back[5].loss_value));
+
+  // The weights' allocation: null where no allocator was asked (the CPU), not "0 B"; a measured
+  // one, 0 included, reads back as written, and a negative number is refused.
+  EXPECT_TRUE(results["weights_allocated_bytes"].is_null());
+  EXPECT_EQ(core::evidence::from_json<core::StepFigures>(results, "p").weights_allocated_bytes, -1);
+  for (int64_t bytes : {int64_t{0}, int64_t{50874595840}}) {
+    rep.weights_allocated_bytes = bytes;
+    const Json measured = to_json(rep);
+    EXPECT_EQ(measured["weights_allocated_bytes"], bytes);
+    EXPECT_EQ(core::evidence::from_json<core::StepFigures>(measured, "p").weights_allocated_bytes,
+              bytes);
+  }
+  Json negative = results;
+  negative["weights_allocated_bytes"] = -1;
+  EXPECT_THROW(core::evidence::from_json<core::StepFigures>(negative, "p"), Error);
 }
 
 // What `mutate` makes of a written ok point with a memory step, read back: the error message.

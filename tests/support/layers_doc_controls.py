@@ -4,7 +4,7 @@ three ways (a narrowed cell, a folder moved below a folder that includes it, a w
 library cell), each of which must be refused with a line naming the row; the unaltered copy passes.
 And of its version-guard rule: a copy of the tree with a libtorch version test added outside
 torch_compat.cpp must be refused with a line naming that file; one with a probe file named like
-a core file must be refused with a line naming both; one with a view added to torch_api (which
+a core file must be refused with a line naming both; one with a view added to engine (which
 holds the engine's types and loader only) must be refused with a line naming it; one with a room of
 trace/ including a room below it (stats/ the reader) must be refused with a line naming it.
 
@@ -92,12 +92,12 @@ def main():
     with tempfile.TemporaryDirectory() as tree:
         copy_tree(root, tree)
         shutil.copy(os.path.join(tree, "src", "runs", "step_report.cpp"),
-                    os.path.join(tree, "src", "torch_api", "step_views.cpp"))
+                    os.path.join(tree, "src", "engine", "step_views.cpp"))
         p = subprocess.run([sys.executable, os.path.join(root, "scripts", "check-layers.py"), tree],
                            capture_output=True, text=True)
-        says = "src/torch_api/step_views.cpp: torch_api holds the engine's types and loader only"
+        says = "src/engine/step_views.cpp: engine holds the engine's types and loader only"
         if p.returncode != 1 or says not in p.stdout:
-            failures.append(f"a view in torch_api: exit {p.returncode}, expected 1 and a line "
+            failures.append(f"a view in engine: exit {p.returncode}, expected 1 and a line "
                             f"with {says!r}:\n{p.stdout}")
     with tempfile.TemporaryDirectory() as tree:
         copy_tree(root, tree)

@@ -1,5 +1,5 @@
 // The engine's attention masks as tensors, and the vectorised check of any bool mask against the
-// reference band (docs/mask.md). Torch-level; probes reach it via torch_api/mask_check_request.hpp.
+// reference band (docs/mask.md). Torch-level; probes reach it via engine/mask_check_request.hpp.
 #pragma once
 
 #include <torch/torch.h>
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "tprobe/torch_api/mask_check_request.hpp"
+#include "tprobe/engine/mask_check_request.hpp"
 
 namespace tprobe::model {
 
@@ -28,7 +28,7 @@ enum class MaskScan { kAuto, kBytes, kTensor };
 // batch row b must allow exactly the keys [max(0, i - window + 1), min(i, len_b - 1)] (window 0:
 // from 0). A row passes iff it allows hi - lo + 1 keys, the first at lo and the last at hi, so no
 // S x S reference is built; the first few bad rows are classified.
-torch_api::MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
+engine::MaskTensorCheck check_mask_tensor(const torch::Tensor& mask, int64_t window,
                                              const std::vector<int64_t>& lengths,
                                              int64_t row_block = 2048,
                                              MaskScan scan = MaskScan::kAuto);

@@ -1,6 +1,6 @@
 // The engine's entry points: what src/model defines, for the module's function table
-// (torch_module.cpp) and the model tests. Their signatures are torch-free, over torch_api's request
-// and result types; they are declared here, with the engine that defines them, and torch_api's
+// (torch_module.cpp) and the model tests. Their signatures are torch-free, over engine's request
+// and result types; they are declared here, with the engine that defines them, and engine's
 // headers hold only those types and the function table (the analyses and views over them are
 // src/runs'; docs/ARCHITECTURE.md, "libtorch on demand").
 #pragma once
@@ -13,28 +13,28 @@
 
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/core/step/attention_path.hpp"
-#include "tprobe/torch_api/mask_check_request.hpp"
-#include "tprobe/torch_api/parity_request.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
-#include "tprobe/torch_api/step_spec.hpp"
+#include "tprobe/engine/mask_check_request.hpp"
+#include "tprobe/engine/parity_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
+#include "tprobe/engine/step_spec.hpp"
 
 namespace tprobe::model {
 
-// The request and result types the entry points take (torch_api's).
-using torch_api::BackwardParity;
-using torch_api::DeviceMemory;
-using torch_api::MaskBackendsOptions;
-using torch_api::MaskBackendsResult;
-using torch_api::MaskCheckOptions;
-using torch_api::MaskCheckResult;
-using torch_api::ParityOptions;
-using torch_api::ParityResult;
-using torch_api::PointResult;
-using torch_api::ProfileReport;
-using torch_api::ProfileRequest;
-using torch_api::StepReport;
-using torch_api::StepSpec;
-using torch_api::VerdictRule;
+// The request and result types the entry points take (engine's).
+using engine::BackwardParity;
+using engine::DeviceMemory;
+using engine::MaskBackendsOptions;
+using engine::MaskBackendsResult;
+using engine::MaskCheckOptions;
+using engine::MaskCheckResult;
+using engine::ParityOptions;
+using engine::ParityResult;
+using engine::PointResult;
+using engine::ProfileReport;
+using engine::ProfileRequest;
+using engine::StepReport;
+using engine::StepSpec;
+using engine::VerdictRule;
 
 // ---- the environment (runtime_info.cpp) -------------------------------------------------------
 

@@ -9,17 +9,17 @@
 #include <vector>
 
 #include "tprobe/core/cost/levers.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
 #include "tprobe/runs/profile_analysis.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
 struct LeversRequest {
-  torch_api::EngineAccess engine = nullptr;  // what every sweep runs on (required)
+  engine::Access engine = nullptr;  // what every sweep runs on (required)
   // The points, repeats, model, LoRA targets and dtype every row shares; its knobs are replaced by
   // each configuration's. trace is off for every row (no CUPTI step: the rows stay comparable).
-  torch_api::ProfileRequest shared;
+  engine::ProfileRequest shared;
   core::StepConfig baseline;  // moe left open: resolved by the engine (grouped_mm or loop)
   std::string baseline_name;
   std::vector<std::string> only;  // lever names to measure (empty: all)
@@ -37,7 +37,7 @@ core::LeversReport run_levers(const LeversRequest& request);
 
 // The profile request of one configuration: `shared` with `config` as its knobs (and its batch as
 // the points').
-torch_api::ProfileRequest lever_request(const torch_api::ProfileRequest& shared,
+engine::ProfileRequest lever_request(const engine::ProfileRequest& shared,
                                         const core::StepConfig& config, bool padded_only);
 
 // The epoch (docs/levers.md, "The epoch"): with a dataset, every configuration's epoch is
@@ -69,7 +69,7 @@ struct LeversOptions {
 // on a path that packs); a packed one is its records as packed segments — on a path that packs,
 // a padded point whose rows are the records (the engine packs their real tokens into one sequence
 // with positions reset and attention inside each record: the flattening collator's layout).
-torch_api::StepPoint epoch_point(const core::EpochMicroBatch& shape);
+engine::StepPoint epoch_point(const core::EpochMicroBatch& shape);
 
 // The whole probe: the request (profile's validation and size limits), the baseline and every
 // lever, the best combination; a diagnostic per lever that failed or was refused. With
@@ -77,7 +77,7 @@ torch_api::StepPoint epoch_point(const core::EpochMicroBatch& shape);
 // fails before any step), then, after the levers, each configuration's epoch is predicted and
 // the configurations of options.epoch.measure are measured on sampled micro-batches (`on_line`:
 // one line per sampled micro-batch).
-core::LeversReport analyze_levers(torch_api::EngineAccess engine, const LeversOptions& options,
+core::LeversReport analyze_levers(engine::Access engine, const LeversOptions& options,
                                   const std::function<bool()>& should_stop,
                                   const std::function<void(const core::LeverRow&)>& on_row,
                                   const std::function<void(const std::string&)>& on_line = {});

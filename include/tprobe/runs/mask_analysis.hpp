@@ -12,8 +12,8 @@
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/gemma4/model_config.hpp"
 #include "tprobe/core/mask/mask_geometry.hpp"
-#include "tprobe/torch_api/mask_check_request.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/mask_check_request.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
@@ -37,14 +37,14 @@ void validate(const MaskOptions& options);
 
 struct MaskAnalysis {
   core::MaskReport geometry;
-  std::optional<torch_api::MaskCheckResult> materialised;  // with options.materialise
-  std::optional<torch_api::MaskBackendsResult> backends;   // with options.backends
+  std::optional<engine::MaskCheckResult> materialised;  // with options.materialise
+  std::optional<engine::MaskBackendsResult> backends;   // with options.backends
   std::vector<core::Diagnostic> diagnostics;    // failed assertions, failed tensors, no backends
   core::Outcome outcome = core::Outcome::kOk;   // kNo: an assertion or a tensor check failed
 };
 
 // validate(), then the geometry, then the torch module's checks that were asked for.
-MaskAnalysis analyze_mask(torch_api::EngineAccess engine, const core::ModelConfig& config,
+MaskAnalysis analyze_mask(engine::Access engine, const core::ModelConfig& config,
                           const MaskOptions& options);
 
 // The evidence results: the geometry's, plus "materialised", "backends" (always, [] when not

@@ -1,5 +1,5 @@
 // `tprobe parity`'s analysis as one call: the options checked before libtorch is loaded, the
-// engine's comparison (torch_api::run_parity through the torch module), and the verdict — the
+// engine's comparison (engine::run_parity through the torch module), and the verdict — the
 // diagnostics and the outcome — judged from its result. docs/parity.md.
 #pragma once
 
@@ -8,29 +8,29 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/torch_api/parity_request.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/parity_request.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
 struct ParityReport {
-  torch_api::ParityOptions options;
-  torch_api::ParityResult result;
+  engine::ParityOptions options;
+  engine::ParityResult result;
   std::vector<core::Diagnostic> diagnostics;
   core::Outcome outcome = core::Outcome::kOk;  // kNo: outside tolerance
 };
 
 // Throws UsageError for a non-positive CE chunk, backward without an adapter, a hidden-state dump
 // with backward, and checkpointing or no input grads without backward.
-void validate(const torch_api::ParityOptions& options);
+void validate(const engine::ParityOptions& options);
 
 // The verdict over an engine result: a one-sided zero LoRA gradient is an error, a zero on both
 // sides a warning, a comparison outside its tolerance an error and outcome kNo.
-ParityReport judge_parity(const torch_api::ParityOptions& options, torch_api::ParityResult result);
+ParityReport judge_parity(const engine::ParityOptions& options, engine::ParityResult result);
 
 // validate(), the torch module's run_parity, judge_parity().
-ParityReport analyze_parity(torch_api::EngineAccess engine,
-                            const torch_api::ParityOptions& options);
+ParityReport analyze_parity(engine::Access engine,
+                            const engine::ParityOptions& options);
 
 core::Json to_json(const ParityReport& report);
 // Reads the `results` to_json wrote (parity_evidence_from_json, parity_report.hpp) and judges the

@@ -5,19 +5,19 @@
 
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
-#include "tprobe/torch_api/parity_request.hpp"
+#include "tprobe/engine/parity_request.hpp"
 #include "tprobe/core/report/section.hpp"
 
 namespace tprobe::runs {
 
-core::Json to_json(const torch_api::ParityResult& result, const torch_api::ParityOptions& options);
+core::Json to_json(const engine::ParityResult& result, const engine::ParityOptions& options);
 
 // What parity evidence holds: the result, and of the options the three to_json writes (mode ->
 // backward, dtype, adapter -> adapter_dir; with backward also the gradient_checkpointing and
 // input_grads the backward block records). The other options keep their defaults.
 struct ParityEvidence {
-  torch_api::ParityResult result;
-  torch_api::ParityOptions options;
+  engine::ParityResult result;
+  engine::ParityOptions options;
 };
 // Reads the `results` object to_json wrote, every field checked; logits_compared is whether
 // positions_compared is not null, the error block's copies of the top-level max_abs_error,
@@ -28,10 +28,10 @@ struct ParityEvidence {
 // the field.
 ParityEvidence parity_evidence_from_json(const core::Json& results, const std::string& where);
 // The summary: logits errors, or with --backward the loss and the LoRA gradients' errors.
-core::Table parity_table(const torch_api::ParityResult& result,
-                         const torch_api::ParityOptions& options);
+core::Table parity_table(const engine::ParityResult& result,
+                         const engine::ParityOptions& options);
 // Backward: each LoRA module's lora_A and lora_B relative L2 (and HF bf16's beside them).
-core::Table parity_module_table(const torch_api::BackwardParity& backward);
+core::Table parity_module_table(const engine::BackwardParity& backward);
 
 // The report's section for parity evidence (figures, facts, tables; core/report/section.hpp).
 void parity_report_section(core::SectionBuilder& c);

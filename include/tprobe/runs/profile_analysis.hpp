@@ -14,8 +14,8 @@
 #include "tprobe/core/cost/edge_search.hpp"
 #include "tprobe/core/cost/memory_fit.hpp"
 #include "tprobe/core/gemma4/gemma4_tensors.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/profile_request.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 namespace tprobe::runs {
 
@@ -75,7 +75,7 @@ struct ProfileOptions {
   bool reserve_from_device = false;
 };
 
-// What the device held when --reserve-from-device read it (torch_api::DeviceMemory), in bytes.
+// What the device held when --reserve-from-device read it (engine::DeviceMemory), in bytes.
 struct DeviceMemoryReading {
   double total_bytes = 0, free_bytes = 0, own_reserved_bytes = 0;
   double others_bytes = 0;  // total − free − own_reserved: the reserve
@@ -109,13 +109,13 @@ struct MemoryFitReport {
 // width, then the padded points of lengths and pad_fraction). Throws UsageError for a checkpoint
 // with random init, sizes past what a training setup uses, lengths that are not one per row or
 // exceed the widest width, a pad fraction outside (0, 1) and a table width that is not a width.
-torch_api::ProfileRequest profile_request(const ProfileOptions& options);
+engine::ProfileRequest profile_request(const ProfileOptions& options);
 
 // What the probe's caller watches while the sweep runs.
 struct ProfileHooks {
   std::function<bool()> should_stop;                 // a signal: stop at the next point
-  std::function<void(const torch_api::StepPoint&)> on_start;    // as each point starts
-  std::function<void(const torch_api::PointResult&)> on_point;  // as each point ends
+  std::function<void(const engine::StepPoint&)> on_start;    // as each point starts
+  std::function<void(const engine::PointResult&)> on_point;  // as each point ends
   std::function<void(const std::string&)> on_progress;  // one line per edge-search probe
 };
 
@@ -131,9 +131,9 @@ struct TraceOutFile {
 };
 
 struct ProfileAnalysis {
-  torch_api::ProfileRequest request;  // raw_trace_path: the path the evidence names
+  engine::ProfileRequest request;  // raw_trace_path: the path the evidence names
   // Its diagnostics include one per point out of memory or in error.
-  torch_api::ProfileReport report;
+  engine::ProfileReport report;
   MemoryFitReport memory_fit;
   std::optional<TraceOutFile> trace_out;  // set by trace_out_bytes()
   core::Outcome outcome = core::Outcome::kOk;  // a measurement is never a "no"
@@ -142,7 +142,7 @@ struct ProfileAnalysis {
 // profile_request(), then the sweep; the raw trace (when asked for) is written to
 // `raw_trace_to` (the output guard's staged name of options.raw_trace), the first point's memory
 // history to `raw_memory_to` (options.raw_memory's staged name).
-ProfileAnalysis analyze_profile(torch_api::EngineAccess engine, const ProfileOptions& options,
+ProfileAnalysis analyze_profile(engine::Access engine, const ProfileOptions& options,
                                 const std::string& raw_trace_to, const ProfileHooks& hooks,
                                 const std::string& raw_memory_to = "");
 

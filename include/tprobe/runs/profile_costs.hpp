@@ -4,7 +4,7 @@
 // traced parts. `profile` and `levers` both call it on what the engine returned.
 #pragma once
 
-#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
 
 namespace tprobe::runs {
 
@@ -13,7 +13,7 @@ namespace tprobe::runs {
 // (report.config.attn) and measured (steps, traces, peak_tflops); a report without a resolved
 // attention path (a fake engine's) gets no costs and a fit note saying why. A --table-width
 // whose step failed or was not traced chooses no table point.
-void derive_profile_costs(torch_api::ProfileReport& report,
-                          const torch_api::ProfileRequest& request);
+void derive_profile_costs(engine::ProfileReport& report,
+                          const engine::ProfileRequest& request);
 
 }  // namespace tprobe::runs

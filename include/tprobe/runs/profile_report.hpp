@@ -1,5 +1,5 @@
 // Views of a profile run (no libtorch): its evidence JSON, its tables and the report's section
-// for profile evidence. The run's types are the engine's (torch_api/profile_request.hpp).
+// for profile evidence. The run's types are the engine's (engine/profile_request.hpp).
 #pragma once
 
 #include <vector>
@@ -7,13 +7,13 @@
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/report/section.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
 
 namespace tprobe::runs {
 
-core::Json to_json(const torch_api::ProfileReport& report,
-                   const torch_api::ProfileRequest& request);
-std::vector<core::Table> profile_tables(const torch_api::ProfileReport& report);
+core::Json to_json(const engine::ProfileReport& report,
+                   const engine::ProfileRequest& request);
+std::vector<core::Table> profile_tables(const engine::ProfileReport& report);
 
 // What profile's results record of a run, read back by the code that writes them: the report
 // (the steps as step_report_from_json reads them; per point its costs and its kernel trace — the
@@ -29,8 +29,8 @@ std::vector<core::Table> profile_tables(const torch_api::ProfileReport& report);
 // diagnostics are not in the results, so not read. Throws tprobe::Error naming `where` and the
 // field.
 struct ProfileEvidence {
-  torch_api::ProfileReport report;
-  torch_api::ProfileRequest request;
+  engine::ProfileReport report;
+  engine::ProfileRequest request;
 };
 ProfileEvidence profile_evidence_from_json(const core::Json& results, const std::string& where);
 

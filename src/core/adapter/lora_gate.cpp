@@ -387,7 +387,7 @@ LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional
     const Expected* exp = nullptr;
     if (m.in_text_decoder && base) {
       if (am.layer < base->config.num_layers) {
-        m.layer_type = to_string(base->config.layer_types[static_cast<std::size_t>(am.layer)]);
+        m.layer_type = base->config.layer_types[static_cast<std::size_t>(am.layer)];
       }
       auto it = expected.find(key);
       if (it != expected.end() && !found_keys.count(key)) {
@@ -457,8 +457,7 @@ LoraGateReport gate_lora_adapter(const LoraAdapter& adapter, const std::optional
     row.target = am.target;
     if (m.in_text_decoder) {
       ++row.found;
-      if (m.layer_type == "full_attention") ++row.full;
-      if (m.layer_type == "sliding_attention") ++row.sliding;
+      if (m.layer_type) ++(*m.layer_type == LayerType::kFull ? row.full : row.sliding);
     }
     if (am.b) {
       const bool first = b_seen[am.target]++ == 0;

@@ -91,7 +91,7 @@ Json to_json(const LoraGateReport& r) {
     row["module"] = m.module;
     row["adapter_name"] = m.adapter_name;
     row["layer"] = m.layer < 0 ? Json(nullptr) : Json(m.layer);
-    row["layer_type"] = m.layer_type.empty() ? Json(nullptr) : Json(m.layer_type);
+    row["layer_type"] = m.layer_type ? Json(to_string(*m.layer_type)) : Json(nullptr);
     row["target"] = m.target;
     row["rank"] = m.rank;
     row["dtype"] = m.dtype;
@@ -200,7 +200,9 @@ LoraGateReport lora_gate_report_from_json(const Json& results, const std::string
     m.module = string(j, "module", mw);
     m.adapter_name = string(j, "adapter_name", mw);
     m.layer = nullable_integer(j, "layer", mw, 0).value_or(-1);
-    m.layer_type = nullable_string(j, "layer_type", mw).value_or("");
+    if (!field(j, "layer_type", mw).is_null()) {
+      m.layer_type = enum_value(j, "layer_type", mw, {LayerType::kSliding, LayerType::kFull});
+    }
     m.target = string(j, "target", mw);
     m.rank = integer(j, "rank", mw, 0);
     m.dtype = string(j, "dtype", mw);
@@ -347,7 +349,7 @@ std::vector<Table> lora_gate_tables(const LoraGateReport& r) {
   });
   for (const GateModule* m : order) {
     modules.row({m->layer < 0 ? "-" : std::to_string(m->layer),
-                 m->layer_type.empty() ? (m->in_text_decoder ? "?" : "outside") : m->layer_type,
+                 m->layer_type ? to_string(*m->layer_type) : (m->in_text_decoder ? "?" : "outside"),
                  m->in_text_decoder ? m->target : m->module, std::to_string(m->rank), m->dtype,
                  norm_cell(m->a_norm), norm_cell(m->b_norm), to_string(m->state)});
   }

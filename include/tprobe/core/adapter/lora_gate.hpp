@@ -54,7 +54,7 @@ struct GateModule {
   std::string module;  // as in the adapter (PEFT module name)
   std::string adapter_name;
   int64_t layer = -1;
-  std::string layer_type;  // "sliding_attention" / "full_attention" / "" (unknown or no base)
+  std::optional<LayerType> layer_type;  // none: unknown, or no base to say
   std::string target;
   int64_t rank = 0;  // lora_A rows
   std::vector<int64_t> a_shape, b_shape;

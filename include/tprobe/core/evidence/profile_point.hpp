@@ -1,5 +1,5 @@
 // profile's measured points and its sweep's own facts, each field declared once
-// (core/evidence/fields.hpp): the engine fills these structs (torch_api's PointResult and
+// (core/evidence/fields.hpp): the engine fills these structs (engine's PointResult and
 // StepReport are them plus what the evidence does not hold), runs' step_report writes and reads
 // them through these tables, and the views read the typed members.
 #pragma once
@@ -224,7 +224,7 @@ struct StepFigures {
   int64_t base_parameters = 0;
   int64_t lora_modules = 0;
   int64_t lora_parameters = 0;
-  int64_t weights_allocated_bytes = 0;  // after init and adapters, before any step
+  int64_t weights_allocated_bytes = -1;  // after init and adapters, before any step; -1: the CPU
   bool interrupted = false;  // should_stop said stop: points holds those measured before it
   // Where a signal cut a step short ("decoder layer 3 (forward)"): that point is not in points
   // (nothing of it was measured); empty when the signal came between points.
@@ -255,8 +255,9 @@ inline auto evidence_fields(const StepFigures*) {
       field("lora_modules", &S::lora_modules, "", "the adapted linear layers").at_least(0),
       field("lora_parameters", &S::lora_parameters, "", "the adapters' parameters").at_least(0),
       field("weights_allocated_bytes", &S::weights_allocated_bytes, "B",
-            "allocated after init and adapters, before any step")
-          .at_least(0),
+            "allocated after init and adapters, before any step; null on the CPU (no allocator)")
+          .at_least(0)
+          .or_null(),
       custom<S>("load", +[](const S& s) { return evidence::to_json(s.load); }, d::read_load,
                 "object", "", "how the weights got onto the device (below)")
           .absent_ok(),

@@ -42,7 +42,7 @@ struct WidthDistribution {
 // CSV: header optional; columns width,seconds[,batch]; '#' comments and blank lines skipped.
 std::vector<FitPoint> read_points_csv(const std::string& path);
 
-// profile evidence's points are read by profile's own reader (torch_api's
+// profile evidence's points are read by profile's own reader (engine's
 // profile_points_from_json, which io may not include): the scaling-fit probe turns them into
 // FitPoints (probes/scaling_fit_probe.hpp, read_profile_points_evidence).
 

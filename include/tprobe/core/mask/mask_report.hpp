@@ -14,7 +14,7 @@ namespace tprobe::core {
 // results.{model, width, ..., layers[], bands[], assertions[]}; schema in docs/mask.md.
 Json to_json(const MaskReport& report);
 // The report back from its results (those of `tprobe mask`, whose materialised and backends keys
-// are torch_api's and ignored here), every field checked, also against the fields it is derived
+// are engine's and ignored here), every field checked, also against the fields it is derived
 // from; throws tprobe::Error naming `where` ("m.json results") and the field. What to_json does not
 // write keeps its default: the request's expectations, and per layer each plan's band parameters
 // (the bands carry them, and take their call and reason from their first layer). ok, diagnostics

@@ -8,30 +8,31 @@
 
 #include "tprobe/core/base/environment.hpp"
 #include "tprobe/core/base/interrupt.hpp"
-#include "tprobe/torch_api/mask_check_request.hpp"
-#include "tprobe/torch_api/parity_request.hpp"
-#include "tprobe/torch_api/profile_request.hpp"
+#include "tprobe/engine/mask_check_request.hpp"
+#include "tprobe/engine/parity_request.hpp"
+#include "tprobe/engine/profile_request.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::engine {
 
 // Bumped whenever a member is added, removed or changes signature: the loader refuses a module
 // built from another version of this header.
-inline constexpr int kTorchApiVersion = 12;  // 2: mask; 3: parity backward; 4: profile;
-                                            // 5: StepSpec.should_stop/on_start;
-                                            // 6: StepSpec.fused_rms_norm;
-                                            // 7: ProfileRequest.moe_default;
-                                            // 8: share_interrupt_flag;
-                                            // 9: StepReport.interrupted_at;
-                                            // 10: share_temporaries, PointResult plan
-                                            // 11: StepSpec.config (core::StepConfig)
-                                            // 12: device_memory, ExtraPoints.steps,
-                                            //     PointResult.wall_s
+inline constexpr int kEngineVersion = 13;  // 2: mask; 3: parity backward; 4: profile;
+                                          // 5: StepSpec.should_stop/on_start;
+                                          // 6: StepSpec.fused_rms_norm;
+                                          // 7: ProfileRequest.moe_default;
+                                          // 8: share_interrupt_flag;
+                                          // 9: StepReport.interrupted_at;
+                                          // 10: share_temporaries, PointResult plan
+                                          // 11: StepSpec.config (core::StepConfig)
+                                          // 12: device_memory, ExtraPoints.steps,
+                                          //     PointResult.wall_s
+                                          // 13: MaskBackendShape/Row's layer type an enum
 
 // Plain function pointers over torch-free structs. To add torch-backed work: declare its options
 // and result in a torch-free header here, its entry point in model/engine.hpp, implement it in
 // tprobe_model, add a member here and one line in src/model/torch_module.cpp, and bump
-// kTorchApiVersion.
-struct TorchApi {
+// kEngineVersion.
+struct Engine {
   int version = 0;
   // The libtorch, CUDA device, SDPA backend and CUPTI fields of the environment block.
   void (*describe)(core::Environment& env) = nullptr;
@@ -53,17 +54,17 @@ struct TorchApi {
 // Loads the module on first call (thread-safe) and returns its table. Looks at
 // $TPROBE_TORCH_MODULE alone when it is set; otherwise at libtprobe_torch.so beside the running
 // executable, then the build tree's copy. Throws tprobe::Error saying where it looked and what dlopen answered.
-const TorchApi& engine();
+const Engine& load();
 
-// How an analysis reaches the engine, handed to it by its caller: the probes pass `&engine` (the
-// module above), a test its own table. A function rather than the table, so that an analysis that
-// ends up not needing the engine (`mask` without --materialise or --backends) never loads
-// libtorch.
-using EngineAccess = const TorchApi& (*)();
+// How an analysis reaches the engine, handed to it by its caller: the probes pass
+// `&engine::load` (the module above), a test its own table. A function rather than the table, so
+// that an analysis that ends up not needing the engine (`mask` without --materialise or
+// --backends) never loads libtorch.
+using Access = const Engine& (*)();
 
-// Where the module was loaded from ("" before the first successful engine()).
+// Where the module was loaded from ("" before the first successful load()).
 std::string torch_module_path();
-// Where engine() looks for it, in order (the output guard protects each: docs/evidence.md).
+// Where load() looks for it, in order (the output guard protects each: docs/evidence.md).
 std::vector<std::string> torch_module_candidates();
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::engine

@@ -1,5 +1,5 @@
 // Finds and loads libtprobe_torch.so on demand (no libtorch in this file or its library).
-#include "tprobe/torch_api/torch_api.hpp"
+#include "tprobe/engine/module_table.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -11,11 +11,11 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/interrupt.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::engine {
 namespace {
 
 constexpr const char* kModuleName = "libtprobe_torch.so";
-constexpr const char* kEntryPoint = "tprobe_torch_api";
+constexpr const char* kEntryPoint = "tprobe_engine";
 
 std::string executable_dir() {
   std::vector<char> buf(4096);
@@ -29,7 +29,7 @@ std::string executable_dir() {
 bool readable(const std::string& path) { return ::access(path.c_str(), R_OK) == 0; }
 
 struct Loaded {
-  const TorchApi* api = nullptr;
+  const Engine* api = nullptr;
   std::string path;
 };
 
@@ -52,7 +52,7 @@ std::vector<std::string> torch_module_candidates() {
 
 namespace {
 
-Loaded load() {
+Loaded open_module() {
   const std::vector<std::string> candidates = torch_module_candidates();
   std::string tried;
   for (const std::string& path : candidates) {
@@ -66,16 +66,16 @@ Loaded load() {
       tried += "; " + path + ": " + (why ? why : "dlopen failed");
       continue;
     }
-    using Entry = const TorchApi* (*)();
+    using Entry = const Engine* (*)();
     auto entry = reinterpret_cast<Entry>(::dlsym(handle, kEntryPoint));
     if (!entry) {
       tried += "; " + path + ": no symbol " + kEntryPoint;
       continue;
     }
-    const TorchApi* api = entry();
-    if (!api || api->version != kTorchApiVersion) {
+    const Engine* api = entry();
+    if (!api || api->version != kEngineVersion) {
       tried += fmt::format("; {}: module API version {} (this binary expects {}): rebuild both",
-                           path, api ? api->version : -1, kTorchApiVersion);
+                           path, api ? api->version : -1, kEngineVersion);
       continue;
     }
     if (api->share_interrupt_flag) api->share_interrupt_flag(core::interrupt_flag());
@@ -96,10 +96,10 @@ std::string g_error;
 
 }  // namespace
 
-const TorchApi& engine() {
+const Engine& load() {
   std::call_once(g_once, [] {
     try {
-      g_loaded = load();
+      g_loaded = open_module();
     } catch (const Error& e) {
       g_error = e.what();
     }
@@ -110,4 +110,4 @@ const TorchApi& engine() {
 
 std::string torch_module_path() { return g_loaded.path; }
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::engine

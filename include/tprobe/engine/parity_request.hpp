@@ -13,7 +13,7 @@
 #include "tprobe/core/step/attention_path.hpp"
 #include "tprobe/core/step/step_config.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::engine {
 
 struct ParityOptions {
   std::string checkpoint_dir;
@@ -141,4 +141,4 @@ struct ParityResult {
 };
 
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::engine

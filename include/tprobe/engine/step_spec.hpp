@@ -16,7 +16,7 @@
 #include "tprobe/core/trace/attribute/step_memory.hpp"
 #include "tprobe/core/trace/attribute/step_trace.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::engine {
 
 // A point's shape and its outcome are evidence types (core/evidence/profile_point.hpp).
 using StepPoint = core::StepPoint;
@@ -92,4 +92,4 @@ struct StepReport : core::StepFigures {
 };
 
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::engine

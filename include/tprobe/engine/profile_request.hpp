@@ -14,9 +14,9 @@
 #include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/trace/stats/kernel_table.hpp"
-#include "tprobe/torch_api/step_spec.hpp"
+#include "tprobe/engine/step_spec.hpp"
 
-namespace tprobe::torch_api {
+namespace tprobe::engine {
 
 // What the device holds now (`profile --reserve-from-device`): cudaMemGetInfo's total and free on
 // device 0, and what of the used part is this process's caching allocator's (read at the same
@@ -100,4 +100,4 @@ struct ProfileReport {
 };
 
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::engine

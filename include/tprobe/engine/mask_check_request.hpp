@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace tprobe::torch_api {
+#include "tprobe/core/base/layer_type.hpp"
+
+namespace tprobe::engine {
 
 // One layer type whose mask is built and verified.
 struct MaskCheckLayer {
@@ -62,7 +64,7 @@ struct MaskCheckResult {
 // ---- backend eligibility (CUDA builds) ----
 
 struct MaskBackendShape {
-  std::string type;  // layer type
+  core::LayerType type = core::LayerType::kSliding;
   int64_t window = 0;
   int64_t query_heads = 0;
   int64_t kv_heads = 0;
@@ -81,7 +83,7 @@ struct MaskBackendsOptions {
 };
 
 struct MaskBackendRow {
-  std::string layer_type;
+  core::LayerType layer_type = core::LayerType::kSliding;
   int64_t query_heads = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
@@ -112,4 +114,4 @@ struct MaskBackendsResult {
 };
 
 
-}  // namespace tprobe::torch_api
+}  // namespace tprobe::engine
