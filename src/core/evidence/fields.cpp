@@ -7,6 +7,7 @@
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
 #include "tprobe/core/evidence/step_memory.hpp"
+#include "tprobe/core/evidence/trace_memory.hpp"
 
 namespace tprobe::core::evidence {
 
@@ -71,7 +72,9 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<OverlapFigures>("kernel_table.devices[]."),
                     field_docs<RankRow>("rank_summary[]."), field_docs<PartCells>(),
                     field_docs<PartRow>("by_phase_part[]."), field_docs<LayerRow>("by_layer[]."),
-                    field_docs<DoubleCount>("trace.key_averages_trap.")})
+                    field_docs<DoubleCount>("trace.key_averages_trap."),
+                    field_docs<TraceMemory>("memory."),
+                    field_docs<MemoryDevice>("memory.devices[].")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

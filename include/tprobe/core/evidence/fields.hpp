@@ -8,7 +8,9 @@
 //   }
 //
 // Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T>
-// (written as null, read from null or absent) or another struct with a table (an object).
+// (written as null, read from null or absent), std::map<std::string, T> (an object) or another
+// struct with a table (an object); `group(key, doc, fields...)` nests some of a struct's own
+// members in an object of their own.
 // `.at_least(n)` bounds an integer; `.or_null()` writes an empty string or a negative integer
 // (-1: unknown) as null (and reads null back as empty or -1; a number read is then >= 0), the key
 // still required. A field whose JSON is not one member as it is (a null that a flag decides, an
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -93,6 +96,19 @@ constexpr Custom<S> derived(const char* key, Json (*write)(const S&), const char
   return {key, write, nullptr, type, unit, doc};
 }
 
+// A nested object whose fields are members of S itself: the JSON groups what the struct keeps
+// flat (`group<S>("alive_at_peak", doc, field(...), ...)`); its fields' paths are "key.field".
+template <typename S, typename Tuple>
+struct Group {
+  const char* key;
+  const char* doc;
+  Tuple fields;
+};
+template <typename S, typename... F>
+constexpr Group<S, std::tuple<F...>> group(const char* key, const char* doc, F... fields) {
+  return {key, doc, std::make_tuple(fields...)};
+}
+
 // One row of the docs' field list: the path below the struct ("tokens.records[][]"), the JSON
 // type, the unit and the doc line.
 struct FieldDoc {
@@ -123,10 +139,18 @@ template <typename T>
 struct is_optional : std::false_type {};
 template <typename T>
 struct is_optional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct is_map : std::false_type {};
+template <typename T>
+struct is_map<std::map<std::string, T>> : std::true_type {};
 template <typename F>
 struct is_custom : std::false_type {};
 template <typename S>
 struct is_custom<Custom<S>> : std::true_type {};
+template <typename F>
+struct is_group : std::false_type {};
+template <typename S, typename Tuple>
+struct is_group<Group<S, Tuple>> : std::true_type {};
 
 inline bool is_empty(const std::string& s) { return s.empty(); }
 inline bool is_empty(int64_t v) { return v < 0; }  // -1: unknown
@@ -152,10 +176,36 @@ std::string type_name() {
     return "[" + type_name<typename T::value_type>() + "]";
   } else if constexpr (is_optional<T>::value) {
     return type_name<typename T::value_type>() + " or null";
+  } else if constexpr (is_map<T>::value) {
+    return "{string: " + type_name<typename T::mapped_type>() + "}";
   } else {
     static_assert(has_fields<T>::value, "an evidence member needs a field table");
     return "object";
   }
+}
+
+template <typename T, typename Table>
+void encode_fields(const T& v, const Table& table, Json& out) {
+  auto one = [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (is_custom<F>::value) {
+      out[f.key] = f.write(v);
+    } else if constexpr (is_group<F>::value) {
+      Json& sub = out[f.key] = Json::object();
+      encode_fields(v, f.fields, sub);
+    } else {
+      const auto& m = v.*(f.member);
+      using M = std::decay_t<decltype(m)>;
+      if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+        if (f.null_when_empty && is_empty(m)) {
+          out[f.key] = nullptr;
+          return;
+        }
+      }
+      out[f.key] = encode(m);
+    }
+  };
+  std::apply([&](const auto&... f) { (one(f), ...); }, table);
 }
 
 template <typename T>
@@ -170,26 +220,69 @@ Json encode(const T& v) {
     return out;
   } else if constexpr (is_optional<T>::value) {
     return v ? encode(*v) : Json(nullptr);
+  } else if constexpr (is_map<T>::value) {
+    Json out = Json::object();
+    for (const auto& [k, e] : v) out[k] = encode(e);
+    return out;
   } else {
     Json out = Json::object();
-    auto one = [&](const auto& f) {
-      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-        out[f.key] = f.write(v);
-      } else {
-        const auto& m = v.*(f.member);
-        using M = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
-          if (f.null_when_empty && is_empty(m)) {
-            out[f.key] = nullptr;
-            return;
-          }
-        }
-        out[f.key] = encode(m);
-      }
-    };
-    std::apply([&](const auto&... f) { (one(f), ...); }, evidence_fields(static_cast<const T*>(nullptr)));
+    encode_fields(v, evidence_fields(static_cast<const T*>(nullptr)), out);
     return out;
   }
+}
+
+// Reads `table`'s fields of `out` from the object `v`, then checks its derived fields.
+template <typename T, typename Table>
+void decode_fields(const Json& v, const std::string& where, T& out, const Table& table) {
+  auto read = [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    const auto it = v.find(f.key);
+    if constexpr (is_custom<F>::value) {
+      if (f.read == nullptr) return;  // derived: checked below
+      if (it == v.end()) {
+        if (f.may_be_absent || (f.absent_when_null && f.write(out).is_null())) return;
+        ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      }
+      f.read(out, *it, where, f.key);
+    } else if constexpr (is_group<F>::value) {
+      if (it == v.end()) ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      const std::string at = where + "." + f.key;
+      if (!it->is_object()) ::tprobe::fail("{}: must be an object", at);
+      decode_fields(*it, at, out, f.fields);
+    } else {
+      using M = std::decay_t<decltype(out.*(f.member))>;
+      if (it == v.end()) {
+        if constexpr (is_optional<M>::value) return;
+        ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      }
+      int64_t lo = f.min;
+      if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+        if (f.null_when_empty && it->is_null()) {
+          if constexpr (std::is_same_v<M, int64_t>) out.*(f.member) = -1;
+          return;
+        }
+        if (f.null_when_empty) lo = std::max<int64_t>(lo, 0);  // a number is never the -1
+      }
+      using E = typename element<M>::type;
+      const bool scalar = !is_vector<M>::value && !is_map<M>::value && !has_fields<E>::value;
+      out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo);
+    }
+  };
+  // A derived field: what the members read make of it (absent where that is null).
+  auto check = [&](const auto& f) {
+    if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
+      if (f.read != nullptr) return;
+      const Json want = f.write(out);
+      const auto it = v.find(f.key);
+      if (it == v.end() && !want.is_null() && !f.may_be_absent)
+        ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      if (it != v.end() && *it != want)
+        ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
+                       it->dump(), want.dump());
+    }
+  };
+  std::apply([&](const auto&... f) { (read(f), ...); }, table);
+  std::apply([&](const auto&... f) { (check(f), ...); }, table);
 }
 
 template <typename T>
@@ -219,65 +312,32 @@ T decode(const Json& v, const std::string& where, int64_t min) {
   } else if constexpr (is_optional<T>::value) {
     if (v.is_null()) return std::nullopt;
     return decode<typename T::value_type>(v, where, min);
+  } else if constexpr (is_map<T>::value) {
+    if (!v.is_object()) ::tprobe::fail("{}: must be an object", where);
+    T out;
+    for (const auto& [k, e] : v.items())
+      out[k] = decode<typename T::mapped_type>(e, where + "." + k, min);
+    return out;
   } else {
     if (!v.is_object()) ::tprobe::fail("{}: must be an object", where);
     T out{};
-    const auto table = evidence_fields(static_cast<const T*>(nullptr));
-    auto read = [&](const auto& f) {
-      const auto it = v.find(f.key);
-      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-        if (f.read == nullptr) return;  // derived: checked below
-        if (it == v.end()) {
-          if (f.may_be_absent || (f.absent_when_null && f.write(out).is_null())) return;
-          ::tprobe::fail("{}: missing field '{}'", where, f.key);
-        }
-        f.read(out, *it, where, f.key);
-      } else {
-        using M = std::decay_t<decltype(out.*(f.member))>;
-        if (it == v.end()) {
-          if constexpr (is_optional<M>::value) return;
-          ::tprobe::fail("{}: missing field '{}'", where, f.key);
-        }
-        int64_t lo = f.min;
-        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
-          if (f.null_when_empty && it->is_null()) {
-            if constexpr (std::is_same_v<M, int64_t>) out.*(f.member) = -1;
-            return;
-          }
-          if (f.null_when_empty) lo = std::max<int64_t>(lo, 0);  // a number is never the -1
-        }
-        using E = typename element<M>::type;
-        const bool scalar = !is_vector<M>::value && !has_fields<E>::value;
-        out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo);
-      }
-    };
-    // A derived field: what the members read make of it (absent where that is null).
-    auto check = [&](const auto& f) {
-      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-        if (f.read != nullptr) return;
-        const Json want = f.write(out);
-        const auto it = v.find(f.key);
-        if (it == v.end() && !want.is_null() && !f.may_be_absent)
-          ::tprobe::fail("{}: missing field '{}'", where, f.key);
-        if (it != v.end() && *it != want)
-          ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
-                         it->dump(), want.dump());
-      }
-    };
-    std::apply([&](const auto&... f) { (read(f), ...); }, table);
-    std::apply([&](const auto&... f) { (check(f), ...); }, table);
+    decode_fields(v, where, out, evidence_fields(static_cast<const T*>(nullptr)));
     return out;
   }
 }
 
-template <typename T>
-void docs(std::vector<FieldDoc>& out, const std::string& prefix) {
+template <typename T, typename Table>
+void docs_fields(std::vector<FieldDoc>& out, const std::string& prefix, const Table& table) {
   std::apply(
       [&](const auto&... f) {
         (([&] {
+           using F = std::decay_t<decltype(f)>;
            const std::string path = prefix + f.key;
-           if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
+           if constexpr (is_custom<F>::value) {
              out.push_back({path, f.type, f.unit, f.doc});
+           } else if constexpr (is_group<F>::value) {
+             out.push_back({path, "object", "", f.doc});
+             docs_fields<T>(out, path + ".", f.fields);
            } else {
              using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
              using E = typename element<M>::type;
@@ -285,12 +345,17 @@ void docs(std::vector<FieldDoc>& out, const std::string& prefix) {
              if (f.null_when_empty) type += " or null";
              out.push_back({path, type, f.unit, f.doc});
              if constexpr (has_fields<E>::value)
-               docs<E>(out, path + (is_vector<M>::value ? "[]." : "."));
+               docs_fields<E>(out, path + (is_vector<M>::value ? "[]." : "."),
+                              evidence_fields(static_cast<const E*>(nullptr)));
            }
          }()),
          ...);
       },
-      evidence_fields(static_cast<const T*>(nullptr)));
+      table);
+}
+template <typename T>
+void docs(std::vector<FieldDoc>& out, const std::string& prefix) {
+  docs_fields<T>(out, prefix, evidence_fields(static_cast<const T*>(nullptr)));
 }
 
 }  // namespace detail
