@@ -10,7 +10,7 @@
 // Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T>
 // (written as null, read from null or absent), std::map<std::string, T> (an object) or another
 // struct with a table (an object); `group(key, doc, fields...)` nests some of a struct's own
-// members in an object of their own.
+// members in an object of their own, `flat(member)` writes a member struct's fields beside them.
 // `.at_least(n)` bounds an integer; `.or_null()` writes an empty string or a negative integer
 // (-1: unknown) as null (and reads null back as empty or -1; a number read is then >= 0), the key
 // still required. A field whose JSON is not one member as it is (a null that a flag decides, an
@@ -73,6 +73,7 @@ struct Custom {
   const char* doc;
   bool may_be_absent = false;
   bool absent_when_null = false;  // absent only where write() of the fields read before is null
+  bool omit_when_null = false;    // and not written where write() is null
   constexpr Custom absent_ok() const {
     Custom c = *this;
     c.may_be_absent = true;
@@ -81,6 +82,11 @@ struct Custom {
   constexpr Custom absent_if_null() const {
     Custom c = *this;
     c.absent_when_null = true;
+    return c;
+  }
+  constexpr Custom omitted_if_null() const {  // absent where it would be null, written or read
+    Custom c = absent_if_null();
+    c.omit_when_null = true;
     return c;
   }
 };
@@ -107,6 +113,17 @@ struct Group {
 template <typename S, typename... F>
 constexpr Group<S, std::tuple<F...>> group(const char* key, const char* doc, F... fields) {
   return {key, doc, std::make_tuple(fields...)};
+}
+
+// A member struct with a table whose fields are written into the object itself, beside S's own
+// (a row that keeps its totals as a member): `flat(&DeviceRow::totals)`.
+template <typename S, typename M>
+struct Flat {
+  M S::*member;
+};
+template <typename S, typename M>
+constexpr Flat<S, M> flat(M S::*member) {
+  return {member};
 }
 
 // One row of the docs' field list: the path below the struct ("tokens.records[][]"), the JSON
@@ -151,6 +168,14 @@ template <typename F>
 struct is_group : std::false_type {};
 template <typename S, typename Tuple>
 struct is_group<Group<S, Tuple>> : std::true_type {};
+template <typename F>
+struct is_flat : std::false_type {};
+template <typename S, typename M>
+struct is_flat<Flat<S, M>> : std::true_type {};
+template <typename M>
+auto table_of() {
+  return evidence_fields(static_cast<const M*>(nullptr));
+}
 
 inline bool is_empty(const std::string& s) { return s.empty(); }
 inline bool is_empty(int64_t v) { return v < 0; }  // -1: unknown
@@ -189,7 +214,12 @@ void encode_fields(const T& v, const Table& table, Json& out) {
   auto one = [&](const auto& f) {
     using F = std::decay_t<decltype(f)>;
     if constexpr (is_custom<F>::value) {
-      out[f.key] = f.write(v);
+      Json w = f.write(v);
+      if (f.omit_when_null && w.is_null()) return;
+      out[f.key] = std::move(w);
+    } else if constexpr (is_flat<F>::value) {
+      const auto& m = v.*(f.member);
+      encode_fields(m, table_of<std::decay_t<decltype(m)>>(), out);
     } else if constexpr (is_group<F>::value) {
       Json& sub = out[f.key] = Json::object();
       encode_fields(v, f.fields, sub);
@@ -234,7 +264,7 @@ Json encode(const T& v) {
 // Reads `table`'s fields of `out` from the object `v`, then checks its derived fields.
 template <typename T, typename Table>
 void decode_fields(const Json& v, const std::string& where, T& out, const Table& table) {
-  auto read = [&](const auto& f) {
+  auto read_key = [&](const auto& f) {
     using F = std::decay_t<decltype(f)>;
     const auto it = v.find(f.key);
     if constexpr (is_custom<F>::value) {
@@ -266,6 +296,14 @@ void decode_fields(const Json& v, const std::string& where, T& out, const Table&
       using E = typename element<M>::type;
       const bool scalar = !is_vector<M>::value && !is_map<M>::value && !has_fields<E>::value;
       out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo);
+    }
+  };
+  auto read = [&](const auto& f) {
+    if constexpr (is_flat<std::decay_t<decltype(f)>>::value) {
+      auto& m = out.*(f.member);
+      decode_fields(v, where, m, table_of<std::decay_t<decltype(m)>>());
+    } else {
+      read_key(f);
     }
   };
   // A derived field: what the members read make of it (absent where that is null).
@@ -328,30 +366,28 @@ T decode(const Json& v, const std::string& where, int64_t min) {
 
 template <typename T, typename Table>
 void docs_fields(std::vector<FieldDoc>& out, const std::string& prefix, const Table& table) {
-  std::apply(
-      [&](const auto&... f) {
-        (([&] {
-           using F = std::decay_t<decltype(f)>;
-           const std::string path = prefix + f.key;
-           if constexpr (is_custom<F>::value) {
-             out.push_back({path, f.type, f.unit, f.doc});
-           } else if constexpr (is_group<F>::value) {
-             out.push_back({path, "object", "", f.doc});
-             docs_fields<T>(out, path + ".", f.fields);
-           } else {
-             using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
-             using E = typename element<M>::type;
-             std::string type = type_name<M>();
-             if (f.null_when_empty) type += " or null";
-             out.push_back({path, type, f.unit, f.doc});
-             if constexpr (has_fields<E>::value)
-               docs_fields<E>(out, path + (is_vector<M>::value ? "[]." : "."),
-                              evidence_fields(static_cast<const E*>(nullptr)));
-           }
-         }()),
-         ...);
-      },
-      table);
+  auto one = [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (is_flat<F>::value) {
+      using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
+      docs_fields<M>(out, prefix, table_of<M>());
+    } else if constexpr (is_custom<F>::value) {
+      out.push_back({prefix + f.key, f.type, f.unit, f.doc});
+    } else if constexpr (is_group<F>::value) {
+      out.push_back({prefix + f.key, "object", "", f.doc});
+      docs_fields<T>(out, prefix + f.key + ".", f.fields);
+    } else {
+      using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
+      using E = typename element<M>::type;
+      const std::string path = prefix + f.key;
+      std::string type = type_name<M>();
+      if (f.null_when_empty) type += " or null";
+      out.push_back({path, type, f.unit, f.doc});
+      if constexpr (has_fields<E>::value)
+        docs_fields<E>(out, path + (is_vector<M>::value ? "[]." : "."), table_of<E>());
+    }
+  };
+  std::apply([&](const auto&... f) { (one(f), ...); }, table);
 }
 template <typename T>
 void docs(std::vector<FieldDoc>& out, const std::string& prefix) {
