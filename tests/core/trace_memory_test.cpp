@@ -520,6 +520,8 @@ TEST(TraceMemoryFields, RoundTripDocsListAndBrokenInput) {
        "k.json memory devices[0]: missing field 'total_mismatches'"},
       {[](Json& x) { x["devices"][0]["peak"]["step"] = -2; }, "k.json memory devices[0].peak"},
       {[](Json& x) { x["devices"] = Json::object(); }, "k.json memory: field 'devices' must be a list"},
+      {[](Json& x) { x["devices"][0]["frees"] = x["devices"][0]["events"].get<int64_t>() + 1; },
+       "k.json memory devices[0]: field 'frees'"},
   };
   for (const auto& [edit, names] : broken) {
     const std::string e = error_of(edit);

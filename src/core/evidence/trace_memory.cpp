@@ -70,11 +70,31 @@ void read_memory_hint(TraceMemory& m, const Json& v, const std::string& w, const
   m.attribution_off = v.is_string() && v.get<std::string>() == trace_memory_hint(false);
 }
 
+// The counts a device's events bound, beyond each field's type and sign.
+void check_memory_counts(const MemoryDevice& d, const std::string& w) {
+  const struct {
+    const char* key;
+    int64_t value, most;
+  } bounds[] = {{"allocations", d.allocations, d.events},
+                {"frees", d.frees, d.events},
+                {"zero_byte_events", d.zero_byte_events, d.events},
+                {"unmatched_frees", d.unmatched_frees, d.frees},
+                {"duplicate_allocations", d.duplicate_allocations, d.allocations},
+                {"size_mismatched_frees", d.size_mismatched_frees, d.frees},
+                {"total_mismatches", d.total_mismatches, d.events},
+                {"never_freed_allocations", d.never_freed_allocations, d.allocations},
+                {"alive_at_peak.untagged_bytes", d.untagged_bytes, d.alive_at_peak_bytes}};
+  for (const auto& b : bounds)
+    if (b.value > b.most) fail("{}: field '{}' = {} is above {}", w, b.key, b.value, b.most);
+}
+
 Json memory_devices_json(const TraceMemory& m) { return evidence::to_json(m.devices); }
 void read_memory_devices(TraceMemory& m, const Json& v, const std::string& w, const char* key) {
   if (!v.is_array()) fail("{}: field '{}' must be a list", w, key);
-  for (std::size_t i = 0; i < v.size(); ++i)
+  for (std::size_t i = 0; i < v.size(); ++i) {
     m.devices.push_back(evidence::from_json<MemoryDevice>(v[i], jr::at(w, key, i)));
+    check_memory_counts(m.devices.back(), jr::at(w, key, i));
+  }
 }
 
 }  // namespace evidence_detail
