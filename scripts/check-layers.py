@@ -45,7 +45,7 @@ ALLOWED = {
     "core/data": ["core/base", "core/evidence", "core/io", "core/report"],
     "core/cost": ["core/base", "core/evidence", "core/io", "core/gemma4", "core/step", "core/data", "core/report"],
     "core/mask": ["core/base", "core/gemma4", "core/step", "core/report"],
-    "core/trace/record": [],
+    "core/trace/record": ["core/evidence"],
     "core/trace/attribute": ["core/base", "core/evidence", "core/trace/record"],
     "core/trace/stats": ["core/base", "core/evidence", "core/report", "core/trace/record", "core/trace/attribute"],
     "core/trace/read": ["core/base", "core/trace/record", "core/trace/attribute", "core/trace/stats"],

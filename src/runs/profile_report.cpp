@@ -70,7 +70,7 @@ core::Json trace_json(const PointTrace& t, bool supported) {
                                      {"kernels", d.kernels},
                                      {"kernel_s", static_cast<double>(d.kernel_ns) * 1e-9}});
   }
-  j["kernel_table"] = t.table ? core::to_json(*t.table) : core::Json(nullptr);
+  j[core::kKernelTableKey] = t.table ? core::to_json(*t.table) : core::Json(nullptr);
   j["problems"] = t.problems;
   return j;
 }
@@ -147,10 +147,10 @@ core::Json to_json(const ProfileReport& rep, const ProfileRequest& req) {
   // widest), in the shape `tprobe kernels` writes (docs/kernels.md), so kernels can re-read it.
   if (rep.table_point) {
     const PointResult& tp = rep.steps.points[*rep.table_point];
-    out["kernel_table"] = core::to_json(*rep.traces[*rep.table_point].table);
+    out[core::kKernelTableKey] = core::to_json(*rep.traces[*rep.table_point].table);
     out["kernel_table_point"] = {{"batch", tp.point.batch}, {"width", tp.point.width}};
   } else {
-    out["kernel_table"] = nullptr;
+    out[core::kKernelTableKey] = nullptr;
     out["kernel_table_point"] = nullptr;
   }
   out["kernel_trace_status"] = {
@@ -275,7 +275,7 @@ PointTrace trace_from_json(const core::Json& j, const std::string& where) {
     d.kernel_ns = ns_of(s);
     t.attention_deltas.push_back(std::move(d));
   }
-  const core::Json& table = jr::field(j, "kernel_table", where);
+  const core::Json& table = jr::field(j, core::kKernelTableKey, where);
   if (!table.is_null())
     t.table = core::kernel_table_from_json(table, where + ".kernel_table");
   t.problems = jr::strings(j, "problems", where);
@@ -392,7 +392,7 @@ ProfileEvidence profile_evidence_from_json(const core::Json& results, const std:
   // Written twice or derived: the provenance's per-knob words, the resolved attention, the
   // baseline and the embedded kernel table, checked by writing them again.
   const core::Json again = runs::to_json(rep, req);
-  for (const char* key : {"provenance", "baseline", "kernel_table", "kernel_table_point"})
+  for (const char* key : {"provenance", "baseline", core::kKernelTableKey, "kernel_table_point"})
     jr::check_rewritten(jr::field(results, key, where), again[key], where + "." + key);
   return out;
 }
@@ -1108,7 +1108,7 @@ void profile_report_section(core::SectionBuilder& c) {
   expert_load_figure(c, pts, a.report.config);
   phase_part_figures(c, c.results().at("points"));
   if (a.report.table_point)
-    kernel_table_figures(c, c.results().at("kernel_table"), "kernel_table.");
+    kernel_table_figures(c, c.results().at(core::kKernelTableKey), "kernel_table.");
   field_report_tables(c, steps);
 }
 }  // namespace tprobe::runs

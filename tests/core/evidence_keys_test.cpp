@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "tprobe/core/evidence/fields.hpp"
 
 namespace tprobe::core {
@@ -70,6 +72,15 @@ TEST(EvidenceKeys, NegativeControls) {
   ASSERT_TRUE(keys.count("peak_allocated_bytes"));  // from profile's point table
   ASSERT_TRUE(keys.count("lora_parameters"));       // from the sweep's table
   ASSERT_FALSE(keys.count("batch"));                // one word: left out
+  ASSERT_TRUE(keys.count("kernel_table"));          // an object's key (KernelTableSlot)
+  ASSERT_TRUE(keys.count("alive_at_peak"));         // a group's key (MemoryDevice)
+  // A source naming the kernel table's key is caught; one naming it through the declared
+  // constant, or a path below it, is not.
+  EXPECT_EQ(named_keys("out[\"kernel_table\"] = to_json(t);", keys),
+            std::set<std::string>{"kernel_table"});
+  EXPECT_EQ(named_keys("jr::object(a, \"alive_at_peak\", w);", keys),
+            std::set<std::string>{"alive_at_peak"});
+  EXPECT_TRUE(named_keys("out[kKernelTableKey] = j; f(c, kt, \"kernel_table.\");", keys).empty());
   // Caught: a read or a write by the key.
   EXPECT_EQ(named_keys("x = j.at(\"peak_allocated_bytes\");", keys),
             std::set<std::string>{"peak_allocated_bytes"});
@@ -82,12 +93,14 @@ TEST(EvidenceKeys, NegativeControls) {
   EXPECT_TRUE(named_keys("c = '\"'; s = \"a\\\"init_s\";", keys).empty());
 }
 
-TEST(EvidenceKeys, NamedOnlyInCoreEvidence) {
-  const std::set<std::string> keys = held_keys();
-  std::set<std::string> found;  // "path key"
+// "path key" for every source under root's src/, include/ and probes/ outside core/evidence that
+// names a key.
+std::set<std::string> named_outside_evidence(const fs::path& root, const std::set<std::string>& keys) {
+  std::set<std::string> found;
   for (const char* top : {"src", "include", "probes"}) {
-    for (const auto& e : fs::recursive_directory_iterator(kRoot / top)) {
-      const std::string rel = fs::relative(e.path(), kRoot).generic_string();
+    if (!fs::exists(root / top)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / top)) {
+      const std::string rel = fs::relative(e.path(), root).generic_string();
       const std::string ext = e.path().extension().string();
       if (!e.is_regular_file() || (ext != ".cpp" && ext != ".hpp" && ext != ".h")) continue;
       if (rel.rfind("src/core/evidence/", 0) == 0 ||
@@ -99,6 +112,30 @@ TEST(EvidenceKeys, NamedOnlyInCoreEvidence) {
       for (const std::string& k : named_keys(text.str(), keys)) found.insert(rel + " " + k);
     }
   }
+  return found;
+}
+
+// The scan itself, on a made-up tree: a view naming "kernel_table" is flagged, core/evidence's
+// own files (where the key is declared) and a source naming it through the constant are not.
+TEST(EvidenceKeys, TheScanFlagsAViewNamingTheKernelTable) {
+  const std::set<std::string> keys = held_keys();
+  const fs::path root = fs::temp_directory_path() / ("tprobe-keys-" + std::to_string(::getpid()));
+  auto put = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  put("src/core/trace/stats/view.cpp", "out[\"kernel_table\"] = to_json(t);\n");
+  put("src/core/trace/stats/clean.cpp", "out[kKernelTableKey] = to_json(t);\n");
+  put("src/core/evidence/kernel_table.cpp", "const char k[] = \"kernel_table\";\n");
+  put("include/tprobe/core/evidence/kernel_table.hpp", "field(\"alive_at_peak\", ...);\n");
+  const std::set<std::string> found = named_outside_evidence(root, keys);
+  fs::remove_all(root);
+  EXPECT_EQ(found, std::set<std::string>{"src/core/trace/stats/view.cpp kernel_table"});
+}
+
+TEST(EvidenceKeys, NamedOnlyInCoreEvidence) {
+  const std::set<std::string> keys = held_keys();
+  const std::set<std::string> found = named_outside_evidence(kRoot, keys);
   ASSERT_FALSE(found.empty() && keys.empty());
   std::set<std::string> open;
   std::ifstream list(fs::path(TPROBE_FIXTURES_DIR) / "evidence-keys-open.txt");

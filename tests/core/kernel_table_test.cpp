@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <set>
 
+#include "tprobe/core/evidence/fields.hpp"
 #include "tprobe/core/evidence/kernel_trace.hpp"
 
 #include "tprobe/core/base/error.hpp"
@@ -399,6 +402,53 @@ TEST(KernelTraceFields, DocsListAndRoundTrip) {
   EXPECT_EQ(evidence::to_json(evidence::from_json<DoubleCount>(t, "t")), t);
   t["op_and_kernel_ns"] = 17;
   EXPECT_THROW(evidence::from_json<DoubleCount>(t, "t"), Error);
+}
+
+// The kernel table declared in core/evidence/kernel_table.hpp: read back it writes what was read
+// (other_devices absent where none were folded, present where some were); a field missing or of
+// the wrong type is one line naming its path; its key and its rows' paths are declared fields.
+TEST(KernelTableFields, RoundTripBrokenInputAndDeclaredPaths) {
+  std::vector<KernelRecord> r = {rec("fmha_cutlassF_sm80", 0, 300, 7, 1, "forward"),
+                                 rec("nvjet_tst_128x256", 300, 400, 7, 2, ""),
+                                 rec("Memset (Device)", 400, 410, 7, 2, "", ActivityKind::kMemset)};
+  const Json j = to_json(build_kernel_table(r, {h200()}));
+  ASSERT_FALSE(j.contains("other_devices"));
+  EXPECT_EQ(j["kernels"][1]["phase_ns"].begin().key(), "unknown");
+  EXPECT_EQ(to_json(kernel_table_from_json(j, "k")).dump(), j.dump());  // negative control
+  KernelTable folded = kernel_table_from_json(j, "k");
+  folded.other_devices = 2;
+  folded.other_device.totals.events = 5;
+  const Json fj = to_json(folded);
+  EXPECT_EQ(fj["other_devices"]["devices"], 2);
+  EXPECT_EQ(to_json(kernel_table_from_json(fj, "k")).dump(), fj.dump());
+  const std::pair<std::function<void(Json&)>, const char*> broken[] = {
+      {[](Json& x) { x["kernels"][0]["category"] = "teleport"; }, "k.kernels[0]: field 'category'"},
+      {[](Json& x) { x["kernels"][0]["phase_ns"]["forward"] = "x"; }, "k.kernels[0].phase_ns.forward"},
+      {[](Json& x) { x["devices"][0].erase("sum_ns"); }, "k.devices[0]: missing field 'sum_ns'"},
+      {[](Json& x) { x["kernels"][1]["count"] = 0; }, "k.kernels[1]: field 'count'"},
+      {[](Json& x) { x["selection"] = 1; }, "k.selection: must be an object"},
+      {[](Json& x) { x["architecture"]["by_target"][0]["sm"] = 9.5; }, "k.architecture.by_target[0]: field 'sm'"},
+      {[](Json& x) { x["phases"][0].erase("share_ratio"); }, "k.phases[0]: missing field 'share_ratio'"},
+      {[](Json& x) { x["other_devices"] = {{"devices", 1}}; }, "k.other_devices: missing field 'events'"},
+  };
+  for (const auto& [edit, names] : broken) {
+    Json x = j;
+    edit(x);
+    std::string e = "no error";
+    try {
+      kernel_table_from_json(x, "k");
+    } catch (const Error& err) {
+      e = err.what();
+    }
+    EXPECT_NE(e.find(names), std::string::npos) << names << ": " << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+  std::set<std::string> paths;
+  for (const evidence::FieldDoc& d : evidence::declared_fields()) paths.insert(d.path);
+  for (const char* p : {"kernel_table", "kernel_table.devices[].sum_ns", "kernel_table.devices[].device",
+                        "kernel_table.kernels[].phase_ns", "kernel_table.kernels[].architecture_sm",
+                        "kernel_table.architecture.by_target[].sm", "kernel_table.other_devices"})
+    EXPECT_TRUE(paths.count(p)) << p;
 }
 
 }  // namespace

@@ -9,12 +9,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
+#include <set>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <string>
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/evidence/fields.hpp"
 #include "tprobe/core/trace/stats/trace_memory_report.hpp"
 #include "tprobe/core/trace/read/trace_reader.hpp"
 
@@ -461,6 +466,67 @@ TEST(TraceMemory, EvidenceAndTablesOfTheHandMadeTrace) {
   for (const char* s : {"cuda:0", "1.20 KiB", "+30.0 µs", "resident before the trace",
                         "bytes alive at the cuda:0 peak", "attention_proj", "per decoder layer"}) {
     EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
+  }
+}
+
+// The trace's memory declared in core/evidence/trace_memory.hpp: read back, it writes what was
+// read; docs/kernels.md holds its field list as the tables give it (alive_at_peak, a group of the
+// device's own members, and bytes_by_phase, a map, included); a field missing or of the wrong
+// type is one line naming its path.
+TEST(TraceMemoryFields, RoundTripDocsListAndBrokenInput) {
+  const Json j = to_json(read(make(true, true)));
+  ASSERT_FALSE(j["devices"][0]["alive_at_peak"]["by_layer"].empty());
+  // Negative control: the evidence as written reads, and writes the same bytes again.
+  EXPECT_EQ(to_json(trace_memory_from_json(j, "m")).dump(), j.dump());
+  EXPECT_EQ(evidence::to_json(evidence::from_json<TraceMemory>(j, "m")).dump(), j.dump());
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  std::set<std::string> paths;
+  for (const auto& docs : {evidence::field_docs<TraceMemory>("memory."),
+                           evidence::field_docs<MemoryDevice>("memory.devices[].")}) {
+    for (const evidence::FieldDoc& d : docs) {
+      paths.insert(d.path);
+      const std::string row = evidence::field_rows({d});
+      EXPECT_NE(doc.find(row), std::string::npos) << "docs/kernels.md lacks the row:\n" << row;
+    }
+  }
+  for (const char* p : {"memory.devices[].alive_at_peak", "memory.devices[].alive_at_peak.bytes",
+                        "memory.devices[].alive_at_peak.by_phase_part[].share_ratio",
+                        "memory.devices[].alive_at_peak.by_layer[].bytes_by_phase"})
+    EXPECT_TRUE(paths.count(p)) << p;
+  auto error_of = [&](const std::function<void(Json&)>& edit) {
+    Json x = j;
+    edit(x);
+    try {
+      trace_memory_from_json(x, "k.json memory");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::pair<std::function<void(Json&)>, const char*> broken[] = {
+      {[](Json& x) { x["devices"][0]["alive_at_peak"].erase("untagged_bytes"); },
+       "k.json memory devices[0].alive_at_peak: missing field 'untagged_bytes'"},
+      {[](Json& x) { x["devices"][0]["alive_at_peak"] = 3; },
+       "k.json memory devices[0].alive_at_peak: must be an object"},
+      {[](Json& x) { x["devices"][0]["alive_at_peak"]["by_layer"][0]["bytes_by_phase"]["backward"] = "x"; },
+       "k.json memory devices[0].alive_at_peak.by_layer[0].bytes_by_phase.backward"},
+      {[](Json& x) { x["devices"][0]["alive_at_peak"]["by_phase_part"][0]["layer_kind"] = 1; },
+       "k.json memory devices[0].alive_at_peak.by_phase_part[0]: field 'layer_kind'"},
+      {[](Json& x) { x["devices"][0]["alive_at_peak"]["by_phase_part"][0]["share_ratio"] = 0.123; },
+       "alive_at_peak.by_phase_part.0.share_ratio"},
+      {[](Json& x) { x["devices"][0].erase("total_mismatches"); },
+       "k.json memory devices[0]: missing field 'total_mismatches'"},
+      {[](Json& x) { x["devices"][0]["peak"]["step"] = -2; }, "k.json memory devices[0].peak"},
+      {[](Json& x) { x["devices"] = Json::object(); }, "k.json memory: field 'devices' must be a list"},
+      {[](Json& x) { x["devices"][0]["frees"] = x["devices"][0]["events"].get<int64_t>() + 1; },
+       "k.json memory devices[0]: field 'frees'"},
+  };
+  for (const auto& [edit, names] : broken) {
+    const std::string e = error_of(edit);
+    EXPECT_NE(e.find(names), std::string::npos) << names << ": " << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
 }
 

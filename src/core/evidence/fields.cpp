@@ -4,10 +4,12 @@
 
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/evidence/cost_points.hpp"
+#include "tprobe/core/evidence/kernel_table.hpp"
 #include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
 #include "tprobe/core/evidence/step_memory.hpp"
+#include "tprobe/core/evidence/trace_memory.hpp"
 
 namespace tprobe::core::evidence {
 
@@ -68,15 +70,17 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<ExpertLoad>("points[]."), field_docs<LoadFigures>("load."),
                     field_docs<StepMemory>("points[].memory."),
                     field_docs<MemorySample>("points[].memory.timeline.samples[]."),
-                    field_docs<BusyTotals>("kernel_table.totals."),
-                    field_docs<OverlapFigures>("kernel_table.devices[]."),
+                    field_docs<KernelTableSlot>(), field_docs<KernelTable>("kernel_table."),
+                    field_docs<KernelRow>("kernel_table.kernels[]."),
                     field_docs<RankRow>("rank_summary[]."), field_docs<PartCells>(),
                     field_docs<PartRow>("by_phase_part[]."), field_docs<LayerRow>("by_layer[]."),
                     field_docs<DoubleCount>("trace.key_averages_trap."),
                     field_docs<MemoryFitPoint>("memory_fit.fit.fitted[]."),
                     field_docs<EdgeSearchProbe>("memory_fit.budgets[].searches[].probes[]."),
                     field_docs<EdgeProbe>("memory_edge.rows[].probes[]."),
-                    field_docs<LeverFigures>("rows[]."), field_docs<MemoryFacts>("facts.")})
+                    field_docs<LeverFigures>("rows[]."), field_docs<MemoryFacts>("facts."),
+                    field_docs<TraceMemory>("memory."),
+                    field_docs<MemoryDevice>("memory.devices[].")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

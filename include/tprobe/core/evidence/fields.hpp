@@ -8,10 +8,12 @@
 //   }
 //
 // Members may be int64_t, int32_t, double, bool, std::string, std::vector<T>, std::optional<T>
-// (written as null, read from null or absent) or another struct with a table (an object).
-// `.at_least(n)` and `.at_most(n)` bound an integer; `.or_null()` writes an empty string or a negative integer
-// (-1: unknown) as null (and reads null back as empty or -1; a number read is then >= 0), the key
-// still required. A field whose JSON is not one member as it is (a null that a flag decides, an
+// (written as null, read from null or absent), std::map<std::string, T> (an object) or another
+// struct with a table (an object); `group(key, doc, fields...)` nests some of a struct's own
+// members in an object of their own, `flat(member)` writes a member struct's fields beside them.
+// `.at_least(n)` and `.at_most(n)` bound an integer; `.or_null()` writes an empty string or a
+// negative integer (-1: unknown) as null (and reads null back as empty or -1; a number read is
+// then >= 0), the key still required. A field whose JSON is not one member as it is (a null that a flag decides, an
 // enum) is `custom(key, write, read, type, unit, doc)`; with `read` null it is derived: written
 // from the other members, and on reading checked against what they give (absent where that is
 // null, or with `.absent_ok()` in evidence from before the field).
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -76,6 +79,7 @@ struct Custom {
   const char* doc;
   bool may_be_absent = false;
   bool absent_when_null = false;  // absent only where write() of the fields read before is null
+  bool omit_when_null = false;    // and not written where write() is null
   constexpr Custom absent_ok() const {
     Custom c = *this;
     c.may_be_absent = true;
@@ -84,6 +88,11 @@ struct Custom {
   constexpr Custom absent_if_null() const {
     Custom c = *this;
     c.absent_when_null = true;
+    return c;
+  }
+  constexpr Custom omitted_if_null() const {  // absent where it would be null, written or read
+    Custom c = absent_if_null();
+    c.omit_when_null = true;
     return c;
   }
 };
@@ -97,6 +106,30 @@ template <typename S>
 constexpr Custom<S> derived(const char* key, Json (*write)(const S&), const char* type,
                             const char* unit, const char* doc) {
   return {key, write, nullptr, type, unit, doc};
+}
+
+// A nested object whose fields are members of S itself: the JSON groups what the struct keeps
+// flat (`group<S>("alive_at_peak", doc, field(...), ...)`); its fields' paths are "key.field".
+template <typename S, typename Tuple>
+struct Group {
+  const char* key;
+  const char* doc;
+  Tuple fields;
+};
+template <typename S, typename... F>
+constexpr Group<S, std::tuple<F...>> group(const char* key, const char* doc, F... fields) {
+  return {key, doc, std::make_tuple(fields...)};
+}
+
+// A member struct with a table whose fields are written into the object itself, beside S's own
+// (a row that keeps its totals as a member): `flat(&DeviceRow::totals)`.
+template <typename S, typename M>
+struct Flat {
+  M S::*member;
+};
+template <typename S, typename M>
+constexpr Flat<S, M> flat(M S::*member) {
+  return {member};
 }
 
 // One row of the docs' field list: the path below the struct ("tokens.records[][]"), the JSON
@@ -129,10 +162,26 @@ template <typename T>
 struct is_optional : std::false_type {};
 template <typename T>
 struct is_optional<std::optional<T>> : std::true_type {};
+template <typename T>
+struct is_map : std::false_type {};
+template <typename T>
+struct is_map<std::map<std::string, T>> : std::true_type {};
 template <typename F>
 struct is_custom : std::false_type {};
 template <typename S>
 struct is_custom<Custom<S>> : std::true_type {};
+template <typename F>
+struct is_group : std::false_type {};
+template <typename S, typename Tuple>
+struct is_group<Group<S, Tuple>> : std::true_type {};
+template <typename F>
+struct is_flat : std::false_type {};
+template <typename S, typename M>
+struct is_flat<Flat<S, M>> : std::true_type {};
+template <typename M>
+auto table_of() {
+  return evidence_fields(static_cast<const M*>(nullptr));
+}
 
 inline bool is_empty(const std::string& s) { return s.empty(); }
 inline bool is_empty(int64_t v) { return v < 0; }  // -1: unknown
@@ -159,10 +208,41 @@ std::string type_name() {
     return "[" + type_name<typename T::value_type>() + "]";
   } else if constexpr (is_optional<T>::value) {
     return type_name<typename T::value_type>() + " or null";
+  } else if constexpr (is_map<T>::value) {
+    return "{string: " + type_name<typename T::mapped_type>() + "}";
   } else {
     static_assert(has_fields<T>::value, "an evidence member needs a field table");
     return "object";
   }
+}
+
+template <typename T, typename Table>
+void encode_fields(const T& v, const Table& table, Json& out) {
+  auto one = [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (is_custom<F>::value) {
+      Json w = f.write(v);
+      if (f.omit_when_null && w.is_null()) return;
+      out[f.key] = std::move(w);
+    } else if constexpr (is_flat<F>::value) {
+      const auto& m = v.*(f.member);
+      encode_fields(m, table_of<std::decay_t<decltype(m)>>(), out);
+    } else if constexpr (is_group<F>::value) {
+      Json& sub = out[f.key] = Json::object();
+      encode_fields(v, f.fields, sub);
+    } else {
+      const auto& m = v.*(f.member);
+      using M = std::decay_t<decltype(m)>;
+      if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+        if (f.null_when_empty && is_empty(m)) {
+          out[f.key] = nullptr;
+          return;
+        }
+      }
+      out[f.key] = encode(m);
+    }
+  };
+  std::apply([&](const auto&... f) { (one(f), ...); }, table);
 }
 
 template <typename T>
@@ -177,26 +257,77 @@ Json encode(const T& v) {
     return out;
   } else if constexpr (is_optional<T>::value) {
     return v ? encode(*v) : Json(nullptr);
+  } else if constexpr (is_map<T>::value) {
+    Json out = Json::object();
+    for (const auto& [k, e] : v) out[k] = encode(e);
+    return out;
   } else {
     Json out = Json::object();
-    auto one = [&](const auto& f) {
-      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-        out[f.key] = f.write(v);
-      } else {
-        const auto& m = v.*(f.member);
-        using M = std::decay_t<decltype(m)>;
-        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
-          if (f.null_when_empty && is_empty(m)) {
-            out[f.key] = nullptr;
-            return;
-          }
-        }
-        out[f.key] = encode(m);
-      }
-    };
-    std::apply([&](const auto&... f) { (one(f), ...); }, evidence_fields(static_cast<const T*>(nullptr)));
+    encode_fields(v, evidence_fields(static_cast<const T*>(nullptr)), out);
     return out;
   }
+}
+
+// Reads `table`'s fields of `out` from the object `v`, then checks its derived fields.
+template <typename T, typename Table>
+void decode_fields(const Json& v, const std::string& where, T& out, const Table& table) {
+  auto read_key = [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    const auto it = v.find(f.key);
+    if constexpr (is_custom<F>::value) {
+      if (f.read == nullptr) return;  // derived: checked below
+      if (it == v.end()) {
+        if (f.may_be_absent || (f.absent_when_null && f.write(out).is_null())) return;
+        ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      }
+      f.read(out, *it, where, f.key);
+    } else if constexpr (is_group<F>::value) {
+      if (it == v.end()) ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      const std::string at = where + "." + f.key;
+      if (!it->is_object()) ::tprobe::fail("{}: must be an object", at);
+      decode_fields(*it, at, out, f.fields);
+    } else {
+      using M = std::decay_t<decltype(out.*(f.member))>;
+      if (it == v.end()) {
+        if constexpr (is_optional<M>::value) return;
+        ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      }
+      int64_t lo = f.min;
+      if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
+        if (f.null_when_empty && it->is_null()) {
+          if constexpr (std::is_same_v<M, int64_t>) out.*(f.member) = -1;
+          return;
+        }
+        if (f.null_when_empty) lo = std::max<int64_t>(lo, 0);  // a number is never the -1
+      }
+      using E = typename element<M>::type;
+      const bool scalar = !is_vector<M>::value && !is_map<M>::value && !has_fields<E>::value;
+      out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo, f.max);
+    }
+  };
+  auto read = [&](const auto& f) {
+    if constexpr (is_flat<std::decay_t<decltype(f)>>::value) {
+      auto& m = out.*(f.member);
+      decode_fields(v, where, m, table_of<std::decay_t<decltype(m)>>());
+    } else {
+      read_key(f);
+    }
+  };
+  // A derived field: what the members read make of it (absent where that is null).
+  auto check = [&](const auto& f) {
+    if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
+      if (f.read != nullptr) return;
+      const Json want = f.write(out);
+      const auto it = v.find(f.key);
+      if (it == v.end() && !want.is_null() && !f.may_be_absent)
+        ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      if (it != v.end() && *it != want)
+        ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
+                       it->dump(), want.dump());
+    }
+  };
+  std::apply([&](const auto&... f) { (read(f), ...); }, table);
+  std::apply([&](const auto&... f) { (check(f), ...); }, table);
 }
 
 template <typename T>
@@ -206,7 +337,8 @@ T decode(const Json& v, const std::string& where, int64_t min, int64_t max) {
     return jr::element_integer(v, where, min, max);
   } else if constexpr (std::is_same_v<T, int32_t>) {
     return static_cast<int32_t>(
-        jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN), std::min<int64_t>(max, INT32_MAX)));
+        jr::element_integer(v, where, std::max<int64_t>(min, INT32_MIN),
+                            std::min<int64_t>(max, INT32_MAX)));
   } else if constexpr (std::is_same_v<T, double>) {
     return jr::element_number(v, where);
   } else if constexpr (std::is_same_v<T, bool>) {
@@ -226,78 +358,48 @@ T decode(const Json& v, const std::string& where, int64_t min, int64_t max) {
   } else if constexpr (is_optional<T>::value) {
     if (v.is_null()) return std::nullopt;
     return decode<typename T::value_type>(v, where, min, max);
+  } else if constexpr (is_map<T>::value) {
+    if (!v.is_object()) ::tprobe::fail("{}: must be an object", where);
+    T out;
+    for (const auto& [k, e] : v.items())
+      out[k] = decode<typename T::mapped_type>(e, where + "." + k, min, max);
+    return out;
   } else {
     if (!v.is_object()) ::tprobe::fail("{}: must be an object", where);
     T out{};
-    const auto table = evidence_fields(static_cast<const T*>(nullptr));
-    auto read = [&](const auto& f) {
-      const auto it = v.find(f.key);
-      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-        if (f.read == nullptr) return;  // derived: checked below
-        if (it == v.end()) {
-          if (f.may_be_absent || (f.absent_when_null && f.write(out).is_null())) return;
-          ::tprobe::fail("{}: missing field '{}'", where, f.key);
-        }
-        f.read(out, *it, where, f.key);
-      } else {
-        using M = std::decay_t<decltype(out.*(f.member))>;
-        if (it == v.end()) {
-          if constexpr (is_optional<M>::value) return;
-          ::tprobe::fail("{}: missing field '{}'", where, f.key);
-        }
-        int64_t lo = f.min;
-        if constexpr (std::is_same_v<M, std::string> || std::is_same_v<M, int64_t>) {
-          if (f.null_when_empty && it->is_null()) {
-            if constexpr (std::is_same_v<M, int64_t>) out.*(f.member) = -1;
-            return;
-          }
-          if (f.null_when_empty) lo = std::max<int64_t>(lo, 0);  // a number is never the -1
-        }
-        using E = typename element<M>::type;
-        const bool scalar = !is_vector<M>::value && !has_fields<E>::value;
-        out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo, f.max);
-      }
-    };
-    // A derived field: what the members read make of it (absent where that is null).
-    auto check = [&](const auto& f) {
-      if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-        if (f.read != nullptr) return;
-        const Json want = f.write(out);
-        const auto it = v.find(f.key);
-        if (it == v.end() && !want.is_null() && !f.may_be_absent)
-          ::tprobe::fail("{}: missing field '{}'", where, f.key);
-        if (it != v.end() && *it != want)
-          ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
-                         it->dump(), want.dump());
-      }
-    };
-    std::apply([&](const auto&... f) { (read(f), ...); }, table);
-    std::apply([&](const auto&... f) { (check(f), ...); }, table);
+    decode_fields(v, where, out, evidence_fields(static_cast<const T*>(nullptr)));
     return out;
   }
 }
 
+template <typename T, typename Table>
+void docs_fields(std::vector<FieldDoc>& out, const std::string& prefix, const Table& table) {
+  auto one = [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (is_flat<F>::value) {
+      using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
+      docs_fields<M>(out, prefix, table_of<M>());
+    } else if constexpr (is_custom<F>::value) {
+      out.push_back({prefix + f.key, f.type, f.unit, f.doc});
+    } else if constexpr (is_group<F>::value) {
+      out.push_back({prefix + f.key, "object", "", f.doc});
+      docs_fields<T>(out, prefix + f.key + ".", f.fields);
+    } else {
+      using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
+      using E = typename element<M>::type;
+      const std::string path = prefix + f.key;
+      std::string type = type_name<M>();
+      if (f.null_when_empty) type += " or null";
+      out.push_back({path, type, f.unit, f.doc});
+      if constexpr (has_fields<E>::value)
+        docs_fields<E>(out, path + (is_vector<M>::value ? "[]." : "."), table_of<E>());
+    }
+  };
+  std::apply([&](const auto&... f) { (one(f), ...); }, table);
+}
 template <typename T>
 void docs(std::vector<FieldDoc>& out, const std::string& prefix) {
-  std::apply(
-      [&](const auto&... f) {
-        (([&] {
-           const std::string path = prefix + f.key;
-           if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-             out.push_back({path, f.type, f.unit, f.doc});
-           } else {
-             using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
-             using E = typename element<M>::type;
-             std::string type = type_name<M>();
-             if (f.null_when_empty) type += " or null";
-             out.push_back({path, type, f.unit, f.doc});
-             if constexpr (has_fields<E>::value)
-               docs<E>(out, path + (is_vector<M>::value ? "[]." : "."));
-           }
-         }()),
-         ...);
-      },
-      evidence_fields(static_cast<const T*>(nullptr)));
+  docs_fields<T>(out, prefix, evidence_fields(static_cast<const T*>(nullptr)));
 }
 
 }  // namespace detail

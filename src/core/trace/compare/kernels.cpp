@@ -256,8 +256,8 @@ KernelSource load_kernel_source(const std::string& path, const KernelTableOption
       return s;
     }
     // Another probe's evidence (profile): its kernel table and phase × part rows.
-    if (!json_read::optional(results, "kernel_table")) no_table();
-    s.table = kernel_table_from_json(json_read::object(results, "kernel_table", where),
+    if (!json_read::optional(results, kKernelTableKey)) no_table();
+    s.table = kernel_table_from_json(json_read::object(results, kKernelTableKey, where),
                                      path + ": results.kernel_table");
     s.parts = part_side_from_evidence(results, s.evidence_probe, path);
     return s;

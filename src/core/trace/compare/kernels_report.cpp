@@ -27,7 +27,7 @@ Json source_json(const KernelSource& s) {
   Json out = {{"path", s.path}, {"kind", s.kind}};
   if (s.kind == "evidence") out["evidence_probe"] = s.evidence_probe;
   if (s.has_trace) out["trace"] = to_json(s.trace);
-  out["kernel_table"] = to_json(s.table);
+  out[kKernelTableKey] = to_json(s.table);
   if (s.has_trace) put_parts(out, s);
   if (s.has_trace) out["memory"] = to_json(s.trace.memory);
   return out;
@@ -204,7 +204,7 @@ KernelSource source_from_json(const Json& j, const std::string& where) {
   s.path = jr::string(j, "path", where);
   s.kind = jr::choice(j, "kind", where, {"trace", "evidence"}) == 0 ? "trace" : "evidence";
   if (s.kind == "evidence") s.evidence_probe = jr::string(j, "evidence_probe", where);
-  s.table = kernel_table_from_json(jr::object(j, "kernel_table", where), where + ".kernel_table");
+  s.table = kernel_table_from_json(jr::object(j, kKernelTableKey, where), where + ".kernel_table");
   s.parts.label = s.path;
   if (s.kind != "trace") {
     s.parts.why_not = "an evidence input's rows are not kept in the evidence";

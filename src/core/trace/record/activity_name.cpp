@@ -8,18 +8,6 @@
 
 namespace tprobe::core {
 
-const char* to_string(ActivityKind kind) {
-  switch (kind) {
-    case ActivityKind::kKernel:
-      return "kernel";
-    case ActivityKind::kMemcpy:
-      return "memcpy";
-    case ActivityKind::kMemset:
-      return "memset";
-  }
-  return "kernel";
-}
-
 std::string memcpy_kind_label(int copy_kind) {
   static const char* const kLabels[] = {nullptr, "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
                                         "AtoD",  "DtoA", "DtoD", "HtoH", "PtoP"};

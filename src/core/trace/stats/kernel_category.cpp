@@ -67,45 +67,6 @@ std::string without_return_type(const std::string& name) {
 
 }  // namespace
 
-const char* to_string(KernelCategory category) {
-  switch (category) {
-    case KernelCategory::kAttention:
-      return "attention";
-    case KernelCategory::kDenseGemm:
-      return "dense_gemm";
-    case KernelCategory::kGroupedGemm:
-      return "grouped_gemm";
-    case KernelCategory::kElementwise:
-      return "elementwise";
-    case KernelCategory::kReduction:
-      return "reduction_norm_loss";
-    case KernelCategory::kCopyCast:
-      return "copy_cast";
-    case KernelCategory::kMemcpyMemset:
-      return "memcpy_memset";
-    case KernelCategory::kCommunication:
-      return "communication";
-    case KernelCategory::kOther:
-      return "other";
-  }
-  return "other";
-}
-
-const std::vector<KernelCategory>& all_kernel_categories() {
-  static const std::vector<KernelCategory> all = {
-      KernelCategory::kAttention,    KernelCategory::kDenseGemm,     KernelCategory::kGroupedGemm,
-      KernelCategory::kElementwise,  KernelCategory::kReduction,     KernelCategory::kCopyCast,
-      KernelCategory::kMemcpyMemset, KernelCategory::kCommunication, KernelCategory::kOther};
-  return all;
-}
-
-std::optional<KernelCategory> parse_kernel_category(const std::string& text) {
-  for (KernelCategory c : all_kernel_categories()) {
-    if (text == to_string(c)) return c;
-  }
-  return std::nullopt;
-}
-
 // Order matters: the first match wins, so the specific families come before the generic words
 // that also appear inside their names (a cuDNN sdpa kernel's name contains "gemm"-like tile
 // words; a cuBLAS split-K kernel contains "reduce"; a copy is launched through elementwise_kernel).

@@ -14,12 +14,6 @@
 
 namespace tprobe::core {
 
-std::string trace_memory_hint(bool parts) {
-  return std::string("recorded without memory events; record with torch.profiler.profile(..., "
-                     "profile_memory=True) for the memory timeline and the peak") +
-         (parts ? " (and with_stack=True for its bytes by part)" : "");
-}
-
 namespace detail {
 namespace {
 
@@ -301,6 +295,7 @@ void attribute_memory(TraceMemory& memory, const std::vector<MemoryAlive>& alive
     MemoryDevice& d = memory.devices[k];
     d.attributed = ran;
     for (auto& [key, r] : cells[k].rows) d.by_phase_part.push_back(std::move(r));
+    set_alive_shares(d);
     for (auto& [key, l] : cells[k].layers) d.by_layer.push_back(std::move(l));
     for (auto& [key, o] : cells[k].outside) d.outside_model.push_back(std::move(o));
     std::stable_sort(d.outside_model.begin(), d.outside_model.end(),

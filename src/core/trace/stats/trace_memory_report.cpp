@@ -16,12 +16,6 @@
 namespace tprobe::core {
 namespace {
 
-Json point_json(const MemoryPoint& p) {
-  return {{"ts_ns", p.ts_ns},
-          {"allocated_bytes", p.allocated_bytes},
-          {"reserved_bytes", p.reserved_bytes}};
-}
-
 std::string bytes(int64_t b) { return format_bytes(double(b)); }
 
 // "+48.3 ms": time since the device's first event.
@@ -129,228 +123,14 @@ Table alive_table(const MemoryDevice& d, const std::string& why, const std::stri
 
 }  // namespace
 
-Json to_json(const TraceMemory& m) {
-  Json devices = Json::array();
-  for (const MemoryDevice& d : m.devices) {
-    Json by_part = Json::array();
-    for (const MemoryPartRow& r : d.by_phase_part) {
-      by_part.push_back({{"phase", r.phase},
-                         {"layer_kind", r.layer_kind},
-                         {"part", r.part},
-                         {"bytes", r.bytes},
-                         {"allocations", r.allocations},
-                         {"share_ratio", detail::ratio(r.bytes, d.alive_at_peak_bytes)}});
-    }
-    Json by_layer = Json::array();
-    for (const MemoryLayerRow& l : d.by_layer) {
-      Json phases = Json::object();
-      for (const auto& [ph, b] : l.bytes_by_phase) phases[ph] = b;
-      by_layer.push_back({{"layer", l.layer},
-                          {"layer_kind", l.layer_kind},
-                          {"bytes", l.bytes},
-                          {"allocations", l.allocations},
-                          {"bytes_by_phase", phases}});
-    }
-    Json outside = Json::array();
-    for (const MemoryOutsideRow& o : d.outside_model) {
-      outside.push_back({{"op", o.op},
-                         {"phase", o.phase},
-                         {"bytes", o.bytes},
-                         {"allocations", o.allocations}});
-    }
-    Json ts = Json::array(), alloc = Json::array(), reserved = Json::array();
-    for (const MemoryPoint& p : d.timeline) {
-      ts.push_back(p.ts_ns);
-      alloc.push_back(p.allocated_bytes);
-      reserved.push_back(p.reserved_bytes);
-    }
-    Json peak = point_json(d.peak);
-    peak["index"] = d.peak_index;
-    peak["step"] = d.peak_step;
-    devices.push_back({
-        {"device", d.label},
-        {"device_type", d.device_type},
-        {"device_id", d.device_id},
-        {"events", d.events},
-        {"allocations", d.allocations},
-        {"frees", d.frees},
-        {"zero_byte_events", d.zero_byte_events},
-        {"allocated_bytes_total", d.allocated_bytes_total},
-        {"freed_bytes_total", d.freed_bytes_total},
-        {"bytes_sum", d.bytes_sum},
-        {"first", point_json(d.first)},
-        {"last", point_json(d.last)},
-        {"peak", peak},
-        {"peak_reserved", point_json(d.peak_reserved)},
-        {"unmatched_frees", d.unmatched_frees},
-        {"unmatched_free_bytes", d.unmatched_free_bytes},
-        {"duplicate_allocations", d.duplicate_allocations},
-        {"size_mismatched_frees", d.size_mismatched_frees},
-        {"total_mismatches", d.total_mismatches},
-        {"never_freed_allocations", d.never_freed_allocations},
-        {"never_freed_bytes", d.never_freed_bytes},
-        {"resident_before_trace_bytes", d.resident_before_trace_bytes},
-        {"alive_at_peak",
-         {{"allocations", d.alive_at_peak_allocations},
-          {"bytes", d.alive_at_peak_bytes},
-          {"resident_bytes", d.resident_at_peak_bytes},
-          {"pre_trace_freed_bytes", d.pre_trace_freed_before_peak_bytes},
-          {"unexplained_bytes", d.unexplained_at_peak_bytes},
-          {"attributed", d.attributed},
-          {"tagged_bytes", d.alive_at_peak_bytes - d.untagged_bytes},
-          {"untagged_bytes", d.untagged_bytes},
-          {"untagged_allocations", d.untagged_allocations},
-          {"untagged_share_ratio", detail::ratio(d.untagged_bytes, d.alive_at_peak_bytes)},
-          {"untagged_no_module_events_bytes", d.untagged_no_module_events_bytes},
-          {"untagged_no_module_bytes", d.untagged_no_module_bytes},
-          {"untagged_unlinked_bytes", d.untagged_unlinked_bytes},
-          {"untagged_no_part_bytes", d.untagged_no_part_bytes},
-          {"outside_model_bytes", d.outside_model_bytes},
-          {"by_phase_part", by_part},
-          {"by_layer", by_layer},
-          {"outside_model", outside}}},
-        {"timeline",
-         {{"events", d.events},
-          {"points", d.timeline.size()},
-          {"ts_ns", ts},
-          {"allocated_bytes", alloc},
-          {"reserved_bytes", reserved}}},
-    });
-  }
-  const bool available = m.events > 0;
-  return Json{{"available", available},
-              {"hint", available ? Json(nullptr) : Json(trace_memory_hint(!m.attribution_off))},
-              {"events", m.events},
-              {"skipped_events", m.skipped_events},
-              {"first_skipped", m.first_skipped.empty() ? Json(nullptr) : Json(m.first_skipped)},
-              {"not_attributed_why",
-               m.not_attributed_why.empty() ? Json(nullptr) : Json(m.not_attributed_why)},
-              {"timeline_max_points", kMemoryTimelinePoints},
-              {"devices", devices}};
-}
+Json to_json(const TraceMemory& m) { return evidence::to_json(m); }
 
-namespace {
-
-MemoryPoint point_from_json(const Json& j, const std::string& where) {
-  namespace jr = json_read;
-  if (!j.is_object()) fail("{} must be an object", where);
-  MemoryPoint p;
-  p.ts_ns = jr::integer(j, "ts_ns", where);
-  p.allocated_bytes = jr::integer(j, "allocated_bytes", where, 0);
-  p.reserved_bytes = jr::integer(j, "reserved_bytes", where, 0);
-  return p;
-}
-
-MemoryDevice device_from_json(const Json& j, const std::string& where) {
-  namespace jr = json_read;
-  if (!j.is_object()) fail("{} must be an object", where);
-  MemoryDevice d;
-  d.label = jr::string(j, "device", where);
-  d.device_type = static_cast<int32_t>(jr::integer(j, "device_type", where, 0, INT32_MAX));
-  d.device_id = static_cast<int32_t>(jr::integer(j, "device_id", where, -1, INT32_MAX));
-  d.events = jr::integer(j, "events", where, 0);
-  d.allocations = jr::integer(j, "allocations", where, 0, d.events);
-  d.frees = jr::integer(j, "frees", where, 0, d.events);
-  d.zero_byte_events = jr::integer(j, "zero_byte_events", where, 0, d.events);
-  d.allocated_bytes_total = jr::integer(j, "allocated_bytes_total", where, 0);
-  d.freed_bytes_total = jr::integer(j, "freed_bytes_total", where, 0);
-  d.bytes_sum = jr::integer(j, "bytes_sum", where);
-  d.first = point_from_json(jr::object(j, "first", where), where + ".first");
-  d.last = point_from_json(jr::object(j, "last", where), where + ".last");
-  const Json& peak = jr::object(j, "peak", where);
-  d.peak = point_from_json(peak, where + ".peak");
-  d.peak_index = jr::integer(peak, "index", where + ".peak", 0);
-  d.peak_step = jr::integer(peak, "step", where + ".peak", -1);
-  d.peak_reserved =
-      point_from_json(jr::object(j, "peak_reserved", where), where + ".peak_reserved");
-  d.unmatched_frees = jr::integer(j, "unmatched_frees", where, 0, d.frees);
-  d.unmatched_free_bytes = jr::integer(j, "unmatched_free_bytes", where, 0);
-  d.duplicate_allocations = jr::integer(j, "duplicate_allocations", where, 0, d.allocations);
-  d.size_mismatched_frees = jr::integer(j, "size_mismatched_frees", where, 0, d.frees);
-  d.total_mismatches = jr::integer(j, "total_mismatches", where, 0, d.events);
-  d.never_freed_allocations = jr::integer(j, "never_freed_allocations", where, 0, d.allocations);
-  d.never_freed_bytes = jr::integer(j, "never_freed_bytes", where, 0);
-  d.resident_before_trace_bytes = jr::integer(j, "resident_before_trace_bytes", where);
-  const std::string aw = where + ".alive_at_peak";
-  const Json& a = jr::object(j, "alive_at_peak", where);
-  d.alive_at_peak_allocations = jr::integer(a, "allocations", aw, 0);
-  d.alive_at_peak_bytes = jr::integer(a, "bytes", aw, 0);
-  d.resident_at_peak_bytes = jr::integer(a, "resident_bytes", aw);
-  d.pre_trace_freed_before_peak_bytes = jr::integer(a, "pre_trace_freed_bytes", aw, 0);
-  d.unexplained_at_peak_bytes = jr::integer(a, "unexplained_bytes", aw);
-  d.attributed = jr::boolean(a, "attributed", aw);
-  d.untagged_bytes = jr::integer(a, "untagged_bytes", aw, 0, d.alive_at_peak_bytes);
-  d.untagged_allocations = jr::integer(a, "untagged_allocations", aw, 0);
-  d.untagged_no_module_events_bytes = jr::integer(a, "untagged_no_module_events_bytes", aw, 0);
-  d.untagged_no_module_bytes = jr::integer(a, "untagged_no_module_bytes", aw, 0);
-  d.untagged_unlinked_bytes = jr::integer(a, "untagged_unlinked_bytes", aw, 0);
-  d.untagged_no_part_bytes = jr::integer(a, "untagged_no_part_bytes", aw, 0);
-  d.outside_model_bytes = jr::integer(a, "outside_model_bytes", aw, 0);
-  const Json& parts = jr::array(a, "by_phase_part", aw);
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const std::string w = jr::at(aw, "by_phase_part", i);
-    MemoryPartRow r;
-    r.phase = jr::string(parts[i], "phase", w);
-    r.layer_kind = jr::string(parts[i], "layer_kind", w);
-    r.part = jr::string(parts[i], "part", w);
-    r.bytes = jr::integer(parts[i], "bytes", w, 0);
-    r.allocations = jr::integer(parts[i], "allocations", w, 0);
-    d.by_phase_part.push_back(std::move(r));
-  }
-  const Json& layers = jr::array(a, "by_layer", aw);
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const std::string w = jr::at(aw, "by_layer", i);
-    MemoryLayerRow l;
-    l.layer = static_cast<int32_t>(jr::integer(layers[i], "layer", w, 0, INT32_MAX));
-    l.layer_kind = jr::string(layers[i], "layer_kind", w);
-    l.bytes = jr::integer(layers[i], "bytes", w, 0);
-    l.allocations = jr::integer(layers[i], "allocations", w, 0);
-    const Json& phases = jr::object(layers[i], "bytes_by_phase", w);
-    for (const auto& [phase, bytes] : phases.items())
-      l.bytes_by_phase[phase] = jr::element_integer(bytes, w + ".bytes_by_phase." + phase, 0);
-    d.by_layer.push_back(std::move(l));
-  }
-  const Json& outside = jr::array(a, "outside_model", aw);
-  for (std::size_t i = 0; i < outside.size(); ++i) {
-    const std::string w = jr::at(aw, "outside_model", i);
-    MemoryOutsideRow o;
-    o.op = jr::string(outside[i], "op", w);
-    o.phase = jr::string(outside[i], "phase", w);
-    o.bytes = jr::integer(outside[i], "bytes", w, 0);
-    o.allocations = jr::integer(outside[i], "allocations", w, 0);
-    d.outside_model.push_back(std::move(o));
-  }
-  const std::string tw = where + ".timeline";
-  const Json& timeline = jr::object(j, "timeline", where);
-  const std::vector<int64_t> ts = jr::integers(timeline, "ts_ns", tw);
-  const std::vector<int64_t> alloc = jr::integers(timeline, "allocated_bytes", tw, 0);
-  const std::vector<int64_t> reserved = jr::integers(timeline, "reserved_bytes", tw, 0);
-  if (alloc.size() != ts.size() || reserved.size() != ts.size())
-    fail("{}: ts_ns, allocated_bytes and reserved_bytes differ in length", tw);
-  if (ts.size() > static_cast<std::size_t>(kMemoryTimelinePoints))
-    fail("{}: {} points, above {}", tw, ts.size(), kMemoryTimelinePoints);
-  for (std::size_t i = 0; i < ts.size(); ++i) d.timeline.push_back({ts[i], alloc[i], reserved[i]});
-  return d;
-}
-
-}  // namespace
-
+// The devices' cross-field figures (share_ratio, tagged_bytes, timeline.events, the hint's text)
+// are checked by writing what was read again.
 TraceMemory trace_memory_from_json(const Json& j, const std::string& where) {
-  namespace jr = json_read;
-  if (!j.is_object()) fail("{} must be an object", where);
-  TraceMemory m;
-  m.events = jr::integer(j, "events", where, 0);
-  m.skipped_events = jr::integer(j, "skipped_events", where, 0);
-  m.first_skipped = jr::nullable_string(j, "first_skipped", where).value_or("");
-  m.not_attributed_why = jr::nullable_string(j, "not_attributed_why", where).value_or("");
-  // The hint names with_stack=True unless the attribution was turned off: the one field that
-  // records it, and only where there are no events.
-  const std::optional<std::string> hint = jr::nullable_string(j, "hint", where);
-  m.attribution_off = hint && *hint == trace_memory_hint(false);
-  const Json& devices = jr::array(j, "devices", where);
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    m.devices.push_back(device_from_json(devices[i], jr::at(where, "devices", i)));
-  jr::check_rewritten(j, to_json(m), where);
+  TraceMemory m = evidence::from_json<TraceMemory>(j, where);
+  for (MemoryDevice& d : m.devices) set_alive_shares(d);
+  json_read::check_rewritten(j, to_json(m), where);
   return m;
 }
 
@@ -540,15 +320,19 @@ void trace_memory_figures(SectionBuilder& c, const std::string& base) {
       bars.title = "Bytes alive at the " + label + " peak, by phase and part";
       bars.value_label = std::string(unit_name) + ", field bytes";
       std::vector<std::pair<double, BarItem>> items;
-      for (const Json& row : *rows) {
-        const auto b = number_at(row, "bytes");
-        if (!b) continue;
-        const std::string kind = string_at(row, "layer_kind");
+      std::vector<MemoryPartRow> parts;
+      try {
+        parts = evidence::from_json<std::vector<MemoryPartRow>>(*rows, at + ".alive_at_peak.by_phase_part");
+      } catch (const Error& e) {
+        c.note(std::string("memory: ") + e.what());
+      }
+      for (const MemoryPartRow& row : parts) {
+        const double b = double(row.bytes);
+        const std::string& kind = row.layer_kind;
         const std::string name =
-            string_at(row, "phase") + " · " + (kind.empty() || kind == "-" ? "" : kind + " ") +
-            string_at(row, "part");
-        items.push_back({*b, {name, {*b / unit}, string_at(row, "phase") == "untagged",
-                              *peak > 0 ? format_percent(*b / *peak) : ""}});
+            row.phase + " · " + (kind.empty() || kind == "-" ? "" : kind + " ") + row.part;
+        items.push_back({b, {name, {b / unit}, row.phase == "untagged",
+                             *peak > 0 ? format_percent(b / *peak) : ""}});
       }
       std::stable_sort(items.begin(), items.end(),
                        [](const auto& x, const auto& y) { return x.first > y.first; });

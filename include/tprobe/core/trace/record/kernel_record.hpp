@@ -8,10 +8,9 @@
 #include <cstdint>
 #include <string>
 
-namespace tprobe::core {
+#include "tprobe/core/evidence/device_activity.hpp"
 
-enum class ActivityKind { kKernel, kMemcpy, kMemset };
-const char* to_string(ActivityKind kind);  // "kernel", "memcpy", "memset"
+namespace tprobe::core {
 
 // One ProfilerStep#N of a trace: the range the readers place events in.
 struct TraceStepRange {
@@ -48,18 +47,4 @@ struct KernelRecord {
   int64_t launch_thread = 0;
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
-
-// What the source knows about a device (Kineto's `deviceProperties`, or the CUDA runtime for
-// the CUPTI source). compute_major 0 = unknown.
-struct DeviceProperties {
-  int32_t id = 0;
-  std::string name;
-  int32_t compute_major = 0;
-  int32_t compute_minor = 0;
-  int64_t total_memory_bytes = 0;
-  int32_t multiprocessors = 0;
-  // 90 for compute capability 9.0, 0 if unknown: the same scale as kernel_architecture().
-  int32_t sm() const { return compute_major * 10 + compute_minor; }
-};
-
 }  // namespace tprobe::core

@@ -7,25 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "tprobe/core/evidence/kernel_table.hpp"
 #include "tprobe/core/trace/record/kernel_record.hpp"
 
 namespace tprobe::core {
-
-enum class KernelCategory {
-  kAttention,      // flash, fmha, cuDNN sdpa, efficient attention
-  kDenseGemm,      // cutlass, cuBLAS (sm90_xmma, ampere_*gemm), nvjet, gemv
-  kGroupedGemm,    // grouped problem shapes: MoE expert GEMMs
-  kElementwise,    // vectorized/unrolled elementwise, foreach (optimizer), fill, index, ...
-  kReduction,      // reduce, softmax, norms, cross-entropy / loss, sort/topk/scan
-  kCopyCast,       // device-to-device copies and dtype casts done by kernels (copy_, cat, ...)
-  kMemcpyMemset,   // memcpy / memset activities (not kernels)
-  kCommunication,  // nccl
-  kOther,          // nothing above matched: always listed, with its share
-};
-inline constexpr int kKernelCategoryCount = 9;
-const char* to_string(KernelCategory category);  // "attention", "dense_gemm", ... (snake_case)
-std::optional<KernelCategory> parse_kernel_category(const std::string& text);
-const std::vector<KernelCategory>& all_kernel_categories();  // in enum order
 
 // One row of the name-matching table. `pattern` is matched case-insensitively as a substring of
 // the demangled name; rules are tried in order and the first match wins.
@@ -61,11 +46,8 @@ std::string kernel_family(const std::string& demangled_name);
 
 // The SM generation a kernel was built for, read from its name where the name says:
 // "sm90_xmma_…" -> 90, "cutlass_80_…" / "cutlass::arch::Sm80" -> 80, "ampere_…" -> 80,
-// "hopper" -> 90, "blackwell" -> 100, "volta" -> 70, "turing" -> 75. 0 when the name is silent.
-struct KernelArchitecture {
-  int32_t sm = 0;
-  std::string evidence;  // the part of the name that says so ("sm90", "ampere_", ...)
-};
+// "hopper" -> 90, "blackwell" -> 100, "volta" -> 70, "turing" -> 75. 0 when the name is silent
+// (KernelArchitecture: core/evidence/kernel_table.hpp).
 KernelArchitecture kernel_architecture(const std::string& demangled_name);
 // "sm_90" style label; "unknown" for 0.
 std::string sm_label(int32_t sm);

@@ -13,9 +13,7 @@
 
 namespace tprobe::core {
 
-// Version of the kernel_table object inside results (bumped on incompatible changes).
-// 2: kernels[].lower_median_ns (1 wrote the same figure as median_ns; both are read).
-inline constexpr int kKernelTableSchemaVersion = 2;
+// The kernel_table object's version, kKernelTableSchemaVersion: core/evidence/kernel_table.hpp.
 
 // results.kernel_table. Every kernel row keeps its whole demangled name; times in integer ns.
 Json to_json(const KernelTable& table);
