@@ -13,6 +13,8 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/units.hpp"
 #include "tprobe/core/base/json_read.hpp"
+#include "tprobe/core/evidence/fields.hpp"
+#include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/base/median.hpp"
@@ -20,6 +22,7 @@
 #include "tprobe/core/cost/scaling_fit_report.hpp"
 #include "tprobe/core/report/svg_chart.hpp"
 #include "tprobe/core/trace/stats/kernel_table_report.hpp"
+#include "tprobe/core/trace/attribute/step_trace.hpp"
 #include "tprobe/core/trace/attribute/trace_parts.hpp"
 #include "tprobe/core/cost/step_shares.hpp"
 #include "tprobe/runs/profile_analysis.hpp"
@@ -58,8 +61,7 @@ core::Json trace_json(const PointTrace& t, bool supported) {
   const core::Json b = core::to_json(t.breakdown);
   j["untagged_kernel_s"] = b["untagged_kernel_s"];
   j["untagged_kernel_share_ratio"] = b["untagged_kernel_share_ratio"];
-  j["by_phase_part"] = b["rows"];
-  j["by_layer"] = b["layers"];
+  j.update(core::evidence::to_json(core::phase_part_cells(t.breakdown)));  // the cells, by part and layer
   j["attention_share_ratio"] = core::json_or_null(t.attention_share);
   j["attention_core_share_ratio"] = core::json_or_null(t.attention_core_share);
   j["attention_deltas"] = core::Json::array();
@@ -243,22 +245,20 @@ PointTrace trace_from_json(const core::Json& j, const std::string& where) {
   t.kernel_sum_s = jr::number(j, "kernel_sum_s", where);
   t.span_s = jr::number(j, "span_s", where);
   if (t.kernel_sum_s < 0 || t.span_s < 0) fail("{}: a negative kernel_sum_s or span_s", where);
-  // The phase × part rows and per-layer times are the step breakdown's, under profile's names;
-  // the copies' total is not written, so it is their rows' sum (as break_down makes it).
-  const core::Json& rows = jr::array(j, "by_phase_part", where);
-  int64_t copies_ns = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    copies_ns += ns_of(jr::number(rows[i], "memcpy_memset_s", jr::at(where, "by_phase_part", i)));
-  const core::Json breakdown = {
-      {"kernels", t.kernels},
-      {"kernel_s", jr::field(j, "kernel_sum_s", where)},
-      {"memcpy_memset_s", static_cast<double>(copies_ns) * 1e-9},
-      {"span_s", jr::field(j, "span_s", where)},
-      {"untagged_kernel_s", jr::field(j, "untagged_kernel_s", where)},
-      {"untagged_kernel_share_ratio", jr::field(j, "untagged_kernel_share_ratio", where)},
-      {"rows", rows},
-      {"layers", jr::field(j, "by_layer", where)}};
-  t.breakdown = core::step_breakdown_from_json(breakdown, where, /*check_derived=*/false);
+  // The phase × part cells, typed (core/evidence's PartCells), are the step breakdown's rows and
+  // layers; the copies' total is not written, so it is their rows' sum (as break_down makes it).
+  // Null cells read as none here and are refused by the rewrite check below.
+  core::PartCells cells = core::evidence::from_json<core::PartCells>(j, where);
+  core::StepBreakdown& b = t.breakdown;
+  b.rows = std::move(cells.by_phase_part).value_or(std::vector<core::PartRow>{});
+  b.layers = std::move(cells.by_layer).value_or(std::vector<core::LayerRow>{});
+  b.kernels = t.kernels;
+  b.kernel_ns = ns_of(t.kernel_sum_s);
+  b.span_ns = ns_of(t.span_s);
+  const double untagged_s = jr::number(j, "untagged_kernel_s", where);
+  if (untagged_s < 0) fail("{}: a negative untagged_kernel_s", where);
+  b.untagged_kernel_ns = ns_of(untagged_s);
+  for (const core::PartRow& r : b.rows) b.memcpy_memset_ns += r.memcpy_memset_ns;
   t.attention_share = jr::nullable_number(j, "attention_share_ratio", where);
   t.attention_core_share = jr::nullable_number(j, "attention_core_share_ratio", where);
   const core::Json& deltas = jr::array(j, "attention_deltas", where);
@@ -607,20 +607,34 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
                                            "embedding and other",
                                            "untagged"};
   const auto table_width = number_at(c.results(), "kernel_table_point.width");
+  // A point's phase × part cells, typed; none where the point has no trace or its cells do not
+  // read (the report draws what it can).
+  auto cells_of = [](const Json& p) -> std::optional<core::PartCells> {
+    const Json* kt = p.is_object() ? find_path(p, "kernel_trace") : nullptr;
+    if (!kt || !kt->is_object()) return std::nullopt;
+    try {
+      core::PartCells cells = core::evidence::from_json<core::PartCells>(*kt, "kernel_trace");
+      if (cells.by_phase_part) return cells;
+    } catch (const Error&) {
+    }
+    return std::nullopt;
+  };
   std::optional<size_t> chosen;
+  std::optional<core::PartCells> cells;
   for (size_t i = 0; i < pts.size(); ++i) {
     const Json& p = pts[i];
-    const Json* kt = p.is_object() ? find_path(p, "kernel_trace") : nullptr;
-    if (!kt || !kt->is_object() || !array_at(*kt, "by_phase_part")) continue;
+    std::optional<core::PartCells> these = cells_of(p);
+    if (!these) continue;
     auto w = number_at(p, "width");
     if (!w) continue;
     if (table_width ? *w == *table_width
-                    : (!chosen || *w > number_at(pts[*chosen], "width").value_or(0)))
+                    : (!chosen || *w > number_at(pts[*chosen], "width").value_or(0))) {
       chosen = i;
+      cells = std::move(these);
+    }
   }
   if (!chosen) return;
   const Json& p = pts[*chosen];
-  const Json& kt = p["kernel_trace"];
   const std::string point =
       fmt::format("{}x{}", number_at(p, "batch").value_or(0), number_at(p, "width").value_or(0));
   const std::string base = fmt::format("points[{}].kernel_trace.", *chosen);
@@ -633,11 +647,10 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
   for (const char* phase : {"forward", "loss", "recompute", "backward", "untagged"}) {
     std::vector<double> v(series.size(), 0.0);
     double total = 0;
-    for (const auto& row : *array_at(kt, "by_phase_part")) {
-      if (string_at(row, "phase") != phase) continue;
-      const double t = number_at(row, "kernel_s").value_or(0);
-      v[static_cast<size_t>(
-          phase_part_series(string_at(row, "part"), string_at(row, "layer_kind")))] += t;
+    for (const core::PartRow& row : *cells->by_phase_part) {
+      if (row.phase != phase) continue;
+      const double t = static_cast<double>(row.kernel_ns) * 1e-9;
+      v[static_cast<size_t>(phase_part_series(row.part, row.layer_kind))] += t;
       total += t;
     }
     if (total > 0) phases.items.push_back({phase, v, false, format_seconds(total)});
@@ -650,29 +663,24 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
         "Each backward kernel is given the part of the forward (or recompute) operation it "
         "differentiates; recompute is the checkpointed forward run again inside the backward.");
   }
-  const Json* layers = array_at(kt, "by_layer");
-  if (!layers || layers->empty()) return;
+  if (!cells->by_layer || cells->by_layer->empty()) return;
   BarChart per_layer;
   per_layer.title = "Device time per decoder layer, " + point + ": forward, recompute and backward";
   per_layer.series = series;
   per_layer.stacked = true;
   per_layer.value_label = "kernel time, seconds";
-  for (const auto& l : *layers) {
-    const Json* phases_of = l.is_object() ? find_path(l, "kernel_s") : nullptr;
-    if (!phases_of || !phases_of->is_object()) continue;
+  for (const core::LayerRow& l : *cells->by_layer) {
     std::vector<double> v(series.size(), 0.0);
     double total = 0;
-    const std::string kind = string_at(l, "layer_kind");
-    for (const auto& [phase, parts] : phases_of->items()) {
-      if (!parts.is_object()) continue;
-      for (const auto& [part, t] : parts.items()) {
-        if (!t.is_number()) continue;
-        v[static_cast<size_t>(phase_part_series(part, kind))] += t.get<double>();
-        total += t.get<double>();
+    for (const auto& [phase, parts] : l.kernel_ns) {
+      for (const auto& [part, ns] : parts) {
+        const double t = static_cast<double>(ns) * 1e-9;
+        v[static_cast<size_t>(phase_part_series(part, l.layer_kind))] += t;
+        total += t;
       }
     }
-    per_layer.items.push_back({fmt::format("layer {} {}", number_at(l, "layer").value_or(-1), kind),
-                               v, false, format_seconds(total)});
+    per_layer.items.push_back(
+        {fmt::format("layer {} {}", l.layer, l.layer_kind), v, false, format_seconds(total)});
   }
   if (!per_layer.items.empty()) {
     c.figure("per-layer", per_layer.title, render_svg(per_layer),

@@ -88,6 +88,19 @@ TEST(ProfileEvidence, DamagedResultsNameTheField) {
                      "kernel_trace.by_phase_part.0.kernel_share_ratio");
   EXPECT_ERROR_NAMES(read([](Json& j) { j["points"][0]["kernel_trace"]["records"] = -3; }),
                      "kernel_trace");
+  // The phase × part cells, read typed (core/evidence's PartCells): null, absent or mistyped.
+  EXPECT_ERROR_NAMES(
+      read([](Json& j) { j["points"][0]["kernel_trace"]["by_phase_part"] = nullptr; }),
+      "kernel_trace.by_phase_part");
+  EXPECT_ERROR_NAMES(read([](Json& j) { j["points"][0]["kernel_trace"].erase("by_layer"); }),
+                     "by_layer");
+  EXPECT_ERROR_NAMES(
+      read([](Json& j) { j["points"][0]["kernel_trace"]["by_layer"][0]["layer_kind"] = 3; }),
+      "kernel_trace.by_layer[0]");
+  EXPECT_ERROR_NAMES(read([](Json& j) {
+                       j["points"][0]["kernel_trace"]["by_phase_part"][0]["kernels"] = "many";
+                     }),
+                     "kernel_trace.by_phase_part[0]");
   EXPECT_ERROR_NAMES(read([](Json& j) { j["kernel_table_point"]["width"] = 999; }),
                      "kernel_table_point");
   // The embedded kernel table is the table point's own.

@@ -163,6 +163,14 @@ struct is_optional : std::false_type {};
 template <typename T>
 struct is_optional<std::optional<T>> : std::true_type {};
 template <typename T>
+struct bare {  // T without its std::optional
+  using type = T;
+};
+template <typename T>
+struct bare<std::optional<T>> {
+  using type = T;
+};
+template <typename T>
 struct is_map : std::false_type {};
 template <typename T>
 struct is_map<std::map<std::string, T>> : std::true_type {};
@@ -300,8 +308,10 @@ void decode_fields(const Json& v, const std::string& where, T& out, const Table&
         }
         if (f.null_when_empty) lo = std::max<int64_t>(lo, 0);  // a number is never the -1
       }
-      using E = typename element<M>::type;
-      const bool scalar = !is_vector<M>::value && !is_map<M>::value && !has_fields<E>::value;
+      // An optional list, map or object is named by path (where.key[i]) like a present one.
+      using B = typename bare<M>::type;
+      using E = typename element<B>::type;
+      const bool scalar = !is_vector<B>::value && !is_map<B>::value && !has_fields<E>::value;
       out.*(f.member) = decode<M>(*it, field_where(where, f.key, scalar), lo, f.max);
     }
   };
