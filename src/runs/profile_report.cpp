@@ -596,7 +596,7 @@ int phase_part_series(const std::string& part, const std::string& kind) {
   return 7;  // embedding, other
 }
 
-void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
+void phase_part_figures(core::SectionBuilder& c, const ProfileReport& rep) {
   const std::vector<std::string> series = {"attention core (full layers)",
                                            "attention core (sliding layers)",
                                            "attention projections",
@@ -606,38 +606,28 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
                                            "loss head",
                                            "embedding and other",
                                            "untagged"};
-  const auto table_width = number_at(c.results(), "kernel_table_point.width");
-  // A point's phase × part cells, typed; none where the point has no trace or its cells do not
-  // read (the report draws what it can).
-  auto cells_of = [](const Json& p) -> std::optional<core::PartCells> {
-    const Json* kt = p.is_object() ? find_path(p, "kernel_trace") : nullptr;
-    if (!kt || !kt->is_object()) return std::nullopt;
-    try {
-      core::PartCells cells = core::evidence::from_json<core::PartCells>(*kt, "kernel_trace");
-      if (cells.by_phase_part) return cells;
-    } catch (const Error&) {
+  if (!rep.kernel_table_supported) return;  // no point has its cells
+  // The point drawn: the kernel table's, else the widest; `shown` is its place in results.points
+  // (the unpadded points, in sweep order), `index` its place in steps.points and traces.
+  const std::optional<int64_t> table_width =
+      rep.table_point ? std::optional<int64_t>(rep.steps.points[*rep.table_point].point.width)
+                      : std::nullopt;
+  std::optional<size_t> index, shown;
+  for (size_t i = 0, k = 0; i < rep.steps.points.size(); ++i) {
+    const StepPoint& pt = rep.steps.points[i].point;
+    if (pt.padded()) continue;
+    if (table_width ? pt.width == *table_width
+                    : (!index || pt.width > rep.steps.points[*index].point.width)) {
+      index = i;
+      shown = k;
     }
-    return std::nullopt;
-  };
-  std::optional<size_t> chosen;
-  std::optional<core::PartCells> cells;
-  for (size_t i = 0; i < pts.size(); ++i) {
-    const Json& p = pts[i];
-    std::optional<core::PartCells> these = cells_of(p);
-    if (!these) continue;
-    auto w = number_at(p, "width");
-    if (!w) continue;
-    if (table_width ? *w == *table_width
-                    : (!chosen || *w > number_at(pts[*chosen], "width").value_or(0))) {
-      chosen = i;
-      cells = std::move(these);
-    }
+    ++k;
   }
-  if (!chosen) return;
-  const Json& p = pts[*chosen];
-  const std::string point =
-      fmt::format("{}x{}", number_at(p, "batch").value_or(0), number_at(p, "width").value_or(0));
-  const std::string base = fmt::format("points[{}].kernel_trace.", *chosen);
+  if (!index) return;
+  const StepPoint& p = rep.steps.points[*index].point;
+  const core::PartCells cells = core::phase_part_cells(rep.traces[*index].breakdown);
+  const std::string point = fmt::format("{}x{}", p.batch, p.width);
+  const std::string base = fmt::format("points[{}].kernel_trace.", *shown);
 
   BarChart phases;
   phases.title = "Where the traced step's device time went, " + point + ": phase by part";
@@ -647,7 +637,7 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
   for (const char* phase : {"forward", "loss", "recompute", "backward", "untagged"}) {
     std::vector<double> v(series.size(), 0.0);
     double total = 0;
-    for (const core::PartRow& row : *cells->by_phase_part) {
+    for (const core::PartRow& row : *cells.by_phase_part) {
       if (row.phase != phase) continue;
       const double t = static_cast<double>(row.kernel_ns) * 1e-9;
       v[static_cast<size_t>(phase_part_series(row.part, row.layer_kind))] += t;
@@ -663,13 +653,13 @@ void phase_part_figures(core::SectionBuilder& c, const Json& pts) {
         "Each backward kernel is given the part of the forward (or recompute) operation it "
         "differentiates; recompute is the checkpointed forward run again inside the backward.");
   }
-  if (!cells->by_layer || cells->by_layer->empty()) return;
+  if (cells.by_layer->empty()) return;
   BarChart per_layer;
   per_layer.title = "Device time per decoder layer, " + point + ": forward, recompute and backward";
   per_layer.series = series;
   per_layer.stacked = true;
   per_layer.value_label = "kernel time, seconds";
-  for (const core::LayerRow& l : *cells->by_layer) {
+  for (const core::LayerRow& l : *cells.by_layer) {
     std::vector<double> v(series.size(), 0.0);
     double total = 0;
     for (const auto& [phase, parts] : l.kernel_ns) {
@@ -1114,7 +1104,7 @@ void profile_report_section(core::SectionBuilder& c) {
   memory_fit_table(c, a.memory_fit);
   edge_search_figures(c, a.memory_fit);
   expert_load_figure(c, pts, a.report.config);
-  phase_part_figures(c, c.results().at("points"));
+  phase_part_figures(c, a.report);
   if (a.report.table_point)
     kernel_table_figures(c, c.results().at(core::kKernelTableKey), "kernel_table.");
   field_report_tables(c, steps);
