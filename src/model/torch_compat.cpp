@@ -131,15 +131,32 @@ void cuda_synchronize() {
 #endif
 }
 
+#if TPROBE_HAS_TORCH_CUDA
+namespace {
+// The caching allocator's statistics and its cap refuse a device before CUDA's lazy start
+// ("Invalid device argument 0: did you call init?", torch 2.11), and a probe may ask for them
+// before its first CUDA tensor (the load's peak, the cap). An empty CUDA tensor starts CUDA
+// (context, allocator) without allocating: no byte of the figures comes from it.
+bool cuda_ready() {
+  static const bool ready = [] {
+    if (!torch::cuda::is_available()) return false;
+    (void)torch::empty({0}, torch::TensorOptions().device(torch::kCUDA, 0));
+    return true;
+  }();
+  return ready;
+}
+}  // namespace
+#endif
+
 void cuda_reset_peak_memory() {
 #if TPROBE_HAS_TORCH_CUDA
-  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::resetPeakStats(0);
+  if (cuda_ready()) c10::cuda::CUDACachingAllocator::resetPeakStats(0);
 #endif
 }
 
 int64_t cuda_peak_allocated_bytes() {
 #if TPROBE_HAS_TORCH_CUDA
-  if (torch::cuda::is_available()) {
+  if (cuda_ready()) {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].peak;
   }
 #endif
@@ -148,7 +165,7 @@ int64_t cuda_peak_allocated_bytes() {
 
 int64_t cuda_peak_reserved_bytes() {
 #if TPROBE_HAS_TORCH_CUDA
-  if (torch::cuda::is_available()) {
+  if (cuda_ready()) {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(0).reserved_bytes[0].peak;
   }
 #endif
@@ -157,7 +174,7 @@ int64_t cuda_peak_reserved_bytes() {
 
 int64_t cuda_allocated_bytes() {
 #if TPROBE_HAS_TORCH_CUDA
-  if (torch::cuda::is_available()) {
+  if (cuda_ready()) {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(0).allocated_bytes[0].current;
   }
 #endif
@@ -166,7 +183,7 @@ int64_t cuda_allocated_bytes() {
 
 int64_t cuda_reserved_bytes() {
 #if TPROBE_HAS_TORCH_CUDA
-  if (torch::cuda::is_available()) {
+  if (cuda_ready()) {
     return c10::cuda::CUDACachingAllocator::getDeviceStats(0).reserved_bytes[0].current;
   }
 #endif
@@ -186,7 +203,7 @@ int64_t cuda_total_memory_bytes() {
 
 void cuda_set_memory_cap(int64_t bytes) {
 #if TPROBE_HAS_TORCH_CUDA
-  if (!torch::cuda::is_available()) return;
+  if (!cuda_ready()) return;
   size_t free_bytes = 0, total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess || total_bytes == 0) {
     fail("cudaMemGetInfo failed: the allocator cannot be capped");
@@ -241,7 +258,7 @@ AllocatorEvents::~AllocatorEvents() { delete impl_; }
 
 void cuda_empty_cache() {
 #if TPROBE_HAS_TORCH_CUDA
-  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
+  if (cuda_ready()) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
 }
 
