@@ -7,7 +7,12 @@
 // from its evidence JSON equal, and broken evidence refused naming the field.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
@@ -485,6 +490,72 @@ TEST(TraceStats, StreamAndDeviceRowsPastTheCapsAreFoldedAndSaidSo) {
   text.clear();
   for (const Table& x : kernel_table_tables(t, 0)) text += x.render();
   EXPECT_NE(text.find("4 more are folded"), std::string::npos) << text;
+}
+
+// The statistics' fields are declared once (core/evidence/trace_stats.hpp): docs/kernels.md lists
+// every one as the table gives it; a hand-made TraceStats reads back as written; and each rule
+// between an object's fields refuses a broken copy naming the object's path.
+TEST(TraceStatsFields, DocsListRoundTripAndTheRulesBetweenFields) {
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  for (const auto& docs : {evidence::field_docs<TraceStats>("trace."),
+                           evidence::field_docs<OtherIdle>("trace.other_idle_split.")}) {
+    for (const evidence::FieldDoc& d : docs) {
+      const std::string row = evidence::field_rows({d});
+      EXPECT_NE(doc.find(row), std::string::npos) << "docs/kernels.md lacks the row:\n" << row;
+    }
+  }
+  TraceStats st;
+  st.streams.push_back({0, 7, 3, 2, 1, 0, 500, 40, 0, 540, 520, 100, 10, 900, 1.0, 0.6});
+  st.idle.push_back({0, 300, 2, 100, 150, 50, 1});
+  st.launch.kernels = 2;
+  st.launch.with_launch = 2;
+  st.launch.launch_call = {2, 10, 4, 4, 6, 6, 6, 5.0};
+  st.launch.per_kernel.push_back({"gemm", 2, 10, 30, 1, 500});
+  st.queues.push_back({0, 7, 2, 1, 5, 905, 2, 0.9, {100, 600, 200}});
+  st.copies.push_back({"Memcpy HtoD", ActivityKind::kMemcpy, 1, 1, 4096, 40, 1.024e11});
+  st.host_ops.ops = 3;
+  st.host_ops.top_level_ops = 2;
+  st.host_ops.by_name.push_back({"aten::mm", 2, 2, 2, 500});
+  st.other_idle = {1, 10, 1, 10, 0, 0, 1};
+  const Json j = to_json(st);
+  EXPECT_DOUBLE_EQ(j["idle_split"][0]["kernel_wait_ratio"].get<double>(), 0.5);
+  EXPECT_FALSE(j.contains("other_streams"));  // nothing folded: absent
+  EXPECT_EQ(j["other_idle_split"]["devices"], 1);
+  EXPECT_EQ(to_json(trace_stats_from_json(j, "e.json")), j);
+  // Each broken copy: the path it must name.
+  const std::vector<std::pair<std::function<void(Json&)>, std::string>> broken = {
+      {[](Json& x) { x["idle_split"][0]["host_wait_ns"] = 400; }, "e.json.idle_split[0]"},
+      {[](Json& x) { x["idle_split"][0]["unlaunched_ns"] = 40; }, "e.json.idle_split[0]"},
+      {[](Json& x) { x["idle_split"][0]["host_wait_ratio"] = 0.5; }, "e.json.idle_split[0]"},
+      {[](Json& x) { x["launches"]["with_launch"] = 3; }, "e.json.launches"},
+      {[](Json& x) { x["launches"]["launch_call"]["p90_ns"] = 3; }, "e.json.launches.launch_call"},
+      {[](Json& x) { x["launches"]["per_kernel"][0]["shorter_than_launch"] = 3; },
+       "e.json.launches.per_kernel[0]"},
+      {[](Json& x) { x["queue_length"][0]["time_at_length_ns"][1] = 601; },
+       "e.json.queue_length[0]"},
+      {[](Json& x) { x["queue_length"][0]["max_length"] = 3; }, "e.json.queue_length[0]"},
+      {[](Json& x) { x["copies"][0]["kind"] = "kernel"; }, "e.json.copies[0]"},
+      {[](Json& x) { x["copies"][0]["rows_with_bytes"] = 2; }, "e.json.copies[0]"},
+      {[](Json& x) { x["host_ops"]["top_level_ops"] = 4; }, "e.json.host_ops"},
+      {[](Json& x) { x["host_ops"]["by_name"][0]["top_level_calls"] = 3; },
+       "e.json.host_ops.by_name[0]"},
+      {[](Json& x) { x["streams"][0]["concurrent_ns"] = 521; }, "e.json.streams[0]"},
+      {[](Json& x) { x["streams"][0].erase("busy_ns"); }, "e.json.streams[0]"},
+      {[](Json& x) { x["other_idle_split"]["devices"] = 0; }, "e.json.other_idle_split"},
+      {[](Json& x) { x["other_idle_split"]["gaps"] = 0; }, "e.json.other_idle_split"},
+  };
+  for (const auto& [breakit, path] : broken) {
+    Json bad = j;
+    breakit(bad);
+    try {
+      trace_stats_from_json(bad, "e.json");
+      ADD_FAILURE() << "read: " << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(KernelLabel, TensorIteratorLaunchersByTheirOperation) {

@@ -10,6 +10,7 @@
 #include "tprobe/core/evidence/profile_point.hpp"
 #include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/evidence/trace_memory.hpp"
+#include "tprobe/core/evidence/trace_stats.hpp"
 
 namespace tprobe::core::evidence {
 
@@ -80,7 +81,10 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<EdgeProbe>("memory_edge.rows[].probes[]."),
                     field_docs<LeverFigures>("rows[]."), field_docs<MemoryFacts>("facts."),
                     field_docs<TraceMemory>("memory."),
-                    field_docs<MemoryDevice>("memory.devices[].")})
+                    field_docs<MemoryDevice>("memory.devices[]."), field_docs<TraceStats>("trace."),
+                    field_docs<OtherStreams>("trace.other_streams."),
+                    field_docs<OtherIdle>("trace.other_idle_split."),
+                    field_docs<OtherQueues>("trace.other_queue_length.")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

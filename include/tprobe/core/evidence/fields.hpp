@@ -16,7 +16,8 @@
 // then >= 0), the key still required. A field whose JSON is not one member as it is (a null that a flag decides, an
 // enum) is `custom(key, write, read, type, unit, doc)`; with `read` null it is derived: written
 // from the other members, and on reading checked against what they give (absent where that is
-// null, or with `.absent_ok()` in evidence from before the field).
+// null, or with `.absent_ok()` in evidence from before the field). The rules between a struct's
+// fields are its `evidence_check(const T&, where)`, found beside the table and run after reading.
 #pragma once
 
 #include <algorithm>
@@ -144,6 +145,15 @@ template <typename T, typename = void>
 struct has_fields : std::false_type {};
 template <typename T>
 struct has_fields<T, std::void_t<decltype(evidence_fields(static_cast<const T*>(nullptr)))>>
+    : std::true_type {};
+
+// A struct's rules between its fields (a part not above its whole): `void evidence_check(const
+// T&, const std::string& where)` beside its table, run by the reader after the fields.
+template <typename T, typename = void>
+struct has_check : std::false_type {};
+template <typename T>
+struct has_check<T, std::void_t<decltype(evidence_check(std::declval<const T&>(),
+                                                        std::declval<const std::string&>()))>>
     : std::true_type {};
 
 template <typename T>
@@ -378,6 +388,7 @@ T decode(const Json& v, const std::string& where, int64_t min, int64_t max) {
     if (!v.is_object()) ::tprobe::fail("{}: must be an object", where);
     T out{};
     decode_fields(v, where, out, evidence_fields(static_cast<const T*>(nullptr)));
+    if constexpr (has_check<T>::value) evidence_check(static_cast<const T&>(out), where);
     return out;
   }
 }
