@@ -17,6 +17,7 @@
 #include "tprobe/core/base/error.hpp"
 #include "tprobe/core/base/evidence.hpp"
 #include "tprobe/core/trace/stats/kernel_category.hpp"
+#include "tprobe/core/trace/stats/kernel_sequences.hpp"
 #include "tprobe/core/trace/stats/kernel_table_report.hpp"
 #include "tprobe/core/trace/read/trace_reader.hpp"
 #include "tprobe/core/trace/stats/trace_stats_report.hpp"
@@ -309,10 +310,28 @@ TEST(KernelSequences, CountsBreaksAndTheMaximalSequenceByHand) {
   EXPECT_EQ(twice.launch_call_ns, 10 * 250);
   const Json j = to_json(s);
   EXPECT_EQ(to_json(kernel_sequences_from_json(j, "e.json")), j);
-  Json bad = j;
-  bad["top"][0]["length"] = 5;
-  EXPECT_THROW(kernel_sequences_from_json(bad, "e.json"), Error);
+  // Broken copies are refused naming the sequence: a length that is not its kernels' count, a
+  // negative time, another search's bounds.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, Json>>{
+           {"length", 5}, {"gap_ns", -1}, {"kernels", "A"}}) {
+    Json bad = j;
+    bad["top"][0][key] = value;
+    try {
+      kernel_sequences_from_json(bad, "e.json");
+      ADD_FAILURE() << key;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("e.json.top[0]"), std::string::npos) << e.what();
+    }
+  }
+  Json other = j;
+  other["max_length"] = 13;
+  EXPECT_THROW(kernel_sequences_from_json(other, "e.json"), Error);
   EXPECT_FALSE(kernel_sequence_tables(s).empty());
+  // docs/kernels.md lists every field as the table declares it.
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const evidence::FieldDoc& d : evidence::field_docs<KernelSequences>("trace.kernel_sequences."))
+    EXPECT_NE(doc.find(evidence::field_rows({d})), std::string::npos) << d.path;
 }
 
 // One stream: a row queued 0..800 ns, another 0..400; a 4,000-byte copy from 200 to 600 ns on a

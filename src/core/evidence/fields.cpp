@@ -4,6 +4,7 @@
 
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/evidence/cost_points.hpp"
+#include "tprobe/core/evidence/kernel_sequences.hpp"
 #include "tprobe/core/evidence/kernel_table.hpp"
 #include "tprobe/core/evidence/kernel_trace.hpp"
 #include "tprobe/core/evidence/operator_inputs.hpp"
@@ -84,7 +85,8 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<MemoryDevice>("memory.devices[]."), field_docs<TraceStats>("trace."),
                     field_docs<OtherStreams>("trace.other_streams."),
                     field_docs<OtherIdle>("trace.other_idle_split."),
-                    field_docs<OtherQueues>("trace.other_queue_length.")})
+                    field_docs<OtherQueues>("trace.other_queue_length."),
+                    field_docs<KernelSequences>("trace.kernel_sequences.")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

@@ -163,54 +163,10 @@ KernelSequences find_kernel_sequences(const std::vector<SequenceRow>& rows,
 
 }  // namespace detail
 
-namespace {
-}  // namespace
-
-Json to_json(const KernelSequences& s) {
-  Json top = Json::array();
-  for (const KernelSequence& q : s.top) {
-    top.push_back({{"kernels", q.kernels},
-                   {"length", q.kernels.size()},
-                   {"occurrences", q.occurrences},
-                   {"kernel_ns", q.kernel_ns},
-                   {"gap_ns", q.gap_ns},
-                   {"launches_removed", q.launches_removed},
-                   {"launch_call_ns", q.launch_call_ns},
-                   {"first_start_ns", q.first_start_ns}});
-  }
-  return {{"min_length", KernelSequences::kMinLength},
-          {"max_length", KernelSequences::kMaxLength},
-          {"min_occurrences", KernelSequences::kMinOccurrences},
-          {"kernels", s.kernels},
-          {"runs", s.runs},
-          {"found", s.found},
-          {"hash_collisions", s.hash_collisions},
-          {"top", top}};
-}
+Json to_json(const KernelSequences& s) { return evidence::to_json(s); }
 
 KernelSequences kernel_sequences_from_json(const Json& j, const std::string& where) {
-  namespace jr = json_read;
-  KernelSequences s;
-  s.kernels = jr::integer(j, "kernels", where, 0);
-  s.runs = jr::integer(j, "runs", where, 0);
-  s.found = jr::integer(j, "found", where, 0);
-  s.hash_collisions = jr::integer(j, "hash_collisions", where, 0);
-  const Json& top = jr::array(j, "top", where);
-  for (std::size_t i = 0; i < top.size(); ++i) {
-    const std::string w = jr::at(where, "top", i);
-    KernelSequence q;
-    q.kernels = jr::strings(top[i], "kernels", w);
-    if (jr::integer(top[i], "length", w, 0) != static_cast<int64_t>(q.kernels.size()))
-      fail("{}: field 'length' is not the number of kernels ({})", w, q.kernels.size());
-    q.occurrences = jr::integer(top[i], "occurrences", w, 0);
-    q.kernel_ns = jr::integer(top[i], "kernel_ns", w, 0);
-    q.gap_ns = jr::integer(top[i], "gap_ns", w, 0);
-    q.launches_removed = jr::integer(top[i], "launches_removed", w, 0);
-    q.launch_call_ns = jr::integer(top[i], "launch_call_ns", w, 0);
-    q.first_start_ns = jr::integer(top[i], "first_start_ns", w);
-    s.top.push_back(std::move(q));
-  }
-  return s;
+  return evidence::from_json<KernelSequences>(j, where);
 }
 
 void kernel_sequence_figures(SectionBuilder& c, const std::string& base) {

@@ -11,31 +11,12 @@
 #include <vector>
 
 #include "tprobe/core/base/evidence.hpp"
+#include "tprobe/core/evidence/kernel_sequences.hpp"
 #include "tprobe/core/base/table.hpp"
 
 namespace tprobe::core {
 
-struct KernelSequence {
-  std::vector<std::string> kernels;  // whole demangled names, in launch order
-  int64_t occurrences = 0;           // non-overlapping, over every stream
-  int64_t kernel_ns = 0;             // the kernels' device time over the occurrences
-  int64_t gap_ns = 0;                // device idle between consecutive kernels inside them
-  int64_t launches_removed = 0;      // (length - 1) x occurrences
-  int64_t launch_call_ns = 0;        // CPU time of those launch calls (calls with a duration)
-  int64_t first_start_ns = 0;        // the first occurrence's first kernel start
-};
-
-struct KernelSequences {
-  static constexpr int kMinLength = 3;
-  static constexpr int kMaxLength = 12;
-  static constexpr int kMinOccurrences = 2;
-  static constexpr std::size_t kKept = 50;  // sequences in the evidence (by gap_ns)
-  int64_t kernels = 0;     // kernel rows scanned (the selection)
-  int64_t runs = 0;        // runs they fall into (a stream, one launching thread, no copy between)
-  int64_t found = 0;       // maximal repeated sequences found, before the cut to kKept
-  int64_t hash_collisions = 0;  // windows whose hash matched another sequence's (left out)
-  std::vector<KernelSequence> top;  // by gap_ns, then occurrences, then length, descending
-};
+// KernelSequence and KernelSequences, their fields: core/evidence/kernel_sequences.hpp.
 
 Json to_json(const KernelSequences& s);  // results.trace.kernel_sequences
 KernelSequences kernel_sequences_from_json(const Json& j, const std::string& where);
