@@ -159,7 +159,7 @@ TEST(TraceFromJson, UserRangeTreeReadsBackAndABadParentIsNamed) {
   Json bad = good;
   bad["trace"]["user_ranges"]["rows"][1]["parent"] = 1;  // itself
   EXPECT_ERROR_NAMES(kernels_report_from_json(bad, "k.json results"),
-                     "user_ranges rows[1]: field 'parent'");
+                     "user_ranges.rows[1]: field 'parent'");
 }
 
 }  // namespace

@@ -165,7 +165,20 @@ TEST(UserRanges, NestedRangesBorrowedRowsAndTheOutsideByHand) {
   bad["rows"][0]["path"] = "train_step";  // the old per-row path is not what is read
   bad["rows"][0].erase("parent");
   EXPECT_THROW(user_ranges_from_json(bad, "e.json"), Error);
+  bad = j;  // the outside's share is its time over total_ns, not any number
+  bad["outside"]["share_ratio"] = 0.5;
+  try {
+    user_ranges_from_json(bad, "e.json");
+    ADD_FAILURE() << "a wrong outside share was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("e.json.outside"), std::string::npos) << e.what();
+  }
   EXPECT_FALSE(user_range_tables(u).empty());
+  // docs/kernels.md lists every field as core/evidence/user_ranges.hpp declares it.
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const evidence::FieldDoc& d : evidence::field_docs<UserRanges>("trace.user_ranges."))
+    EXPECT_NE(doc.find(evidence::field_rows({d})), std::string::npos) << d.path;
 }
 
 // Deeply nested ranges (issue 46: each row carried its whole path, 10,000 nested ranges wrote

@@ -12,6 +12,7 @@
 #include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/evidence/trace_memory.hpp"
 #include "tprobe/core/evidence/trace_stats.hpp"
+#include "tprobe/core/evidence/user_ranges.hpp"
 
 namespace tprobe::core::evidence {
 
@@ -86,7 +87,8 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<OtherStreams>("trace.other_streams."),
                     field_docs<OtherIdle>("trace.other_idle_split."),
                     field_docs<OtherQueues>("trace.other_queue_length."),
-                    field_docs<KernelSequences>("trace.kernel_sequences.")})
+                    field_docs<KernelSequences>("trace.kernel_sequences."),
+                    field_docs<UserRanges>("trace.user_ranges.")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

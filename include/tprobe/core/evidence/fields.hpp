@@ -286,9 +286,32 @@ Json encode(const T& v) {
   }
 }
 
-// Reads `table`'s fields of `out` from the object `v`, then checks its derived fields.
+// Checks `table`'s derived fields of `out` against the object `v`, a group's against its own
+// object (after every field of the struct was read: a group's derived field may use the others).
 template <typename T, typename Table>
-void decode_fields(const Json& v, const std::string& where, T& out, const Table& table) {
+void check_derived(const Json& v, const std::string& where, const T& out, const Table& table) {
+  auto check = [&](const auto& f) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (is_group<F>::value) {
+      check_derived(v.at(f.key), where + "." + f.key, out, f.fields);
+    } else if constexpr (is_custom<F>::value) {
+      if (f.read != nullptr) return;
+      const Json want = f.write(out);
+      const auto it = v.find(f.key);
+      if (it == v.end() && !want.is_null() && !f.may_be_absent)
+        ::tprobe::fail("{}: missing field '{}'", where, f.key);
+      if (it != v.end() && *it != want)
+        ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
+                       it->dump(), want.dump());
+    }
+  };
+  std::apply([&](const auto&... f) { (check(f), ...); }, table);
+}
+
+// Reads `table`'s fields of `out` from the object `v`, then (`checks`) its derived fields.
+template <typename T, typename Table>
+void decode_fields(const Json& v, const std::string& where, T& out, const Table& table,
+                   bool checks = true) {
   auto read_key = [&](const auto& f) {
     using F = std::decay_t<decltype(f)>;
     const auto it = v.find(f.key);
@@ -303,7 +326,7 @@ void decode_fields(const Json& v, const std::string& where, T& out, const Table&
       if (it == v.end()) ::tprobe::fail("{}: missing field '{}'", where, f.key);
       const std::string at = where + "." + f.key;
       if (!it->is_object()) ::tprobe::fail("{}: must be an object", at);
-      decode_fields(*it, at, out, f.fields);
+      decode_fields(*it, at, out, f.fields, false);  // its derived fields: below, with S's
     } else {
       using M = std::decay_t<decltype(out.*(f.member))>;
       if (it == v.end()) {
@@ -333,21 +356,9 @@ void decode_fields(const Json& v, const std::string& where, T& out, const Table&
       read_key(f);
     }
   };
-  // A derived field: what the members read make of it (absent where that is null).
-  auto check = [&](const auto& f) {
-    if constexpr (is_custom<std::decay_t<decltype(f)>>::value) {
-      if (f.read != nullptr) return;
-      const Json want = f.write(out);
-      const auto it = v.find(f.key);
-      if (it == v.end() && !want.is_null() && !f.may_be_absent)
-        ::tprobe::fail("{}: missing field '{}'", where, f.key);
-      if (it != v.end() && *it != want)
-        ::tprobe::fail("{}: field '{}' is {} but the other fields make it {}", where, f.key,
-                       it->dump(), want.dump());
-    }
-  };
   std::apply([&](const auto&... f) { (read(f), ...); }, table);
-  std::apply([&](const auto&... f) { (check(f), ...); }, table);
+  // A derived field: what the members read make of it (absent where that is null).
+  if (checks) check_derived(v, where, out, table);
 }
 
 template <typename T>

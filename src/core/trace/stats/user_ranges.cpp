@@ -293,75 +293,10 @@ std::string indented(const UserRangeRow& r) {
 }
 }  // namespace
 
-Json to_json(const UserRanges& u) {
-  Json rows = Json::array();
-  for (const UserRangeRow& r : u.rows) {
-    rows.push_back({{"parent", r.parent},
-                    {"name", r.name},
-                    {"depth", r.depth},
-                    {"instances", r.instances},
-                    {"host_ns", r.host_ns},
-                    {"rows", r.rows},
-                    {"kernels", r.kernels},
-                    {"kernel_ns", r.kernel_ns},
-                    {"memcpy_memset_ns", r.memcpy_memset_ns},
-                    {"borrowed_rows", r.borrowed_rows},
-                    {"inclusive_ns", r.inclusive_ns},
-                    {"share_ratio", r.share_ratio}});
-  }
-  return {{"available", u.available},
-          {"ranges", u.ranges},
-          {"main_tid", u.main_tid},
-          {"rows", rows},
-          {"outside",
-           {{"rows", u.outside_rows},
-            {"kernel_ns", u.outside_kernel_ns},
-            {"memcpy_memset_ns", u.outside_memcpy_memset_ns},
-            {"share_ratio", u.total_ns > 0 ? double(u.outside_kernel_ns + u.outside_memcpy_memset_ns) /
-                                                 double(u.total_ns)
-                                           : 0.0}}},
-          {"total_ns", u.total_ns},
-          {"kineto_checked", u.kineto_checked},
-          {"kineto_same", u.kineto_same}};
-}
+Json to_json(const UserRanges& u) { return evidence::to_json(u); }
 
 UserRanges user_ranges_from_json(const Json& j, const std::string& where) {
-  namespace jr = json_read;
-  UserRanges u;
-  u.available = jr::boolean(j, "available", where);
-  u.ranges = jr::integer(j, "ranges", where, 0);
-  u.main_tid = jr::integer(j, "main_tid", where);
-  const Json& rows = jr::array(j, "rows", where);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const std::string w = jr::at(where, "rows", i);
-    UserRangeRow r;
-    // A tree in depth-first order: the parent is an earlier row, one level up.
-    r.parent = jr::integer(rows[i], "parent", w, -1, static_cast<int64_t>(i) - 1);
-    r.name = jr::string(rows[i], "name", w);
-    r.depth = static_cast<int32_t>(jr::integer(rows[i], "depth", w, 0, INT32_MAX));
-    const int32_t want =
-        r.parent < 0 ? 0 : u.rows[static_cast<std::size_t>(r.parent)].depth + 1;
-    if (r.depth != want)
-      fail("{}: field 'depth' is {}, but its parent row makes it {}", w, r.depth, want);
-    r.instances = jr::integer(rows[i], "instances", w, 0);
-    r.host_ns = jr::integer(rows[i], "host_ns", w, 0);
-    r.rows = jr::integer(rows[i], "rows", w, 0);
-    r.kernels = jr::integer(rows[i], "kernels", w, 0);
-    r.kernel_ns = jr::integer(rows[i], "kernel_ns", w, 0);
-    r.memcpy_memset_ns = jr::integer(rows[i], "memcpy_memset_ns", w, 0);
-    r.borrowed_rows = jr::integer(rows[i], "borrowed_rows", w, 0);
-    r.inclusive_ns = jr::integer(rows[i], "inclusive_ns", w, 0);
-    r.share_ratio = jr::number(rows[i], "share_ratio", w);
-    u.rows.push_back(std::move(r));
-  }
-  const Json& o = jr::object(j, "outside", where);
-  u.outside_rows = jr::integer(o, "rows", where + " outside", 0);
-  u.outside_kernel_ns = jr::integer(o, "kernel_ns", where + " outside", 0);
-  u.outside_memcpy_memset_ns = jr::integer(o, "memcpy_memset_ns", where + " outside", 0);
-  u.total_ns = jr::integer(j, "total_ns", where, 0);
-  u.kineto_checked = jr::integer(j, "kineto_checked", where, 0);
-  u.kineto_same = jr::integer(j, "kineto_same", where, 0, u.kineto_checked);
-  return u;
+  return evidence::from_json<UserRanges>(j, where);
 }
 
 void user_range_figures(SectionBuilder& c, const std::string& base) {
