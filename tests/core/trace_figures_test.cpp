@@ -384,7 +384,27 @@ TEST(TraceSeries, BucketMaximaMeansAndSpreadBytesByHand) {
   bad = j;
   bad["devices"][0]["buckets"] = 401;
   EXPECT_THROW(trace_series_from_json(bad, "e.json"), Error);
+  // A series one bucket short is named by its path; a span that ends before it starts too.
+  for (const auto& [breakit, path] :
+       std::vector<std::pair<std::function<void(Json&)>, std::string>>{
+           {[](Json& x) { x["devices"][0]["copy_bandwidth"][0]["bytes"].erase(0); },
+            "e.json.devices[0].copy_bandwidth[0]"},
+           {[](Json& x) { x["devices"][0]["end_ns"] = -1; }, "e.json.devices[0]"}}) {
+    bad = j;
+    breakit(bad);
+    try {
+      trace_series_from_json(bad, "e.json");
+      ADD_FAILURE() << path;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
   EXPECT_FALSE(trace_series_tables(ts).empty());
+  // docs/kernels.md lists every field as core/evidence/trace_series.hpp declares it.
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const evidence::FieldDoc& f : evidence::field_docs<TraceSeries>("trace.time_series."))
+    EXPECT_NE(doc.find(evidence::field_rows({f})), std::string::npos) << f.path;
 }
 
 // Past the caps (issue 46: one series per stream, 100,000 streams wrote 1.86 GB): 20 streams on

@@ -11,6 +11,7 @@
 #include "tprobe/core/evidence/profile_point.hpp"
 #include "tprobe/core/evidence/step_memory.hpp"
 #include "tprobe/core/evidence/trace_memory.hpp"
+#include "tprobe/core/evidence/trace_series.hpp"
 #include "tprobe/core/evidence/trace_stats.hpp"
 #include "tprobe/core/evidence/user_ranges.hpp"
 
@@ -88,7 +89,8 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<OtherIdle>("trace.other_idle_split."),
                     field_docs<OtherQueues>("trace.other_queue_length."),
                     field_docs<KernelSequences>("trace.kernel_sequences."),
-                    field_docs<UserRanges>("trace.user_ranges.")})
+                    field_docs<UserRanges>("trace.user_ranges."),
+                    field_docs<TraceSeries>("trace.time_series.")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }
