@@ -9,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -566,7 +568,12 @@ TEST(CriticalPath, EvidenceReaderRefusesDamagedObjects) {
   };
   refused([](Json& j) { j["length_ns"] = "12"; }, "length_ns");
   refused([](Json& j) { j["device_ns"] = -1; }, "device_ns");
-  refused([](Json& j) { j["host_ns"] = j["host_ns"].get<int64_t>() + 1; }, "sums of their parts");
+  refused([](Json& j) { j["host_ns"] = j["host_ns"].get<int64_t>() + 1; }, "field 'host_ns'");
+  refused([](Json& j) { j["by_step"][0]["delay_ns"] = -5; }, "by_step[0]: field 'delay_ns'");
+  refused([](Json& j) { j["bound"] = "host"; }, "field 'bound'");
+  refused([](Json& j) { j["copy_ns"] = j["device_ns"].get<int64_t>() + 1; }, "copy_ns");
+  refused([](Json& j) { j["kernels"][0]["share_ratio"] = 0.5; }, "kernels[0]: share_ratio");
+  refused([](Json& j) { j["why_not"] = "a reason"; }, "why_not is not null");
   refused([](Json& j) { j["length_ns"] = j["length_ns"].get<int64_t>() + 1; },
           "length_ns is not the sum");
   refused([](Json& j) { j["by_step"][0].erase("queue_ns"); }, "by_step[0]");
@@ -574,11 +581,25 @@ TEST(CriticalPath, EvidenceReaderRefusesDamagedObjects) {
   refused([](Json& j) { j["graph"]["syncs"] = 1.5; }, "graph");
   refused([](Json& j) { j = Json::array(); }, "must be an object");
 
+  EXPECT_EQ(to_json(critical_path_from_json(good, "k.json")), good);
+
   CriticalPath none;
   none.why_not = "no device rows";
-  const CriticalPath back = critical_path_from_json(to_json(none), "k.json");
+  const Json nj = to_json(none);
+  EXPECT_FALSE(nj.contains("length_ns"));  // the path's figures only where it was computed
+  const CriticalPath back = critical_path_from_json(nj, "k.json");
   EXPECT_FALSE(back.available);
   EXPECT_EQ(back.why_not, "no device rows");
+  Json no_reason = nj;
+  no_reason["why_not"] = nullptr;
+  EXPECT_THROW(critical_path_from_json(no_reason, "k.json"), Error);
+
+  // docs/kernels.md lists every field as core/evidence/critical_path.hpp declares it.
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(doc.empty());
+  for (const evidence::FieldDoc& d : evidence::field_docs<CriticalPath>("trace.critical_path."))
+    EXPECT_NE(doc.find(evidence::field_rows({d})), std::string::npos) << d.path;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "tprobe/core/base/table.hpp"
 #include "tprobe/core/evidence/cost_points.hpp"
+#include "tprobe/core/evidence/critical_path.hpp"
 #include "tprobe/core/evidence/kernel_sequences.hpp"
 #include "tprobe/core/evidence/kernel_table.hpp"
 #include "tprobe/core/evidence/kernel_trace.hpp"
@@ -90,7 +91,8 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<OtherQueues>("trace.other_queue_length."),
                     field_docs<KernelSequences>("trace.kernel_sequences."),
                     field_docs<UserRanges>("trace.user_ranges."),
-                    field_docs<TraceSeries>("trace.time_series.")})
+                    field_docs<TraceSeries>("trace.time_series."),
+                    field_docs<CriticalPath>("trace.critical_path.")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

@@ -133,6 +133,19 @@ constexpr Flat<S, M> flat(M S::*member) {
   return {member};
 }
 
+// Fields of S written, and read, only where `pred` holds of the struct (a result's figures that
+// exist only when it was computed: `only_if<S>(+[](const S& s) { return s.available; }, ...)`);
+// `pred` sees the members read before it. Absent otherwise, and a reader ignores them then.
+template <typename S, typename Tuple>
+struct OnlyIf {
+  bool (*pred)(const S&);
+  Tuple fields;
+};
+template <typename S, typename... F>
+constexpr OnlyIf<S, std::tuple<F...>> only_if(bool (*pred)(const S&), F... fields) {
+  return {pred, std::make_tuple(fields...)};
+}
+
 // One row of the docs' field list: the path below the struct ("tokens.records[][]"), the JSON
 // type, the unit and the doc line.
 struct FieldDoc {
@@ -193,6 +206,10 @@ struct is_group : std::false_type {};
 template <typename S, typename Tuple>
 struct is_group<Group<S, Tuple>> : std::true_type {};
 template <typename F>
+struct is_only_if : std::false_type {};
+template <typename S, typename Tuple>
+struct is_only_if<OnlyIf<S, Tuple>> : std::true_type {};
+template <typename F>
 struct is_flat : std::false_type {};
 template <typename S, typename M>
 struct is_flat<Flat<S, M>> : std::true_type {};
@@ -242,6 +259,8 @@ void encode_fields(const T& v, const Table& table, Json& out) {
       Json w = f.write(v);
       if (f.omit_when_null && w.is_null()) return;
       out[f.key] = std::move(w);
+    } else if constexpr (is_only_if<F>::value) {
+      if (f.pred(v)) encode_fields(v, f.fields, out);
     } else if constexpr (is_flat<F>::value) {
       const auto& m = v.*(f.member);
       encode_fields(m, table_of<std::decay_t<decltype(m)>>(), out);
@@ -292,7 +311,14 @@ template <typename T, typename Table>
 void check_derived(const Json& v, const std::string& where, const T& out, const Table& table) {
   auto check = [&](const auto& f) {
     using F = std::decay_t<decltype(f)>;
-    if constexpr (is_group<F>::value) {
+    if constexpr (is_only_if<F>::value) {
+      if (f.pred(out)) check_derived(v, where, out, f.fields);
+    } else if constexpr (is_flat<F>::value) {
+      const auto& m = out.*(f.member);
+      using M = std::decay_t<decltype(m)>;
+      check_derived(v, where, m, table_of<M>());
+      if constexpr (has_check<M>::value) evidence_check(m, where);
+    } else if constexpr (is_group<F>::value) {
       check_derived(v.at(f.key), where + "." + f.key, out, f.fields);
     } else if constexpr (is_custom<F>::value) {
       if (f.read != nullptr) return;
@@ -349,9 +375,12 @@ void decode_fields(const Json& v, const std::string& where, T& out, const Table&
     }
   };
   auto read = [&](const auto& f) {
-    if constexpr (is_flat<std::decay_t<decltype(f)>>::value) {
+    using F = std::decay_t<decltype(f)>;
+    if constexpr (is_only_if<F>::value) {
+      if (f.pred(out)) decode_fields(v, where, out, f.fields, false);
+    } else if constexpr (is_flat<F>::value) {
       auto& m = out.*(f.member);
-      decode_fields(v, where, m, table_of<std::decay_t<decltype(m)>>());
+      decode_fields(v, where, m, table_of<std::decay_t<decltype(m)>>(), false);
     } else {
       read_key(f);
     }
@@ -408,7 +437,9 @@ template <typename T, typename Table>
 void docs_fields(std::vector<FieldDoc>& out, const std::string& prefix, const Table& table) {
   auto one = [&](const auto& f) {
     using F = std::decay_t<decltype(f)>;
-    if constexpr (is_flat<F>::value) {
+    if constexpr (is_only_if<F>::value) {
+      docs_fields<T>(out, prefix, f.fields);
+    } else if constexpr (is_flat<F>::value) {
       using M = std::decay_t<decltype(std::declval<T>().*(f.member))>;
       docs_fields<M>(out, prefix, table_of<M>());
     } else if constexpr (is_custom<F>::value) {

@@ -19,26 +19,6 @@
 
 namespace tprobe::core {
 
-const char* PathShares::bound() const {
-  const int64_t h = host_ns(), d = device_ns, l = delay_ns();
-  if (h == 0 && d == 0 && l == 0) return "none";
-  if (h >= d && h >= l) return "host";
-  if (d >= l) return "device";
-  return "delay";
-}
-
-void PathShares::add(const PathShares& o) {
-  host_event_ns += o.host_event_ns;
-  runtime_ns += o.runtime_ns;
-  host_untraced_ns += o.host_untraced_ns;
-  device_ns += o.device_ns;
-  copy_ns += o.copy_ns;
-  launch_delay_ns += o.launch_delay_ns;
-  queue_ns += o.queue_ns;
-  wait_ns += o.wait_ns;
-  sync_ns += o.sync_ns;
-}
-
 namespace detail {
 namespace {
 
@@ -98,6 +78,7 @@ class Analysis {
     if (!check_available()) return;
     walk();
     finish_tables();
+    set_path_shares(out_);
   }
 
  private:
