@@ -114,7 +114,7 @@ TEST(TraceFromJson, DamagedPiecesNameTheField) {
       read([](Json& j) { j["trace"]["key_averages_trap"]["double_count_ratio"] = 7.5; }),
       "key_averages_trap: field 'double_count_ratio'");
   EXPECT_ERROR_NAMES(read([](Json& j) { j["trace"]["profiler_steps"][0]["duration_ns"] = 1; }),
-                     "profiler_steps.0.duration_ns");
+                     "profiler_steps[0]: field 'duration_ns'");
   EXPECT_ERROR_NAMES(read([](Json& j) { j["trace"]["idle_split"][0]["host_wait_ns"] = -4; }),
                      "idle_split[0]");
   EXPECT_ERROR_NAMES(read([](Json& j) { j["trace"]["copies"] = Json::array({{{"kind", "x"}}}); }),

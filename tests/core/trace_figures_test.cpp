@@ -610,6 +610,45 @@ TEST(TraceStatsFields, DocsListRoundTripAndTheRulesBetweenFields) {
   }
 }
 
+// A trace's own facts are declared once (core/evidence/trace_facts.hpp): docs/kernels.md lists
+// every field, a hand-made TraceFacts reads back as written, and broken copies are refused naming
+// their path.
+TEST(TraceFactsFields, DocsListRoundTripAndBrokenCopies) {
+  std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
+  const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const evidence::FieldDoc& d : evidence::field_docs<TraceFacts>("trace."))
+    EXPECT_NE(doc.find(evidence::field_rows({d})), std::string::npos) << d.path;
+  TraceFacts f;
+  f.source = "t.json";
+  f.events = 10;
+  f.categories = {{"kernel", 4}, {"cpu_op", 6}};
+  f.devices.push_back({0, "NVIDIA H100 80GB HBM3", 9, 0, 85017493504, 132});
+  f.steps.push_back({3, 1000, 5000});
+  f.health.messages = {"a warning"};
+  const Json j = evidence::to_json(f);
+  EXPECT_EQ(j["profiler_steps"][0]["duration_ns"], 4000);
+  EXPECT_EQ(evidence::to_json(evidence::from_json<TraceFacts>(j, "e.json")), j);
+  const std::vector<std::pair<std::function<void(Json&)>, std::string>> broken = {
+      {[](Json& x) { x["categories"]["kernel"] = 11; }, "e.json.categories"},
+      {[](Json& x) { x["profiler_steps"][0]["end_ns"] = 999; }, "e.json.profiler_steps[0]"},
+      {[](Json& x) { x["profiler_steps"][0]["duration_ns"] = 1; }, "e.json.profiler_steps[0]"},
+      {[](Json& x) { x["device_properties"][0]["compute_major"] = 100; },
+       "e.json.device_properties[0]"},
+      {[](Json& x) { x["rank"] = -2; }, "field 'rank'"},
+      {[](Json& x) { x["health"].erase("messages"); }, "e.json.health"},
+  };
+  for (const auto& [breakit, path] : broken) {
+    Json bad = j;
+    breakit(bad);
+    try {
+      evidence::from_json<TraceFacts>(bad, "e.json");
+      ADD_FAILURE() << "read: " << path;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(KernelLabel, TensorIteratorLaunchersByTheirOperation) {
   EXPECT_EQ(kernel_label("void at::native::elementwise_kernel<128, 2, "
                          "at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, "

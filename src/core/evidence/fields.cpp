@@ -11,6 +11,7 @@
 #include "tprobe/core/evidence/operator_inputs.hpp"
 #include "tprobe/core/evidence/profile_point.hpp"
 #include "tprobe/core/evidence/step_memory.hpp"
+#include "tprobe/core/evidence/trace_facts.hpp"
 #include "tprobe/core/evidence/trace_memory.hpp"
 #include "tprobe/core/evidence/trace_series.hpp"
 #include "tprobe/core/evidence/trace_stats.hpp"
@@ -92,7 +93,8 @@ std::vector<FieldDoc> declared_fields() {
                     field_docs<KernelSequences>("trace.kernel_sequences."),
                     field_docs<UserRanges>("trace.user_ranges."),
                     field_docs<TraceSeries>("trace.time_series."),
-                    field_docs<CriticalPath>("trace.critical_path.")})
+                    field_docs<CriticalPath>("trace.critical_path."),
+                    field_docs<TraceFacts>("trace.")})
     out.insert(out.end(), docs.begin(), docs.end());
   return out;
 }

@@ -160,12 +160,15 @@ void read_phase_ns(KernelRow& k, const Json& v, const std::string& w, const char
 constexpr auto evidence_fields(const DeviceProperties*) {
   using evidence::field;
   using P = DeviceProperties;
-  return std::make_tuple(field("id", &P::id, "", "the device's index"),
-                         field("name", &P::name, "", "its name"),
-                         field("compute_major", &P::compute_major, "", "0: unknown"),
-                         field("compute_minor", &P::compute_minor, "", "compute capability's minor"),
-                         field("total_memory_bytes", &P::total_memory_bytes, "B", "its memory"),
-                         field("multiprocessors", &P::multiprocessors, "", "its SMs"));
+  return std::make_tuple(
+      field("id", &P::id, "", "the device's index").at_least(0),
+      field("name", &P::name, "", "its name"),
+      field("compute_major", &P::compute_major, "", "0: unknown").at_least(0).at_most(99),
+      field("compute_minor", &P::compute_minor, "", "compute capability's minor")
+          .at_least(0)
+          .at_most(99),
+      field("total_memory_bytes", &P::total_memory_bytes, "B", "its memory").at_least(0),
+      field("multiprocessors", &P::multiprocessors, "", "its SMs").at_least(0));
 }
 constexpr auto evidence_fields(const DeviceRow*) {
   using evidence::field;

@@ -35,50 +35,7 @@ Json source_json(const KernelSource& s) {
 
 // The summary's own facts; to_json(TraceSummary) adds the launch-bound statistics beside them.
 Json trace_summary_json(const TraceSummary& s) {
-  Json devices = Json::array();
-  for (const DeviceProperties& p : s.devices) {
-    devices.push_back({{"id", p.id},
-                       {"name", p.name},
-                       {"compute_major", p.compute_major},
-                       {"compute_minor", p.compute_minor},
-                       {"total_memory_bytes", p.total_memory_bytes},
-                       {"multiprocessors", p.multiprocessors}});
-  }
-  Json steps = Json::array();
-  for (const TraceStepRange& st : s.steps) {
-    steps.push_back({{"step", st.step},
-                     {"start_ns", st.start_ns},
-                     {"end_ns", st.end_ns},
-                     {"duration_ns", st.end_ns - st.start_ns}});
-  }
-  Json cats = Json::object();
-  for (const auto& [k, v] : s.categories) cats[k] = v;
-  const TraceHealth& h = s.health;
-  const DoubleCount& d = s.double_count;
-  return Json{
-      {"source", s.source},
-      {"gzip", s.gzip},
-      {"uncompressed_bytes", s.uncompressed_bytes},
-      {"events", s.events},
-      {"categories", cats},
-      {"schema_version", s.schema_version},
-      {"base_time_ns", s.base_time_ns},
-      {"rank", s.rank},
-      {"world_size", s.world_size},
-      {"device_properties", devices},
-      {"profiler_steps", steps},
-      {"health",
-       {{"zero_duration", h.zero_duration},
-        {"negative_duration", h.negative_duration},
-        {"stream_overlaps", h.stream_overlaps},
-        {"stream_overlap_ns", h.stream_overlap_ns},
-        {"out_of_range", h.out_of_range},
-        {"past_trace_end", h.past_trace_end},
-        {"unmatched_begin", h.unmatched_begin},
-        {"skipped_events", h.skipped_events},
-        {"bad_launch_durations", h.bad_launch_durations},
-        {"messages", h.messages}}},
-      {"key_averages_trap", evidence::to_json(d)}};
+  return evidence::to_json(static_cast<const TraceFacts&>(s));
 }
 }  // namespace
 
@@ -149,53 +106,7 @@ namespace jr = json_read;
 // The summary's own facts as trace_summary_json writes them; the derived ones (a step's duration,
 // the trap's sums and ratios and its sentence) are checked by writing them again.
 void summary_facts_from_json(const Json& j, const std::string& where, TraceSummary& s) {
-  s.source = jr::string(j, "source", where);
-  s.gzip = jr::boolean(j, "gzip", where);
-  s.uncompressed_bytes = jr::integer(j, "uncompressed_bytes", where, 0);
-  s.events = jr::integer(j, "events", where, 0);
-  const Json& cats = jr::object(j, "categories", where);
-  for (const auto& [name, count] : cats.items())
-    s.categories[name] = jr::element_integer(count, where + ".categories." + name, 0, s.events);
-  s.schema_version = jr::string(j, "schema_version", where);
-  s.base_time_ns = jr::integer(j, "base_time_ns", where);
-  s.rank = jr::integer(j, "rank", where, -1);
-  s.world_size = jr::integer(j, "world_size", where, -1);
-  const Json& devices = jr::array(j, "device_properties", where);
-  for (std::size_t i = 0; i < devices.size(); ++i) {
-    const std::string w = jr::at(where, "device_properties", i);
-    DeviceProperties p;
-    p.id = static_cast<int32_t>(jr::integer(devices[i], "id", w, 0, INT32_MAX));
-    p.name = jr::string(devices[i], "name", w);
-    p.compute_major = static_cast<int32_t>(jr::integer(devices[i], "compute_major", w, 0, 99));
-    p.compute_minor = static_cast<int32_t>(jr::integer(devices[i], "compute_minor", w, 0, 99));
-    p.total_memory_bytes = jr::integer(devices[i], "total_memory_bytes", w, 0);
-    p.multiprocessors =
-        static_cast<int32_t>(jr::integer(devices[i], "multiprocessors", w, 0, INT32_MAX));
-    s.devices.push_back(std::move(p));
-  }
-  const Json& steps = jr::array(j, "profiler_steps", where);
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const std::string w = jr::at(where, "profiler_steps", i);
-    TraceStepRange r;
-    r.step = jr::integer(steps[i], "step", w, 0);
-    r.start_ns = jr::integer(steps[i], "start_ns", w);
-    r.end_ns = jr::integer(steps[i], "end_ns", w, r.start_ns);
-    s.steps.push_back(r);
-  }
-  const std::string hw = where + ".health";
-  const Json& h = jr::object(j, "health", where);
-  s.health.zero_duration = jr::integer(h, "zero_duration", hw, 0);
-  s.health.negative_duration = jr::integer(h, "negative_duration", hw, 0);
-  s.health.stream_overlaps = jr::integer(h, "stream_overlaps", hw, 0);
-  s.health.stream_overlap_ns = jr::integer(h, "stream_overlap_ns", hw, 0);
-  s.health.out_of_range = jr::integer(h, "out_of_range", hw, 0);
-  s.health.past_trace_end = jr::integer(h, "past_trace_end", hw, 0);
-  s.health.unmatched_begin = jr::integer(h, "unmatched_begin", hw, 0);
-  s.health.skipped_events = jr::integer(h, "skipped_events", hw, 0);
-  s.health.bad_launch_durations = jr::integer(h, "bad_launch_durations", hw, 0);
-  s.health.messages = jr::strings(h, "messages", hw);
-  s.double_count = evidence::from_json<DoubleCount>(jr::object(j, "key_averages_trap", where),
-                                                    where + ".key_averages_trap");
+  static_cast<TraceFacts&>(s) = evidence::from_json<TraceFacts>(j, where);
 }
 
 // A source as source_json wrote it: path, kind, kernel table, and a trace's phase × part rows.

@@ -23,21 +23,6 @@
 
 namespace tprobe::core {
 
-// What a careful reader of this trace should know before trusting its table.
-struct TraceHealth {
-  int64_t zero_duration = 0;      // device rows with dur == 0
-  int64_t negative_duration = 0;  // device rows with dur < 0 (kept out of the table)
-  int64_t stream_overlaps = 0;    // consecutive device rows on one stream that overlap
-  int64_t stream_overlap_ns = 0;
-  int64_t out_of_range = 0;           // device rows outside the host events' span (±1 s)
-  int64_t past_trace_end = 0;         // device rows ending after the last host event ended
-  int64_t unmatched_begin = 0;        // "B" events with no "E": the trace ended mid-event
-  int64_t skipped_events = 0;  // events without "ph"; device, host-op, python_function or fwdbwd
-                               // events missing ts, dur, name or id, or with an impossible
-                               // duration (left out)
-  int64_t bad_launch_durations = 0;   // launch calls with dur < 0 or > a day (kept without it)
-  std::vector<std::string> messages;  // Kineto warnings / INFO records, as written (first 20)
-};
 
 // What key_averages() would report if a user summed every row's self device time: each kernel
 // once as its own device row, once more in the host op that launched it (the op whose
@@ -47,19 +32,9 @@ struct TraceHealth {
 // total.
 // DoubleCount (the key_averages() trap): core/evidence/kernel_trace.hpp.
 
-struct TraceSummary {
-  std::string source;  // path or the buffer's label
-  bool gzip = false;
-  int64_t uncompressed_bytes = 0;
-  int64_t events = 0;                         // traceEvents entries
-  std::map<std::string, int64_t> categories;  // "cat" -> count, as spelled in the trace
-  int64_t base_time_ns = 0;                   // baseTimeNanoseconds, 0 if absent
-  std::vector<DeviceProperties> devices;      // deviceProperties
-  std::vector<TraceStepRange> steps;          // ProfilerStep#N ranges, ascending N
-  int64_t rank = -1, world_size = -1;         // distributedInfo, -1 if absent
-  std::string schema_version;                 // schemaVersion, as written
-  TraceHealth health;
-  DoubleCount double_count;
+// The trace's own facts (source, events, steps, health, the key_averages() trap): TraceFacts,
+// core/evidence/trace_facts.hpp; the analyses over the selection beside them.
+struct TraceSummary : TraceFacts {
   TraceStats stats;  // over the table's selection (trace_stats.hpp)
   CriticalPath critical_path;  // over the selection's window (critical_path.hpp)
   UserRanges user_ranges;      // the selected rows by the user's own ranges (user_ranges.hpp)

@@ -9,15 +9,10 @@
 #include <string>
 
 #include "tprobe/core/evidence/device_activity.hpp"
+#include "tprobe/core/evidence/trace_facts.hpp"
 
 namespace tprobe::core {
 
-// One ProfilerStep#N of a trace: the range the readers place events in.
-struct TraceStepRange {
-  int64_t step = 0;  // N of ProfilerStep#N
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-};
 
 struct KernelRecord {
   ActivityKind kind = ActivityKind::kKernel;
