@@ -194,16 +194,11 @@ constexpr auto evidence_fields(const PathHostOp*) {
                          field("share_ratio", &H::share_ratio, "", "of length_ns"));
 }
 inline auto evidence_fields(const PathKernel*) {
-  using evidence::custom;
   using evidence::field;
   using K = PathKernel;
   return std::make_tuple(
       field("family", &K::family, "", "the kernel family (a copy's name as written)"),
-      custom<K>("category", +[](const K& k) { return evidence_detail::category_json(k.category); },
-                +[](K& k, const Json& v, const std::string& w, const char* key) {
-                  k.category = evidence_detail::category_from(v, w, key);
-                },
-                "string", "", "attention, dense_gemm, ..."),
+      category_field<K, &K::category>(),
       field("ns", &K::ns, "ns", "its device time on the path").at_least(0),
       field("rows", &K::rows, "", "distinct rows holding it").at_least(0),
       field("share_ratio", &K::share_ratio, "", "of length_ns"));

@@ -157,6 +157,17 @@ void read_kernels(KernelTable& t, const Json& v, const std::string& w, const cha
 void read_phase_ns(KernelRow& k, const Json& v, const std::string& w, const char* key);
 }  // namespace evidence_detail
 
+// A struct's kernel category as its `category` field (the category's snake_case name).
+template <typename S, KernelCategory S::*M>
+constexpr auto category_field() {
+  return evidence::custom<S>(
+      "category", +[](const S& s) { return evidence_detail::category_json(s.*M); },
+      +[](S& s, const Json& v, const std::string& w, const char* key) {
+        s.*M = evidence_detail::category_from(v, w, key);
+      },
+      "string", "", "attention, dense_gemm, ...");
+}
+
 constexpr auto evidence_fields(const DeviceProperties*) {
   using evidence::field;
   using P = DeviceProperties;
@@ -185,15 +196,10 @@ constexpr auto evidence_fields(const StepRow*) {
                          field("step", &StepRow::step, "", "-1: outside every step"));
 }
 inline auto evidence_fields(const CategoryRow*) {
-  using evidence::custom;
   using evidence::field;
   using C = CategoryRow;
   return std::make_tuple(
-      custom<C>("category", +[](const C& c) { return evidence_detail::category_json(c.category); },
-                +[](C& c, const Json& v, const std::string& w, const char* k) {
-                  c.category = evidence_detail::category_from(v, w, k);
-                },
-                "string", "", "attention, dense_gemm, ..."),
+      category_field<C, &C::category>(),
       field("kernels", &C::kernels, "", "distinct names").at_least(0),
       field("count", &C::count, "", "device rows").at_least(0),
       field("total_ns", &C::total_ns, "ns", "their time").at_least(0),
@@ -222,11 +228,7 @@ inline auto evidence_fields(const KernelRow*) {
                   fail("{}: field '{}' is {}, not kernel, memcpy or memset", w, key, v.dump());
                 },
                 "string", "", "kernel, memcpy or memset"),
-      custom<K>("category", +[](const K& k) { return evidence_detail::category_json(k.category); },
-                +[](K& k, const Json& v, const std::string& w, const char* key) {
-                  k.category = evidence_detail::category_from(v, w, key);
-                },
-                "string", "", "attention, dense_gemm, ..."),
+      category_field<K, &K::category>(),
       flat(&K::architecture),
       field("count", &K::count, "", "device rows").at_least(1),
       field("total_ns", &K::total_ns, "ns", "their time").at_least(0),
