@@ -343,7 +343,8 @@ TEST(KernelSequences, CountsBreaksAndTheMaximalSequenceByHand) {
   // docs/kernels.md lists every field as the table declares it.
   std::ifstream in(std::string(TPROBE_FIXTURES_DIR) + "/../../docs/kernels.md");
   const std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const evidence::FieldDoc& d : evidence::field_docs<KernelSequences>("trace.kernel_sequences."))
+  for (const evidence::FieldDoc& d :
+       evidence::field_docs<KernelSequences>("trace.kernel_sequences."))
     EXPECT_NE(doc.find(evidence::field_rows({d})), std::string::npos) << d.path;
 }
 

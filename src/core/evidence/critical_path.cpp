@@ -47,7 +47,8 @@ void evidence_check(const PathStep& s, const std::string& where) {
 }
 
 void evidence_check(const CriticalPath& p, const std::string& where) {
-  if (p.window_end_ns < p.window_start_ns) fail("{}: window_end_ns is before window_start_ns", where);
+  if (p.window_end_ns < p.window_start_ns)
+    fail("{}: window_end_ns is before window_start_ns", where);
   if (!p.available) {
     if (p.why_not.empty()) fail("{}: not available, and why_not is null", where);
     return;

@@ -4,7 +4,8 @@
 namespace tprobe::core {
 
 void evidence_check(const TraceStepRange& r, const std::string& where) {
-  if (r.end_ns < r.start_ns) fail("{}: end_ns ({}) is before start_ns ({})", where, r.end_ns, r.start_ns);
+  if (r.end_ns < r.start_ns)
+    fail("{}: end_ns ({}) is before start_ns ({})", where, r.end_ns, r.start_ns);
 }
 
 void evidence_check(const TraceFacts& f, const std::string& where) {

@@ -7,40 +7,47 @@ namespace evidence_detail {
 
 namespace jr = json_read;
 
-Json other_queue_json(const DeviceSeries& d) {
-  if (d.other_streams <= 0) return nullptr;
-  Json q = evidence::to_json(d.other_queue);
-  q.erase("stream");
-  q["streams"] = d.other_streams;
-  return q;
+namespace {
+
+// A folded series: the series' own object with its count (`count_key`) in place of the key that
+// names one series (`own_key`); null where nothing was folded.
+template <typename T>
+Json folded_series_json(const T& series, int64_t count, const char* own_key,
+                        const char* count_key) {
+  if (count <= 0) return nullptr;
+  Json j = evidence::to_json(series);
+  j.erase(own_key);
+  j[count_key] = count;
+  return j;
 }
-void read_other_queue(DeviceSeries& d, const Json& v, const std::string& w, const char* key) {
+template <typename T>
+void read_folded_series(const Json& v, const std::string& at, const char* own_key,
+                        const Json& own_value, const char* count_key, int64_t& count,
+                        T& series) {
   if (v.is_null()) return;
-  const std::string at = w + "." + key;
   if (!v.is_object()) fail("{}: must be an object or null", at);
-  Json q = v;
-  d.other_streams = jr::integer(q, "streams", at, 1);
-  q.erase("streams");
-  q["stream"] = -1;
-  d.other_queue = evidence::from_json<QueueSeries>(q, at);
+  Json j = v;
+  count = jr::integer(j, count_key, at, 1);
+  j.erase(count_key);
+  j[own_key] = own_value;
+  series = evidence::from_json<T>(j, at);
 }
 
+}  // namespace
+
+Json other_queue_json(const DeviceSeries& d) {
+  return folded_series_json(d.other_queue, d.other_streams, "stream", "streams");
+}
+void read_other_queue(DeviceSeries& d, const Json& v, const std::string& w, const char* key) {
+  read_folded_series(v, w + "." + key, "stream", Json(-1), "streams", d.other_streams,
+                     d.other_queue);
+}
 Json other_copy_json(const DeviceSeries& d) {
-  if (d.other_copies <= 0) return nullptr;
-  Json c = evidence::to_json(d.other_copy);
-  c.erase("name");
-  c["kinds"] = d.other_copies;
-  return c;
+  return folded_series_json(d.other_copy, d.other_copies, "name", "kinds");
 }
 void read_other_copy(DeviceSeries& d, const Json& v, const std::string& w, const char* key) {
-  if (v.is_null()) return;
-  const std::string at = w + "." + key;
-  if (!v.is_object()) fail("{}: must be an object or null", at);
-  Json c = v;
-  d.other_copies = jr::integer(c, "kinds", at, 1);
-  c.erase("kinds");
-  c["name"] = "other";
-  d.other_copy = evidence::from_json<CopySeries>(c, at);
+  read_folded_series(v, w + "." + key, "name", Json("other"), "kinds", d.other_copies,
+                     d.other_copy);
 }
 
 }  // namespace evidence_detail
@@ -59,7 +66,8 @@ void copy_buckets(const CopySeries& c, std::size_t n, const std::string& w) {
 }  // namespace
 
 void evidence_check(const DeviceSeries& d, const std::string& where) {
-  if (d.end_ns < d.start_ns) fail("{}: end_ns ({}) is before start_ns ({})", where, d.end_ns, d.start_ns);
+  if (d.end_ns < d.start_ns)
+    fail("{}: end_ns ({}) is before start_ns ({})", where, d.end_ns, d.start_ns);
   if (d.queues.size() > static_cast<std::size_t>(TraceSeries::kMaxStreams))
     fail("{}: {} queue series, more than max_streams", where, d.queues.size());
   if (d.copies.size() > static_cast<std::size_t>(TraceSeries::kMaxCopies))

@@ -173,7 +173,8 @@ inline auto evidence_fields(const PathStep*) {
   using P = PathStep;
   return std::make_tuple(
       field("step", &P::step, "", "ProfilerStep#N's N"),
-      field("start_ns", &P::start_ns, "ns", "its start"), field("end_ns", &P::end_ns, "ns", "its end"),
+      field("start_ns", &P::start_ns, "ns", "its start"),
+      field("end_ns", &P::end_ns, "ns", "its end"),
       derived<P>("duration_ns", +[](const P& p) { return Json(p.end_ns - p.start_ns); }, "integer",
                  "ns", "end_ns - start_ns"),
       flat(&P::shares));
@@ -181,8 +182,9 @@ inline auto evidence_fields(const PathStep*) {
 inline auto evidence_fields(const PathPhase*) {
   using evidence::field;
   using evidence::flat;
-  return std::make_tuple(field("phase", &PathPhase::phase, "", "forward, backward, optimizer, unknown"),
-                         flat(&PathPhase::shares));
+  return std::make_tuple(
+      field("phase", &PathPhase::phase, "", "forward, backward, optimizer, unknown"),
+      flat(&PathPhase::shares));
 }
 constexpr auto evidence_fields(const PathHostOp*) {
   using evidence::field;

@@ -84,7 +84,8 @@ constexpr auto evidence_fields(const TraceHealth*) {
       field("past_trace_end", &H::past_trace_end, "", "rows ending after the last host event")
           .at_least(0),
       field("unmatched_begin", &H::unmatched_begin, "", "B events with no E").at_least(0),
-      field("skipped_events", &H::skipped_events, "", "events left out, a field missing or impossible")
+      field("skipped_events", &H::skipped_events, "",
+            "events left out, a field missing or impossible")
           .at_least(0),
       field("bad_launch_durations", &H::bad_launch_durations, "", "launch calls kept without dur")
           .at_least(0),
