@@ -24,15 +24,9 @@ void PathShares::add(const PathShares& o) {
   sync_ns += o.sync_ns;
 }
 
-namespace evidence_detail {
-double path_ratio(int64_t part, int64_t whole) {
-  return whole > 0 ? double(part) / double(whole) : 0.0;
-}
-}  // namespace evidence_detail
-
 void set_path_shares(CriticalPath& p) {
-  for (PathHostOp& o : p.host_ops) o.share_ratio = evidence_detail::path_ratio(o.ns, p.length_ns);
-  for (PathKernel& k : p.kernels) k.share_ratio = evidence_detail::path_ratio(k.ns, p.length_ns);
+  for (PathHostOp& o : p.host_ops) o.share_ratio = evidence::ratio(o.ns, p.length_ns);
+  for (PathKernel& k : p.kernels) k.share_ratio = evidence::ratio(k.ns, p.length_ns);
 }
 
 void evidence_check(const PathShares& s, const std::string& where) {

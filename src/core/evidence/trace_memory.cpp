@@ -13,8 +13,7 @@ std::string trace_memory_hint(bool parts) {
 
 void set_alive_shares(MemoryDevice& d) {
   for (MemoryPartRow& r : d.by_phase_part)
-    r.share_ratio =
-        d.alive_at_peak_bytes > 0 ? double(r.bytes) / double(d.alive_at_peak_bytes) : 0.0;
+    r.share_ratio = evidence::ratio(r.bytes, d.alive_at_peak_bytes);
 }
 
 namespace evidence_detail {

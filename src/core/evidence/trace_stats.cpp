@@ -32,10 +32,6 @@ Json folded_json(const O& o, int64_t count) {
 
 namespace evidence_detail {
 
-double wait_ratio(int64_t part_ns, int64_t idle_ns) {
-  return idle_ns > 0 ? double(part_ns) / double(idle_ns) : 0.0;
-}
-
 Json other_streams_json(const TraceStats& s) {
   return folded_json(s.other_streams, s.other_streams.streams);
 }

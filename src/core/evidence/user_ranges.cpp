@@ -1,15 +1,7 @@
-// The user ranges' evidence (user_ranges.hpp): the outside share and the tree's rules.
+// The user ranges' evidence (user_ranges.hpp): the tree's rules.
 #include "tprobe/core/evidence/user_ranges.hpp"
 
 namespace tprobe::core {
-
-namespace evidence_detail {
-double outside_share(const UserRanges& u) {
-  return u.total_ns > 0
-             ? double(u.outside_kernel_ns + u.outside_memcpy_memset_ns) / double(u.total_ns)
-             : 0.0;
-}
-}  // namespace evidence_detail
 
 void evidence_check(const UserRanges& u, const std::string& where) {
   for (std::size_t i = 0; i < u.rows.size(); ++i) {

@@ -123,10 +123,6 @@ struct CriticalPath {
 // reader checks what was written against it).
 void set_path_shares(CriticalPath& p);
 
-namespace evidence_detail {
-double path_ratio(int64_t part, int64_t whole);  // part / whole, 0 when whole is not positive
-}  // namespace evidence_detail
-
 void evidence_check(const PathShares& s, const std::string& where);
 void evidence_check(const PathStep& s, const std::string& where);
 void evidence_check(const CriticalPath& p, const std::string& where);
@@ -135,7 +131,7 @@ inline auto evidence_fields(const PathShares*) {
   using evidence::derived;
   using evidence::field;
   using S = PathShares;
-  using evidence_detail::path_ratio;
+  using evidence::ratio;
   return std::make_tuple(
       derived<S>("host_ns", +[](const S& s) { return Json(s.host_ns()); }, "integer", "ns",
                  "host_event_ns + host_untraced_ns"),
@@ -155,13 +151,13 @@ inline auto evidence_fields(const PathShares*) {
       field("wait_ns", &S::wait_ns, "ns", "cross-stream waits").at_least(0),
       field("sync_ns", &S::sync_ns, "ns", "row end to the blocking call's end").at_least(0),
       derived<S>("host_ratio",
-                 +[](const S& s) { return Json(path_ratio(s.host_ns(), s.total_ns())); },
+                 +[](const S& s) { return Json(ratio(s.host_ns(), s.total_ns())); },
                  "number", "", "of the stretch"),
       derived<S>("device_ratio",
-                 +[](const S& s) { return Json(path_ratio(s.device_ns, s.total_ns())); },
+                 +[](const S& s) { return Json(ratio(s.device_ns, s.total_ns())); },
                  "number", "", "of the stretch"),
       derived<S>("delay_ratio",
-                 +[](const S& s) { return Json(path_ratio(s.delay_ns(), s.total_ns())); },
+                 +[](const S& s) { return Json(ratio(s.delay_ns(), s.total_ns())); },
                  "number", "", "of the stretch"),
       derived<S>("bound", +[](const S& s) { return Json(s.bound()); }, "string", "",
                  "host, device, delay (the largest) or none"));

@@ -35,6 +35,12 @@
 
 namespace tprobe::core::evidence {
 
+// part / whole, 0 when whole is not positive: the shares and ratios a table derives from its
+// counts and times (a derived field's writer and its check on reading use this one formula).
+inline double ratio(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
 template <typename S, typename M>
 struct Field {
   const char* key;

@@ -165,7 +165,6 @@ struct TraceStats {
 };
 
 namespace evidence_detail {
-double wait_ratio(int64_t part_ns, int64_t idle_ns);  // part / idle, 0 when idle is 0
 Json other_streams_json(const TraceStats& s);
 void read_other_streams(TraceStats& s, const Json& v, const std::string& w, const char* key);
 Json other_idle_json(const TraceStats& s);
@@ -237,12 +236,12 @@ inline auto evidence_fields(const IdleSplit*) {
       field("host_wait_gaps", &I::host_wait_gaps, "", "gaps with some host wait").at_least(0),
       derived<I>("host_wait_ratio",
                  +[](const I& s) {
-                   return Json(evidence_detail::wait_ratio(s.host_wait_ns, s.idle_ns));
+                   return Json(evidence::ratio(s.host_wait_ns, s.idle_ns));
                  },
                  "number", "", "host_wait_ns over idle_ns"),
       derived<I>("kernel_wait_ratio",
                  +[](const I& s) {
-                   return Json(evidence_detail::wait_ratio(s.kernel_wait_ns, s.idle_ns));
+                   return Json(evidence::ratio(s.kernel_wait_ns, s.idle_ns));
                  },
                  "number", "", "kernel_wait_ns over idle_ns"));
 }

@@ -44,10 +44,6 @@ struct UserRanges {
   int64_t kineto_checked = 0, kineto_same = 0;
 };
 
-namespace evidence_detail {
-double outside_share(const UserRanges& u);  // the outside rows' time over total_ns (0 if none)
-}  // namespace evidence_detail
-
 // A row's parent is an earlier row and its depth the parent's + 1; kineto_same not above
 // kineto_checked.
 void evidence_check(const UserRanges& u, const std::string& where);
@@ -86,7 +82,8 @@ inline auto evidence_fields(const UserRanges*) {
                field("memcpy_memset_ns", &U::outside_memcpy_memset_ns, "ns", "their copies'")
                    .at_least(0),
                derived<U>("share_ratio",
-                          +[](const U& u) { return Json(evidence_detail::outside_share(u)); },
+                          +[](const U& u) { return Json(evidence::ratio(
+                            u.outside_kernel_ns + u.outside_memcpy_memset_ns, u.total_ns)); },
                           "number", "", "over total_ns")),
       field("total_ns", &U::total_ns, "ns", "every selected row: the table's sum").at_least(0),
       field("kineto_checked", &U::kineto_checked, "", "rows Kineto's own annotation holds")
